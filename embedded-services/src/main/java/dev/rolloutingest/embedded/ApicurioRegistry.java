@@ -48,10 +48,18 @@ public final class ApicurioRegistry implements AutoCloseable {
         Path runner = unpack(bundle(), workDir.toAbsolutePath());
         int port = FreePorts.next();
         Path logFile = workDir.toAbsolutePath().resolve("apicurio.log");
+        Path tmp = workDir.toAbsolutePath().resolve("tmp");
+        try {
+            Files.createDirectories(tmp);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not create " + tmp, e);
+        }
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:+UseSerialGC",
                 "-Dquarkus.http.host=127.0.0.1", "-Dquarkus.http.port=" + port,
                 "-Dquarkus.log.level=WARN", "-Dquarkus.banner.enabled=false",
+                // Quarkus/Vert.x write caches to the temp dir: keep them inside workDir.
+                "-Djava.io.tmpdir=" + tmp, "-Dvertx.cacheDirBase=" + tmp.resolve("vertx-cache"),
                 "-jar", runner.getFileName().toString()));
         Process process;
         try {

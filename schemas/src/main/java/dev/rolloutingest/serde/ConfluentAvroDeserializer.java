@@ -21,24 +21,68 @@ import org.apache.kafka.common.serialization.Deserializer;
  */
 public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
     private SchemaRegistryClient registry;
+    private Class<T> type;
     private Schema readerSchema;
+    private SpecificData specificData;
     private boolean specific;
     private final Map<Integer, DatumReader<Object>> readers = new ConcurrentHashMap<>();
 
     public ConfluentAvroDeserializer() {}
 
-    /** Reads into a generated class: its schema is the reader schema. */
-    public ConfluentAvroDeserializer(SchemaRegistryClient registry, Schema readerSchema) {
+    /** Reads into a generated class (its schema is the reader schema), or generic records when type is null. */
+    public ConfluentAvroDeserializer(SchemaRegistryClient registry, Class<T> type) {
         this.registry = registry;
-        this.readerSchema = readerSchema;
-        this.specific = readerSchema != null;
+        this.type = type;
+        if (type != null) {
+            // The class's own model: Avro 1.12 refuses to load untrusted classes by name.
+            this.specificData = SpecificData.getForClass(type);
+            this.readerSchema = specificData.getSchema(type);
+            this.specific = true;
+            trust(readerSchema);
+        }
+    }
+
+    private static final java.util.Set<String> TRUSTED = ConcurrentHashMap.newKeySet();
+
+    /**
+     * Avro 1.12 refuses to instantiate classes it was not told to trust; the generated classes of the
+     * reader schema (records and enums, nested ones too) are trusted here, nothing else.
+     */
+    private static synchronized void trust(Schema schema) {
+        java.util.List<String> names = new java.util.ArrayList<>();
+        collectNamedTypes(schema, names, new java.util.HashSet<>());
+        names.removeIf(n -> !TRUSTED.add(n));
+        if (names.isEmpty()) {
+            return;
+        }
+        org.apache.avro.util.ClassSecurityValidator.Builder builder = org.apache.avro.util.ClassSecurityValidator.builder();
+        names.forEach(builder::add);
+        org.apache.avro.util.ClassSecurityValidator.setGlobal(org.apache.avro.util.ClassSecurityValidator.composite(
+                org.apache.avro.util.ClassSecurityValidator.getGlobal(), builder.build()));
+    }
+
+    private static void collectNamedTypes(Schema schema, java.util.List<String> names, java.util.Set<Schema> seen) {
+        if (!seen.add(schema)) {
+            return;
+        }
+        switch (schema.getType()) {
+            case RECORD -> {
+                names.add(SpecificData.getClassName(schema));
+                schema.getFields().forEach(f -> collectNamedTypes(f.schema(), names, seen));
+            }
+            case ENUM, FIXED -> names.add(SpecificData.getClassName(schema));
+            case ARRAY -> collectNamedTypes(schema.getElementType(), names, seen);
+            case MAP -> collectNamedTypes(schema.getValueType(), names, seen);
+            case UNION -> schema.getTypes().forEach(t -> collectNamedTypes(t, names, seen));
+            default -> { }
+        }
     }
 
     @Override
     public void configure(Map<String, ?> configs, boolean isKey) {
         SerdeConfig config = SerdeConfig.from(configs);
         this.registry = new SchemaRegistryClient(config);
-        this.specific = config.specificAvroReader() || readerSchema != null;
+        this.specific = config.specificAvroReader() || type != null;
     }
 
     @Override
@@ -70,16 +114,17 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
     private DatumReader<Object> readerFor(int id) {
         Schema writer = registry.byId(id);
         Schema reader = readerSchema;
+        SpecificData data = specificData == null ? SpecificData.get() : specificData;
         if (reader == null && specific) {
-            Class<?> generated = SpecificData.get().getClass(writer);
-            reader = generated == null ? writer : SpecificData.get().getSchema(generated);
+            Class<?> generated = data.getClass(writer);
+            reader = generated == null ? writer : data.getSchema(generated);
         }
         if (reader == null) {
             return new GenericDatumReader<>(writer);
         }
         // Resolution errors show at construction for some mismatches and at read time for others.
         try {
-            return specific ? new SpecificDatumReader<>(writer, reader) : new GenericDatumReader<>(writer, reader);
+            return specific ? new SpecificDatumReader<>(writer, reader, data) : new GenericDatumReader<>(writer, reader);
         } catch (AvroRuntimeException e) {
             throw new SerdeException.IncompatibleSchema("Schema id " + id + " cannot be resolved to reader schema "
                     + reader.getFullName() + ": " + e.getMessage(), e);

@@ -1,7 +1,6 @@
 package dev.rolloutingest.serde;
 
 import java.util.Map;
-import org.apache.avro.Schema;
 import org.apache.avro.generic.IndexedRecord;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -12,15 +11,15 @@ public final class ConfluentAvroSerde<T extends IndexedRecord> implements Serde<
     private final ConfluentAvroSerializer<T> serializer;
     private final ConfluentAvroDeserializer<T> deserializer;
 
-    /** @param readerSchema the generated class's schema, or null for generic records. */
-    public ConfluentAvroSerde(Schema readerSchema) {
+    /** @param type the generated class, or null for generic records. */
+    public ConfluentAvroSerde(Class<T> type) {
         this.serializer = new ConfluentAvroSerializer<>();
-        this.deserializer = new ConfluentAvroDeserializer<>(null, readerSchema);
+        this.deserializer = new ConfluentAvroDeserializer<>(null, type);
     }
 
-    public ConfluentAvroSerde(SchemaRegistryClient registry, SerdeConfig config, Schema readerSchema, boolean isKey) {
+    public ConfluentAvroSerde(SchemaRegistryClient registry, SerdeConfig config, Class<T> type, boolean isKey) {
         this.serializer = new ConfluentAvroSerializer<>(registry, config, isKey);
-        this.deserializer = new ConfluentAvroDeserializer<>(registry, readerSchema);
+        this.deserializer = new ConfluentAvroDeserializer<>(registry, type);
     }
 
     @Override

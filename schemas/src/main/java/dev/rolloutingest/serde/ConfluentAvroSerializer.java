@@ -13,6 +13,7 @@ import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.DatumWriter;
 import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
+import org.apache.avro.specific.SpecificData;
 import org.apache.avro.specific.SpecificDatumWriter;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.common.serialization.Serializer;
@@ -66,7 +67,9 @@ public class ConfluentAvroSerializer<T extends IndexedRecord> implements Seriali
     private static byte[] encode(Schema schema, Object datum, boolean specific) {
         ByteArrayOutputStream out = new ByteArrayOutputStream(256);
         BinaryEncoder encoder = EncoderFactory.get().directBinaryEncoder(out, null);
-        DatumWriter<Object> writer = specific ? new SpecificDatumWriter<>(schema) : new GenericDatumWriter<>(schema);
+        DatumWriter<Object> writer = specific
+                ? new SpecificDatumWriter<>(schema, SpecificData.getForClass(datum.getClass()))
+                : new GenericDatumWriter<>(schema);
         try {
             writer.write(datum, encoder);
             encoder.flush();
