@@ -1,0 +1,239 @@
+package dev.rolloutingest.table;
+
+import static dev.rolloutingest.table.RolloutSchema.*;
+
+import dev.rolloutingest.schemas.Rollout;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.LargeVarBinaryVector;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.complex.StructVector;
+
+/** Converts rows to Arrow batches of {@link RolloutSchema#SCHEMA} and back. */
+public final class ArrowRows {
+    private ArrowRows() {}
+
+    /** A batch holding the rows in order; the caller closes it. */
+    public static VectorSchemaRoot toRoot(BufferAllocator allocator, List<RolloutRow> rows) {
+        VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator);
+        try {
+            root.allocateNew();
+            for (int i = 0; i < rows.size(); i++) {
+                write(root, i, rows.get(i));
+            }
+            root.setRowCount(rows.size());
+            return root;
+        } catch (RuntimeException e) {
+            root.close();
+            throw e;
+        }
+    }
+
+    private static void write(VectorSchemaRoot root, int i, RolloutRow row) {
+        Rollout r = row.rollout();
+        utf8(root, RECORD_ID, i, r.getRecordId());
+        utf8(root, EXPERIMENT, i, r.getExperiment());
+        utf8(root, ROLLOUT_ID, i, r.getRolloutId());
+        utf8(root, PROBLEM_ID, i, r.getProblemId());
+        ((IntVector) root.getVector(SEQUENCE_ORDER)).setSafe(i, r.getSequenceOrder());
+        utf8(root, ROLE, i, r.getRole());
+        ((TimeStampMicroTZVector) root.getVector(CREATED_AT)).setSafe(i, micros(r.getCreatedAt()));
+        utf8(root, CONTENT, i, r.getContent());
+        intList((ListVector) root.getVector(INPUT_TOKENS), i, r.getInputTokens());
+        intList((ListVector) root.getVector(OUTPUT_TOKENS), i, r.getOutputTokens());
+        floatList((ListVector) root.getVector(OUTPUT_LOGPROBS), i, r.getOutputLogprobs());
+        float4(root, REWARD, i, r.getReward());
+        float4(root, ADVANTAGE, i, r.getAdvantage());
+        BigIntVector policy = (BigIntVector) root.getVector(POLICY_VERSION);
+        if (r.getPolicyVersion() == null) {
+            policy.setNull(i);
+        } else {
+            policy.setSafe(i, r.getPolicyVersion());
+        }
+        ((BitVector) root.getVector(INCLUDE_IN_TRAINING)).setSafe(i, r.getIncludeInTraining() ? 1 : 0);
+        metadata((ListVector) root.getVector(METADATA), i, r.getMetadata());
+        LargeVarBinaryVector payload = (LargeVarBinaryVector) root.getVector(BINARY_PAYLOAD);
+        if (r.getBinaryPayload() == null) {
+            payload.setNull(i);
+        } else {
+            ByteBuffer buffer = r.getBinaryPayload().duplicate();
+            byte[] bytes = new byte[buffer.remaining()];
+            buffer.get(bytes);
+            payload.setSafe(i, bytes);
+        }
+        ((IntVector) root.getVector(SOURCE_PARTITION)).setSafe(i, row.sourcePartition());
+        ((BigIntVector) root.getVector(SOURCE_OFFSET)).setSafe(i, row.sourceOffset());
+        ((TimeStampMicroTZVector) root.getVector(INGESTED_AT)).setSafe(i, micros(row.ingestedAt()));
+    }
+
+    private static void utf8(VectorSchemaRoot root, String column, int i, String value) {
+        VarCharVector vector = (VarCharVector) root.getVector(column);
+        if (value == null) {
+            vector.setNull(i);
+        } else {
+            vector.setSafe(i, value.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    private static void float4(VectorSchemaRoot root, String column, int i, Float value) {
+        Float4Vector vector = (Float4Vector) root.getVector(column);
+        if (value == null) {
+            vector.setNull(i);
+        } else {
+            vector.setSafe(i, value);
+        }
+    }
+
+    private static void intList(ListVector list, int i, List<Integer> values) {
+        int start = list.startNewValue(i);
+        IntVector items = (IntVector) list.getDataVector();
+        for (int k = 0; k < values.size(); k++) {
+            items.setSafe(start + k, values.get(k));
+        }
+        list.endValue(i, values.size());
+    }
+
+    private static void floatList(ListVector list, int i, List<Float> values) {
+        int start = list.startNewValue(i);
+        Float4Vector items = (Float4Vector) list.getDataVector();
+        for (int k = 0; k < values.size(); k++) {
+            items.setSafe(start + k, values.get(k));
+        }
+        list.endValue(i, values.size());
+    }
+
+    private static void metadata(ListVector list, int i, Map<String, String> values) {
+        int start = list.startNewValue(i);
+        StructVector entries = (StructVector) list.getDataVector();
+        VarCharVector keys = (VarCharVector) entries.getChild("key");
+        VarCharVector vals = (VarCharVector) entries.getChild("value");
+        int k = 0;
+        for (Map.Entry<String, String> e : new java.util.TreeMap<>(values).entrySet()) {
+            entries.setIndexDefined(start + k);
+            keys.setSafe(start + k, e.getKey().getBytes(StandardCharsets.UTF_8));
+            if (e.getValue() == null) {
+                vals.setNull(start + k);
+            } else {
+                vals.setSafe(start + k, e.getValue().getBytes(StandardCharsets.UTF_8));
+            }
+            k++;
+        }
+        list.endValue(i, k);
+    }
+
+    static long micros(Instant instant) {
+        return Math.addExact(Math.multiplyExact(instant.getEpochSecond(), 1_000_000L), instant.getNano() / 1_000);
+    }
+
+    static Instant instant(long micros) {
+        return Instant.ofEpochSecond(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1_000L);
+    }
+
+    /** Reads every row of a batch; columns missing from the batch (projection) come back as their defaults. */
+    public static List<RolloutRow> fromRoot(VectorSchemaRoot root) {
+        List<RolloutRow> rows = new ArrayList<>(root.getRowCount());
+        for (int i = 0; i < root.getRowCount(); i++) {
+            rows.add(read(root, i));
+        }
+        return rows;
+    }
+
+    public static String recordIdAt(VectorSchemaRoot root, int i) {
+        return string(root, RECORD_ID, i);
+    }
+
+    static RolloutRow read(VectorSchemaRoot root, int i) {
+        Rollout.Builder b = Rollout.newBuilder()
+                .setRecordId(string(root, RECORD_ID, i))
+                .setExperiment(orEmpty(string(root, EXPERIMENT, i)))
+                .setRolloutId(orEmpty(string(root, ROLLOUT_ID, i)))
+                .setProblemId(string(root, PROBLEM_ID, i))
+                .setSequenceOrder(root.getVector(SEQUENCE_ORDER) == null ? 0 : ((IntVector) root.getVector(SEQUENCE_ORDER)).get(i))
+                .setRole(orEmpty(string(root, ROLE, i)))
+                .setCreatedAt(timestamp(root, CREATED_AT, i))
+                .setContent(string(root, CONTENT, i))
+                .setInputTokens(list(root, INPUT_TOKENS, i))
+                .setOutputTokens(list(root, OUTPUT_TOKENS, i))
+                .setOutputLogprobs(list(root, OUTPUT_LOGPROBS, i))
+                .setReward(floatOrNull(root, REWARD, i))
+                .setAdvantage(floatOrNull(root, ADVANTAGE, i))
+                .setPolicyVersion(root.getVector(POLICY_VERSION) == null || root.getVector(POLICY_VERSION).isNull(i)
+                        ? null : ((BigIntVector) root.getVector(POLICY_VERSION)).get(i))
+                .setIncludeInTraining(root.getVector(INCLUDE_IN_TRAINING) == null
+                        || ((BitVector) root.getVector(INCLUDE_IN_TRAINING)).get(i) == 1)
+                .setMetadata(metadataAt(root, i));
+        FieldVector payload = root.getVector(BINARY_PAYLOAD);
+        b.setBinaryPayload(payload == null || payload.isNull(i) ? null
+                : ByteBuffer.wrap(((LargeVarBinaryVector) payload).get(i)));
+        int partition = root.getVector(SOURCE_PARTITION) == null ? -1 : ((IntVector) root.getVector(SOURCE_PARTITION)).get(i);
+        long offset = root.getVector(SOURCE_OFFSET) == null ? -1 : ((BigIntVector) root.getVector(SOURCE_OFFSET)).get(i);
+        return new RolloutRow(b.build(), partition, offset, timestamp(root, INGESTED_AT, i));
+    }
+
+    private static String orEmpty(String s) {
+        return s == null ? "" : s;
+    }
+
+    private static String string(VectorSchemaRoot root, String column, int i) {
+        FieldVector vector = root.getVector(column);
+        if (vector == null || vector.isNull(i)) {
+            return null;
+        }
+        return new String(((VarCharVector) vector).get(i), StandardCharsets.UTF_8);
+    }
+
+    private static Instant timestamp(VectorSchemaRoot root, String column, int i) {
+        FieldVector vector = root.getVector(column);
+        if (vector == null || vector.isNull(i)) {
+            return Instant.EPOCH;
+        }
+        return instant(((TimeStampMicroTZVector) vector).get(i));
+    }
+
+    private static Float floatOrNull(VectorSchemaRoot root, String column, int i) {
+        FieldVector vector = root.getVector(column);
+        return vector == null || vector.isNull(i) ? null : ((Float4Vector) vector).get(i);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> List<T> list(VectorSchemaRoot root, String column, int i) {
+        FieldVector vector = root.getVector(column);
+        if (vector == null || vector.isNull(i)) {
+            return List.of();
+        }
+        return new ArrayList<>((List<T>) ((ListVector) vector).getObject(i));
+    }
+
+    private static Map<String, String> metadataAt(VectorSchemaRoot root, int i) {
+        FieldVector vector = root.getVector(METADATA);
+        Map<String, String> map = new LinkedHashMap<>();
+        if (vector == null || vector.isNull(i)) {
+            return map;
+        }
+        ListVector list = (ListVector) vector;
+        StructVector entries = (StructVector) list.getDataVector();
+        VarCharVector keys = (VarCharVector) entries.getChild("key");
+        VarCharVector vals = (VarCharVector) entries.getChild("value");
+        int start = list.getElementStartIndex(i);
+        int end = list.getElementEndIndex(i);
+        for (int k = start; k < end; k++) {
+            map.put(new String(keys.get(k), StandardCharsets.UTF_8),
+                    vals.isNull(k) ? null : new String(vals.get(k), StandardCharsets.UTF_8));
+        }
+        return map;
+    }
+}

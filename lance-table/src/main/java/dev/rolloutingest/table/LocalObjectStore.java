@@ -1,0 +1,90 @@
+package dev.rolloutingest.table;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+/** The local-disk object store. Writes go through a temp file and an atomic rename. */
+final class LocalObjectStore implements ObjectStore {
+    private final Path root;
+
+    LocalObjectStore(TableLocation location) {
+        this.root = Path.of(location.uri());
+    }
+
+    @Override
+    public List<Entry> list(String folder) {
+        Path dir = root.resolve(folder);
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        List<Entry> entries = new ArrayList<>();
+        try (Stream<Path> children = Files.list(dir)) {
+            children.forEach(p -> entries.add(new Entry(p.getFileName().toString(), Files.isDirectory(p))));
+        } catch (NoSuchFileException e) {
+            return List.of();
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot list " + dir, e);
+        }
+        return entries;
+    }
+
+    @Override
+    public void put(String path, byte[] bytes) {
+        Path target = root.resolve(path);
+        try {
+            Files.createDirectories(target.getParent());
+            Path tmp = target.resolveSibling(target.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+            Files.write(tmp, bytes);
+            try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot write " + target, e);
+        }
+    }
+
+    @Override
+    public byte[] get(String path) {
+        try {
+            return Files.readAllBytes(root.resolve(path));
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot read " + root.resolve(path), e);
+        }
+    }
+
+    @Override
+    public boolean exists(String path) {
+        return Files.exists(root.resolve(path));
+    }
+
+    @Override
+    public void delete(String path) {
+        Path target = root.resolve(path);
+        if (!Files.exists(target)) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(target)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot delete " + target, e);
+        }
+    }
+
+    @Override
+    public void close() {}
+}

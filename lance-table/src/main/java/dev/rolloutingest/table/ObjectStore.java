@@ -1,0 +1,32 @@
+package dev.rolloutingest.table;
+
+import java.util.List;
+
+/**
+ * The few object-store operations Lance's Java API does not offer: listing a folder, small sidecar
+ * files, and deleting a generation folder. Paths are relative to the table root.
+ */
+public interface ObjectStore extends AutoCloseable {
+    /** One entry of a non-recursive listing: a child name and whether it is a folder. */
+    record Entry(String name, boolean folder) {}
+
+    /** Children of a folder (non-recursive); empty when the folder does not exist. */
+    List<Entry> list(String folder);
+
+    void put(String path, byte[] bytes);
+
+    /** The file's bytes, or null when it does not exist. */
+    byte[] get(String path);
+
+    boolean exists(String path);
+
+    /** Deletes a file or a folder with everything below it; missing is fine. */
+    void delete(String path);
+
+    @Override
+    void close();
+
+    static ObjectStore open(TableLocation location) {
+        return location.isS3() ? new S3ObjectStore(location) : new LocalObjectStore(location);
+    }
+}

@@ -1,0 +1,214 @@
+package dev.rolloutingest.table;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.lance.Dataset;
+import org.lance.WriteParams;
+import org.lance.memwal.InitializeMemWalParams;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The rollout table: the one place that knows the layout and every lance-core 7.0.0 workaround.
+ *
+ * <pre>
+ * &lt;table&gt;/                          base dataset, record_id primary key, MemWAL initialised
+ * &lt;table&gt;/_mem_wal/&lt;shard&gt;/&lt;folder&gt;  one immutable dataset per sealed generation
+ * &lt;table&gt;/_seals/&lt;shard&gt;/&lt;folder&gt;.json  its seal: provenance, written after the dataset
+ * </pre>
+ *
+ * Thread-safe: every operation opens its own dataset handle, so reads never wait on a merge.
+ */
+public final class RolloutTable implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(RolloutTable.class);
+
+    private final TableLocation location;
+    private final BufferAllocator allocator;
+    private final ObjectStore store;
+    private final GenerationCatalog catalog;
+    private final GenerationWriter writer;
+    private final LsmReader reader;
+    private final MergePass merge;
+    private final TableMaintenance maintenance;
+    private final LanceIo lance;
+
+    private RolloutTable(TableLocation location, TableSettings settings, MeterRegistry meters) {
+        this.location = location;
+        this.allocator = new RootAllocator();
+        this.store = ObjectStore.open(location);
+        this.lance = new LanceIo(location, allocator);
+        this.catalog = new GenerationCatalog(store, location.uri());
+        this.writer = new GenerationWriter(lance, store, meters);
+        this.reader = new LsmReader(lance, catalog, settings, meters);
+        this.merge = new MergePass(lance, catalog, settings, meters);
+        this.maintenance = new TableMaintenance(lance, store, catalog);
+    }
+
+    /** Opens the table, creating it (schema + MemWAL) when nothing is at the URI yet. */
+    public static RolloutTable createOrOpen(TableLocation location, TableSettings settings, MeterRegistry meters) {
+        RolloutTable table = new RolloutTable(location, settings, meters);
+        try {
+            table.ensureBase(true);
+            return table;
+        } catch (RuntimeException e) {
+            table.close();
+            throw e;
+        }
+    }
+
+    /** Opens an existing rollout table; fails with a typed error when there is none at the URI. */
+    public static RolloutTable open(TableLocation location, TableSettings settings, MeterRegistry meters) {
+        RolloutTable table = new RolloutTable(location, settings, meters);
+        try {
+            table.ensureBase(false);
+            return table;
+        } catch (RuntimeException e) {
+            table.close();
+            throw e;
+        }
+    }
+
+    private void ensureBase(boolean create) {
+        Dataset base;
+        try {
+            base = lance.openBase();
+        } catch (RuntimeException e) {
+            if (!LanceIo.isNotFound(e)) {
+                throw storageError("opening the base table", e);
+            }
+            if (!create) {
+                throw new RolloutTableException.NotARolloutTable(location.uri(), "no dataset at this URI", e);
+            }
+            base = createBase();
+        }
+        try (Dataset opened = base) {
+            List<String> differences = RolloutSchema.differences(opened.getSchema());
+            if (!differences.isEmpty()) {
+                throw new RolloutTableException.SchemaMismatch(location.uri(), String.join("; ", differences));
+            }
+            if (opened.getIndexes().stream().noneMatch(i -> MemWalWatermarks.INDEX_NAME.equals(i.name()))) {
+                if (!create) {
+                    throw new RolloutTableException.NotARolloutTable(location.uri(), "MemWAL is not initialised", null);
+                }
+                initializeMemWal(opened);
+            }
+        }
+    }
+
+    private Dataset createBase() {
+        try {
+            Dataset created = Dataset.create(allocator, location.uri(), RolloutSchema.SCHEMA,
+                    new WriteParams.Builder().withMode(WriteParams.WriteMode.CREATE)
+                            .withStorageOptions(location.storageOptions()).build());
+            log.info("Created rollout table {}", location);
+            return created;
+        } catch (RuntimeException e) {
+            if (LanceIo.isAlreadyExists(e)) {
+                return lance.openBase(); // another process created it first
+            }
+            throw storageError("creating the base table", e);
+        }
+    }
+
+    private void initializeMemWal(Dataset base) {
+        try {
+            base.initializeMemWal(new InitializeMemWalParams().withUnsharded());
+        } catch (RuntimeException e) {
+            // A second call throws; a concurrent creator may have won the race.
+            if (!String.valueOf(e.getMessage()).contains("already initialized")) {
+                throw storageError("initialising MemWAL", e);
+            }
+        }
+    }
+
+    private RuntimeException storageError(String what, RuntimeException e) {
+        String message = String.valueOf(e.getMessage());
+        if (message.contains("403") || message.contains("SignatureDoesNotMatch") || message.contains("NoSuchBucket")
+                || message.contains("InvalidAccessKeyId") || message.contains("builder error")) {
+            return new RolloutTableException.StorageAccess(location.uri(), what, e);
+        }
+        return new RolloutTableException("Table " + location + ": " + what + " failed: " + message, e);
+    }
+
+    public TableLocation location() {
+        return location;
+    }
+
+    /**
+     * Writes a sealed batch of one partition as generation {@code lastOffset + 1}.
+     *
+     * @param rows the batch's usable records (offsets within [firstOffset, lastOffset]); duplicates of a
+     *     record_id are removed here, highest offset wins
+     * @param bytes serialized bytes of the batch, kept in the seal for the merge byte budget
+     */
+    public SealedGeneration writeGeneration(String topic, int partition, long firstOffset, long lastOffset,
+            List<RolloutRow> rows, long bytes) {
+        return writer.write(topic, partition, firstOffset, lastOffset, rows, bytes);
+    }
+
+    /** Shards that have ever sealed a generation. */
+    public List<String> shards() {
+        return catalog.shards();
+    }
+
+    /** Merged watermark per shard (absent = 0, nothing merged). */
+    public Map<String, Long> watermarks() {
+        try (Dataset base = lance.openBase()) {
+            return MemWalWatermarks.read(base);
+        }
+    }
+
+    /** A shard's sealed generations above its watermark, ascending. */
+    public List<SealedGeneration> pendingGenerations(String shard) {
+        long watermark = watermarks().getOrDefault(ShardId.requireValid(shard), 0L);
+        return catalog.pending(shard, watermark).stream().map(catalog::seal).toList();
+    }
+
+    /** Pending generation count of a shard: one listing, no seal reads. */
+    public int pendingCount(String shard, long watermark) {
+        return catalog.pending(ShardId.requireValid(shard), watermark).size();
+    }
+
+    public Optional<RolloutRow> get(String recordId) {
+        return reader.get(recordId);
+    }
+
+    public List<RolloutRow> list(ListQuery query) {
+        return reader.list(query);
+    }
+
+    /** Rows visible to readers: base plus pending, de-duplicated by record_id. */
+    public long countRows() {
+        return reader.countRows();
+    }
+
+    /** Rows in the base table alone. */
+    public long countBaseRows() {
+        try (Dataset base = lance.openBase()) {
+            return base.countRows();
+        }
+    }
+
+    public MergeResult mergePass(String shard, int maxGenerations, long maxBytes) {
+        return merge.run(shard, maxGenerations, maxBytes);
+    }
+
+    public TableMaintenance.CompactionResult compact(long targetRowsPerFragment) {
+        return maintenance.compact(targetRowsPerFragment);
+    }
+
+    public TableMaintenance.GcResult collectGarbage(Duration grace) {
+        return maintenance.collectGarbage(grace);
+    }
+
+    @Override
+    public void close() {
+        store.close();
+        allocator.close();
+    }
+}

@@ -1,0 +1,84 @@
+package dev.rolloutingest.table;
+
+/** Typed failures of the rollout table; each names the table and, where it applies, shard and generation. */
+public class RolloutTableException extends RuntimeException {
+    public RolloutTableException(String message, Throwable cause) {
+        super(message, cause);
+    }
+
+    /** The URI holds no dataset, or one that is not a rollout table. */
+    public static final class NotARolloutTable extends RolloutTableException {
+        public NotARolloutTable(String tableUri, String why, Throwable cause) {
+            super("Table " + tableUri + " is not a rollout table: " + why, cause);
+        }
+    }
+
+    /** The table's schema differs from the rollout schema. */
+    public static final class SchemaMismatch extends RolloutTableException {
+        public SchemaMismatch(String tableUri, String differences) {
+            super("Table " + tableUri + " has a schema that differs from the rollout schema: " + differences, null);
+        }
+    }
+
+    /** A generation path exists holding something other than what a replay would write. */
+    public static final class GenerationConflict extends RolloutTableException {
+        public GenerationConflict(String tableUri, String shard, long generation, String why) {
+            super("Table " + tableUri + " shard " + shard + " generation " + generation + ": " + why, null);
+        }
+    }
+
+    /** A sealed generation cannot be read (files gone, corrupt folder). */
+    public static final class GenerationUnreadable extends RolloutTableException {
+        private final String shard;
+        private final long generation;
+
+        public GenerationUnreadable(String tableUri, String shard, long generation, String folder, Throwable cause) {
+            super("Table " + tableUri + " shard " + shard + " generation " + generation + " (folder " + folder
+                    + ") cannot be read: " + (cause == null ? "missing" : cause.getMessage()), cause);
+            this.shard = shard;
+            this.generation = generation;
+        }
+
+        public String shard() {
+            return shard;
+        }
+
+        public long generation() {
+            return generation;
+        }
+    }
+
+    /** A read would open more pending generations than the hard cap allows. */
+    public static final class PendingBacklogTooLarge extends RolloutTableException {
+        private final String shard;
+        private final int pending;
+        private final int cap;
+
+        public PendingBacklogTooLarge(String tableUri, String shard, int pending, int cap, String capKey) {
+            super("Table " + tableUri + " shard " + shard + " has " + pending + " pending generations, over the read cap of "
+                    + cap + " (" + capKey + "); merge the shard (POST /merge/" + shard + ") before reading", null);
+            this.shard = shard;
+            this.pending = pending;
+            this.cap = cap;
+        }
+
+        public String shard() {
+            return shard;
+        }
+
+        public int pending() {
+            return pending;
+        }
+
+        public int cap() {
+            return cap;
+        }
+    }
+
+    /** The object store refused or failed a request (credentials, bucket, network). */
+    public static final class StorageAccess extends RolloutTableException {
+        public StorageAccess(String tableUri, String what, Throwable cause) {
+            super("Table " + tableUri + ": storage failed while " + what + ": " + cause.getMessage(), cause);
+        }
+    }
+}
