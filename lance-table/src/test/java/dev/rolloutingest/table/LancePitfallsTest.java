@@ -1,0 +1,226 @@
+package dev.rolloutingest.table;
+
+import static dev.rolloutingest.table.TableFixtures.*;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One test per lance-core 7.0.0 pitfall from docs: each fails (or aborts the JVM) when its guard is
+ * removed from the table module.
+ */
+class LancePitfallsTest {
+    private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    private final String shard = ShardId.of(TOPIC, 0);
+
+    private static RolloutRow row(String id, String experiment, long offset) {
+        Rollout rollout = new RolloutGenerator(experiment, 4, 1).rollout(offset, (int) offset);
+        rollout.setRecordId(id);
+        rollout.setExperiment(experiment);
+        return new RolloutRow(rollout, 0, offset, Instant.now());
+    }
+
+    @Test
+    void duplicateKeysInsideOneBatchKeepTheHighestOffset() {
+        try (RolloutTable table = localTable("dup-in-batch", meters)) {
+            List<RolloutRow> batch = List.of(row("k", "e", 0), row("other", "e", 1), row("k", "e", 2), row("k", "e", 3));
+            SealedGeneration sealed = table.writeGeneration(TOPIC, 0, 0, 3, batch, 40);
+            assertThat(sealed.rows()).isEqualTo(2);
+            assertThat(table.get("k").orElseThrow().sourceOffset()).isEqualTo(3);
+            assertThat(table.list(ListQuery.all(10))).extracting(RolloutRow::sourceOffset).containsExactlyInAnyOrder(1L, 3L);
+        }
+    }
+
+    @Test
+    void aKeyRewrittenAcrossGenerationsReadsItsNewestValue() {
+        try (RolloutTable table = localTable("ascending", meters)) {
+            for (long offset = 0; offset < 5; offset++) {
+                table.writeGeneration(TOPIC, 0, offset, offset, List.of(row("k", "e" + offset, offset)), 10);
+            }
+            assertThat(table.get("k").orElseThrow().rollout().getExperiment()).isEqualTo("e4");
+            assertThat(table.list(ListQuery.all(10))).singleElement()
+                    .satisfies(r -> assertThat(r.rollout().getExperiment()).isEqualTo("e4"));
+        }
+    }
+
+    @Test
+    void aFilterNeverMatchesARowThatANewerGenerationReplaced() {
+        try (RolloutTable table = localTable("filter-after-dedup", meters)) {
+            table.writeGeneration(TOPIC, 0, 0, 1, List.of(row("k", "old-exp", 0), row("stays", "old-exp", 1)), 10);
+            table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("k", "new-exp", 2)), 10);
+            assertThat(table.list(ListQuery.all(10).withExperiment("old-exp"))).extracting(RolloutRow::recordId)
+                    .containsExactly("stays");
+            assertThat(table.list(ListQuery.all(10).withExperiment("new-exp"))).extracting(RolloutRow::recordId)
+                    .containsExactly("k");
+        }
+    }
+
+    @Test
+    void readsNeverOpenGenerationsAtOrBelowTheWatermark() throws IOException {
+        try (RolloutTable table = localTable("skip-merged", meters)) {
+            SealedGeneration first = write(table, 0, 0, 9, 10);
+            table.mergePass(shard, 8, 0);
+            write(table, 0, 10, 14, 10);
+            // The merged generation's files are gone (as after GC); its seal is still listed.
+            deleteTree(Path.of(table.location().resolve(first.datasetPath())));
+            assertThat(table.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(13);
+            assertThat(table.countRows()).isEqualTo(10);
+        }
+    }
+
+    @Test
+    void mergingTheSamePassTwiceMergesNothingTheSecondTime() {
+        try (RolloutTable table = localTable("remerge", meters)) {
+            write(table, 0, 0, 9, 5);
+            write(table, 0, 10, 19, 5);
+            MergeResult first = table.mergePass(shard, 8, 0);
+            assertThat(first.mergedGenerations()).containsExactly(10L, 20L);
+            MergeResult again = table.mergePass(shard, 8, 0);
+            assertThat(again.mergedGenerations()).isEmpty();
+            assertThat(again.newWatermark()).isEqualTo(20);
+            assertThat(table.get("exp-4").orElseThrow().sourceOffset()).isEqualTo(19);
+        }
+    }
+
+    @Test
+    void oneMergeOfGenerationsSharingKeysIsNotAmbiguous() {
+        try (RolloutTable table = localTable("ambiguous", meters)) {
+            write(table, 0, 0, 4, 5);
+            write(table, 0, 5, 9, 5);
+            write(table, 0, 10, 14, 5);
+            MergeResult result = table.mergePass(shard, 8, 0);
+            assertThat(result.mergedGenerations()).hasSize(3);
+            assertThat(result.rows()).isEqualTo(5);
+            assertThat(table.countBaseRows()).isEqualTo(5);
+            assertThat(table.get("exp-2").orElseThrow().sourceOffset()).isEqualTo(12);
+        }
+    }
+
+    @Test
+    void generationsCarryTheBaseSchemaExactlySoPointLookupsDoNotAbort() {
+        assertThat(RolloutSchema.SCHEMA.getCustomMetadata()).isNullOrEmpty();
+        Field key = RolloutSchema.SCHEMA.findField(RolloutSchema.RECORD_ID);
+        assertThat(key.getMetadata()).containsEntry(RolloutSchema.PRIMARY_KEY_METADATA, "true");
+        try (RolloutTable table = localTable("exact-schema", meters)) {
+            SealedGeneration sealed = write(table, 0, 0, 2, 3);
+            try (org.lance.Dataset generation = org.lance.Dataset.open(table.location().resolve(sealed.datasetPath()))) {
+                assertThat(generation.getSchema().getCustomMetadata()).isNullOrEmpty();
+                assertThat(RolloutSchema.differences(generation.getSchema())).isEmpty();
+            }
+            // A point lookup across base + generation: with a differing schema this aborts the JVM.
+            assertThat(table.get("exp-1")).isPresent();
+        }
+    }
+
+    @Test
+    void compactionWithMemWalKeepsReadsAndMergesWorking() {
+        try (RolloutTable table = localTable("compact", meters)) {
+            for (int i = 0; i < 4; i++) {
+                write(table, 0, i * 10L, i * 10L + 9, 40);
+                table.mergePass(shard, 1, 0);
+            }
+            TableMaintenance.CompactionResult compacted = table.compact(1_000_000);
+            assertThat(compacted.fragmentsAfter()).isLessThan(compacted.fragmentsBefore());
+            write(table, 0, 40, 49, 40);
+            assertThat(table.get("exp-5").orElseThrow().sourceOffset()).isEqualTo(45);
+            assertThat(table.mergePass(shard, 8, 0).mergedGenerations()).containsExactly(50L);
+            assertThat(table.countBaseRows()).isEqualTo(40);
+            assertThat(table.watermarks()).containsEntry(shard, 50L);
+        }
+    }
+
+    @Test
+    void malformedShardIdsAndGenerationNumbersFailBeforeReachingLance() {
+        try (RolloutTable table = localTable("ids", meters)) {
+            assertThatThrownBy(() -> table.mergePass("Shard-0", 8, 0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("lowercase hyphenated UUID");
+            assertThatThrownBy(() -> table.mergePass(ShardId.of(TOPIC, 0).toUpperCase(), 8, 0))
+                    .isInstanceOf(IllegalArgumentException.class);
+        }
+        assertThat(ShardId.of("rollouts", 3)).matches("[0-9a-f-]{36}").isEqualTo(ShardId.of("rollouts", 3));
+        assertThatThrownBy(() -> SealedGeneration.of(TOPIC, 0, 0, Long.MAX_VALUE, 1, 1, Instant.now()))
+                .isInstanceOf(ArithmeticException.class);
+        assertThatThrownBy(() -> new SealedGeneration(ShardId.of(TOPIC, 0), -5, TOPIC, 0, 0, 3, 1, 1, Instant.now()))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aReplayedGenerationIsAcceptedAndAConflictingOneIsRefused() throws IOException {
+        try (RolloutTable table = localTable("replay", meters)) {
+            SealedGeneration first = write(table, 0, 0, 9, 10);
+            SealedGeneration replay = write(table, 0, 0, 9, 10);
+            assertThat(replay).isEqualTo(first);
+            assertThat(table.countRows()).isEqualTo(10);
+            // Same generation number, narrower range (a fenced owner's batch): both exist, the wider is read.
+            table.writeGeneration(TOPIC, 0, 5, 9, rows(0, 5, 9, 10), 10);
+            assertThat(table.pendingGenerations(shard)).singleElement()
+                    .satisfies(g -> assertThat(g.firstOffset()).isZero());
+            assertThat(table.countRows()).isEqualTo(10);
+            // Same folder, different content: refused.
+            assertThatThrownBy(() -> table.writeGeneration(TOPIC, 0, 0, 9, rows(0, 0, 9, 3), 10))
+                    .isInstanceOf(RolloutTableException.GenerationConflict.class).hasMessageContaining(shard);
+            // A crash between dataset and seal: the replay adopts the whole dataset and seals it.
+            SealedGeneration second = write(table, 0, 10, 19, 10);
+            Files.delete(Path.of(table.location().resolve(second.sealPath())));
+            assertThat(table.pendingGenerations(shard)).hasSize(1);
+            write(table, 0, 10, 19, 10);
+            assertThat(table.pendingGenerations(shard)).hasSize(2);
+            assertThat(table.countRows()).isEqualTo(10);
+            assertThat(table.get("exp-0").orElseThrow().sourceOffset()).isEqualTo(10);
+        }
+    }
+
+    @Test
+    void nothingInTheProjectUsesShardWriterWhichHangsWhenFenced() throws IOException {
+        Path classes = Path.of("target", "classes");
+        List<Path> offenders = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(classes)) {
+            for (Path file : files.filter(f -> f.toString().endsWith(".class")).toList()) {
+                if (new String(Files.readAllBytes(file), java.nio.charset.StandardCharsets.ISO_8859_1)
+                        .contains("org/lance/memwal/ShardWriter")) {
+                    offenders.add(file);
+                }
+            }
+        }
+        assertThat(offenders).as("generations are written with Dataset.write, never ShardWriter").isEmpty();
+    }
+
+    @Test
+    void payloadsArePlainLargeBinaryAndRoundTripThroughLsmReadsAndMerges() {
+        Field payload = RolloutSchema.SCHEMA.findField(RolloutSchema.BINARY_PAYLOAD);
+        assertThat(payload.getMetadata()).doesNotContainKey("lance-encoding:blob");
+        try (RolloutTable table = localTable("blob", meters)) {
+            Rollout big = new RolloutGenerator("blob", 1 << 20, 9).rollout(0, 0);
+            RolloutRow row = new RolloutRow(big, 0, 0, Instant.now());
+            table.writeGeneration(TOPIC, 0, 0, 0, List.of(row), 1 << 20);
+            assertThat(table.get(big.getRecordId()).orElseThrow().rollout().getBinaryPayload())
+                    .isEqualTo(big.getBinaryPayload());
+            table.mergePass(shard, 8, 0);
+            assertThat(table.get(big.getRecordId()).orElseThrow().rollout().getBinaryPayload())
+                    .isEqualTo(big.getBinaryPayload());
+            assertThat(table.list(ListQuery.all(1)).get(0).rollout().getBinaryPayload()).isNull();
+            assertThat(table.list(ListQuery.all(1).withPayload()).get(0).rollout().getBinaryPayload())
+                    .isEqualTo(big.getBinaryPayload());
+        }
+    }
+
+    static void deleteTree(Path dir) throws IOException {
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+    }
+}
