@@ -1,5 +1,7 @@
 package dev.rolloutingest.table;
 
+import java.util.List;
+
 /**
  * A list read: optional equality filters, a page, and whether the payload column is read at all.
  * Filters are applied after newest-wins de-duplication, so a replaced row never matches.
@@ -24,6 +26,18 @@ public record ListQuery(String experiment, String rolloutId, int limit, long off
 
     public ListQuery withPayload() {
         return new ListQuery(experiment, rolloutId, limit, offset, true);
+    }
+
+    /** The filter as a Lance SQL predicate, for the base table only (nothing older can replace its rows). */
+    String baseFilter() {
+        List<String> terms = new java.util.ArrayList<>();
+        if (experiment != null) {
+            terms.add(RolloutSchema.EXPERIMENT + " = " + LsmReader.sqlString(experiment));
+        }
+        if (rolloutId != null) {
+            terms.add(RolloutSchema.ROLLOUT_ID + " = " + LsmReader.sqlString(rolloutId));
+        }
+        return terms.isEmpty() ? null : String.join(" AND ", terms);
     }
 
     boolean matches(RolloutRow row) {

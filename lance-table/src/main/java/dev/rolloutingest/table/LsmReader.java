@@ -3,20 +3,17 @@ package dev.rolloutingest.table;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.apache.arrow.vector.VarCharVector;
+import java.util.Set;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
-import org.lance.memwal.ExecutionPlan;
-import org.lance.memwal.LsmPointLookupPlanner;
-import org.lance.memwal.LsmScanner;
-import org.lance.memwal.ShardSnapshot;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,25 +50,28 @@ final class LsmReader {
                 .description("Reads refused because a shard was over the pending hard cap").register(meters);
     }
 
-    /** Pending generations of every shard as snapshots, ascending within each shard (older values must not win). */
-    List<ShardSnapshot> snapshots(Dataset base) {
+    /** Pending generations of every shard, each shard's ascending, after sampling and checking the counts. */
+    List<GenerationCatalog.Listed> pending(Dataset base) {
         Map<String, Long> watermarks = MemWalWatermarks.read(base);
-        List<ShardSnapshot> snapshots = new ArrayList<>();
+        List<GenerationCatalog.Listed> all = new ArrayList<>();
         for (String shard : catalog.shards()) {
-            // The scanner does not skip merged generations: everything <= the watermark stays out.
+            // Everything at or below the watermark is in the base already and stays out.
             List<GenerationCatalog.Listed> pending = catalog.pending(shard, watermarks.getOrDefault(shard, 0L));
             observe(shard, pending.size());
-            if (pending.isEmpty()) {
-                continue;
-            }
-            ShardSnapshot snapshot = new ShardSnapshot(shard);
-            for (GenerationCatalog.Listed generation : pending) {
-                // Relative to _mem_wal/<shard>/: absolute paths and file:// URIs fail in 7.0.0.
-                snapshot = snapshot.withFlushedGeneration(generation.generation(), generation.folder());
-            }
-            snapshots.add(snapshot);
+            all.addAll(pending);
         }
-        return snapshots;
+        return all;
+    }
+
+    /**
+     * Newest first: shards are independent key spaces only by convention (a record_id lands in the shard
+     * of its partition), so the order across shards is by generation number, which is the offset order
+     * within a shard. Older values must never win.
+     */
+    private static List<GenerationCatalog.Listed> newestFirst(List<GenerationCatalog.Listed> pending) {
+        List<GenerationCatalog.Listed> sorted = new ArrayList<>(pending);
+        sorted.sort(java.util.Comparator.comparingLong(GenerationCatalog.Listed::generation).reversed());
+        return sorted;
     }
 
     private void observe(String shard, int pending) {
@@ -89,66 +89,165 @@ final class LsmReader {
         }
     }
 
+    /**
+     * Point lookup: the pending generations newest first, then the base. Each generation holds a key at
+     * most once (batches are de-duplicated before writing), so the first hit is the newest value.
+     *
+     * <p>Why not lance's LsmScanner / LsmPointLookupPlanner: in 7.0.0 they open the generation datasets
+     * without the table's storage options, so on S3 with an explicit endpoint or region they fail
+     * ("Failed to resolve region for bucket"). Opening each generation here with the options works on
+     * every store, and costs the same one dataset open per pending generation.
+     */
     Optional<RolloutRow> get(String recordId) {
+        String filter = RolloutSchema.RECORD_ID + " = " + sqlString(recordId);
         try (Dataset base = lance.openBase()) {
-            List<ShardSnapshot> snapshots = snapshots(base);
-            try (LsmPointLookupPlanner planner = new LsmPointLookupPlanner(base, snapshots);
-                    VarCharVector key = new VarCharVector(RolloutSchema.RECORD_ID, lance.allocator())) {
-                key.allocateNew(1);
-                key.setSafe(0, recordId.getBytes(StandardCharsets.UTF_8));
-                key.setValueCount(1);
-                try (ExecutionPlan plan = planner.planLookup(key); ArrowReader reader = plan.toReader()) {
-                    while (reader.loadNextBatch()) {
-                        VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                        for (int i = 0; i < root.getRowCount(); i++) {
-                            if (recordId.equals(ArrowRows.recordIdAt(root, i))) {
-                                return Optional.of(ArrowRows.read(root, i));
-                            }
-                        }
-                    }
+            for (GenerationCatalog.Listed generation : newestFirst(pending(base))) {
+                Optional<RolloutRow> hit = first(generation, filter, RolloutSchema.allColumns());
+                if (hit.isPresent()) {
+                    return hit;
                 }
             }
-        } catch (IOException e) {
-            throw new RolloutTableException("Table " + lance.location() + ": point lookup of " + recordId + " failed", e);
+            return scan(base, filter, RolloutSchema.allColumns(), 1).stream().findFirst();
         }
-        return Optional.empty();
     }
 
+    /**
+     * A page of rows, newest value per key. Pending generations are read newest first and every key seen
+     * there hides older versions; the filter is applied only after that, so a replaced row never matches.
+     * Only the base scan gets the filter pushed down, since nothing older than the base can hide a row.
+     * Memory: the record ids of the pending rows, bounded by the pending hard cap.
+     */
     List<RolloutRow> list(ListQuery query) {
         int limit = Math.min(query.limit(), settings.maxListLimit());
         List<String> columns = query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
-        List<RolloutRow> page = new ArrayList<>();
-        long skipped = 0;
-        try (Dataset base = lance.openBase();
-                LsmScanner scanner = LsmScanner.fromSnapshots(base, snapshots(base)).project(columns);
-                ArrowReader reader = scanner.scanBatches()) {
-            while (page.size() < limit && reader.loadNextBatch()) {
-                VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                for (int i = 0; i < root.getRowCount() && page.size() < limit; i++) {
-                    // Filtered here, after the scanner's de-duplication: LsmScanner.filter() runs before it
-                    // and would match rows that a newer generation replaced.
-                    RolloutRow row = ArrowRows.read(root, i);
-                    if (!query.matches(row)) {
-                        continue;
-                    }
-                    if (skipped < query.offset()) {
-                        skipped++;
-                        continue;
-                    }
-                    page.add(row);
+        Page page = new Page(query, limit);
+        Set<String> seen = new HashSet<>();
+        try (Dataset base = lance.openBase()) {
+            for (GenerationCatalog.Listed generation : newestFirst(pending(base))) {
+                if (page.full()) {
+                    return page.rows;
                 }
+                forEachRow(generation, null, columns, row -> {
+                    if (seen.add(row.recordId())) {
+                        page.offer(row);
+                    }
+                    return true;
+                });
             }
-        } catch (IOException e) {
-            throw new RolloutTableException("Table " + lance.location() + ": list scan failed", e);
+            if (!page.full()) {
+                forEachRow(base, query.baseFilter(), columns, row -> {
+                    if (!seen.contains(row.recordId())) {
+                        page.offer(row);
+                    }
+                    return !page.full();
+                });
+            }
         }
-        return page;
+        return page.rows;
     }
 
     /** Rows visible to readers (base + pending, de-duplicated). A full count: for tests and status. */
     long countRows() {
-        try (Dataset base = lance.openBase();
-                LsmScanner scanner = LsmScanner.fromSnapshots(base, snapshots(base))) {
-            return scanner.countRows();
+        Set<String> seen = new HashSet<>();
+        long[] baseOnly = {0};
+        List<String> keyOnly = List.of(RolloutSchema.RECORD_ID);
+        try (Dataset base = lance.openBase()) {
+            for (GenerationCatalog.Listed generation : pending(base)) {
+                forEachRow(generation, null, keyOnly, row -> seen.add(row.recordId()) || true);
+            }
+            forEachRow(base, null, keyOnly, row -> {
+                if (!seen.contains(row.recordId())) {
+                    baseOnly[0]++;
+                }
+                return true;
+            });
         }
+        return seen.size() + baseOnly[0];
+    }
+
+    /** Collects a page: skips the query's offset of matching rows, then takes up to the limit. */
+    private static final class Page {
+        final List<RolloutRow> rows = new ArrayList<>();
+        private final ListQuery query;
+        private final int limit;
+        private long skipped;
+
+        Page(ListQuery query, int limit) {
+            this.query = query;
+            this.limit = limit;
+        }
+
+        void offer(RolloutRow row) {
+            if (full() || !query.matches(row)) {
+                return;
+            }
+            if (skipped < query.offset()) {
+                skipped++;
+                return;
+            }
+            rows.add(row);
+        }
+
+        boolean full() {
+            return rows.size() >= limit;
+        }
+    }
+
+    private Optional<RolloutRow> first(GenerationCatalog.Listed generation, String filter, List<String> columns) {
+        List<RolloutRow> found = new ArrayList<>();
+        forEachRow(generation, filter, columns, row -> {
+            found.add(row);
+            return false;
+        });
+        return found.stream().findFirst();
+    }
+
+    private void forEachRow(GenerationCatalog.Listed generation, String filter, List<String> columns,
+            java.util.function.Predicate<RolloutRow> consumer) {
+        String uri = lance.location().resolve(generation.datasetPath());
+        try (Dataset dataset = lance.open(uri)) {
+            forEachRow(dataset, filter, columns, consumer);
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new RolloutTableException.GenerationUnreadable(lance.location().uri(), generation.shard(),
+                    generation.generation(), generation.folder(), e);
+        }
+    }
+
+    private List<RolloutRow> scan(Dataset dataset, String filter, List<String> columns, int limit) {
+        List<RolloutRow> rows = new ArrayList<>();
+        forEachRow(dataset, filter, columns, row -> {
+            rows.add(row);
+            return rows.size() < limit;
+        });
+        return rows;
+    }
+
+    /** Streams rows in batches; the consumer returns false to stop early. */
+    private void forEachRow(Dataset dataset, String filter, List<String> columns,
+            java.util.function.Predicate<RolloutRow> consumer) {
+        ScanOptions.Builder options = new ScanOptions.Builder().columns(columns).batchSize(1024);
+        if (filter != null) {
+            options.filter(filter);
+        }
+        try (LanceScanner scanner = dataset.newScan(options.build()); ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot root = reader.getVectorSchemaRoot();
+                for (int i = 0; i < root.getRowCount(); i++) {
+                    if (!consumer.test(ArrowRows.read(root, i))) {
+                        return;
+                    }
+                }
+            }
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
+        }
+    }
+
+    static String sqlString(String value) {
+        return "'" + value.replace("'", "''") + "'";
     }
 }

@@ -77,7 +77,10 @@ public final class RolloutTable implements AutoCloseable {
         Dataset base;
         try {
             base = lance.openBase();
-        } catch (RuntimeException e) {
+        } catch (Exception thrown) {
+            // lance-core throws IOException from native code without declaring it.
+            RuntimeException e = thrown instanceof RuntimeException r ? r
+                    : new RolloutTableException(thrown.getMessage(), thrown);
             if (!LanceIo.isNotFound(e)) {
                 throw storageError("opening the base table", e);
             }
@@ -107,7 +110,9 @@ public final class RolloutTable implements AutoCloseable {
                             .withStorageOptions(location.storageOptions()).build());
             log.info("Created rollout table {}", location);
             return created;
-        } catch (RuntimeException e) {
+        } catch (Exception thrown) {
+            RuntimeException e = thrown instanceof RuntimeException r ? r
+                    : new RolloutTableException(thrown.getMessage(), thrown);
             if (LanceIo.isAlreadyExists(e)) {
                 return lance.openBase(); // another process created it first
             }
@@ -118,7 +123,9 @@ public final class RolloutTable implements AutoCloseable {
     private void initializeMemWal(Dataset base) {
         try {
             base.initializeMemWal(new InitializeMemWalParams().withUnsharded());
-        } catch (RuntimeException e) {
+        } catch (Exception thrown) {
+            RuntimeException e = thrown instanceof RuntimeException r ? r
+                    : new RolloutTableException(thrown.getMessage(), thrown);
             // A second call throws; a concurrent creator may have won the race.
             if (!String.valueOf(e.getMessage()).contains("already initialized")) {
                 throw storageError("initialising MemWAL", e);

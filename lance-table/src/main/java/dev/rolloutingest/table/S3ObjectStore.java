@@ -8,6 +8,7 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
@@ -37,6 +38,7 @@ final class S3ObjectStore implements ObjectStore {
         this.tableUri = location.uri();
         Map<String, String> options = location.storageOptions();
         S3ClientBuilder builder = S3Client.builder()
+                .httpClientBuilder(UrlConnectionHttpClient.builder())
                 .region(Region.of(options.getOrDefault("aws_region", "us-east-1")))
                 .forcePathStyle(!"true".equalsIgnoreCase(options.getOrDefault("aws_virtual_hosted_style_request", "false")));
         if (options.containsKey("aws_endpoint")) {
