@@ -57,17 +57,8 @@ final class GenerationCatalog {
      */
     List<Listed> sealed(String shard) {
         Map<Long, Listed> byGeneration = new LinkedHashMap<>();
-        for (ObjectStore.Entry entry : store.list(SealedGeneration.SEALS_DIR + "/" + shard)) {
-            if (entry.folder() || !entry.name().endsWith(".json")) {
-                continue;
-            }
-            String folder = entry.name().substring(0, entry.name().length() - ".json".length());
-            SealedGeneration.FolderName name = SealedGeneration.FolderName.parse(folder);
-            if (name == null) {
-                continue;
-            }
-            Listed listed = new Listed(shard, name.generation(), folder, name.firstOffset(), name.lastOffset());
-            byGeneration.merge(name.generation(), listed, (a, b) -> {
+        for (Listed listed : everySeal(shard)) {
+            byGeneration.merge(listed.generation(), listed, (a, b) -> {
                 log.warn("Table {} shard {} generation {} has two seals ({}, {}); reading the wider range",
                         tableUri, shard, a.generation(), a.folder(), b.folder());
                 return a.firstOffset() <= b.firstOffset() ? a : b;
@@ -76,6 +67,22 @@ final class GenerationCatalog {
         List<Listed> sorted = new ArrayList<>(byGeneration.values());
         sorted.sort(Comparator.comparingLong(Listed::generation));
         return sorted;
+    }
+
+    /** Every seal file of a shard, unordered, duplicates of a generation number included. */
+    List<Listed> everySeal(String shard) {
+        List<Listed> seals = new ArrayList<>();
+        for (ObjectStore.Entry entry : store.list(SealedGeneration.SEALS_DIR + "/" + shard)) {
+            if (entry.folder() || !entry.name().endsWith(".json")) {
+                continue;
+            }
+            String folder = entry.name().substring(0, entry.name().length() - ".json".length());
+            SealedGeneration.FolderName name = SealedGeneration.FolderName.parse(folder);
+            if (name != null) {
+                seals.add(new Listed(shard, name.generation(), folder, name.firstOffset(), name.lastOffset()));
+            }
+        }
+        return seals;
     }
 
     /** Sealed generations above the watermark, ascending: exactly the ones a reader must open. */

@@ -176,6 +176,17 @@ public final class RolloutTable implements AutoCloseable {
         return catalog.pending(shard, watermark).stream().map(catalog::seal).toList();
     }
 
+    /**
+     * The seal that starts exactly at {@code firstOffset}, if any: how a restarted writer finds a
+     * generation it wrote but never announced (the chain continues from its committed position).
+     */
+    public Optional<SealedGeneration> sealedStartingAt(String shard, long firstOffset) {
+        return catalog.everySeal(ShardId.requireValid(shard)).stream()
+                .filter(g -> g.firstOffset() == firstOffset)
+                .max(java.util.Comparator.comparingLong(GenerationCatalog.Listed::lastOffset))
+                .map(catalog::seal);
+    }
+
     /** Pending generation count of a shard: one listing, no seal reads. */
     public int pendingCount(String shard, long watermark) {
         return catalog.pending(ShardId.requireValid(shard), watermark).size();

@@ -20,6 +20,10 @@ import org.apache.kafka.common.serialization.Deserializer;
  * is read with the new schema through Avro's resolution rules.
  */
 public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
+    static {
+        dev.rolloutingest.schemas.AvroContracts.trust();
+    }
+
     private SchemaRegistryClient registry;
     private Class<T> type;
     private Schema readerSchema;
@@ -38,43 +42,6 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
             this.specificData = SpecificData.getForClass(type);
             this.readerSchema = specificData.getSchema(type);
             this.specific = true;
-            trust(readerSchema);
-        }
-    }
-
-    private static final java.util.Set<String> TRUSTED = ConcurrentHashMap.newKeySet();
-
-    /**
-     * Avro 1.12 refuses to instantiate classes it was not told to trust; the generated classes of the
-     * reader schema (records and enums, nested ones too) are trusted here, nothing else.
-     */
-    private static synchronized void trust(Schema schema) {
-        java.util.List<String> names = new java.util.ArrayList<>();
-        collectNamedTypes(schema, names, new java.util.HashSet<>());
-        names.removeIf(n -> !TRUSTED.add(n));
-        if (names.isEmpty()) {
-            return;
-        }
-        org.apache.avro.util.ClassSecurityValidator.Builder builder = org.apache.avro.util.ClassSecurityValidator.builder();
-        names.forEach(builder::add);
-        org.apache.avro.util.ClassSecurityValidator.setGlobal(org.apache.avro.util.ClassSecurityValidator.composite(
-                org.apache.avro.util.ClassSecurityValidator.getGlobal(), builder.build()));
-    }
-
-    private static void collectNamedTypes(Schema schema, java.util.List<String> names, java.util.Set<Schema> seen) {
-        if (!seen.add(schema)) {
-            return;
-        }
-        switch (schema.getType()) {
-            case RECORD -> {
-                names.add(SpecificData.getClassName(schema));
-                schema.getFields().forEach(f -> collectNamedTypes(f.schema(), names, seen));
-            }
-            case ENUM, FIXED -> names.add(SpecificData.getClassName(schema));
-            case ARRAY -> collectNamedTypes(schema.getElementType(), names, seen);
-            case MAP -> collectNamedTypes(schema.getValueType(), names, seen);
-            case UNION -> schema.getTypes().forEach(t -> collectNamedTypes(t, names, seen));
-            default -> { }
         }
     }
 

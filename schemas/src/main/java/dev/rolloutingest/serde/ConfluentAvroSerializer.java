@@ -23,6 +23,10 @@ import org.apache.kafka.common.serialization.Serializer;
  * the schema under the TopicNameStrategy subject ({@code <topic>-key} / {@code <topic>-value}).
  */
 public class ConfluentAvroSerializer<T extends IndexedRecord> implements Serializer<T> {
+    static {
+        dev.rolloutingest.schemas.AvroContracts.trust();
+    }
+
     private SchemaRegistryClient registry;
     private SerdeConfig config;
     private boolean isKey;

@@ -1,0 +1,88 @@
+package dev.rolloutingest.runtime;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * Where settings come from, in order of precedence: environment variables, a properties file, the
+ * defaults declared in the app's {@link ConfigDef}. Every key has one env var: the key upper-cased with
+ * dots as underscores ({@code rollout.merge.max.generations} is {@code ROLLOUT_MERGE_MAX_GENERATIONS}).
+ *
+ * <p>Two open families pass through without declaration: {@code streams.*} (any Kafka Streams or client
+ * setting, prefix removed) and {@code rollout.table.storage.*} (Lance storage options such as
+ * {@code aws_endpoint}; env {@code ROLLOUT_TABLE_STORAGE_AWS_ENDPOINT}).
+ */
+public final class ConfigSources {
+    public static final String STREAMS_PREFIX = "streams.";
+    public static final String STORAGE_PREFIX = "rollout.table.storage.";
+    private static final String STORAGE_ENV_PREFIX = "ROLLOUT_TABLE_STORAGE_";
+
+    private ConfigSources() {}
+
+    public static String envName(String key) {
+        return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
+    }
+
+    /** Reads a properties file; a missing or unreadable file fails naming it. */
+    public static Properties file(Path path) {
+        Properties props = new Properties();
+        if (path == null) {
+            return props;
+        }
+        if (!Files.isRegularFile(path)) {
+            throw new ConfigException("config file " + path + " does not exist");
+        }
+        try (InputStream in = Files.newInputStream(path)) {
+            props.load(in);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot read config file " + path, e);
+        }
+        return props;
+    }
+
+    /** The raw key/value map for {@code def}: env over file over nothing (defaults are the ConfigDef's). */
+    public static Map<String, Object> resolve(ConfigDef def, Properties file, Map<String, String> env) {
+        Map<String, Object> values = new HashMap<>();
+        for (String name : file.stringPropertyNames()) {
+            values.put(name, file.getProperty(name).trim());
+        }
+        for (String key : def.names()) {
+            String fromEnv = env.get(envName(key));
+            if (fromEnv != null) {
+                values.put(key, fromEnv.trim());
+            }
+        }
+        for (Map.Entry<String, String> e : env.entrySet()) {
+            if (e.getKey().startsWith(STORAGE_ENV_PREFIX)) {
+                values.put(STORAGE_PREFIX + e.getKey().substring(STORAGE_ENV_PREFIX.length()).toLowerCase(Locale.ROOT),
+                        e.getValue());
+            }
+        }
+        return values;
+    }
+
+    /** Entries under a prefix, with the prefix removed. */
+    public static Map<String, String> withPrefix(Map<String, ?> values, String prefix) {
+        Map<String, String> out = new HashMap<>();
+        for (Map.Entry<String, ?> e : values.entrySet()) {
+            if (e.getKey().startsWith(prefix) && e.getValue() != null) {
+                out.put(e.getKey().substring(prefix.length()), e.getValue().toString());
+            }
+        }
+        return out;
+    }
+
+    /** A ConfigDef validator: a whole number at least {@code min}. */
+    public static ConfigDef.Validator atLeast(long min) {
+        return ConfigDef.Range.atLeast(min);
+    }
+}

@@ -1,0 +1,108 @@
+package dev.rolloutingest.runtime;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The JDK's own HTTP server, for /metrics, /health and the small admin and read APIs: no framework to
+ * pull in for a handful of JSON routes, and it starts in milliseconds. Loopback by default.
+ */
+public final class HttpEndpoint implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(HttpEndpoint.class);
+    public static final ObjectMapper JSON = new ObjectMapper().findAndRegisterModules();
+
+    /** A route's answer. */
+    public record Response(int status, String contentType, byte[] body) {
+        public static Response json(int status, Object value) {
+            try {
+                return new Response(status, "application/json", JSON.writeValueAsBytes(value));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        public static Response text(int status, String contentType, String body) {
+            return new Response(status, contentType, body.getBytes(StandardCharsets.UTF_8));
+        }
+
+        public static Response error(int status, String message) {
+            return json(status, java.util.Map.of("error", message, "status", status));
+        }
+    }
+
+    /** Handles one request; exceptions become a JSON 500. */
+    @FunctionalInterface
+    public interface Route {
+        Response handle(HttpExchange exchange) throws Exception;
+    }
+
+    private final HttpServer server;
+    private final ExecutorService executor;
+
+    public HttpEndpoint(String host, int port) {
+        try {
+            this.server = HttpServer.create(new InetSocketAddress(host, port), 64);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot bind the HTTP endpoint to " + host + ":" + port, e);
+        }
+        this.executor = Executors.newFixedThreadPool(4, r -> {
+            Thread t = new Thread(r, "http-" + port);
+            t.setDaemon(true);
+            return t;
+        });
+        server.setExecutor(executor);
+    }
+
+    /** Adds a route for a path prefix (the JDK server matches the longest prefix). */
+    public HttpEndpoint route(String path, Route route) {
+        server.createContext(path, exchange -> {
+            Response response;
+            try {
+                response = route.handle(exchange);
+            } catch (Exception e) {
+                log.warn("HTTP {} {} failed: {}", exchange.getRequestMethod(), exchange.getRequestURI(), e.toString());
+                response = Response.error(500, e.getMessage() == null ? e.toString() : e.getMessage());
+            }
+            send(exchange, response);
+        });
+        return this;
+    }
+
+    private static void send(HttpExchange exchange, Response response) throws IOException {
+        exchange.getResponseHeaders().set("Content-Type", response.contentType());
+        exchange.sendResponseHeaders(response.status(), response.body().length == 0 ? -1 : response.body().length);
+        try (OutputStream out = exchange.getResponseBody()) {
+            out.write(response.body());
+        }
+    }
+
+    public HttpEndpoint start() {
+        server.start();
+        log.info("HTTP endpoint on http://{}:{}", server.getAddress().getHostString(), port());
+        return this;
+    }
+
+    public int port() {
+        return server.getAddress().getPort();
+    }
+
+    public String baseUrl() {
+        return "http://" + server.getAddress().getHostString() + ":" + port();
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

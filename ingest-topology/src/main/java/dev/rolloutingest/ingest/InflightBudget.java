@@ -1,0 +1,68 @@
+package dev.rolloutingest.ingest;
+
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Bytes buffered for sealing across every partition of this instance (ROLLOUT_MAX_INFLIGHT_BLOB_BYTES).
+ * Over the limit the largest buffer is asked to seal early (it does at its next record or check), and
+ * the buffer that crossed the limit seals at once, so the total never exceeds limit + one record.
+ */
+public final class InflightBudget {
+    private final long limit;
+    private final Map<Integer, Long> bytesByPartition = new HashMap<>();
+    private final Set<Integer> sealRequests = new HashSet<>();
+    private long total;
+
+    /** @param limit bytes; 0 = no limit */
+    public InflightBudget(long limit) {
+        this.limit = limit;
+    }
+
+    public synchronized void add(int partition, long bytes) {
+        bytesByPartition.merge(partition, bytes, Long::sum);
+        total += bytes;
+    }
+
+    public synchronized void release(int partition) {
+        Long bytes = bytesByPartition.remove(partition);
+        if (bytes != null) {
+            total -= bytes;
+        }
+        sealRequests.remove(partition);
+    }
+
+    public synchronized long total() {
+        return total;
+    }
+
+    public long limit() {
+        return limit;
+    }
+
+    public synchronized boolean over() {
+        return limit > 0 && total > limit;
+    }
+
+    /** Asks the largest buffer to seal; returns its partition. */
+    public synchronized int requestLargest() {
+        int largest = -1;
+        long max = -1;
+        for (Map.Entry<Integer, Long> e : bytesByPartition.entrySet()) {
+            if (e.getValue() > max) {
+                max = e.getValue();
+                largest = e.getKey();
+            }
+        }
+        if (largest >= 0) {
+            sealRequests.add(largest);
+        }
+        return largest;
+    }
+
+    public synchronized boolean sealRequested(int partition) {
+        return sealRequests.contains(partition);
+    }
+}

@@ -1,0 +1,74 @@
+package dev.rolloutingest.ingest;
+
+import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.runtime.Observability;
+import dev.rolloutingest.runtime.StreamsRuntime;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.Map;
+
+/** ingest-topology as a running process: table, topology, Streams, /metrics and /health. */
+public final class IngestApp implements AutoCloseable {
+    private final PrometheusMeterRegistry registry;
+    private final RolloutTable table;
+    private final StreamsRuntime runtime;
+    private final HttpEndpoint http;
+    private final InflightBudget budget;
+
+    public IngestApp(IngestConfig config) {
+        this.registry = Observability.prometheus("rollout-ingest");
+        this.table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, registry);
+        this.budget = new InflightBudget(config.maxInflightBlobBytes());
+        IngestMetrics metrics = new IngestMetrics(registry, budget);
+        this.runtime = new StreamsRuntime("rollout-ingest", IngestTopology.build(config, table, metrics, budget),
+                config.streamsProperties(), registry);
+        this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
+        Observability.mountMetrics(http, registry);
+        runtime.mountHealth(http, () -> Map.of("table", table.location().uri(), "inflight_bytes", budget.total()));
+    }
+
+    public IngestApp start() {
+        http.start();
+        runtime.start();
+        return this;
+    }
+
+    public StreamsRuntime runtime() {
+        return runtime;
+    }
+
+    public HttpEndpoint http() {
+        return http;
+    }
+
+    public RolloutTable table() {
+        return table;
+    }
+
+    public PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    @Override
+    public void close() {
+        runtime.close();
+        http.close();
+        table.close();
+        registry.close();
+    }
+
+    /** Runs until SIGTERM: {@code IngestApp [config.properties]}, env vars override the file. */
+    public static void main(String[] args) throws InterruptedException {
+        IngestConfig config = IngestConfig.load(
+                dev.rolloutingest.runtime.ConfigSources.file(args.length > 0 ? java.nio.file.Path.of(args[0]) : null),
+                System.getenv());
+        IngestApp app = new IngestApp(config).start();
+        java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            app.close();
+            stopped.countDown();
+        }, "rollout-ingest-shutdown"));
+        stopped.await();
+    }
+}

@@ -1,0 +1,209 @@
+package dev.rolloutingest.ingest;
+
+import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
+import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
+import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.INT;
+import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
+import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
+
+import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.serde.SerdeConfig;
+import dev.rolloutingest.table.TableLocation;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.streams.StreamsConfig;
+
+/**
+ * Every setting of ingest-topology: key, type, default, doc. Each key is also an env var (upper case,
+ * dots as underscores), which wins over the properties file. A bad value fails at start naming the key.
+ */
+public final class IngestConfig {
+    public static final String BOOTSTRAP_SERVERS = "bootstrap.servers";
+    public static final String APPLICATION_ID = "application.id";
+    public static final String SCHEMA_REGISTRY_URL = SerdeConfig.SCHEMA_REGISTRY_URL;
+    public static final String INPUT_TOPIC = "rollout.input.topic";
+    public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
+    public static final String DLQ_TOPIC = "rollout.dlq.topic";
+    public static final String TABLE_URI = "rollout.table.uri";
+    public static final String SEAL_MAX_ROWS = "rollout.seal.max.rows";
+    public static final String SEAL_MAX_BYTES = "rollout.seal.max.bytes";
+    public static final String SEAL_MAX_AGE_MS = "rollout.seal.max.age.ms";
+    public static final String SEAL_CHECK_INTERVAL_MS = "rollout.seal.check.interval.ms";
+    public static final String SEAL_WRITE_ATTEMPTS = "rollout.seal.write.attempts";
+    public static final String MAX_INFLIGHT_BLOB_BYTES = "rollout.max.inflight.blob.bytes";
+    public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
+    public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
+    public static final String STATE_DIR = "rollout.state.dir";
+    public static final String HTTP_HOST = "http.host";
+    public static final String HTTP_PORT = "http.port";
+
+    public static final ConfigDef DEFINITION = new ConfigDef()
+            .define(BOOTSTRAP_SERVERS, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                    "Kafka brokers, host:port[,host:port]")
+            .define(SCHEMA_REGISTRY_URL, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                    "Confluent-compatible schema registry base URL (Apicurio: http://host:port/apis/ccompat/v7)")
+            .define(TABLE_URI, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                    "Lance table: a local path or s3://bucket/prefix; storage options as rollout.table.storage.<option>")
+            .define(APPLICATION_ID, STRING, "rollout-ingest", new ConfigDef.NonEmptyString(), MEDIUM,
+                    "Kafka Streams application id (also the consumer group)")
+            .define(INPUT_TOPIC, STRING, "rollouts", new ConfigDef.NonEmptyString(), MEDIUM,
+                    "Topic of Rollout records, key = record_id")
+            .define(GENERATIONS_TOPIC, STRING, "rollout-generations", new ConfigDef.NonEmptyString(), MEDIUM,
+                    "Topic of GenerationSealed events, key = shard id")
+            .define(DLQ_TOPIC, STRING, "rollouts-dlq", new ConfigDef.NonEmptyString(), MEDIUM,
+                    "Dead-letter topic: unusable records with headers naming the reason and source")
+            .define(SEAL_MAX_ROWS, INT, 10_000, ConfigDef.Range.atLeast(1), HIGH,
+                    "Seal a partition's batch when it holds this many records")
+            .define(SEAL_MAX_BYTES, LONG, 64L << 20, ConfigDef.Range.atLeast(1), HIGH,
+                    "Seal a partition's batch when its records' bytes reach this")
+            .define(SEAL_MAX_AGE_MS, LONG, 30_000L, ConfigDef.Range.atLeast(1), HIGH,
+                    "Seal a partition's batch when its oldest record waited this long (wall clock)")
+            .define(SEAL_CHECK_INTERVAL_MS, LONG, 250L, ConfigDef.Range.between(10, 60_000), LOW,
+                    "How often the age and memory-pressure triggers are checked")
+            .define(SEAL_WRITE_ATTEMPTS, INT, 5, ConfigDef.Range.between(1, 100), LOW,
+                    "Attempts to write a generation (exponential backoff from 200 ms) before the stream thread fails"
+                            + " and is replaced, redoing the batch from the last commit")
+            .define(MAX_INFLIGHT_BLOB_BYTES, LONG, 512L << 20, ConfigDef.Range.atLeast(0), HIGH,
+                    "ROLLOUT_MAX_INFLIGHT_BLOB_BYTES: bytes buffered for sealing across all partitions of this"
+                            + " instance; when reached, the largest buffer seals early (0 = no limit)")
+            .define(LARGE_BLOB_LOG_BYTES, LONG, 16L << 20, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "ROLLOUT_LARGE_BLOB_LOG_BYTES: a payload of at least this size logs a warn with experiment and"
+                            + " record_id (inclusive; 0 disables)")
+            .define(MAX_PAYLOAD_BYTES, LONG, 64L << 20, ConfigDef.Range.atLeast(1), MEDIUM,
+                    "Hard limit of one record's serialized value; larger records go to the DLQ")
+            .define(STATE_DIR, STRING, "data/ingest-state", new ConfigDef.NonEmptyString(), LOW,
+                    "Kafka Streams state directory")
+            .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
+                    "Address of the /metrics and /health endpoint")
+            .define(HTTP_PORT, INT, 8090, ConfigDef.Range.between(0, 65535), LOW,
+                    "Port of the /metrics and /health endpoint (0 = any free port)");
+
+    private final AbstractConfig parsed;
+    private final Map<String, Object> raw;
+    private final TableLocation tableLocation;
+
+    private IngestConfig(Map<String, Object> raw) {
+        this.raw = raw;
+        this.parsed = new AbstractConfig(DEFINITION, raw, false);
+        SerdeConfig.from(raw); // registry settings fail here, naming their key
+        try {
+            this.tableLocation = new TableLocation(parsed.getString(TABLE_URI),
+                    ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
+        }
+    }
+
+    public static IngestConfig load(Properties file, Map<String, String> env) {
+        return new IngestConfig(ConfigSources.resolve(DEFINITION, file, env));
+    }
+
+    public static IngestConfig of(Map<String, ?> values) {
+        return new IngestConfig(new HashMap<>(values));
+    }
+
+    public String inputTopic() {
+        return parsed.getString(INPUT_TOPIC);
+    }
+
+    public String generationsTopic() {
+        return parsed.getString(GENERATIONS_TOPIC);
+    }
+
+    public String dlqTopic() {
+        return parsed.getString(DLQ_TOPIC);
+    }
+
+    public TableLocation tableLocation() {
+        return tableLocation;
+    }
+
+    public int sealMaxRows() {
+        return parsed.getInt(SEAL_MAX_ROWS);
+    }
+
+    public long sealMaxBytes() {
+        return parsed.getLong(SEAL_MAX_BYTES);
+    }
+
+    public long sealMaxAgeMs() {
+        return parsed.getLong(SEAL_MAX_AGE_MS);
+    }
+
+    public long sealCheckIntervalMs() {
+        return parsed.getLong(SEAL_CHECK_INTERVAL_MS);
+    }
+
+    public int sealWriteAttempts() {
+        return parsed.getInt(SEAL_WRITE_ATTEMPTS);
+    }
+
+    public long maxInflightBlobBytes() {
+        return parsed.getLong(MAX_INFLIGHT_BLOB_BYTES);
+    }
+
+    public long largeBlobLogBytes() {
+        return parsed.getLong(LARGE_BLOB_LOG_BYTES);
+    }
+
+    public long maxPayloadBytes() {
+        return parsed.getLong(MAX_PAYLOAD_BYTES);
+    }
+
+    public String httpHost() {
+        return parsed.getString(HTTP_HOST);
+    }
+
+    public int httpPort() {
+        return parsed.getInt(HTTP_PORT);
+    }
+
+    public String bootstrapServers() {
+        return parsed.getString(BOOTSTRAP_SERVERS);
+    }
+
+    /** Registry settings, under Confluent's names, for the serde. */
+    public Map<String, Object> serdeConfig() {
+        Map<String, Object> serde = new HashMap<>();
+        raw.forEach((k, v) -> {
+            if (k.startsWith("schema.registry.") || k.startsWith("basic.auth.") || k.equals("auto.register.schemas")
+                    || k.equals("use.latest.version")) {
+                serde.put(k, v);
+            }
+        });
+        return serde;
+    }
+
+    /**
+     * Streams settings: exactly_once_v2 (offsets, the progress store and the events commit together),
+     * earliest reset (a reset never silently skips data), then any {@code streams.*} override.
+     */
+    public Properties streamsProperties() {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, parsed.getString(APPLICATION_ID));
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, parsed.getString(STATE_DIR));
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        props.putAll(ConfigSources.withPrefix(raw, ConfigSources.STREAMS_PREFIX));
+        return props;
+    }
+
+    /** For the recovery reader: the same brokers and any client security settings. */
+    public Map<String, Object> recoveryConsumerConfig() {
+        Map<String, Object> consumer = new HashMap<>();
+        consumer.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+        ConfigSources.withPrefix(raw, ConfigSources.STREAMS_PREFIX).forEach((k, v) -> {
+            if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")) {
+                consumer.put(k, v);
+            }
+        });
+        return consumer;
+    }
+}

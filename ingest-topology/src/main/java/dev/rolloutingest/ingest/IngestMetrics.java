@@ -1,0 +1,74 @@
+package dev.rolloutingest.ingest;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+
+/** The ingest topology's meters. No experiment, shard or partition tags (cardinality). */
+public final class IngestMetrics {
+    private final MeterRegistry registry;
+    private final Counter recordsIn;
+    private final Counter skippedReplays;
+    private final DistributionSummary blobBytes;
+    private final Counter largeBlobs;
+    private final Counter adopted;
+    private final Counter pressureSeals;
+
+    public IngestMetrics(MeterRegistry registry, InflightBudget budget) {
+        this.registry = registry;
+        this.recordsIn = Counter.builder("rollout.ingest.records").description("Records read from the input topic")
+                .register(registry);
+        this.skippedReplays = Counter.builder("rollout.ingest.replayed.records")
+                .description("Records skipped because their offsets were already sealed").register(registry);
+        // Unlabelled on purpose: one histogram of every inline payload's size.
+        this.blobBytes = DistributionSummary.builder("rollout.blob.bytes").baseUnit("bytes")
+                .description("Size of each inline binary_payload")
+                .serviceLevelObjectives(1 << 10, 1 << 14, 1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28)
+                .register(registry);
+        this.largeBlobs = Counter.builder("rollout.blob.large").description("Payloads at or over the large-blob log threshold")
+                .register(registry);
+        this.adopted = Counter.builder("rollout.ingest.adopted.generations")
+                .description("Generations written before a restart and announced after it").register(registry);
+        this.pressureSeals = Counter.builder("rollout.ingest.inflight.pressure")
+                .description("Times the in-flight byte budget forced early seals").register(registry);
+        Gauge.builder("rollout.ingest.inflight.bytes", budget, InflightBudget::total).baseUnit("bytes")
+                .description("Bytes buffered for sealing across partitions").register(registry);
+    }
+
+    void recordIn() {
+        recordsIn.increment();
+    }
+
+    void skippedReplay() {
+        skippedReplays.increment();
+    }
+
+    void blob(long bytes, boolean large) {
+        blobBytes.record(bytes);
+        if (large) {
+            largeBlobs.increment();
+        }
+    }
+
+    void adopted() {
+        adopted.increment();
+    }
+
+    void pressure() {
+        pressureSeals.increment();
+    }
+
+    void dlq(String reason) {
+        registry.counter("rollout.ingest.dlq.records", "reason", reason).increment();
+    }
+
+    /** trigger: rows | bytes | age | pressure | recovery; result: success | failure | empty. */
+    void seal(String trigger, String result, Duration duration) {
+        registry.counter("rollout.ingest.seals", "trigger", trigger, "result", result).increment();
+        Timer.builder("rollout.ingest.seal.duration").tag("trigger", trigger).tag("result", result)
+                .register(registry).record(duration);
+    }
+}

@@ -1,0 +1,75 @@
+package dev.rolloutingest.ingest;
+
+import dev.rolloutingest.schemas.GenerationSealed;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.ConfluentAvroDeserializer;
+import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.RolloutTable;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.function.Function;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.state.Stores;
+
+/**
+ * The ingest topology, built by a function the app and the tests share:
+ * <pre>
+ * rollouts (bytes) -> batcher [progress store] -> rollout-generations (GenerationSealed)
+ *                                             -> rollouts-dlq (original bytes + reason headers)
+ * </pre>
+ * Input stays bytes so that a dead letter carries the producer's exact bytes.
+ */
+public final class IngestTopology {
+    static final String SOURCE = "rollouts-source";
+    static final String BATCHER = "batcher";
+    static final String GENERATIONS_SINK = "generations-sink";
+    static final String DLQ_SINK = "dlq-sink";
+    public static final String PROGRESS_STORE = "ingest-progress";
+
+    private IngestTopology() {}
+
+    /** The production wiring: registry-backed serdes, a real consumer for re-reading after restarts. */
+    public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget) {
+        ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class);
+        rollouts.configure(config.serdeConfig(), false);
+        ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
+        events.configure(config.serdeConfig(), false);
+        return build(config, table, metrics, budget, rollouts, events, tp -> recoveryReader(config));
+    }
+
+    public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
+            Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
+            Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
+        Topology topology = new Topology();
+        topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer(), config.inputTopic());
+        topology.addProcessor(BATCHER,
+                () -> new PartitionBatcher(config, table, rollouts, metrics, budget, recoveryReader), SOURCE);
+        // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
+        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(PROGRESS_STORE),
+                Serdes.String(), Serdes.Long()).withCachingEnabled(), BATCHER);
+        topology.addSink(GENERATIONS_SINK, config.generationsTopic(), new StringSerializer(), events, BATCHER);
+        topology.addSink(DLQ_SINK, config.dlqTopic(), new ByteArraySerializer(), new ByteArraySerializer(), BATCHER);
+        return topology;
+    }
+
+    /** read_committed: only records the producer committed, exactly what Streams delivered before. */
+    static Consumer<byte[], byte[]> recoveryReader(IngestConfig config) {
+        Map<String, Object> props = new HashMap<>(config.recoveryConsumerConfig());
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 500);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "rollout-ingest-recovery");
+        return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+}

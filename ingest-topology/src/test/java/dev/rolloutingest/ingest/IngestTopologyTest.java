@@ -1,0 +1,220 @@
+package dev.rolloutingest.ingest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.schemas.GenerationSealed;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.test.TestRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class IngestTopologyTest {
+    private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    private final Path dir = Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
+    private final RolloutGenerator generator = new RolloutGenerator("exp", 16, 7);
+    private RolloutTable table;
+    private TopologyTestDriver driver;
+    private TestInputTopic<byte[], byte[]> input;
+    private TestOutputTopic<String, GenerationSealed> events;
+    private TestOutputTopic<byte[], byte[]> dlq;
+    private InflightBudget budget;
+
+    private void start(Map<String, Object> overrides) {
+        Map<String, Object> values = new HashMap<>(Map.of(
+                "bootstrap.servers", "unused:9092",
+                "schema.registry.url", "http://unused:8081",
+                "rollout.table.uri", dir.resolve("table").toString(),
+                "rollout.seal.max.age.ms", 60_000L));
+        values.putAll(overrides);
+        IngestConfig config = IngestConfig.of(values);
+        table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, meters);
+        budget = new InflightBudget(config.maxInflightBlobBytes());
+        var topology = IngestTopology.build(config, table, new IngestMetrics(meters, budget), budget,
+                FixedSchemaSerde.rollouts(), FixedSchemaSerde.sealedEvents(), tp -> {
+                    throw new AssertionError("no recovery expected in a fresh driver");
+                });
+        Properties props = config.streamsProperties();
+        props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
+        driver = new TopologyTestDriver(topology, props);
+        input = driver.createInputTopic("rollouts", new ByteArraySerializer(), new ByteArraySerializer());
+        events = driver.createOutputTopic("rollout-generations", new StringDeserializer(),
+                FixedSchemaSerde.sealedEventsReader());
+        dlq = driver.createOutputTopic("rollouts-dlq", new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    @AfterEach
+    void stop() {
+        if (driver != null) {
+            driver.close();
+        }
+        if (table != null) {
+            table.close();
+        }
+    }
+
+    private void send(Rollout rollout) {
+        input.pipeInput(rollout.getRecordId().getBytes(StandardCharsets.UTF_8), FixedSchemaSerde.rollout(rollout));
+    }
+
+    private double counter(String name, String... tags) {
+        var search = meters.find(name);
+        if (tags.length > 0) {
+            search = search.tags(tags);
+        }
+        return search.counters().stream().mapToDouble(c -> c.count()).sum();
+    }
+
+    @Test
+    void aBatchSealsAtMaxRowsAndAnnouncesItsGeneration() {
+        start(Map.of("rollout.seal.max.rows", 10));
+        for (int i = 0; i < 25; i++) {
+            send(generator.rollout(i, 0));
+        }
+        List<TestRecord<String, GenerationSealed>> sealed = events.readRecordsToList();
+        assertThat(sealed).hasSize(2);
+        GenerationSealed first = sealed.get(0).value();
+        assertThat(sealed.get(0).key()).isEqualTo(ShardId.of("rollouts", 0));
+        assertThat(first.getFirstOffset()).isZero();
+        assertThat(first.getLastOffset()).isEqualTo(9);
+        assertThat(first.getGeneration()).isEqualTo(10);
+        assertThat(first.getRows()).isEqualTo(10);
+        assertThat(first.getFolder()).isEqualTo("g00000000000000000010-o0-9");
+        assertThat(first.getTableUri()).isEqualTo(table.location().uri());
+        assertThat(sealed.get(1).value().getFirstOffset()).isEqualTo(10);
+        assertThat(table.pendingGenerations(ShardId.of("rollouts", 0))).hasSize(2);
+        assertThat(table.countRows()).isEqualTo(20);
+        assertThat(counter("rollout.ingest.seals", "trigger", "rows", "result", "success")).isEqualTo(2);
+    }
+
+    @Test
+    void aBatchSealsAtMaxBytes() {
+        start(Map.of("rollout.seal.max.bytes", 1_000L));
+        for (int i = 0; i < 30; i++) {
+            send(generator.rollout(i, 0));
+        }
+        List<GenerationSealed> sealed = events.readValuesToList();
+        assertThat(sealed).isNotEmpty();
+        assertThat(sealed).allSatisfy(g -> assertThat(g.getBytes()).isGreaterThanOrEqualTo(1_000L));
+        assertThat(counter("rollout.ingest.seals", "trigger", "bytes")).isEqualTo(sealed.size());
+    }
+
+    @Test
+    void aBatchSealsWhenItsOldestRecordReachesMaxAge() {
+        start(Map.of("rollout.seal.max.age.ms", 5_000L, "rollout.seal.check.interval.ms", 100L));
+        send(generator.rollout(0, 0));
+        send(generator.rollout(1, 0));
+        driver.advanceWallClockTime(Duration.ofMillis(1_000));
+        assertThat(events.isEmpty()).isTrue();
+        driver.advanceWallClockTime(Duration.ofMillis(5_000));
+        GenerationSealed sealed = events.readValue();
+        assertThat(sealed.getRows()).isEqualTo(2);
+        assertThat(counter("rollout.ingest.seals", "trigger", "age")).isEqualTo(1);
+    }
+
+    @Test
+    void duplicateKeysInABatchLeaveOneRowWithTheNewestValue() {
+        start(Map.of("rollout.seal.max.rows", 6));
+        for (int version = 0; version < 3; version++) {
+            send(generator.rollout(1, version));
+            send(generator.rollout(2, version));
+        }
+        assertThat(events.readValue().getRows()).isEqualTo(2);
+        assertThat(table.get(RolloutGenerator.recordId("exp", 1)).orElseThrow().rollout().getPolicyVersion()).isEqualTo(2L);
+    }
+
+    @Test
+    void unusableRecordsGoToTheDlqWithTheirReasonAndTheRestIsSealed() {
+        start(Map.of("rollout.seal.max.rows", 3, "rollout.max.payload.bytes", 4_000L));
+        Rollout good = generator.rollout(1, 0);
+        byte[] goodBytes = FixedSchemaSerde.rollout(good);
+        input.pipeInput("x".getBytes(), "plain text, not Avro".getBytes());                    // offset 0
+        input.pipeInput("x".getBytes(), dev.rolloutingest.serde.WireFormat.frame(99, new byte[] {2})); // 1
+        input.pipeInput((byte[]) null, goodBytes);                                              // 2
+        input.pipeInput("other-id".getBytes(), goodBytes);                                      // 3
+        Rollout big = new RolloutGenerator("exp", 8_000, 1).rollout(5, 0);
+        input.pipeInput(big.getRecordId().getBytes(), FixedSchemaSerde.rollout(big));           // 4
+        input.pipeInput("x".getBytes(), (byte[]) null);                                         // 5
+        byte[] truncated = java.util.Arrays.copyOf(goodBytes, goodBytes.length - 8);
+        input.pipeInput(good.getRecordId().getBytes(), truncated);                              // 6
+        for (int i = 10; i < 13; i++) {
+            send(generator.rollout(i, 0));                                                      // 7, 8, 9
+        }
+        List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+        assertThat(dead).extracting(r -> header(r, "rollout.dlq.reason")).containsExactly(
+                "bad-magic-byte", "unknown-schema-id", "missing-key", "key-mismatch", "payload-too-large", "null-value",
+                "not-avro");
+        assertThat(dead).extracting(r -> header(r, "rollout.dlq.source.offset"))
+                .containsExactly("0", "1", "2", "3", "4", "5", "6");
+        assertThat(dead).allSatisfy(r -> {
+            assertThat(header(r, "rollout.dlq.source.topic")).isEqualTo("rollouts");
+            assertThat(header(r, "rollout.dlq.source.partition")).isEqualTo("0");
+            assertThat(header(r, "rollout.dlq.error")).isNotBlank();
+        });
+        assertThat(dead.get(3).value()).isEqualTo(goodBytes);
+        assertThat(dead.get(3).key()).isEqualTo("other-id".getBytes());
+        GenerationSealed sealed = events.readValue();
+        assertThat(sealed.getFirstOffset()).isZero(); // the range covers the dead letters too
+        assertThat(sealed.getLastOffset()).isEqualTo(9);
+        assertThat(sealed.getRows()).isEqualTo(3);
+        assertThat(counter("rollout.ingest.dlq.records", "reason", "key-mismatch")).isEqualTo(1);
+        assertThat(counter("rollout.ingest.dlq.records")).isEqualTo(7);
+    }
+
+    @Test
+    void everyPayloadSizeIsRecordedAndTheLargeThresholdIsInclusive() {
+        start(Map.of("rollout.large.blob.log.bytes", 16L, "rollout.seal.max.rows", 100));
+        send(new RolloutGenerator("exp", 15, 1).rollout(1, 0));
+        send(new RolloutGenerator("exp", 16, 1).rollout(2, 0));
+        send(new RolloutGenerator("exp", 0, 1).rollout(3, 0));
+        var blobs = meters.get("rollout.blob.bytes").summary();
+        assertThat(blobs.count()).isEqualTo(3);
+        assertThat(blobs.totalAmount()).isEqualTo(31);
+        assertThat(blobs.getId().getTags()).isEmpty();
+        assertThat(counter("rollout.blob.large")).isEqualTo(1);
+    }
+
+    @Test
+    void theInflightBudgetSealsEarlyAndHoldsItsCap() {
+        long limit = 3L << 20;
+        start(Map.of("rollout.max.inflight.blob.bytes", limit, "rollout.seal.max.rows", 1_000,
+                "rollout.seal.max.bytes", 1L << 30));
+        RolloutGenerator big = new RolloutGenerator("exp", 1 << 20, 3);
+        long maxSeen = 0;
+        for (int i = 0; i < 12; i++) {
+            send(big.rollout(i, 0));
+            maxSeen = Math.max(maxSeen, budget.total());
+        }
+        assertThat(maxSeen).isLessThanOrEqualTo(limit + (1 << 20) + 4096);
+        assertThat(counter("rollout.ingest.inflight.pressure")).isGreaterThanOrEqualTo(3);
+        assertThat(counter("rollout.ingest.seals", "trigger", "pressure", "result", "success")).isGreaterThanOrEqualTo(3);
+        assertThat(events.readValuesToList()).extracting(GenerationSealed::getRows)
+                .allSatisfy(rows -> assertThat(rows).isLessThanOrEqualTo(4L));
+    }
+
+    private static String header(TestRecord<byte[], byte[]> record, String name) {
+        Header header = record.headers().lastHeader(name);
+        return header == null ? null : new String(header.value(), StandardCharsets.UTF_8);
+    }
+}
