@@ -40,6 +40,7 @@ public final class IngestConfig {
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
     public static final String STATE_DIR = "rollout.state.dir";
+    public static final String FAULT_HALT_AFTER_WRITES = "rollout.fault.halt.after.writes";
     public static final String HTTP_HOST = "http.host";
     public static final String HTTP_PORT = "http.port";
 
@@ -79,6 +80,9 @@ public final class IngestConfig {
                     "Hard limit of one record's serialized value; larger records go to the DLQ")
             .define(STATE_DIR, STRING, "data/ingest-state", new ConfigDef.NonEmptyString(), LOW,
                     "Kafka Streams state directory")
+            .define(FAULT_HALT_AFTER_WRITES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+                    "Fault injection for crash tests: halt this JVM right after its Nth generation write, before the"
+                            + " generation is announced or its offsets committed (0 = never)")
             .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
                     "Address of the /metrics and /health endpoint")
             .define(HTTP_PORT, INT, 8090, ConfigDef.Range.between(0, 65535), LOW,
@@ -154,6 +158,10 @@ public final class IngestConfig {
 
     public long maxPayloadBytes() {
         return parsed.getLong(MAX_PAYLOAD_BYTES);
+    }
+
+    public int faultHaltAfterWrites() {
+        return parsed.getInt(FAULT_HALT_AFTER_WRITES);
     }
 
     public String httpHost() {

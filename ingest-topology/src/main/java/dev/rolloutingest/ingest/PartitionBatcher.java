@@ -213,6 +213,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 metrics.seal(trigger, "failure", Duration.ofNanos(System.nanoTime() - started));
                 throw e;
             }
+            haltIfFaultInjected();
             announce(sealed);
             metrics.seal(trigger, "success", Duration.ofNanos(System.nanoTime() - started));
             log.info("Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms", shard, topic,
@@ -220,6 +221,17 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                     (System.nanoTime() - started) / 1_000_000);
         }
         advanceTo(last + 1);
+    }
+
+    private static final java.util.concurrent.atomic.AtomicInteger WRITES = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** The crash the exactly-once tests need most: the generation is durable, its event and offsets are not. */
+    private void haltIfFaultInjected() {
+        int haltAfter = config.faultHaltAfterWrites();
+        if (haltAfter > 0 && WRITES.incrementAndGet() == haltAfter) {
+            log.warn("Fault injection ({}={}): halting after a generation write", IngestConfig.FAULT_HALT_AFTER_WRITES, haltAfter);
+            Runtime.getRuntime().halt(137);
+        }
     }
 
     private SealedGeneration writeWithRetries(long first, long last) {

@@ -1,0 +1,86 @@
+package dev.rolloutingest.embedded;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A main class of this project in a separate JVM on this JVM's classpath: how tests kill an app with
+ * SIGKILL and restart it. Output goes to a log file; the process dies with this JVM.
+ */
+public final class ChildJvm implements AutoCloseable {
+    private final Process process;
+    private final Path log;
+
+    private ChildJvm(Process process, Path log) {
+        this.process = process;
+        this.log = log;
+        Runtime.getRuntime().addShutdownHook(new Thread(process::destroyForcibly));
+    }
+
+    public static ChildJvm start(Class<?> main, List<String> args, Map<String, String> env, Path log, String... jvmArgs) {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = new ArrayList<>(List.of(java, "-Xmx512m", "--add-opens=java.base/java.nio=ALL-UNNAMED"));
+        command.addAll(List.of(jvmArgs));
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
+        command.addAll(args);
+        try {
+            Files.createDirectories(log.getParent());
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+            builder.environment().putAll(env);
+            return new ChildJvm(builder.start(), log);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot start " + main.getName(), e);
+        }
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    public Path log() {
+        return log;
+    }
+
+    /** SIGKILL: no shutdown hook, no flush, no commit. */
+    public void kill() {
+        process.destroyForcibly();
+        waitFor(30);
+    }
+
+    /** SIGTERM and wait for a clean exit. */
+    public int stop() {
+        process.destroy();
+        return waitFor(60);
+    }
+
+    public int waitFor(long seconds) {
+        try {
+            if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+            return process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            process.destroyForcibly();
+            return -1;
+        }
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            kill();
+        }
+    }
+}
