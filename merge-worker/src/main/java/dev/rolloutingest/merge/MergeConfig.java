@@ -1,0 +1,238 @@
+package dev.rolloutingest.merge;
+
+import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
+import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
+import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.INT;
+import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
+import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
+
+import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.serde.SerdeConfig;
+import dev.rolloutingest.table.TableLocation;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.streams.StreamsConfig;
+
+/**
+ * Every setting of merge-worker: key, type, default, doc. Each key is also an env var (upper case, dots
+ * as underscores) that wins over the properties file. A bad value fails at start naming the key.
+ */
+public final class MergeConfig {
+    public static final String BOOTSTRAP_SERVERS = "bootstrap.servers";
+    public static final String APPLICATION_ID = "application.id";
+    public static final String SCHEMA_REGISTRY_URL = SerdeConfig.SCHEMA_REGISTRY_URL;
+    public static final String TABLE_URI = "rollout.table.uri";
+    public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
+    public static final String MERGES_TOPIC = "rollout.merges.topic";
+    public static final String MAX_GENERATIONS = "rollout.merge.max.generations";
+    public static final String MAX_BYTES = "rollout.merge.max.bytes";
+    public static final String AFTER_GENERATIONS = "rollout.merge.after.generations";
+    public static final String MAX_PENDING_AGE_MS = "rollout.merge.max.pending.age.ms";
+    public static final String THREADS = "rollout.merge.threads";
+    public static final String CHECK_INTERVAL_MS = "rollout.merge.check.interval.ms";
+    public static final String RECONCILE_INTERVAL_MS = "rollout.merge.reconcile.interval.ms";
+    public static final String COOLDOWN_AFTER_FAILURES = "task.cooldown.after.failures";
+    public static final String COOLDOWN_BASE_SECS = "task.cooldown.base.secs";
+    public static final String COOLDOWN_MAX_SECS = "task.cooldown.max.secs";
+    public static final String COOLDOWN_RECORD_TTL_SECS = "task.cooldown.record.ttl.secs";
+    public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
+    public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
+    public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
+    public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
+    public static final String STATE_DIR = "rollout.state.dir";
+    public static final String HTTP_HOST = "http.host";
+    public static final String HTTP_PORT = "http.port";
+
+    public static final ConfigDef DEFINITION = new ConfigDef()
+            .define(BOOTSTRAP_SERVERS, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                    "Kafka brokers, host:port[,host:port]")
+            .define(SCHEMA_REGISTRY_URL, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                    "Confluent-compatible schema registry base URL (Apicurio: http://host:port/apis/ccompat/v7)")
+            .define(TABLE_URI, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                    "Lance table: a local path or s3://bucket/prefix; storage options as rollout.table.storage.<option>")
+            .define(APPLICATION_ID, STRING, "rollout-merge", new ConfigDef.NonEmptyString(), MEDIUM,
+                    "Kafka Streams application id (also the consumer group)")
+            .define(GENERATIONS_TOPIC, STRING, "rollout-generations", new ConfigDef.NonEmptyString(), MEDIUM,
+                    "Topic of GenerationSealed events (input), key = shard id")
+            .define(MERGES_TOPIC, STRING, "rollout-merges", new ConfigDef.NonEmptyString(), MEDIUM,
+                    "Topic of GenerationsMerged events (output), key = shard id")
+            .define(MAX_GENERATIONS, INT, 8, ConfigDef.Range.atLeast(0), HIGH,
+                    "ROLLOUT_MERGE_MAX_GENERATIONS: at most this many oldest pending generations per pass (0 = unbounded)")
+            .define(MAX_BYTES, LONG, 256L << 20, ConfigDef.Range.atLeast(0), HIGH,
+                    "At most this many sealed bytes per pass; the oldest generation is always taken (0 = unbounded)")
+            .define(AFTER_GENERATIONS, INT, 8, ConfigDef.Range.atLeast(0), HIGH,
+                    "ROLLOUT_MERGE_AFTER_GENERATIONS: merge a shard when it has this many pending generations"
+                            + " (0 = the count trigger is disabled, not a threshold of 0)")
+            .define(MAX_PENDING_AGE_MS, LONG, 60_000L, ConfigDef.Range.atLeast(0), HIGH,
+                    "Merge a shard when its oldest pending generation is this old (wall clock; 0 = disabled)")
+            .define(THREADS, INT, 2, ConfigDef.Range.between(1, 64), MEDIUM,
+                    "Merge passes running at once, off the stream thread; one per shard at a time")
+            .define(CHECK_INTERVAL_MS, LONG, 200L, ConfigDef.Range.between(10, 60_000), LOW,
+                    "How often finished passes are applied and the time trigger is checked")
+            .define(RECONCILE_INTERVAL_MS, LONG, 30_000L, ConfigDef.Range.atLeast(1_000), LOW,
+                    "How often each shard's pending list is reconciled with the table (watermark and seals)")
+            .define(COOLDOWN_AFTER_FAILURES, INT, 3, ConfigDef.Range.atLeast(0), HIGH,
+                    "TASK_COOLDOWN_AFTER_FAILURES: consecutive failures of a target before automatic triggers skip it"
+                            + " (0 = never cool down)")
+            .define(COOLDOWN_BASE_SECS, LONG, 600L, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "TASK_COOLDOWN_BASE_SECS: first cooldown; doubles with each further failure (0 = disabled)")
+            .define(COOLDOWN_MAX_SECS, LONG, 21_600L, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "TASK_COOLDOWN_MAX_SECS: longest cooldown")
+            .define(COOLDOWN_RECORD_TTL_SECS, LONG, 86_400L, ConfigDef.Range.atLeast(1), LOW,
+                    "A failure record with no failure for this long (and no active cooldown) is removed")
+            .define(COMPACTION_INTERVAL_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "Compact the base table this often (0 = never)")
+            .define(COMPACTION_TARGET_ROWS, LONG, 1_000_000L, ConfigDef.Range.atLeast(1), LOW,
+                    "Target rows per fragment for compaction")
+            .define(GC_INTERVAL_MS, LONG, 300_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "Delete merged generation folders this often (0 = never)")
+            .define(GC_GRACE_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "Only generations merged at least this long ago are deleted (readers may still hold them)")
+            .define(STATE_DIR, STRING, "data/merge-state", new ConfigDef.NonEmptyString(), LOW,
+                    "Kafka Streams state directory")
+            .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
+                    "Address of the admin endpoint (/cooldowns, /pending, /merge/{shard}, /metrics, /health)")
+            .define(HTTP_PORT, INT, 8091, ConfigDef.Range.between(0, 65535), LOW,
+                    "Port of the admin endpoint (0 = any free port)");
+
+    private final AbstractConfig parsed;
+    private final Map<String, Object> raw;
+    private final TableLocation tableLocation;
+
+    private MergeConfig(Map<String, Object> raw) {
+        this.raw = raw;
+        this.parsed = new AbstractConfig(DEFINITION, raw, false);
+        SerdeConfig.from(raw);
+        try {
+            this.tableLocation = new TableLocation(parsed.getString(TABLE_URI),
+                    ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
+        }
+        if (cooldownMaxSecs() < cooldownBaseSecs()) {
+            throw new ConfigException(COOLDOWN_MAX_SECS, cooldownMaxSecs(), "must be >= " + COOLDOWN_BASE_SECS);
+        }
+    }
+
+    public static MergeConfig load(Properties file, Map<String, String> env) {
+        return new MergeConfig(ConfigSources.resolve(DEFINITION, file, env));
+    }
+
+    public static MergeConfig of(Map<String, ?> values) {
+        return new MergeConfig(new HashMap<>(values));
+    }
+
+    public TableLocation tableLocation() {
+        return tableLocation;
+    }
+
+    public String generationsTopic() {
+        return parsed.getString(GENERATIONS_TOPIC);
+    }
+
+    public String mergesTopic() {
+        return parsed.getString(MERGES_TOPIC);
+    }
+
+    public int maxGenerations() {
+        return parsed.getInt(MAX_GENERATIONS);
+    }
+
+    public long maxBytes() {
+        return parsed.getLong(MAX_BYTES);
+    }
+
+    public int afterGenerations() {
+        return parsed.getInt(AFTER_GENERATIONS);
+    }
+
+    public long maxPendingAgeMs() {
+        return parsed.getLong(MAX_PENDING_AGE_MS);
+    }
+
+    public int threads() {
+        return parsed.getInt(THREADS);
+    }
+
+    public long checkIntervalMs() {
+        return parsed.getLong(CHECK_INTERVAL_MS);
+    }
+
+    public long reconcileIntervalMs() {
+        return parsed.getLong(RECONCILE_INTERVAL_MS);
+    }
+
+    public int cooldownAfterFailures() {
+        return parsed.getInt(COOLDOWN_AFTER_FAILURES);
+    }
+
+    public long cooldownBaseSecs() {
+        return parsed.getLong(COOLDOWN_BASE_SECS);
+    }
+
+    public long cooldownMaxSecs() {
+        return parsed.getLong(COOLDOWN_MAX_SECS);
+    }
+
+    public Duration cooldownRecordTtl() {
+        return Duration.ofSeconds(parsed.getLong(COOLDOWN_RECORD_TTL_SECS));
+    }
+
+    public long compactionIntervalMs() {
+        return parsed.getLong(COMPACTION_INTERVAL_MS);
+    }
+
+    public long compactionTargetRows() {
+        return parsed.getLong(COMPACTION_TARGET_ROWS);
+    }
+
+    public long gcIntervalMs() {
+        return parsed.getLong(GC_INTERVAL_MS);
+    }
+
+    public Duration gcGrace() {
+        return Duration.ofMillis(parsed.getLong(GC_GRACE_MS));
+    }
+
+    public String httpHost() {
+        return parsed.getString(HTTP_HOST);
+    }
+
+    public int httpPort() {
+        return parsed.getInt(HTTP_PORT);
+    }
+
+    public String applicationId() {
+        return parsed.getString(APPLICATION_ID);
+    }
+
+    public Map<String, Object> serdeConfig() {
+        Map<String, Object> serde = new HashMap<>();
+        raw.forEach((k, v) -> {
+            if (k.startsWith("schema.registry.") || k.startsWith("basic.auth.") || k.equals("auto.register.schemas")
+                    || k.equals("use.latest.version")) {
+                serde.put(k, v);
+            }
+        });
+        return serde;
+    }
+
+    /** exactly_once_v2 (so only committed GenerationSealed events are read), earliest reset, streams.* overrides. */
+    public Properties streamsProperties() {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId());
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, parsed.getString(BOOTSTRAP_SERVERS));
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, parsed.getString(STATE_DIR));
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        props.putAll(ConfigSources.withPrefix(raw, ConfigSources.STREAMS_PREFIX));
+        return props;
+    }
+}

@@ -1,0 +1,54 @@
+package dev.rolloutingest.merge;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** The merge-worker's meters. No shard tag (cardinality); tags from fixed sets only. */
+public final class MergeMetrics {
+    private final MeterRegistry registry;
+    private final Counter cooldowns;
+    private final Counter skippedCoolingDown;
+    private final Counter mergedGenerations;
+    private final AtomicLong backlog = new AtomicLong();
+
+    public MergeMetrics(MeterRegistry registry) {
+        this.registry = registry;
+        this.cooldowns = Counter.builder("merge.cooldowns").description("Targets that entered (or extended) a cooldown")
+                .register(registry);
+        this.skippedCoolingDown = Counter.builder("rollout.merge.skipped.cooldown")
+                .description("Automatic merge triggers skipped because the shard is cooling down").register(registry);
+        this.mergedGenerations = Counter.builder("rollout.merge.generations")
+                .description("Generations folded into the base table").register(registry);
+        registry.gauge("rollout.merge.backlog.generations", backlog);
+    }
+
+    /** trigger: count | time | manual | reconcile; result: success | failure | empty. */
+    void pass(String trigger, String result, Duration duration) {
+        registry.counter("rollout.merge.passes", "trigger", trigger, "result", result).increment();
+        Timer.builder("rollout.merge.pass.duration").tag("trigger", trigger).tag("result", result)
+                .register(registry).record(duration);
+    }
+
+    void merged(int generations) {
+        mergedGenerations.increment(generations);
+    }
+
+    void cooldown() {
+        cooldowns.increment();
+    }
+
+    void skippedCoolingDown() {
+        skippedCoolingDown.increment();
+    }
+
+    void maintenance(String kind, String result) {
+        registry.counter("rollout.maintenance.runs", "kind", kind, "result", result).increment();
+    }
+
+    void backlog(long generations) {
+        backlog.set(generations);
+    }
+}

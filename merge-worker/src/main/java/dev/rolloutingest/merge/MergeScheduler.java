@@ -1,0 +1,298 @@
+package dev.rolloutingest.merge;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.rolloutingest.schemas.GenerationSealed;
+import dev.rolloutingest.schemas.GenerationsMerged;
+import dev.rolloutingest.schemas.MergeTrigger;
+import dev.rolloutingest.table.MergeResult;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.SealedGeneration;
+import dev.rolloutingest.table.ShardId;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.utils.Utils;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One task of the merge-worker: the shards whose GenerationSealed events land in its partition. It keeps
+ * their pending generations and the cooldowns in changelogged stores, decides when a shard is merged
+ * (count trigger, time trigger), hands passes to the {@link MergeCoordinator}, and applies finished
+ * passes on its own thread: stores, GenerationsMerged events, cooldowns. It reconciles with the table
+ * (watermarks and seals) at start and periodically, so a missed or replayed event can neither strand a
+ * generation nor merge one twice (the pass itself re-reads the watermark).
+ */
+final class MergeScheduler implements Processor<String, GenerationSealed, String, GenerationsMerged> {
+    private static final Logger log = LoggerFactory.getLogger(MergeScheduler.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    static final String MERGE = "merge";
+
+    private final MergeConfig config;
+    private final MergeCoordinator coordinator;
+    private final CooldownPolicy policy;
+    private final MergeMetrics metrics;
+    private final int eventPartitions;
+
+    private ProcessorContext<String, GenerationsMerged> context;
+    private KeyValueStore<String, String> backlogs;
+    private KeyValueStore<String, String> cooldowns;
+    private int partition;
+    private boolean reconciled;
+
+    MergeScheduler(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics, int eventPartitions) {
+        this.config = config;
+        this.coordinator = coordinator;
+        this.policy = CooldownPolicy.from(config);
+        this.metrics = metrics;
+        this.eventPartitions = eventPartitions;
+    }
+
+    @Override
+    public void init(ProcessorContext<String, GenerationsMerged> context) {
+        this.context = context;
+        this.backlogs = context.getStateStore(MergeTopology.BACKLOG_STORE);
+        this.cooldowns = context.getStateStore(MergeTopology.COOLDOWN_STORE);
+        this.partition = context.taskId().partition();
+        context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
+        context.schedule(Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
+        if (partition == 0) {
+            // Compaction and GC are table-wide: only the task of partition 0 schedules them.
+            if (config.compactionIntervalMs() > 0) {
+                context.schedule(Duration.ofMillis(config.compactionIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
+                        now -> maintain("compact", now));
+            }
+            if (config.gcIntervalMs() > 0) {
+                context.schedule(Duration.ofMillis(config.gcIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
+                        now -> maintain("gc", now));
+            }
+        }
+    }
+
+    @Override
+    public void process(Record<String, GenerationSealed> record) {
+        GenerationSealed event = record.value();
+        if (event == null || !ShardId.isValid(event.getShardId())) {
+            log.warn("Ignoring a GenerationSealed event without a valid shard id: {}", event);
+            return;
+        }
+        String shard = event.getShardId();
+        ShardBacklog backlog = backlog(shard);
+        backlog.add(event.getGeneration(), event.getSealedAt().toEpochMilli());
+        put(shard, backlog);
+        maybeTrigger(shard, backlog, System.currentTimeMillis());
+    }
+
+    private void tick(long now) {
+        if (!reconciled) {
+            reconcile(now);
+        }
+        long total = 0;
+        List<String> shards = new ArrayList<>();
+        try (KeyValueIterator<String, String> all = backlogs.all()) {
+            all.forEachRemaining(kv -> shards.add(kv.key));
+        }
+        for (String shard : shards) {
+            ShardBacklog backlog = backlog(shard);
+            for (MergeCoordinator.Outcome outcome : coordinator.drain(shard)) {
+                apply(outcome, backlog, now);
+            }
+            put(shard, backlog);
+            maybeTrigger(shard, backlog, now);
+            total += backlog.count();
+        }
+        metrics.backlog(total);
+        if (partition == 0) {
+            for (MergeCoordinator.MaintenanceOutcome outcome : coordinator.drainMaintenance()) {
+                String target = coordinator.table().location().uri();
+                if (outcome.error() == null) {
+                    cooldowns.delete(Cooldown.key(outcome.kind(), target));
+                } else {
+                    recordFailure(outcome.kind(), target, outcome.error(), now);
+                }
+            }
+        }
+        expireCooldowns(now);
+    }
+
+    private void maybeTrigger(String shard, ShardBacklog backlog, long now) {
+        if (backlog.count() == 0 || coordinator.running(shard)) {
+            return;
+        }
+        MergeTrigger trigger = null;
+        if (config.afterGenerations() > 0 && backlog.count() >= config.afterGenerations()) {
+            trigger = MergeTrigger.COUNT;
+        } else if (config.maxPendingAgeMs() > 0 && backlog.oldestAgeMs(now) >= config.maxPendingAgeMs()) {
+            trigger = MergeTrigger.TIME;
+        }
+        if (trigger == null) {
+            return;
+        }
+        if (policy.gates(cooldown(MERGE, shard), now)) {
+            metrics.skippedCoolingDown();
+            return;
+        }
+        coordinator.submit(shard, trigger);
+    }
+
+    private void apply(MergeCoordinator.Outcome outcome, ShardBacklog backlog, long now) {
+        String shard = outcome.shard();
+        if (outcome.failed()) {
+            recordFailure(MERGE, shard, outcome.error(), now);
+            return;
+        }
+        cooldowns.delete(Cooldown.key(MERGE, shard));
+        MergeResult result = outcome.result();
+        backlog.mergedUpTo(result.newWatermark());
+        if (result.mergedAnything()) {
+            emit(shard, result.mergedGenerations(), result.newWatermark(), result.rows(), outcome.duration().toMillis(),
+                    outcome.trigger());
+        }
+    }
+
+    private void recordFailure(String kind, String target, Throwable error, long now) {
+        Cooldown previous = cooldown(kind, target);
+        Cooldown next = policy.onFailure(previous, kind, target, String.valueOf(error.getMessage()), now);
+        cooldowns.put(next.key(), json(next));
+        if (next.activeAt(now)) {
+            metrics.cooldown();
+            log.warn("{} of {} failed {} times in a row; automatic runs skip it until {} (cooldown {} s). Last error: {}",
+                    kind, target, next.failures(), Instant.ofEpochMilli(next.untilMs()),
+                    (next.untilMs() - now) / 1000, next.lastError());
+        } else {
+            log.info("{} of {} failed ({} of {} before a cooldown): {}", kind, target, next.failures(),
+                    policy.afterFailures(), next.lastError());
+        }
+    }
+
+    private void emit(String shard, List<Long> generations, long watermark, long rows, long durationMs, MergeTrigger trigger) {
+        GenerationsMerged event = GenerationsMerged.newBuilder()
+                .setShardId(shard).setTableUri(coordinator.table().location().uri())
+                .setMergedGenerations(generations).setNewWatermark(watermark).setRows(rows)
+                .setDurationMs(durationMs).setTrigger(trigger).setMergedAt(Instant.now())
+                .build();
+        context.forward(new Record<>(shard, event, System.currentTimeMillis()));
+    }
+
+    /**
+     * Makes each owned shard's backlog equal to the table's view: drops what the watermark covers (a pass
+     * committed before a crash lost its event: announced now as RECONCILE) and adds sealed generations no
+     * event announced. Shards never seen in an event are owned by the task their key partitions to.
+     */
+    private void reconcile(long now) {
+        reconciled = true;
+        RolloutTable table = coordinator.table();
+        Map<String, Long> watermarks;
+        List<String> tableShards;
+        try {
+            watermarks = table.watermarks();
+            tableShards = table.shards();
+        } catch (RuntimeException e) {
+            log.warn("Table {}: reconcile skipped, the table is unreadable: {}", table.location(), e.getMessage());
+            return;
+        }
+        List<String> owned = new ArrayList<>();
+        try (KeyValueIterator<String, String> all = backlogs.all()) {
+            all.forEachRemaining(kv -> owned.add(kv.key));
+        }
+        for (String shard : tableShards) {
+            if (!owned.contains(shard) && ownedByThisTask(shard)) {
+                owned.add(shard);
+            }
+        }
+        for (String shard : owned) {
+            if (coordinator.running(shard)) {
+                continue; // its outcome is applied at the next tick
+            }
+            long watermark = watermarks.getOrDefault(shard, 0L);
+            ShardBacklog backlog = backlog(shard);
+            List<Long> covered = new ArrayList<>(backlog.pending().keySet().stream().filter(g -> g <= watermark).toList());
+            backlog.mergedUpTo(watermark);
+            if (!covered.isEmpty()) {
+                emit(shard, covered, watermark, 0, 0, MergeTrigger.RECONCILE);
+            }
+            try {
+                for (SealedGeneration sealed : table.pendingGenerations(shard)) {
+                    if (!backlog.pending().containsKey(sealed.generation())) {
+                        backlog.add(sealed.generation(), sealed.sealedAt().toEpochMilli());
+                    }
+                }
+            } catch (RuntimeException e) {
+                log.warn("Table {} shard {}: reconcile could not list pending generations: {}", table.location(), shard,
+                        e.getMessage());
+            }
+            put(shard, backlog);
+        }
+    }
+
+    private boolean ownedByThisTask(String shard) {
+        // The default partitioner of a keyed record: murmur2 of the key bytes.
+        return Utils.toPositive(Utils.murmur2(shard.getBytes(java.nio.charset.StandardCharsets.UTF_8))) % eventPartitions
+                == partition;
+    }
+
+    private void maintain(String kind, long now) {
+        String target = coordinator.table().location().uri();
+        if (policy.gates(cooldown(kind, target), now)) {
+            return;
+        }
+        RolloutTable table = coordinator.table();
+        coordinator.submitMaintenance(kind, () -> kind.equals("compact")
+                ? table.compact(config.compactionTargetRows()).toString()
+                : table.collectGarbage(config.gcGrace()).toString());
+    }
+
+    private void expireCooldowns(long now) {
+        List<String> expired = new ArrayList<>();
+        try (KeyValueIterator<String, String> all = cooldowns.all()) {
+            while (all.hasNext()) {
+                KeyValue<String, String> kv = all.next();
+                if (policy.expired(read(kv.value, Cooldown.class), now)) {
+                    expired.add(kv.key);
+                }
+            }
+        }
+        expired.forEach(cooldowns::delete);
+    }
+
+    private ShardBacklog backlog(String shard) {
+        String value = backlogs.get(shard);
+        return value == null ? ShardBacklog.empty() : read(value, ShardBacklog.class);
+    }
+
+    private void put(String shard, ShardBacklog backlog) {
+        backlogs.put(shard, json(backlog));
+    }
+
+    private Cooldown cooldown(String kind, String target) {
+        String value = cooldowns.get(Cooldown.key(kind, target));
+        return value == null ? null : read(value, Cooldown.class);
+    }
+
+    static String json(Object value) {
+        try {
+            return JSON.writeValueAsString(value);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static <T> T read(String json, Class<T> type) {
+        try {
+            return JSON.readValue(json, type);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,41 @@
+package dev.rolloutingest.merge;
+
+import dev.rolloutingest.schemas.GenerationSealed;
+import dev.rolloutingest.schemas.GenerationsMerged;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.state.Stores;
+
+/**
+ * The merge-worker topology, built by a function the app and the tests share:
+ * <pre>
+ * rollout-generations -> scheduler [backlog store, cooldown store] -> rollout-merges
+ * </pre>
+ */
+public final class MergeTopology {
+    static final String SOURCE = "generations-source";
+    static final String SCHEDULER = "scheduler";
+    static final String SINK = "merges-sink";
+    public static final String BACKLOG_STORE = "merge-backlog";
+    public static final String COOLDOWN_STORE = "merge-cooldowns";
+
+    private MergeTopology() {}
+
+    public static Topology build(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics,
+            int eventPartitions, Deserializer<GenerationSealed> events, Serializer<GenerationsMerged> merges) {
+        Topology topology = new Topology();
+        topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events,
+                config.generationsTopic());
+        topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, metrics, eventPartitions), SOURCE);
+        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(BACKLOG_STORE),
+                Serdes.String(), Serdes.String()), SCHEDULER);
+        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(COOLDOWN_STORE),
+                Serdes.String(), Serdes.String()), SCHEDULER);
+        topology.addSink(SINK, config.mergesTopic(), new StringSerializer(), merges, SCHEDULER);
+        return topology;
+    }
+}
