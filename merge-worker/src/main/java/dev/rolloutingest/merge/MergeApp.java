@@ -45,7 +45,8 @@ public final class MergeApp implements AutoCloseable {
         this.registry = Observability.prometheus("rollout-merge");
         this.table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, registry);
         MergeMetrics metrics = new MergeMetrics(registry);
-        this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.threads(), metrics);
+        this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.threads(), metrics,
+                config.faultHaltAfterMerges());
         ConfluentAvroDeserializer<GenerationSealed> events = new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();

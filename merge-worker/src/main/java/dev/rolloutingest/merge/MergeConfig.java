@@ -47,6 +47,7 @@ public final class MergeConfig {
     public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
     public static final String STATE_DIR = "rollout.state.dir";
+    public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
     public static final String HTTP_HOST = "http.host";
     public static final String HTTP_PORT = "http.port";
 
@@ -97,6 +98,9 @@ public final class MergeConfig {
                     "Only generations merged at least this long ago are deleted (readers may still hold them)")
             .define(STATE_DIR, STRING, "data/merge-state", new ConfigDef.NonEmptyString(), LOW,
                     "Kafka Streams state directory")
+            .define(FAULT_HALT_AFTER_MERGES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+                    "Fault injection for crash tests: halt this JVM right after its Nth committed merge pass, before"
+                            + " the pass is applied or its event committed (0 = never)")
             .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
                     "Address of the admin endpoint (/cooldowns, /pending, /merge/{shard}, /metrics, /health)")
             .define(HTTP_PORT, INT, 8091, ConfigDef.Range.between(0, 65535), LOW,
@@ -199,6 +203,10 @@ public final class MergeConfig {
 
     public Duration gcGrace() {
         return Duration.ofMillis(parsed.getLong(GC_GRACE_MS));
+    }
+
+    public int faultHaltAfterMerges() {
+        return parsed.getInt(FAULT_HALT_AFTER_MERGES);
     }
 
     public String httpHost() {

@@ -53,7 +53,17 @@ public final class MergeCoordinator implements AutoCloseable {
     private final Queue<MaintenanceOutcome> maintenanceOutcomes = new ConcurrentLinkedQueue<>();
     private final Set<String> maintenanceRunning = ConcurrentHashMap.newKeySet();
 
+    private final int haltAfterMerges;
+    private final AtomicInteger committedPasses = new AtomicInteger();
+
     public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, int threads, MergeMetrics metrics) {
+        this(table, maxGenerations, maxBytes, threads, metrics, 0);
+    }
+
+    /** @param haltAfterMerges fault injection: halt the JVM after this many committed passes (0 = never) */
+    public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, int threads, MergeMetrics metrics,
+            int haltAfterMerges) {
+        this.haltAfterMerges = haltAfterMerges;
         this.table = table;
         this.maxGenerations = maxGenerations;
         this.maxBytes = maxBytes;
@@ -102,6 +112,10 @@ public final class MergeCoordinator implements AutoCloseable {
         synchronized (shardLocks.computeIfAbsent(shard, s -> new Object())) {
             try {
                 MergeResult result = table.mergePass(shard, maxGenerations, maxBytes);
+                if (haltAfterMerges > 0 && result.mergedAnything() && committedPasses.incrementAndGet() == haltAfterMerges) {
+                    log.warn("Fault injection: halting after committed merge pass {} of shard {}", haltAfterMerges, shard);
+                    Runtime.getRuntime().halt(137);
+                }
                 outcome = new Outcome(shard, trigger, result, null, Duration.ofNanos(System.nanoTime() - started),
                         System.currentTimeMillis());
                 metrics.pass(name(trigger), result.mergedAnything() ? "success" : "empty", outcome.duration());

@@ -217,6 +217,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             }
             long watermark = watermarks.getOrDefault(shard, 0L);
             ShardBacklog backlog = backlog(shard);
+            // Finished passes first: their own events announce what they merged, not RECONCILE.
+            for (MergeCoordinator.Outcome outcome : coordinator.drain(shard)) {
+                apply(outcome, backlog, now);
+            }
             List<Long> covered = new ArrayList<>(backlog.pending().keySet().stream().filter(g -> g <= watermark).toList());
             backlog.mergedUpTo(watermark);
             if (!covered.isEmpty()) {

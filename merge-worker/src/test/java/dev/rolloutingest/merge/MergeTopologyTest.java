@@ -1,0 +1,259 @@
+package dev.rolloutingest.merge;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.schemas.AvroContracts;
+import dev.rolloutingest.schemas.GenerationSealed;
+import dev.rolloutingest.schemas.GenerationsMerged;
+import dev.rolloutingest.schemas.MergeTrigger;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.SealedGeneration;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.stream.Stream;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The scheduler with TopologyTestDriver, a real local table and real passes on worker threads. */
+class MergeTopologyTest {
+    private static final String TOPIC = "rollouts";
+    private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    private final Path dir = Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
+    private RolloutTable table;
+    private MergeCoordinator coordinator;
+    private TopologyTestDriver driver;
+    private TestInputTopic<String, GenerationSealed> sealed;
+    private TestOutputTopic<String, GenerationsMerged> merged;
+    private final Map<Integer, Long> nextOffset = new HashMap<>();
+
+    static {
+        AvroContracts.trust();
+    }
+
+    private void start(Map<String, Object> overrides) {
+        Map<String, Object> values = new HashMap<>(Map.of(
+                "bootstrap.servers", "unused:9092",
+                "schema.registry.url", "http://unused:8081",
+                "rollout.table.uri", dir.resolve("table").toString(),
+                "rollout.merge.max.pending.age.ms", 0L,
+                "rollout.compaction.interval.ms", 0L,
+                "rollout.gc.interval.ms", 0L));
+        values.putAll(overrides);
+        MergeConfig config = MergeConfig.of(values);
+        table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, meters);
+        MergeMetrics metrics = new MergeMetrics(meters);
+        coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), 2, metrics);
+        // Avro single-object encoding stands in for the registry serde here; the ITs use the real one.
+        var topology = MergeTopology.build(config, coordinator, metrics, 1,
+                (topic, bytes) -> decode(() -> GenerationSealed.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))),
+                (topic, event) -> decode(() -> event.toByteBuffer().array()));
+        Properties props = config.streamsProperties();
+        props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
+        driver = new TopologyTestDriver(topology, props);
+        sealed = driver.createInputTopic("rollout-generations", new StringSerializer(),
+                (topic, event) -> decode(() -> event.toByteBuffer().array()));
+        merged = driver.createOutputTopic("rollout-merges", new StringDeserializer(),
+                (topic, bytes) -> decode(() -> GenerationsMerged.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))));
+    }
+
+    interface IoCall<T> {
+        T call() throws IOException;
+    }
+
+    private static <T> T decode(IoCall<T> call) {
+        try {
+            return call.call();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @AfterEach
+    void stop() {
+        if (driver != null) {
+            driver.close();
+        }
+        if (coordinator != null) {
+            coordinator.close();
+        }
+        if (table != null) {
+            table.close();
+        }
+    }
+
+    /** Seals one generation of 10 records in the table and announces it. */
+    private SealedGeneration seal(int partition) {
+        long first = nextOffset.getOrDefault(partition, 0L);
+        long last = first + 9;
+        nextOffset.put(partition, last + 1);
+        RolloutGenerator generator = new RolloutGenerator("exp", 8, partition);
+        List<RolloutRow> rows = new ArrayList<>();
+        for (long o = first; o <= last; o++) {
+            var rollout = generator.rollout(o % 25, (int) o);
+            rollout.setRecordId("p" + partition + "-" + rollout.getRecordId());
+            rows.add(new RolloutRow(rollout, partition, o, Instant.now()));
+        }
+        SealedGeneration g = table.writeGeneration(TOPIC, partition, first, last, rows, 1000);
+        GenerationSealed event = GenerationSealed.newBuilder().setShardId(g.shard()).setTopic(TOPIC)
+                .setPartition(partition).setGeneration(g.generation()).setFolder(g.folder())
+                .setFirstOffset(first).setLastOffset(last).setRows(g.rows()).setBytes(g.bytes())
+                .setSealedAt(g.sealedAt()).setTableUri(table.location().uri()).build();
+        sealed.pipeInput(g.shard(), event);
+        return g;
+    }
+
+    /** Lets running passes finish, then lets the scheduler apply them (and start the next ones). */
+    private void settle() throws InterruptedException {
+        for (int round = 0; round < 200; round++) {
+            Thread.sleep(20);
+            driver.advanceWallClockTime(Duration.ofMillis(250));
+            boolean busy = table.shards().stream().anyMatch(coordinator::running);
+            if (!busy) {
+                driver.advanceWallClockTime(Duration.ofMillis(250));
+                if (table.shards().stream().noneMatch(coordinator::running)) {
+                    return;
+                }
+            }
+        }
+        throw new AssertionError("passes did not settle");
+    }
+
+    private int pending(int partition) {
+        return table.pendingGenerations(ShardId.of(TOPIC, partition)).size();
+    }
+
+    @Test
+    void theCountTriggerMergesAtTheThresholdAndNothingBelowIt() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 4, "rollout.merge.max.generations", 8));
+        for (int i = 0; i < 3; i++) {
+            seal(0);
+        }
+        settle();
+        assertThat(pending(0)).isEqualTo(3);
+        assertThat(merged.isEmpty()).isTrue();
+        seal(0);
+        settle();
+        assertThat(pending(0)).isZero();
+        GenerationsMerged event = merged.readValue();
+        assertThat(event.getTrigger()).isEqualTo(MergeTrigger.COUNT);
+        assertThat(event.getMergedGenerations()).containsExactly(10L, 20L, 30L, 40L);
+        assertThat(event.getNewWatermark()).isEqualTo(40L);
+        assertThat(backlog(0).count()).isZero();
+    }
+
+    @Test
+    void zeroDisablesTheCountTriggerWhileTheTimeTriggerStillDrains() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 0, "rollout.merge.max.generations", 3,
+                "rollout.merge.max.pending.age.ms", 60_000L));
+        for (int i = 0; i < 7; i++) {
+            seal(0);
+        }
+        settle();
+        assertThat(pending(0)).as("0 is 'disabled', not 'threshold 0'").isEqualTo(7);
+        driver.advanceWallClockTime(Duration.ofMinutes(2));
+        for (int i = 0; i < 5; i++) {
+            settle();
+        }
+        assertThat(pending(0)).isZero();
+        List<GenerationsMerged> events = merged.readValuesToList();
+        assertThat(events).extracting(GenerationsMerged::getTrigger).containsOnly(MergeTrigger.TIME);
+        assertThat(events).allSatisfy(e -> assertThat(e.getMergedGenerations()).hasSizeLessThanOrEqualTo(3));
+    }
+
+    @Test
+    void aBacklogOfFiftyDrainsPassAfterPassWithinTheCap() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 1, "rollout.merge.max.generations", 8));
+        for (int i = 0; i < 50; i++) {
+            seal(0);
+        }
+        for (int i = 0; i < 10 && pending(0) > 0; i++) {
+            settle();
+        }
+        assertThat(pending(0)).isZero();
+        List<GenerationsMerged> events = merged.readValuesToList();
+        List<Long> all = events.stream().flatMap(e -> e.getMergedGenerations().stream()).toList();
+        assertThat(events).allSatisfy(e -> assertThat(e.getMergedGenerations()).hasSizeLessThanOrEqualTo(8));
+        assertThat(all).hasSize(50).doesNotHaveDuplicates().isSorted();
+        assertThat(table.countBaseRows()).isEqualTo(25);
+    }
+
+    @Test
+    void aPoisonShardCoolsDownAfterThreeFailuresWhileAHealthyShardKeepsMerging() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 1, "rollout.merge.max.generations", 2,
+                "task.cooldown.after.failures", 3));
+        SealedGeneration poisoned = seal(0);
+        deleteTree(Path.of(table.location().resolve(poisoned.datasetPath())));
+        String poison = ShardId.of(TOPIC, 0);
+        for (int attempt = 0; attempt < 6; attempt++) {
+            seal(1);
+            settle();
+        }
+        KeyValueStore<String, String> cooldowns = driver.getKeyValueStore(MergeTopology.COOLDOWN_STORE);
+        Cooldown cooldown = MergeScheduler.read(cooldowns.get(Cooldown.key("merge", poison)), Cooldown.class);
+        assertThat(cooldown.failures()).isEqualTo(3);
+        assertThat(cooldown.activeAt(System.currentTimeMillis())).isTrue();
+        assertThat(cooldown.lastError()).contains("generation 10");
+        assertThat(meters.get("merge.cooldowns").counter().count()).isEqualTo(1);
+        assertThat(meters.get("rollout.merge.skipped.cooldown").counter().count()).isPositive();
+        assertThat(pending(1)).isZero();
+        assertThat(merged.readValuesToList()).extracting(GenerationsMerged::getShardId)
+                .containsOnly(ShardId.of(TOPIC, 1));
+        // A manual merge is never gated: it runs (and fails again, counting a fourth failure).
+        MergeCoordinator.Outcome manual = coordinator.manual(poison).get();
+        assertThat(manual.failed()).isTrue();
+        settle();
+        assertThat(MergeScheduler.read(cooldowns.get(Cooldown.key("merge", poison)), Cooldown.class).failures()).isEqualTo(4);
+    }
+
+    @Test
+    void aSuccessClearsTheFailureRecord() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 1, "task.cooldown.after.failures", 3));
+        SealedGeneration g = seal(0);
+        Path folder = Path.of(table.location().resolve(g.datasetPath()));
+        Path aside = folder.resolveSibling("aside");
+        Files.move(folder, aside);
+        settle();
+        KeyValueStore<String, String> cooldowns = driver.getKeyValueStore(MergeTopology.COOLDOWN_STORE);
+        assertThat(cooldowns.get(Cooldown.key("merge", g.shard()))).isNotNull();
+        Files.move(aside, folder);
+        // Retried on every check, the shard may already be cooling down: the manual pass is never gated.
+        assertThat(coordinator.manual(g.shard()).get().failed()).isFalse();
+        settle();
+        assertThat(pending(0)).isZero();
+        assertThat(cooldowns.get(Cooldown.key("merge", g.shard()))).isNull();
+    }
+
+    private ShardBacklog backlog(int partition) {
+        KeyValueStore<String, String> store = driver.getKeyValueStore(MergeTopology.BACKLOG_STORE);
+        return MergeScheduler.read(store.get(ShardId.of(TOPIC, partition)), ShardBacklog.class);
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+    }
+}
