@@ -1,0 +1,283 @@
+package dev.rolloutingest.merge;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.rolloutingest.embedded.ApicurioRegistry;
+import dev.rolloutingest.embedded.ChildJvm;
+import dev.rolloutingest.embedded.EmbeddedKafka;
+import dev.rolloutingest.embedded.FreePorts;
+import dev.rolloutingest.ingest.IngestApp;
+import dev.rolloutingest.ingest.IngestConfig;
+import dev.rolloutingest.schemas.GenerationsMerged;
+import dev.rolloutingest.schemas.MergeTrigger;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.serde.ConfluentAvroDeserializer;
+import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.SealedGeneration;
+import dev.rolloutingest.table.ShardId;
+import java.io.IOException;
+import java.io.Writer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The merge-worker on a real broker and registry, fed by the real ingest app: it is halted right after a
+ * Lance merge commit (before its offsets and event commit) and restarted, a shard is poisoned during the
+ * run, and the cooldown list, the warn, the counter and the healthy shards' backlog are read from outside.
+ */
+class MergeWorkerIT {
+    private static final Path ROOT = Path.of("target", "it-merge").toAbsolutePath();
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static EmbeddedKafka kafka;
+    private static ApicurioRegistry registry;
+
+    @BeforeAll
+    static void services() {
+        kafka = EmbeddedKafka.start(ROOT.resolve("kafka-" + UUID.randomUUID()));
+        registry = ApicurioRegistry.start(ROOT.resolve("registry"), Duration.ofSeconds(120));
+    }
+
+    @AfterAll
+    static void stopServices() {
+        registry.close();
+        kafka.close();
+    }
+
+    @Test
+    void aPoisonedShardCoolsDownWhileHealthyShardsMergeAndAHaltAfterCommitMergesNothingTwice() throws Exception {
+        String run = "mw-" + UUID.randomUUID().toString().substring(0, 8);
+        String input = run + "-rollouts";
+        String generations = run + "-generations";
+        String merges = run + "-merges";
+        int partitions = 4;
+        kafka.createTopics(List.of(new NewTopic(input, partitions, (short) 1), new NewTopic(generations, 2, (short) 1),
+                new NewTopic(merges, 1, (short) 1), new NewTopic(run + "-dlq", 1, (short) 1)));
+        Path work = ROOT.resolve(run);
+        Path tableDir = work.resolve("table");
+        Map<String, String> ingestProps = new HashMap<>(Map.of(
+                "bootstrap.servers", kafka.bootstrapServers(), "schema.registry.url", registry.confluentUrl(),
+                "rollout.table.uri", tableDir.toString(), "application.id", run + "-ingest",
+                "rollout.input.topic", input, "rollout.generations.topic", generations,
+                "rollout.dlq.topic", run + "-dlq", "rollout.seal.max.rows", "20", "rollout.seal.max.age.ms", "300",
+                "rollout.state.dir", work.resolve("ingest-state").toString()));
+        ingestProps.put("http.port", "0");
+        int adminPort = FreePorts.next();
+        Path mergeConfig = writeConfig(work.resolve("merge.properties"), Map.ofEntries(
+                Map.entry("bootstrap.servers", kafka.bootstrapServers()),
+                Map.entry("schema.registry.url", registry.confluentUrl()),
+                Map.entry("rollout.table.uri", tableDir.toString()),
+                Map.entry("application.id", run + "-merge"),
+                Map.entry("rollout.generations.topic", generations),
+                Map.entry("rollout.merges.topic", merges),
+                Map.entry("rollout.merge.after.generations", "3"),
+                Map.entry("rollout.merge.max.generations", "4"),
+                Map.entry("rollout.merge.max.pending.age.ms", "1500"),
+                Map.entry("rollout.compaction.interval.ms", "3000"),
+                Map.entry("rollout.gc.interval.ms", "2000"),
+                Map.entry("rollout.gc.grace.ms", "1000"),
+                Map.entry("rollout.state.dir", work.resolve("merge-state").toString()),
+                Map.entry("streams.commit.interval.ms", "200"),
+                Map.entry("http.port", Integer.toString(adminPort))));
+        Path log = work.resolve("merge.log");
+        HttpClient http = HttpClient.newHttpClient();
+        String admin = "http://127.0.0.1:" + adminPort;
+        String poisoned = ShardId.of(input, 3);
+        SealedGeneration victim;
+
+        try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start()) {
+            produce(input, 0, 400);
+            // 1. Halted right after its second committed Lance merge: offsets and event not committed.
+            ChildJvm worker = ChildJvm.start(MergeApp.class, List.of(mergeConfig.toString()),
+                    Map.of("ROLLOUT_FAULT_HALT_AFTER_MERGES", "2"), log);
+            assertThat(worker.waitFor(180)).isEqualTo(137);
+
+            // 2. Poison one shard: its oldest pending generation loses its files (no worker runs meanwhile).
+            produce(input, 400, 500);
+            victim = awaitPendingGeneration(ingest, poisoned);
+            deleteTree(Path.of(ingest.table().location().resolve(victim.datasetPath())));
+
+            worker = ChildJvm.start(MergeApp.class, List.of(mergeConfig.toString()), Map.of(), log);
+            try {
+                produce(input, 500, 800);
+                awaitTrue(120, () -> {
+                    // Below the threshold a failure is listed but not active; wait for the cooldown itself.
+                    JsonNode cooldowns = get(http, admin + "/cooldowns");
+                    return cooldowns != null && cooldowns.size() > 0 && cooldowns.get(0).get("active").asBoolean();
+                });
+                JsonNode cooldown = get(http, admin + "/cooldowns").get(0);
+                assertThat(cooldown.get("kind").asText()).isEqualTo("merge");
+                assertThat(cooldown.get("target").asText()).isEqualTo(poisoned);
+                assertThat(cooldown.get("failures").asInt()).isGreaterThanOrEqualTo(3);
+                assertThat(cooldown.get("active").asBoolean()).isTrue();
+                assertThat(cooldown.get("until").asText()).isNotBlank();
+                assertThat(cooldown.get("last_error").asText()).contains("generation " + victim.generation());
+                String metrics = http.send(HttpRequest.newBuilder(URI.create(admin + "/metrics")).build(),
+                        HttpResponse.BodyHandlers.ofString()).body();
+                assertThat(metrics).containsPattern("merge_cooldowns_total\\{[^}]*\\} [1-9]");
+                assertThat(metrics).contains("rollout_merge_backlog_generations");
+                assertThat(metrics).contains("kafka_consumer_fetch_manager_records_lag");
+
+                // Healthy shards drain to nothing pending while the poisoned one stays.
+                awaitTrue(120, () -> {
+                    for (int p = 0; p < 3; p++) {
+                        if (!ingest.table().pendingGenerations(ShardId.of(input, p)).isEmpty()) {
+                            return false;
+                        }
+                    }
+                    return true;
+                });
+                assertThat(ingest.table().pendingGenerations(poisoned)).isNotEmpty();
+                JsonNode pending = get(http, admin + "/pending");
+                assertThat(pending.get("shards").toString()).contains(poisoned);
+
+                // A manual merge is never gated by the cooldown: it runs, and fails again.
+                HttpResponse<String> manual = http.send(HttpRequest.newBuilder(URI.create(admin + "/merge/" + poisoned))
+                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                assertThat(manual.statusCode()).isEqualTo(500);
+                assertThat(manual.body()).contains("generation " + victim.generation());
+                int before = cooldown.get("failures").asInt();
+                awaitTrue(30, () -> get(http, admin + "/cooldowns").get(0).get("failures").asInt() > before);
+                HttpResponse<String> bad = http.send(HttpRequest.newBuilder(URI.create(admin + "/merge/not-a-shard"))
+                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                assertThat(bad.statusCode()).isEqualTo(400);
+            } finally {
+                worker.stop();
+            }
+        }
+        String workerLog = Files.readString(log);
+        assertThat(workerLog).contains("failed 3 times in a row").contains(poisoned);
+
+        // Across every committed GenerationsMerged event, each generation of each shard appears once.
+        List<GenerationsMerged> events = readMerges(merges);
+        Set<String> seen = new HashSet<>();
+        for (GenerationsMerged event : events) {
+            for (long g : event.getMergedGenerations()) {
+                assertThat(seen.add(event.getShardId() + "/" + g)).as("merged twice: %s/%d", event.getShardId(), g).isTrue();
+            }
+        }
+        assertThat(events).extracting(GenerationsMerged::getTrigger).contains(MergeTrigger.RECONCILE);
+        // Nothing of the poisoned shard was merged at or past the generation whose files are gone.
+        assertThat(events).filteredOn(e -> e.getShardId().equals(poisoned))
+                .allSatisfy(e -> assertThat(e.getNewWatermark()).isLessThan(victim.generation()));
+    }
+
+    private void produce(String topic, int from, int to) throws Exception {
+        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        RolloutGenerator generator = new RolloutGenerator("exp", 64, 3);
+        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all"),
+                new StringSerializer(), serializer)) {
+            for (int i = from; i < to; i++) {
+                Rollout rollout = generator.rollout(i % 300, i);
+                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout));
+            }
+            producer.flush();
+        }
+    }
+
+    private static SealedGeneration awaitPendingGeneration(IngestApp ingest, String shard) throws Exception {
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (System.currentTimeMillis() < deadline) {
+            List<SealedGeneration> pending = ingest.table().pendingGenerations(shard);
+            if (!pending.isEmpty()) {
+                return pending.get(0);
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("no pending generation in shard " + shard);
+    }
+
+    private static JsonNode get(HttpClient http, String url) {
+        try {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(url)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return response.statusCode() == 200 ? JSON.readTree(response.body()) : null;
+        } catch (IOException e) {
+            return null; // not listening yet
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void awaitTrue(int seconds, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (System.currentTimeMillis() < deadline) {
+            if (condition.getAsBoolean()) {
+                return;
+            }
+            Thread.sleep(250);
+        }
+        throw new AssertionError("condition not met within " + seconds + " s");
+    }
+
+    private List<GenerationsMerged> readMerges(String topic) {
+        ConfluentAvroDeserializer<GenerationsMerged> deserializer = new ConfluentAvroDeserializer<>(null, GenerationsMerged.class);
+        deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        List<GenerationsMerged> events = new ArrayList<>();
+        try (KafkaConsumer<String, GenerationsMerged> consumer = new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
+                ConsumerConfig.GROUP_ID_CONFIG, "verify-" + UUID.randomUUID()), new StringDeserializer(), deserializer)) {
+            consumer.subscribe(List.of(topic));
+            long quietSince = System.currentTimeMillis();
+            while (System.currentTimeMillis() - quietSince < 3_000) {
+                var records = consumer.poll(Duration.ofMillis(300));
+                records.forEach(r -> events.add(r.value()));
+                if (!records.isEmpty()) {
+                    quietSince = System.currentTimeMillis();
+                }
+            }
+        }
+        return events;
+    }
+
+    private static Path writeConfig(Path file, Map<String, String> values) throws IOException {
+        Files.createDirectories(file.getParent());
+        Properties props = new Properties();
+        props.putAll(values);
+        try (Writer out = Files.newBufferedWriter(file)) {
+            props.store(out, null);
+        }
+        return file;
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+    }
+}
