@@ -1,0 +1,247 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.embedded.ApicurioRegistry;
+import dev.rolloutingest.embedded.EmbeddedKafka;
+import dev.rolloutingest.embedded.EmbeddedS3;
+import dev.rolloutingest.ingest.IngestApp;
+import dev.rolloutingest.ingest.IngestConfig;
+import dev.rolloutingest.merge.MergeApp;
+import dev.rolloutingest.merge.MergeConfig;
+import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.table.RolloutTable;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.apache.kafka.clients.admin.NewTopic;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The embedded default: a real KRaft broker, a real schema registry (Apicurio, child process) and a table
+ * store (local disk, or a real S3 API with --s3), both apps and the read API, all on loopback; publishes
+ * rollouts and shows them land, merge and become readable.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = "Start broker, registry and store locally, run the whole pipeline on generated rollouts, "
+                + "print progress and a summary.")
+final class DemoCommand implements Callable<Integer> {
+    private static final String MARKER = ".rollout-ingest-demo";
+    private static final String EXPERIMENT = "demo";
+
+    @Option(names = "--records", defaultValue = "2000", description = "Rollouts to publish (default ${DEFAULT-VALUE})")
+    long records;
+
+    @Option(names = "--partitions", defaultValue = "4", description = "Partitions of the rollouts topic = shards (default ${DEFAULT-VALUE})")
+    int partitions;
+
+    @Option(names = "--payload-bytes", defaultValue = "1024", description = "binary_payload size (default ${DEFAULT-VALUE})")
+    int payloadBytes;
+
+    @Option(names = "--data-dir", defaultValue = "data/demo",
+            description = "Where the broker, registry and table keep their files; emptied at start (default ${DEFAULT-VALUE})")
+    Path dataDir;
+
+    @Option(names = "--s3", description = "Keep the table in the embedded S3 API server instead of on local disk")
+    boolean s3;
+
+    @Option(names = "--keep-running", description = "Stay up with the HTTP endpoints after the summary (Ctrl-C stops)")
+    boolean keepRunning;
+
+    @Option(names = "--timeout", defaultValue = "600", description = "Give up after this many seconds (default ${DEFAULT-VALUE})")
+    long timeoutSeconds;
+
+    @Override
+    public Integer call() throws Exception {
+        if (records < 1 || partitions < 1 || payloadBytes < 0) {
+            throw new IllegalArgumentException("--records and --partitions must be >= 1, --payload-bytes >= 0");
+        }
+        Path dir = prepare(dataDir.toAbsolutePath());
+        List<AutoCloseable> open = new ArrayList<>();
+        long started = System.nanoTime();
+        try {
+            say("starting a Kafka broker (KRaft) in %s", dir.resolve("kafka"));
+            EmbeddedKafka kafka = remember(open, EmbeddedKafka.start(dir.resolve("kafka")));
+            say("starting the schema registry (Apicurio) ...");
+            ApicurioRegistry registry = remember(open, ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(180)));
+            Map<String, String> table = new HashMap<>();
+            if (s3) {
+                EmbeddedS3 store = remember(open, EmbeddedS3.start(dir.resolve("s3"), "rollouts"));
+                table.put("rollout.table.uri", store.uri("table"));
+                store.lanceStorageOptions().forEach((k, v) -> table.put("rollout.table.storage." + k, v));
+                say("table on the S3 API at %s: %s", store.endpoint(), store.uri("table"));
+            } else {
+                table.put("rollout.table.uri", dir.resolve("table").toString());
+                say("table on local disk: %s", dir.resolve("table"));
+            }
+            kafka.createTopics(List.of(new NewTopic("rollouts", partitions, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollout-merges", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1)));
+
+            Map<String, Object> common = new HashMap<>(table);
+            common.put("bootstrap.servers", kafka.bootstrapServers());
+            common.put("schema.registry.url", registry.confluentUrl());
+            common.put("http.port", 0);
+            Map<String, Object> ingestProps = new HashMap<>(common);
+            ingestProps.put("rollout.seal.max.rows", (int) Math.max(50, records / partitions / 10));
+            ingestProps.put("rollout.seal.max.age.ms", 1000L);
+            ingestProps.put("rollout.state.dir", dir.resolve("ingest-state").toString());
+            Map<String, Object> mergeProps = new HashMap<>(common);
+            mergeProps.put("rollout.merge.after.generations", 4);
+            mergeProps.put("rollout.merge.max.pending.age.ms", 2000L);
+            mergeProps.put("rollout.gc.interval.ms", 10_000L);
+            mergeProps.put("rollout.gc.grace.ms", 5_000L);
+            mergeProps.put("rollout.compaction.interval.ms", 30_000L);
+            mergeProps.put("rollout.state.dir", dir.resolve("merge-state").toString());
+
+            IngestApp ingest = remember(open, new IngestApp(IngestConfig.of(ingestProps)).start());
+            MergeApp merge = remember(open, new MergeApp(MergeConfig.of(mergeProps)).start());
+            RolloutTable reader = ingest.table();
+            HttpEndpoint readApi = remember(open, new HttpEndpoint("127.0.0.1", 0));
+            new ReadApi(reader).mount(readApi);
+            readApi.start();
+            say("ingest   /metrics /health  %s", ingest.http().baseUrl());
+            say("merge    /metrics /health /pending /cooldowns /merge/{shard}  %s", merge.http().baseUrl());
+            say("read API /rollouts  %s", readApi.baseUrl());
+
+            AtomicLong acked = new AtomicLong();
+            AtomicReference<Throwable> publishError = new AtomicReference<>();
+            Thread publisher = new Thread(() -> {
+                try {
+                    new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl())
+                            .publish("rollouts", EXPERIMENT, records, records, payloadBytes, 0, acked);
+                } catch (Throwable e) {
+                    publishError.set(e);
+                }
+            }, "demo-publisher");
+            long pipelineStart = System.nanoTime();
+            say("publishing %d rollouts (%d-byte payloads) to %d partitions", records, payloadBytes, partitions);
+            publisher.start();
+
+            Progress last = null;
+            long deadline = System.nanoTime() + Duration.ofSeconds(timeoutSeconds).toNanos();
+            while (true) {
+                Thread.sleep(1000);
+                if (publishError.get() != null) {
+                    throw new IllegalStateException("publishing failed: " + publishError.get(), publishError.get());
+                }
+                Progress now = Progress.read(acked.get(), ingest.registry(), merge.registry(), reader, pipelineStart);
+                System.out.println(now.line(last, records));
+                last = now;
+                if (now.produced == records && now.readable == records && now.pending == 0) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("not done within " + timeoutSeconds + " s: " + now.line(null, records));
+                }
+            }
+            double seconds = (System.nanoTime() - pipelineStart) / 1e9;
+            System.out.printf("%ndone: %d rollouts published, sealed into %d generations, merged, and readable in %.1f s"
+                    + " (%.0f rollouts/s end to end)%n", records, last.generations, seconds, records / seconds);
+            System.out.printf("summary: produced=%d sealed_rows=%d generations=%d merged_generations=%d base_rows=%d "
+                    + "readable=%d pending=%d seconds=%.1f throughput=%.0f table=%s%n", last.produced, last.sealedRows,
+                    last.generations, last.mergedGenerations, last.baseRows, last.readable, last.pending, seconds,
+                    records / seconds, reader.location().uri());
+            System.out.printf("try: curl %s/rollouts/%s-0   or   curl '%s/rollouts?experiment=%s&limit=5'%n",
+                    readApi.baseUrl(), EXPERIMENT, readApi.baseUrl(), EXPERIMENT);
+            if (keepRunning) {
+                Launcher.KeepRunning.request();
+                say("running until Ctrl-C (started %.0f s ago)", (System.nanoTime() - started) / 1e9);
+                CountDownLatch stop = new CountDownLatch(1);
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                    closeAll(open);
+                    stop.countDown();
+                }));
+                stop.await();
+                return 0;
+            }
+        } catch (Throwable e) {
+            closeAll(open);
+            throw e;
+        }
+        closeAll(open);
+        return 0;
+    }
+
+    /** Counts the demo shows each second. */
+    record Progress(long produced, long sealedRows, long generations, long mergedGenerations, long baseRows,
+            long readable, long pending, double seconds) {
+        static Progress read(long produced, MeterRegistry ingest, MeterRegistry merge, RolloutTable table, long start) {
+            long pending = 0;
+            Map<String, Long> watermarks = table.watermarks();
+            for (String shard : table.shards()) {
+                pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+            }
+            return new Progress(produced, (long) count(ingest, "rollout.generation.rows"),
+                    (long) ingest.find("rollout.ingest.seals").tag("result", "success").counters().stream()
+                            .mapToDouble(c -> c.count()).sum(),
+                    (long) count(merge, "rollout.merge.generations"), table.countBaseRows(), table.countRows(), pending,
+                    (System.nanoTime() - start) / 1e9);
+        }
+
+        private static double count(MeterRegistry registry, String name) {
+            return registry.find(name).counters().stream().mapToDouble(c -> c.count()).sum();
+        }
+
+        String line(Progress previous, long target) {
+            double dt = previous == null ? seconds : Math.max(0.001, seconds - previous.seconds);
+            long producedRate = (long) ((produced - (previous == null ? 0 : previous.produced)) / dt);
+            long readableRate = (long) ((readable - (previous == null ? 0 : previous.readable)) / dt);
+            return String.format("[%5.1fs] produced %d/%d (%d/s) | sealed %d rows in %d generations | merged %d generations,"
+                    + " base %d rows | readable %d (%d/s) | pending %d generations", seconds, produced, target,
+                    producedRate, sealedRows, generations, mergedGenerations, baseRows, readable, readableRate, pending);
+        }
+    }
+
+    private static Path prepare(Path dir) throws IOException {
+        if (Files.isDirectory(dir)) {
+            try (Stream<Path> entries = Files.list(dir)) {
+                boolean empty = entries.findAny().isEmpty();
+                if (!empty && !Files.exists(dir.resolve(MARKER))) {
+                    throw new IllegalArgumentException("--data-dir " + dir + " is not empty and holds no earlier demo;"
+                            + " choose an empty or new directory");
+                }
+            }
+            try (Stream<Path> paths = Files.walk(dir)) {
+                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    if (!p.equals(dir)) {
+                        Files.delete(p);
+                    }
+                }
+            }
+        }
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve(MARKER), "data of `rollout-ingest demo`; emptied by the next demo run\n");
+        return dir;
+    }
+
+    private static <T extends AutoCloseable> T remember(List<AutoCloseable> open, T resource) {
+        open.add(resource);
+        return resource;
+    }
+
+    private static void closeAll(List<AutoCloseable> open) {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            try {
+                open.get(i).close();
+            } catch (Exception e) {
+                System.err.println("while stopping: " + e);
+            }
+        }
+        open.clear();
+    }
+
+    private static void say(String format, Object... args) {
+        System.out.println("demo: " + String.format(format, args));
+    }
+}

@@ -1,0 +1,48 @@
+package dev.rolloutingest.launcher;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The rollout-ingest command line. */
+@Command(name = "rollout-ingest", mixinStandardHelpOptions = true, version = "rollout-ingest 0.1.0",
+        description = "Lands RL rollouts from Kafka in a Lance table.",
+        subcommands = {DemoCommand.class, AppCommands.Ingest.class, AppCommands.Merge.class, ProduceCommand.class,
+                ServeCommand.class, ReadCommands.Get.class, ReadCommands.List.class, StatusCommand.class,
+                ConfigDocsCommand.class})
+public final class Launcher implements Runnable {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.out);
+    }
+
+    public static int run(String... args) {
+        return new CommandLine(new Launcher()).setCaseInsensitiveEnumValuesAllowed(true)
+                .setExecutionExceptionHandler((e, cmd, parsed) -> {
+                    cmd.getErr().println("error: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
+                    return 1;
+                }).execute(args);
+    }
+
+    public static void main(String[] args) {
+        int code = run(args);
+        if (code != 0 || !KeepRunning.requested()) {
+            System.exit(code);
+        }
+    }
+
+    /** Subcommands that leave services up (demo --keep-running, serve, ingest, merge) block in their own call. */
+    static final class KeepRunning {
+        private static volatile boolean requested;
+
+        static boolean requested() {
+            return requested;
+        }
+
+        static void request() {
+            requested = true;
+        }
+    }
+}

@@ -1,0 +1,122 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.runtime.HttpEndpoint.Response;
+import dev.rolloutingest.table.ListQuery;
+import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.RolloutTableException;
+import java.net.URLDecoder;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The read API on the JDK HTTP server (see {@link HttpEndpoint}):
+ * <pre>
+ * GET /rollouts/{record_id}            one rollout (payload as its size)       404 unknown id
+ * GET /rollouts/{record_id}/payload    the payload bytes, application/octet-stream
+ * GET /rollouts?experiment=&amp;rollout_id=&amp;limit=&amp;offset=    a page      400 bad parameter
+ * </pre>
+ * Over the pending hard cap a read answers 503 with the shard and what to do.
+ */
+final class ReadApi {
+    static final int DEFAULT_LIMIT = 100;
+    private final RolloutTable table;
+
+    ReadApi(RolloutTable table) {
+        this.table = table;
+    }
+
+    void mount(HttpEndpoint http) {
+        http.route("/rollouts", exchange -> {
+            if (!"GET".equals(exchange.getRequestMethod())) {
+                return Response.error(405, "only GET");
+            }
+            String path = exchange.getRequestURI().getRawPath();
+            try {
+                if (path.equals("/rollouts") || path.equals("/rollouts/")) {
+                    return list(query(exchange.getRequestURI().getRawQuery()));
+                }
+                String rest = path.substring("/rollouts/".length());
+                if (rest.endsWith("/payload")) {
+                    return payload(decode(rest.substring(0, rest.length() - "/payload".length())));
+                }
+                return get(decode(rest));
+            } catch (RolloutTableException.PendingBacklogTooLarge e) {
+                return Response.error(503, e.getMessage());
+            } catch (IllegalArgumentException e) {
+                return Response.error(400, e.getMessage());
+            }
+        });
+    }
+
+    private Response get(String recordId) {
+        Optional<RolloutRow> row = table.get(recordId);
+        return row.map(r -> Response.json(200, RowJson.of(r)))
+                .orElseGet(() -> Response.error(404, "no rollout with record_id " + recordId));
+    }
+
+    private Response payload(String recordId) {
+        Optional<RolloutRow> row = table.get(recordId);
+        if (row.isEmpty()) {
+            return Response.error(404, "no rollout with record_id " + recordId);
+        }
+        ByteBuffer payload = row.get().rollout().getBinaryPayload();
+        if (payload == null) {
+            return Response.error(404, "rollout " + recordId + " has no binary_payload");
+        }
+        byte[] bytes = new byte[payload.remaining()];
+        payload.duplicate().get(bytes);
+        return new Response(200, "application/octet-stream", bytes);
+    }
+
+    private Response list(Map<String, String> params) {
+        for (String name : params.keySet()) {
+            if (!List.of("experiment", "rollout_id", "limit", "offset").contains(name)) {
+                throw new IllegalArgumentException("unknown parameter '" + name + "' (experiment, rollout_id, limit, offset)");
+            }
+        }
+        int limit = intParam(params, "limit", DEFAULT_LIMIT, 1, 10_000);
+        int offset = intParam(params, "offset", 0, 0, Integer.MAX_VALUE);
+        ListQuery query = new ListQuery(params.get("experiment"), params.get("rollout_id"), limit, offset, false);
+        List<Map<String, Object>> rows = table.list(query).stream().map(RowJson::of).toList();
+        return Response.json(200, Map.of("rollouts", rows, "count", rows.size(), "limit", limit, "offset", offset));
+    }
+
+    private static int intParam(Map<String, String> params, String name, int fallback, int min, int max) {
+        String value = params.get(name);
+        if (value == null) {
+            return fallback;
+        }
+        try {
+            int parsed = Integer.parseInt(value);
+            if (parsed < min || parsed > max) {
+                throw new IllegalArgumentException(name + " must be between " + min + " and " + max + ", was " + value);
+            }
+            return parsed;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " must be a whole number, was '" + value + "'");
+        }
+    }
+
+    private static Map<String, String> query(String raw) {
+        Map<String, String> params = new HashMap<>();
+        if (raw == null || raw.isEmpty()) {
+            return params;
+        }
+        for (String pair : raw.split("&")) {
+            int eq = pair.indexOf('=');
+            String key = decode(eq < 0 ? pair : pair.substring(0, eq));
+            params.put(key, eq < 0 ? "" : decode(pair.substring(eq + 1)));
+        }
+        return params;
+    }
+
+    private static String decode(String value) {
+        return URLDecoder.decode(value, StandardCharsets.UTF_8);
+    }
+}

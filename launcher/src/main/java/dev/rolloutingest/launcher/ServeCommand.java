@@ -1,0 +1,55 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.runtime.Observability;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+@Command(name = "serve", mixinStandardHelpOptions = true,
+        description = "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=) with /metrics and /health.")
+final class ServeCommand implements Callable<Integer> {
+    @Mixin
+    TableOptions table;
+
+    @Option(names = "--host", defaultValue = "127.0.0.1")
+    String host;
+
+    @Option(names = "--port", defaultValue = "8092")
+    int port;
+
+    @Option(names = "--pending-warn", defaultValue = "256", description = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS (0 = no warn)")
+    int pendingWarn;
+
+    @Option(names = "--pending-max", defaultValue = "2048", description = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS: 503 above (0 = no cap)")
+    int pendingMax;
+
+    @Override
+    public Integer call() throws Exception {
+        Launcher.KeepRunning.request();
+        PrometheusMeterRegistry registry = Observability.prometheus("rollout-read");
+        RolloutTable t = RolloutTable.open(table.location(), TableSettings.DEFAULTS.withPendingLimits(pendingWarn, pendingMax),
+                registry);
+        HttpEndpoint http = new HttpEndpoint(host, port);
+        Observability.mountMetrics(http, registry);
+        http.route("/health", exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read",
+                "table", t.location().uri())));
+        new ReadApi(t).mount(http);
+        http.start();
+        System.out.println("read API on " + http.baseUrl() + "/rollouts");
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            http.close();
+            t.close();
+            stopped.countDown();
+        }));
+        stopped.await();
+        return 0;
+    }
+}
