@@ -1,0 +1,63 @@
+package dev.rolloutingest.launcher;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.embedded.ChildJvm;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.Test;
+import org.lance.Dataset;
+
+/** `rollout-ingest demo` end to end as a separate process, its summary checked against an independent read. */
+class DemoIT {
+    private static final Pattern SUMMARY = Pattern.compile("summary: (.*)");
+
+    private static Map<String, String> runDemo(String name, String... extra) throws Exception {
+        Path work = Path.of("target", "it-demo", name).toAbsolutePath();
+        Path log = work.resolve("demo.out");
+        Files.deleteIfExists(log);
+        List<String> args = new java.util.ArrayList<>(List.of("demo", "--records", "400", "--partitions", "3",
+                "--payload-bytes", "200", "--data-dir", work.resolve("data").toString(), "--timeout", "240"));
+        args.addAll(List.of(extra));
+        ChildJvm demo = ChildJvm.start(Launcher.class, args, Map.of(), log);
+        assertThat(demo.waitFor(300)).as("demo exit code; output in %s", log).isZero();
+        String output = Files.readString(log);
+        assertThat(output).contains("demo: publishing 400 rollouts").contains("readable");
+        Matcher m = SUMMARY.matcher(output);
+        assertThat(m.find()).as("summary line in %s", log).isTrue();
+        Map<String, String> summary = new HashMap<>();
+        for (String pair : m.group(1).trim().split(" ")) {
+            String[] kv = pair.split("=", 2);
+            summary.put(kv[0], kv[1]);
+        }
+        return summary;
+    }
+
+    @Test
+    void theDemoLandsMergesAndReadsEveryRecordAndAnIndependentReaderAgrees() throws Exception {
+        Map<String, String> summary = runDemo("local");
+        assertThat(summary).containsEntry("produced", "400").containsEntry("readable", "400")
+                .containsEntry("sealed_rows", "400").containsEntry("base_rows", "400").containsEntry("pending", "0");
+        assertThat(Long.parseLong(summary.get("generations"))).isPositive()
+                .isEqualTo(Long.parseLong(summary.get("merged_generations")));
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset table = Dataset.open(summary.get("table"), allocator)) {
+            assertThat(table.countRows()).isEqualTo(400);
+            assertThat(table.countRows("record_id = 'demo-399'")).isEqualTo(1);
+            assertThat(table.countRows("record_id = 'demo-400'")).isZero();
+        }
+    }
+
+    @Test
+    void theDemoRunsWithTheTableOnTheEmbeddedS3Api() throws Exception {
+        Map<String, String> summary = runDemo("s3", "--s3");
+        assertThat(summary.get("table")).startsWith("s3://rollouts/");
+        assertThat(summary).containsEntry("readable", "400").containsEntry("pending", "0").containsEntry("base_rows", "400");
+    }
+}
