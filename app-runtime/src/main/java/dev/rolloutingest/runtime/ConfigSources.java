@@ -9,8 +9,10 @@ import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * Where settings come from, in order of precedence: environment variables, a properties file, the
@@ -81,8 +83,32 @@ public final class ConfigSources {
         return out;
     }
 
-    /** A ConfigDef validator: a whole number at least {@code min}. */
-    public static ConfigDef.Validator atLeast(long min) {
-        return ConfigDef.Range.atLeast(min);
+    /** The schema-registry settings among {@code values}, under Confluent's names, for the serde. */
+    public static Map<String, Object> serdeSettings(Map<String, Object> values) {
+        Map<String, Object> serde = new HashMap<>();
+        values.forEach((k, v) -> {
+            if (k.startsWith("schema.registry.") || k.startsWith("basic.auth.") || k.equals("auto.register.schemas")
+                    || k.equals("use.latest.version")) {
+                serde.put(k, v);
+            }
+        });
+        return serde;
+    }
+
+    /**
+     * Streams settings both apps share: exactly_once_v2 (input offsets, state stores and output events
+     * commit together, and only committed input is read), earliest reset (a reset never silently skips
+     * data), then any {@code streams.*} override.
+     */
+    public static Properties streamsProperties(String applicationId, String bootstrapServers, String stateDir,
+            Map<String, Object> values) {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        props.putAll(withPrefix(values, STREAMS_PREFIX));
+        return props;
     }
 }

@@ -86,6 +86,20 @@ public final class StreamsRuntime implements AutoCloseable {
         });
     }
 
+    /** Blocks until SIGTERM/SIGINT, then closes the app: the body of both apps' main(). */
+    public static void runUntilTerminated(AutoCloseable app, String name) throws InterruptedException {
+        java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                app.close();
+            } catch (Exception e) {
+                log.warn("{}: error while stopping: {}", name, e.toString());
+            }
+            stopped.countDown();
+        }, name + "-shutdown"));
+        stopped.await();
+    }
+
     @Override
     public void close() {
         streams.close(Duration.ofSeconds(30));

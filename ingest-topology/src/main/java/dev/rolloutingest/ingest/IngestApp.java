@@ -63,12 +63,6 @@ public final class IngestApp implements AutoCloseable {
         IngestConfig config = IngestConfig.load(
                 dev.rolloutingest.runtime.ConfigSources.file(args.length > 0 ? java.nio.file.Path.of(args[0]) : null),
                 System.getenv());
-        IngestApp app = new IngestApp(config).start();
-        java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            app.close();
-            stopped.countDown();
-        }, "rollout-ingest-shutdown"));
-        stopped.await();
+        StreamsRuntime.runUntilTerminated(new IngestApp(config).start(), "rollout-ingest");
     }
 }

@@ -17,7 +17,6 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * Every setting of ingest-topology: key, type, default, doc. Each key is also an env var (upper case,
@@ -178,29 +177,12 @@ public final class IngestConfig {
 
     /** Registry settings, under Confluent's names, for the serde. */
     public Map<String, Object> serdeConfig() {
-        Map<String, Object> serde = new HashMap<>();
-        raw.forEach((k, v) -> {
-            if (k.startsWith("schema.registry.") || k.startsWith("basic.auth.") || k.equals("auto.register.schemas")
-                    || k.equals("use.latest.version")) {
-                serde.put(k, v);
-            }
-        });
-        return serde;
+        return ConfigSources.serdeSettings(raw);
     }
 
-    /**
-     * Streams settings: exactly_once_v2 (offsets, the progress store and the events commit together),
-     * earliest reset (a reset never silently skips data), then any {@code streams.*} override.
-     */
+    /** Streams settings: see {@link ConfigSources#streamsProperties}. */
     public Properties streamsProperties() {
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, parsed.getString(APPLICATION_ID));
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
-        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, parsed.getString(STATE_DIR));
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
-        props.putAll(ConfigSources.withPrefix(raw, ConfigSources.STREAMS_PREFIX));
-        return props;
+        return ConfigSources.streamsProperties(parsed.getString(APPLICATION_ID), parsed.getString(BOOTSTRAP_SERVERS), parsed.getString(STATE_DIR), raw);
     }
 
     /** For the recovery reader: the same brokers and any client security settings. */

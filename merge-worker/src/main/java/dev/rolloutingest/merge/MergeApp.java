@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
@@ -190,12 +189,6 @@ public final class MergeApp implements AutoCloseable {
     /** Runs until SIGTERM: {@code MergeApp [config.properties]}, env vars override the file. */
     public static void main(String[] args) throws InterruptedException {
         MergeConfig config = MergeConfig.load(ConfigSources.file(args.length > 0 ? Path.of(args[0]) : null), System.getenv());
-        MergeApp app = new MergeApp(config).start();
-        CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            app.close();
-            stopped.countDown();
-        }, "rollout-merge-shutdown"));
-        stopped.await();
+        StreamsRuntime.runUntilTerminated(new MergeApp(config).start(), "rollout-merge");
     }
 }

@@ -18,7 +18,6 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * Every setting of merge-worker: key, type, default, doc. Each key is also an env var (upper case, dots
@@ -222,25 +221,11 @@ public final class MergeConfig {
     }
 
     public Map<String, Object> serdeConfig() {
-        Map<String, Object> serde = new HashMap<>();
-        raw.forEach((k, v) -> {
-            if (k.startsWith("schema.registry.") || k.startsWith("basic.auth.") || k.equals("auto.register.schemas")
-                    || k.equals("use.latest.version")) {
-                serde.put(k, v);
-            }
-        });
-        return serde;
+        return ConfigSources.serdeSettings(raw);
     }
 
-    /** exactly_once_v2 (so only committed GenerationSealed events are read), earliest reset, streams.* overrides. */
+    /** Streams settings: see {@link ConfigSources#streamsProperties}. */
     public Properties streamsProperties() {
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId());
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, parsed.getString(BOOTSTRAP_SERVERS));
-        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, parsed.getString(STATE_DIR));
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
-        props.putAll(ConfigSources.withPrefix(raw, ConfigSources.STREAMS_PREFIX));
-        return props;
+        return ConfigSources.streamsProperties(applicationId(), parsed.getString(BOOTSTRAP_SERVERS), parsed.getString(STATE_DIR), raw);
     }
 }
