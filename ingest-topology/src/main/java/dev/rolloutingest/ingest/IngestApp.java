@@ -1,6 +1,8 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.serde.SchemaRegistryClient;
+import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.table.RolloutTable;
@@ -17,6 +19,7 @@ public final class IngestApp implements AutoCloseable {
     private final InflightBudget budget;
 
     public IngestApp(IngestConfig config) {
+        new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
         this.registry = Observability.prometheus("rollout-ingest");
         this.table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, registry);
         this.budget = new InflightBudget(config.maxInflightBlobBytes());

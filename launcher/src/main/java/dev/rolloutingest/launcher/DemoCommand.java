@@ -109,6 +109,8 @@ final class DemoCommand implements Callable<Integer> {
             RolloutTable reader = ingest.table();
             HttpEndpoint readApi = remember(open, new HttpEndpoint("127.0.0.1", 0));
             new ReadApi(reader).mount(readApi);
+            readApi.route("/health", exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read",
+                    "table", reader.location().uri())));
             readApi.start();
             say("ingest   /metrics /health  %s", ingest.http().baseUrl());
             say("merge    /metrics /health /pending /cooldowns /merge/{shard}  %s", merge.http().baseUrl());

@@ -2,6 +2,8 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.serde.SchemaRegistryClient;
+import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.schemas.GenerationSealed;
@@ -41,6 +43,7 @@ public final class MergeApp implements AutoCloseable {
     private final HttpEndpoint http;
 
     public MergeApp(MergeConfig config) {
+        new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
         this.registry = Observability.prometheus("rollout-merge");
         this.table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, registry);
         MergeMetrics metrics = new MergeMetrics(registry);

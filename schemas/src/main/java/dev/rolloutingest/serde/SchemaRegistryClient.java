@@ -109,6 +109,14 @@ public final class SchemaRegistryClient {
         return new RegisteredSchema(id, answer.path("version").asInt(), schema);
     }
 
+    /**
+     * Fails with {@link SerdeException.RegistryUnavailable} (after the configured retries with backoff)
+     * when the registry does not answer: apps call this at start so a wrong URL is an error, not a hang.
+     */
+    public void checkReachable() {
+        call("GET", "/subjects", null, "checking that the registry answers");
+    }
+
     /** Sets the subject's compatibility level (BACKWARD, FORWARD, FULL, NONE, ...). */
     public void setCompatibility(String subject, String level) {
         ObjectNode body = json.createObjectNode().put("compatibility", level);

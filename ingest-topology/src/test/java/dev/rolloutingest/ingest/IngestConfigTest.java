@@ -1,0 +1,69 @@
+package dev.rolloutingest.ingest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.rolloutingest.embedded.FreePorts;
+import dev.rolloutingest.serde.SerdeException;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.config.ConfigException;
+import org.junit.jupiter.api.Test;
+
+class IngestConfigTest {
+    private static Properties required() {
+        Properties file = new Properties();
+        file.put("bootstrap.servers", "b:9092");
+        file.put("schema.registry.url", "http://r:8081");
+        file.put("rollout.table.uri", "target/config-test/table");
+        return file;
+    }
+
+    @Test
+    void envVarsWinOverTheFileAndDefaultsFillTheRest() {
+        Properties file = required();
+        file.put("rollout.seal.max.rows", "100");
+        IngestConfig config = IngestConfig.load(file, Map.of("ROLLOUT_SEAL_MAX_ROWS", "250",
+                "ROLLOUT_TABLE_STORAGE_AWS_REGION", "eu-west-1"));
+        assertThat(config.sealMaxRows()).isEqualTo(250);
+        assertThat(config.sealMaxAgeMs()).isEqualTo(30_000);
+        assertThat(config.maxInflightBlobBytes()).isEqualTo(512L << 20);
+        assertThat(config.largeBlobLogBytes()).isEqualTo(16L << 20);
+        assertThat(config.tableLocation().storageOptions()).containsEntry("aws_region", "eu-west-1");
+        assertThat(config.streamsProperties()).containsEntry("processing.guarantee", "exactly_once_v2")
+                .containsEntry("consumer.auto.offset.reset", "earliest");
+    }
+
+    @Test
+    void aMissingRequiredKeyFailsNamingIt() {
+        Properties file = required();
+        file.remove("rollout.table.uri");
+        assertThatThrownBy(() -> IngestConfig.load(file, Map.of()))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.table.uri");
+    }
+
+    @Test
+    void aBadValueFailsNamingTheKey() {
+        assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("ROLLOUT_SEAL_MAX_ROWS", "0")))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.seal.max.rows");
+        assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("ROLLOUT_SEAL_MAX_AGE_MS", "soon")))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.seal.max.age.ms");
+        assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("ROLLOUT_TABLE_URI", "gs://bucket/t")))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.table.uri");
+        assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("SCHEMA_REGISTRY_URL", "registry:8081")))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("schema.registry.url");
+    }
+
+    @Test
+    void anUnreachableRegistryStopsTheAppAtStartWithAClearError() {
+        Map<String, Object> values = new HashMap<>();
+        required().forEach((k, v) -> values.put((String) k, v));
+        values.put("schema.registry.url", "http://127.0.0.1:" + FreePorts.next());
+        values.put("schema.registry.max.retries", 1);
+        values.put("schema.registry.retry.backoff.ms", 10);
+        assertThatThrownBy(() -> new IngestApp(IngestConfig.of(values)))
+                .isInstanceOf(SerdeException.RegistryUnavailable.class).hasMessageContaining("2 attempts")
+                .hasMessageContaining("checking that the registry answers");
+    }
+}
