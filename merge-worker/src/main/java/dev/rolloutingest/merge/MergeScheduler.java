@@ -89,6 +89,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         String shard = event.getShardId();
         ShardBacklog backlog = backlog(shard);
+        if (event.getGeneration() <= backlog.announcedUpTo()) {
+            return; // merged and announced already (its event was late, the table told us first)
+        }
         backlog.add(event.getGeneration(), event.getSealedAt().toEpochMilli());
         put(shard, backlog);
         maybeTrigger(shard, backlog, System.currentTimeMillis());
@@ -154,11 +157,22 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         cooldowns.delete(Cooldown.key(MERGE, shard));
         MergeResult result = outcome.result();
-        backlog.mergedUpTo(result.newWatermark());
+        // What an earlier pass merged but never announced (it died before its commit), then this pass.
+        announceCovered(shard, backlog, result.previousWatermark());
         if (result.mergedAnything()) {
-            emit(shard, result.mergedGenerations(), result.newWatermark(), result.rows(), outcome.duration().toMillis(),
-                    outcome.trigger());
+            emit(shard, backlog, result.mergedGenerations(), result.newWatermark(), result.rows(),
+                    outcome.duration().toMillis(), outcome.trigger());
         }
+        backlog.mergedUpTo(result.newWatermark());
+    }
+
+    /** Announces, as RECONCILE, pending generations the watermark covers that no committed event announced. */
+    private void announceCovered(String shard, ShardBacklog backlog, long watermark) {
+        List<Long> covered = backlog.unannouncedUpTo(watermark);
+        if (!covered.isEmpty()) {
+            emit(shard, backlog, covered, watermark, 0, 0, MergeTrigger.RECONCILE);
+        }
+        backlog.mergedUpTo(watermark);
     }
 
     private void recordFailure(String kind, String target, Throwable error, long now) {
@@ -176,7 +190,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
     }
 
-    private void emit(String shard, List<Long> generations, long watermark, long rows, long durationMs, MergeTrigger trigger) {
+    private void emit(String shard, ShardBacklog backlog, List<Long> generations, long watermark, long rows,
+            long durationMs, MergeTrigger trigger) {
+        backlog.announced(watermark);
         GenerationsMerged event = GenerationsMerged.newBuilder()
                 .setShardId(shard).setTableUri(coordinator.table().location().uri())
                 .setMergedGenerations(generations).setNewWatermark(watermark).setRows(rows)
@@ -221,14 +237,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             for (MergeCoordinator.Outcome outcome : coordinator.drain(shard)) {
                 apply(outcome, backlog, now);
             }
-            List<Long> covered = new ArrayList<>(backlog.pending().keySet().stream().filter(g -> g <= watermark).toList());
-            backlog.mergedUpTo(watermark);
-            if (!covered.isEmpty()) {
-                emit(shard, covered, watermark, 0, 0, MergeTrigger.RECONCILE);
-            }
+            announceCovered(shard, backlog, watermark);
             try {
                 for (SealedGeneration sealed : table.pendingGenerations(shard)) {
-                    if (!backlog.pending().containsKey(sealed.generation())) {
+                    if (!backlog.pending().containsKey(sealed.generation()) && sealed.generation() > backlog.announcedUpTo()) {
                         backlog.add(sealed.generation(), sealed.sealedAt().toEpochMilli());
                     }
                 }

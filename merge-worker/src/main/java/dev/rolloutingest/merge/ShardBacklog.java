@@ -5,17 +5,37 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** A shard's pending generations as the merge-worker knows them: generation -> sealed-at (epoch ms). */
+/**
+ * A shard as the merge-worker knows it: pending generations (generation -> sealed-at, epoch ms) and the
+ * highest generation a committed GenerationsMerged event announced. Both live in one store record, so they
+ * change in the same exactly-once transaction as the events themselves.
+ */
 public final class ShardBacklog {
     private final TreeMap<Long, Long> sealedAtByGeneration;
+    private long announcedUpTo;
 
     @JsonCreator
-    public ShardBacklog(@JsonProperty("pending") Map<Long, Long> pending) {
+    public ShardBacklog(@JsonProperty("pending") Map<Long, Long> pending, @JsonProperty("announced_up_to") long announcedUpTo) {
         this.sealedAtByGeneration = pending == null ? new TreeMap<>() : new TreeMap<>(pending);
+        this.announcedUpTo = announcedUpTo;
     }
 
     public static ShardBacklog empty() {
-        return new ShardBacklog(null);
+        return new ShardBacklog(null, 0);
+    }
+
+    @JsonProperty("announced_up_to")
+    public long announcedUpTo() {
+        return announcedUpTo;
+    }
+
+    public void announced(long watermark) {
+        announcedUpTo = Math.max(announcedUpTo, watermark);
+    }
+
+    /** Pending generations at or below {@code watermark} that no event announced: merged by a pass whose event was lost. */
+    public java.util.List<Long> unannouncedUpTo(long watermark) {
+        return sealedAtByGeneration.headMap(watermark, true).keySet().stream().filter(g -> g > announcedUpTo).toList();
     }
 
     @JsonProperty("pending")

@@ -104,6 +104,21 @@ class MergeTopologyTest {
 
     /** Seals one generation of 10 records in the table and announces it. */
     private SealedGeneration seal(int partition) {
+        SealedGeneration g = sealQuietly(partition);
+        announce(g);
+        return g;
+    }
+
+    private void announce(SealedGeneration g) {
+        GenerationSealed event = GenerationSealed.newBuilder().setShardId(g.shard()).setTopic(TOPIC)
+                .setPartition(g.partition()).setGeneration(g.generation()).setFolder(g.folder())
+                .setFirstOffset(g.firstOffset()).setLastOffset(g.lastOffset()).setRows(g.rows()).setBytes(g.bytes())
+                .setSealedAt(g.sealedAt()).setTableUri(table.location().uri()).build();
+        sealed.pipeInput(g.shard(), event);
+    }
+
+    /** Seals one generation of 10 records in the table without its event. */
+    private SealedGeneration sealQuietly(int partition) {
         long first = nextOffset.getOrDefault(partition, 0L);
         long last = first + 9;
         nextOffset.put(partition, last + 1);
@@ -114,13 +129,7 @@ class MergeTopologyTest {
             rollout.setRecordId("p" + partition + "-" + rollout.getRecordId());
             rows.add(new RolloutRow(rollout, partition, o, Instant.now()));
         }
-        SealedGeneration g = table.writeGeneration(TOPIC, partition, first, last, rows, 1000);
-        GenerationSealed event = GenerationSealed.newBuilder().setShardId(g.shard()).setTopic(TOPIC)
-                .setPartition(partition).setGeneration(g.generation()).setFolder(g.folder())
-                .setFirstOffset(first).setLastOffset(last).setRows(g.rows()).setBytes(g.bytes())
-                .setSealedAt(g.sealedAt()).setTableUri(table.location().uri()).build();
-        sealed.pipeInput(g.shard(), event);
-        return g;
+        return table.writeGeneration(TOPIC, partition, first, last, rows, 1000);
     }
 
     /** Lets running passes finish, then lets the scheduler apply them (and start the next ones). */
@@ -242,6 +251,26 @@ class MergeTopologyTest {
         settle();
         assertThat(pending(0)).isZero();
         assertThat(cooldowns.get(Cooldown.key("merge", g.shard()))).isNull();
+    }
+
+    @Test
+    void aMergeWhoseEventWasLostIsAnnouncedOnceAsReconcile() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 1));
+        seal(0);
+        settle();
+        assertThat(merged.readValue().getTrigger()).isEqualTo(MergeTrigger.COUNT);
+        // A pass that committed to Lance and died before its event: the table moved, nobody said so.
+        SealedGeneration lost = sealQuietly(0);
+        table.mergePass(lost.shard(), 8, 0);
+        announce(lost); // its GenerationSealed event arrives after the merge
+        settle();
+        GenerationsMerged reconcile = merged.readValue();
+        assertThat(reconcile.getTrigger()).isEqualTo(MergeTrigger.RECONCILE);
+        assertThat(reconcile.getMergedGenerations()).containsExactly(lost.generation());
+        announce(lost); // a replayed event of an announced generation changes nothing
+        settle();
+        assertThat(merged.isEmpty()).isTrue();
+        assertThat(backlog(0).count()).isZero();
     }
 
     private ShardBacklog backlog(int partition) {
