@@ -1,0 +1,140 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.ListQuery;
+import dev.rolloutingest.table.MergeResult;
+import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Measures the table's costs on this machine and prints them as Markdown: generation writes, point
+ * lookups and scans against the number of pending generations, and one bounded merge pass. A harness,
+ * not a test: numbers are recorded in docs/benchmarks.md with the command that produced them.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Measure generation writes, reads vs pending generations, and merge passes on a local table.")
+final class BenchCommand implements Callable<Integer> {
+    private static final String TOPIC = "bench";
+
+    @Option(names = "--dir", defaultValue = "data/bench", description = "Scratch directory (emptied)")
+    Path dir;
+
+    @Option(names = "--repeat", defaultValue = "15", description = "Samples per measurement; the median is printed")
+    int repeat;
+
+    @Override
+    public Integer call() throws Exception {
+        System.out.printf("machine: %d cores, java %s, max heap %d MiB%n%n", Runtime.getRuntime().availableProcessors(),
+                System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
+        System.out.println("| measurement | median | samples |");
+        System.out.println("|---|---|---|");
+        writes();
+        reads();
+        merges();
+        return 0;
+    }
+
+    private RolloutTable fresh(String name) throws Exception {
+        Path path = dir.toAbsolutePath().resolve(name);
+        if (Files.exists(path)) {
+            try (var paths = Files.walk(path)) {
+                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
+            }
+        }
+        return RolloutTable.createOrOpen(TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0),
+                new SimpleMeterRegistry());
+    }
+
+    private static List<RolloutRow> rows(long first, int count, int keys, int payload) {
+        RolloutGenerator generator = new RolloutGenerator("bench", payload, 1);
+        List<RolloutRow> rows = new ArrayList<>(count);
+        for (long o = first; o < first + count; o++) {
+            rows.add(new RolloutRow(generator.rollout(o % keys, (int) o), 0, o, Instant.now()));
+        }
+        return rows;
+    }
+
+    private void writes() throws Exception {
+        try (RolloutTable table = fresh("writes")) {
+            double[] ms = new double[repeat];
+            for (int i = 0; i < repeat; i++) {
+                List<RolloutRow> batch = rows(i * 1000L, 1000, 1_000_000, 1024);
+                long t = System.nanoTime();
+                table.writeGeneration(TOPIC, 0, i * 1000L, i * 1000L + 999, batch, 1000L * 1100);
+                ms[i] = (System.nanoTime() - t) / 1e6;
+            }
+            print("write one generation, 1,000 rows x 1 KiB payload", ms);
+        }
+    }
+
+    private void reads() throws Exception {
+        for (int pending : new int[] {0, 10, 50, 200}) {
+            try (RolloutTable table = fresh("reads-" + pending)) {
+                // 10,000 rows merged into the base, then `pending` generations of 50 rows on top.
+                table.writeGeneration(TOPIC, 0, 0, 9_999, rows(0, 10_000, 10_000, 256), 10_000L * 300);
+                table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+                long offset = 10_000;
+                for (int g = 0; g < pending; g++) {
+                    table.writeGeneration(TOPIC, 0, offset, offset + 49, rows(offset, 50, 10_000, 256), 50L * 300);
+                    offset += 50;
+                }
+                double[] lookups = new double[repeat];
+                for (int i = 0; i < repeat; i++) {
+                    String id = RolloutGenerator.recordId("bench", (i * 7919L) % 10_000);
+                    long t = System.nanoTime();
+                    table.get(id).orElseThrow();
+                    lookups[i] = (System.nanoTime() - t) / 1e6;
+                }
+                print("point lookup, 10k-row base + " + pending + " pending generations", lookups);
+                double[] scans = new double[Math.max(3, repeat / 5)];
+                for (int i = 0; i < scans.length; i++) {
+                    long t = System.nanoTime();
+                    table.list(ListQuery.all(10_000));
+                    scans[i] = (System.nanoTime() - t) / 1e6;
+                }
+                print("list all 10k rows, + " + pending + " pending generations", scans);
+            }
+        }
+    }
+
+    private void merges() throws Exception {
+        try (RolloutTable table = fresh("merges")) {
+            String shard = ShardId.of(TOPIC, 0);
+            double[] read = new double[repeat];
+            double[] commit = new double[repeat];
+            long offset = 0;
+            for (int i = 0; i < repeat; i++) {
+                for (int g = 0; g < 8; g++) {
+                    table.writeGeneration(TOPIC, 0, offset, offset + 999, rows(offset, 1000, 20_000, 1024), 1000L * 1100);
+                    offset += 1000;
+                }
+                MergeResult result = table.mergePass(shard, 8, 0);
+                read[i] = result.readDuration().toNanos() / 1e6;
+                commit[i] = result.commitDuration().toNanos() / 1e6;
+            }
+            print("merge pass of 8 generations x 1,000 rows: read phase", read);
+            print("merge pass of 8 generations x 1,000 rows: commit phase", commit);
+        }
+    }
+
+    private static void print(String what, double[] samples) {
+        double[] sorted = samples.clone();
+        Arrays.sort(sorted);
+        System.out.printf("| %s | %.1f ms | %d |%n", what, sorted[sorted.length / 2], sorted.length);
+    }
+}
