@@ -72,6 +72,27 @@ class EmbeddedServicesIT {
     }
 
     @Test
+    void topicReadinessWaitsForLeadersAndOffsetsAndNamesWhatIsMissing() {
+        Path dir = TARGET.resolve("kafka-ready-" + UUID.randomUUID());
+        try (EmbeddedKafka kafka = EmbeddedKafka.start(dir); var admin = kafka.admin()) {
+            // The guard against KAFKA-15591: it returns only once every partition answers listOffsets.
+            TopicReadiness.createAndAwait(admin, List.of(new NewTopic("ready", 4, (short) 1)), Duration.ofSeconds(60));
+            var offsets = new java.util.HashMap<org.apache.kafka.common.TopicPartition,
+                    org.apache.kafka.clients.admin.OffsetSpec>();
+            for (int p = 0; p < 4; p++) {
+                offsets.put(new org.apache.kafka.common.TopicPartition("ready", p),
+                        org.apache.kafka.clients.admin.OffsetSpec.latest());
+            }
+            assertThat(admin.listOffsets(offsets).all()).succeedsWithin(Duration.ofSeconds(1));
+            // Creating again is fine (exists), and a topic that never appears fails naming it.
+            TopicReadiness.createAndAwait(admin, List.of(new NewTopic("ready", 4, (short) 1)), Duration.ofSeconds(30));
+            org.assertj.core.api.Assertions.assertThatThrownBy(
+                    () -> TopicReadiness.awaitReady(admin, List.of("never-created"), Duration.ofSeconds(2)))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("never-created");
+        }
+    }
+
+    @Test
     void brokerRestartsOnItsDirectoryWithTopicsKept() {
         Path dir = TARGET.resolve("kafka-restart-" + UUID.randomUUID());
         int brokerPort;
