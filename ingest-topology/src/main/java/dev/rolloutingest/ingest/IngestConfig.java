@@ -7,6 +7,9 @@ import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
+import static dev.rolloutingest.runtime.CommonKeys.*;
+
+import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.TableLocation;
@@ -23,13 +26,9 @@ import org.apache.kafka.common.config.ConfigException;
  * dots as underscores), which wins over the properties file. A bad value fails at start naming the key.
  */
 public final class IngestConfig {
-    public static final String BOOTSTRAP_SERVERS = "bootstrap.servers";
-    public static final String APPLICATION_ID = "application.id";
-    public static final String SCHEMA_REGISTRY_URL = SerdeConfig.SCHEMA_REGISTRY_URL;
     public static final String INPUT_TOPIC = "rollout.input.topic";
     public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
     public static final String DLQ_TOPIC = "rollout.dlq.topic";
-    public static final String TABLE_URI = "rollout.table.uri";
     public static final String SEAL_MAX_ROWS = "rollout.seal.max.rows";
     public static final String SEAL_MAX_BYTES = "rollout.seal.max.bytes";
     public static final String SEAL_MAX_AGE_MS = "rollout.seal.max.age.ms";
@@ -38,20 +37,10 @@ public final class IngestConfig {
     public static final String MAX_INFLIGHT_BLOB_BYTES = "rollout.max.inflight.blob.bytes";
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
-    public static final String STATE_DIR = "rollout.state.dir";
     public static final String FAULT_HALT_AFTER_WRITES = "rollout.fault.halt.after.writes";
-    public static final String HTTP_HOST = "http.host";
-    public static final String HTTP_PORT = "http.port";
 
-    public static final ConfigDef DEFINITION = new ConfigDef()
-            .define(BOOTSTRAP_SERVERS, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
-                    "Kafka brokers, host:port[,host:port]")
-            .define(SCHEMA_REGISTRY_URL, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
-                    "Confluent-compatible schema registry base URL (Apicurio: http://host:port/apis/ccompat/v7)")
-            .define(TABLE_URI, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
-                    "Lance table: a local path or s3://bucket/prefix; storage options as rollout.table.storage.<option>")
-            .define(APPLICATION_ID, STRING, "rollout-ingest", new ConfigDef.NonEmptyString(), MEDIUM,
-                    "Kafka Streams application id (also the consumer group)")
+    public static final ConfigDef DEFINITION = CommonKeys.define("rollout-ingest", "data/ingest-state", 8090,
+            "/metrics, /health")
             .define(INPUT_TOPIC, STRING, "rollouts", new ConfigDef.NonEmptyString(), MEDIUM,
                     "Topic of Rollout records, key = record_id")
             .define(GENERATIONS_TOPIC, STRING, "rollout-generations", new ConfigDef.NonEmptyString(), MEDIUM,
@@ -77,15 +66,9 @@ public final class IngestConfig {
                             + " record_id (inclusive; 0 disables)")
             .define(MAX_PAYLOAD_BYTES, LONG, 64L << 20, ConfigDef.Range.atLeast(1), MEDIUM,
                     "Hard limit of one record's serialized value; larger records go to the DLQ")
-            .define(STATE_DIR, STRING, "data/ingest-state", new ConfigDef.NonEmptyString(), LOW,
-                    "Kafka Streams state directory")
             .define(FAULT_HALT_AFTER_WRITES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth generation write, before the"
-                            + " generation is announced or its offsets committed (0 = never)")
-            .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
-                    "Address of the /metrics and /health endpoint")
-            .define(HTTP_PORT, INT, 8090, ConfigDef.Range.between(0, 65535), LOW,
-                    "Port of the /metrics and /health endpoint (0 = any free port)");
+                            + " generation is announced or its offsets committed (0 = never)");
 
     private final AbstractConfig parsed;
     private final Map<String, Object> raw;

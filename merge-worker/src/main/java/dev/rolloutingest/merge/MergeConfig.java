@@ -7,6 +7,9 @@ import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
+import static dev.rolloutingest.runtime.CommonKeys.*;
+
+import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.TableLocation;
@@ -24,10 +27,6 @@ import org.apache.kafka.common.config.ConfigException;
  * as underscores) that wins over the properties file. A bad value fails at start naming the key.
  */
 public final class MergeConfig {
-    public static final String BOOTSTRAP_SERVERS = "bootstrap.servers";
-    public static final String APPLICATION_ID = "application.id";
-    public static final String SCHEMA_REGISTRY_URL = SerdeConfig.SCHEMA_REGISTRY_URL;
-    public static final String TABLE_URI = "rollout.table.uri";
     public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
     public static final String MERGES_TOPIC = "rollout.merges.topic";
     public static final String MAX_GENERATIONS = "rollout.merge.max.generations";
@@ -45,20 +44,10 @@ public final class MergeConfig {
     public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
     public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
-    public static final String STATE_DIR = "rollout.state.dir";
     public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
-    public static final String HTTP_HOST = "http.host";
-    public static final String HTTP_PORT = "http.port";
 
-    public static final ConfigDef DEFINITION = new ConfigDef()
-            .define(BOOTSTRAP_SERVERS, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
-                    "Kafka brokers, host:port[,host:port]")
-            .define(SCHEMA_REGISTRY_URL, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
-                    "Confluent-compatible schema registry base URL (Apicurio: http://host:port/apis/ccompat/v7)")
-            .define(TABLE_URI, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
-                    "Lance table: a local path or s3://bucket/prefix; storage options as rollout.table.storage.<option>")
-            .define(APPLICATION_ID, STRING, "rollout-merge", new ConfigDef.NonEmptyString(), MEDIUM,
-                    "Kafka Streams application id (also the consumer group)")
+    public static final ConfigDef DEFINITION = CommonKeys.define("rollout-merge", "data/merge-state", 8091,
+            "/cooldowns, /pending, /merge/{shard}, /metrics, /health")
             .define(GENERATIONS_TOPIC, STRING, "rollout-generations", new ConfigDef.NonEmptyString(), MEDIUM,
                     "Topic of GenerationSealed events (input), key = shard id")
             .define(MERGES_TOPIC, STRING, "rollout-merges", new ConfigDef.NonEmptyString(), MEDIUM,
@@ -95,15 +84,9 @@ public final class MergeConfig {
                     "Delete merged generation folders this often (0 = never)")
             .define(GC_GRACE_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
                     "Only generations merged at least this long ago are deleted (readers may still hold them)")
-            .define(STATE_DIR, STRING, "data/merge-state", new ConfigDef.NonEmptyString(), LOW,
-                    "Kafka Streams state directory")
             .define(FAULT_HALT_AFTER_MERGES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth committed merge pass, before"
-                            + " the pass is applied or its event committed (0 = never)")
-            .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
-                    "Address of the admin endpoint (/cooldowns, /pending, /merge/{shard}, /metrics, /health)")
-            .define(HTTP_PORT, INT, 8091, ConfigDef.Range.between(0, 65535), LOW,
-                    "Port of the admin endpoint (0 = any free port)");
+                            + " the pass is applied or its event committed (0 = never)");
 
     private final AbstractConfig parsed;
     private final Map<String, Object> raw;
