@@ -1,0 +1,148 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.ingest.IngestConfig;
+import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.GroupIdNotFoundException;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * Replay from topic offsets: positions a NEW ingest application (its application.id is the consumer group)
+ * at the earliest offsets, at a timestamp, or at given offsets, before its first start. Kafka Streams
+ * cannot seek, and an existing application's progress store skips offsets it sealed already, so a replay is
+ * always a fresh application id; the command refuses a group that already has offsets or members.
+ */
+@Command(name = "replay", mixinStandardHelpOptions = true,
+        description = "Set a new ingest application's starting offsets (dry run unless --execute).")
+final class ReplayCommand implements Callable<Integer> {
+    @Parameters(index = "0", description = "The ingest properties file of the replaying app (env vars apply too)")
+    Path config;
+
+    @ArgGroup(exclusive = true, multiplicity = "1")
+    Target target;
+
+    static final class Target {
+        @Option(names = "--to-earliest", description = "Every partition from its first retained offset")
+        boolean earliest;
+
+        @Option(names = "--to-datetime", description = "The first offset at or after this instant, e.g. 2026-11-30T00:00:00Z")
+        Instant datetime;
+
+        @Option(names = "--to-offset", split = ",", description = "partition:offset pairs, e.g. 0:1200,1:900")
+        List<String> offsets;
+    }
+
+    @Option(names = "--execute", description = "Commit the offsets (without it, only print the plan)")
+    boolean execute;
+
+    @Override
+    public Integer call() throws Exception {
+        IngestConfig ingest = IngestConfig.load(ConfigSources.file(config), System.getenv());
+        String group = ingest.streamsProperties().getProperty("application.id");
+        String topic = ingest.inputTopic();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, ingest.bootstrapServers()))) {
+            ConsumerGroupDescription description = null;
+            Map<TopicPartition, OffsetAndMetadata> committed = Map.of();
+            try {
+                description = admin.describeConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
+                committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof GroupIdNotFoundException)) {
+                    throw e;
+                }
+            }
+            if (description != null && (!description.members().isEmpty() || !committed.isEmpty())) {
+                System.err.printf("group %s already has %s; a replay needs a new application.id (its progress store "
+                        + "would skip offsets it sealed before)%n", group,
+                        description.members().isEmpty() ? "committed offsets" : "running members (state "
+                                + description.groupState() + ")");
+                return 2;
+            }
+            Map<TopicPartition, Long> positions = positions(admin, topic);
+            Map<String, Long> watermarks = watermarks(ingest);
+            System.out.printf("replay plan for group %s on %s:%n", group, topic);
+            Map<TopicPartition, Long> ordered = new TreeMap<>(java.util.Comparator.comparingInt(TopicPartition::partition));
+            ordered.putAll(positions);
+            for (Map.Entry<TopicPartition, Long> e : ordered.entrySet()) {
+                long watermark = watermarks.getOrDefault(ShardId.of(topic, e.getKey().partition()), 0L);
+                System.out.printf("  partition %d from offset %d%s%n", e.getKey().partition(), e.getValue(),
+                        e.getValue() < watermark ? "  (below the table's merged watermark " + watermark
+                                + ": those generations are ignored by readers; replay into a new table)" : "");
+            }
+            if (!execute) {
+                System.out.println("dry run: add --execute to commit these offsets");
+                return 0;
+            }
+            Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+            positions.forEach((tp, offset) -> commit.put(tp, new OffsetAndMetadata(offset)));
+            admin.alterConsumerGroupOffsets(group, commit).all().get(30, TimeUnit.SECONDS);
+            System.out.printf("committed; start the app: rollout-ingest ingest %s%n", config);
+            return 0;
+        }
+    }
+
+    private Map<TopicPartition, Long> positions(Admin admin, String topic) throws Exception {
+        var partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions();
+        Map<TopicPartition, Long> positions = new HashMap<>();
+        if (target.offsets != null) {
+            for (String pair : target.offsets) {
+                String[] parts = pair.split(":");
+                if (parts.length != 2) {
+                    throw new IllegalArgumentException("--to-offset wants partition:offset, got '" + pair + "'");
+                }
+                int partition = Integer.parseInt(parts[0].trim());
+                if (partition < 0 || partition >= partitions.size()) {
+                    throw new IllegalArgumentException(topic + " has no partition " + partition);
+                }
+                positions.put(new TopicPartition(topic, partition), Long.parseLong(parts[1].trim()));
+            }
+            return positions;
+        }
+        OffsetSpec spec = target.earliest ? OffsetSpec.earliest() : OffsetSpec.forTimestamp(target.datetime.toEpochMilli());
+        Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+        partitions.forEach(p -> request.put(new TopicPartition(topic, p.partition()), spec));
+        var answers = admin.listOffsets(request).all().get(30, TimeUnit.SECONDS);
+        Map<TopicPartition, OffsetSpec> ends = new HashMap<>();
+        for (var e : answers.entrySet()) {
+            if (e.getValue().offset() >= 0) {
+                positions.put(e.getKey(), e.getValue().offset());
+            } else {
+                ends.put(e.getKey(), OffsetSpec.latest()); // no record at or after the time: start at the end
+            }
+        }
+        if (!ends.isEmpty()) {
+            admin.listOffsets(ends).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> positions.put(tp, info.offset()));
+        }
+        return positions;
+    }
+
+    private static Map<String, Long> watermarks(IngestConfig ingest) {
+        try (RolloutTable table = RolloutTable.open(ingest.tableLocation(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            return table.watermarks();
+        } catch (RolloutTableException.NotARolloutTable e) {
+            return Map.of(); // a new table: nothing merged yet
+        }
+    }
+}
