@@ -57,6 +57,10 @@ public final class IngestMetrics {
         adopted.increment();
     }
 
+    void expired(long records) {
+        registry.counter("rollout.ingest.expired.records").increment(records);
+    }
+
     void pressure() {
         pressureSeals.increment();
     }

@@ -68,6 +68,8 @@ public final class IngestTopology {
         Map<String, Object> props = new HashMap<>(config.recoveryConsumerConfig());
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        // Never jump silently: an offset retention removed must surface as an error, not as a skip.
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
         props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 500);
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, "rollout-ingest-recovery");
         return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());

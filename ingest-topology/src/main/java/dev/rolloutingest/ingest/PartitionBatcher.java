@@ -16,6 +16,7 @@ import java.util.Optional;
 import java.util.function.Function;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -313,7 +314,22 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                     throw new IllegalStateException("Shard " + shard + ": re-reading offsets [" + sealedUpTo + ", "
                             + processed + ") of " + tp + " did not finish in 120 s");
                 }
-                for (ConsumerRecord<byte[], byte[]> record : reader.poll(Duration.ofMillis(500))) {
+                org.apache.kafka.clients.consumer.ConsumerRecords<byte[], byte[]> polled;
+                try {
+                    polled = reader.poll(Duration.ofMillis(500));
+                } catch (OffsetOutOfRangeException e) {
+                    // Retention removed records that were processed but never sealed: they cannot be recovered.
+                    // Loud (error log + counter), then on from the oldest record the topic still has.
+                    long earliest = reader.beginningOffsets(List.of(tp)).get(tp);
+                    long lost = Math.min(earliest, processed) - reader.position(tp);
+                    metrics.expired(lost);
+                    log.error("Shard {} ({}): records [{}, {}) expired from the topic before they were sealed and are"
+                            + " LOST; raise the topic's retention above the seal age", shard, tp, reader.position(tp),
+                            Math.min(earliest, processed));
+                    reader.seek(tp, Math.min(earliest, processed));
+                    continue;
+                }
+                for (ConsumerRecord<byte[], byte[]> record : polled) {
                     if (record.offset() >= processed || record.offset() <= lastOffset) {
                         continue;
                     }

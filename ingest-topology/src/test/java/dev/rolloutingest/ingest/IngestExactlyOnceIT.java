@@ -154,4 +154,42 @@ class IngestExactlyOnceIT {
         }
     }
 
+
+    @Test
+    void recordsRetentionRemovedBeforeTheyWereSealedAreReportedLostNotSkippedSilently() throws Exception {
+        String run = "ret-" + UUID.randomUUID().toString().substring(0, 8);
+        String input = run + "-rollouts";
+        cluster.kafka.createTopics(List.of(new NewTopic(input, 1, (short) 1), new NewTopic(run + "-generations", 1, (short) 1),
+                new NewTopic(run + "-dlq", 1, (short) 1)));
+        Path work = ROOT.resolve(run);
+        Path tableDir = work.resolve("table");
+        Path config = cluster.writeConfig(work, Map.of("rollout.input.topic", input,
+                "rollout.generations.topic", run + "-generations", "rollout.dlq.topic", run + "-dlq",
+                "rollout.table.uri", tableDir.toString(), "application.id", run,
+                "rollout.state.dir", work.resolve("state").toString()));
+        Map<String, Long> latest = new TreeMap<>();
+        cluster.produce(input, 0, 200, 200, latest, new AtomicLong(), 0);
+        Path log = work.resolve("ingest.log");
+        ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()),
+                Map.of("ROLLOUT_SEAL_MAX_ROWS", "1000000", "ROLLOUT_SEAL_MAX_AGE_MS", "3600000"), log);
+        cluster.awaitCommitted(run, input, 1, 120);
+        app.kill();
+        // Retention takes the first 120 records while they were processed but not sealed.
+        try (var admin = cluster.kafka.admin()) {
+            admin.deleteRecords(Map.of(new org.apache.kafka.common.TopicPartition(input, 0),
+                    org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(120))).all().get();
+        }
+        app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), log);
+        try {
+            cluster.awaitAllSealed(run, input, 1, tableDir, 120);
+        } finally {
+            app.stop();
+        }
+        assertThat(Files.readString(log)).contains("records [0, 120) expired from the topic before they were sealed");
+        try (RolloutTable table = RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS,
+                new SimpleMeterRegistry())) {
+            assertThat(table.countRows()).isEqualTo(80);
+            assertThat(table.pendingGenerations(ShardId.of(input, 0)).get(0).firstOffset()).isEqualTo(0);
+        }
+    }
 }
