@@ -152,10 +152,6 @@ public final class ArrowRows {
         return rows;
     }
 
-    public static String recordIdAt(VectorSchemaRoot root, int i) {
-        return string(root, RECORD_ID, i);
-    }
-
     static RolloutRow read(VectorSchemaRoot root, int i) {
         Rollout.Builder b = Rollout.newBuilder()
                 .setRecordId(string(root, RECORD_ID, i))

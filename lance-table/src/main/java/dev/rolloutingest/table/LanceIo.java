@@ -1,6 +1,5 @@
 package dev.rolloutingest.table;
 
-import java.util.Map;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
@@ -66,9 +65,5 @@ final class LanceIo {
         String message = String.valueOf(e.getMessage());
         return message.contains("not found") || message.contains("NotFound") || message.contains("No such file")
                 || message.contains("does not exist");
-    }
-
-    Map<String, String> storageOptions() {
-        return location.storageOptions();
     }
 }

@@ -66,11 +66,6 @@ final class LocalObjectStore implements ObjectStore {
     }
 
     @Override
-    public boolean exists(String path) {
-        return Files.exists(root.resolve(path));
-    }
-
-    @Override
     public void delete(String path) {
         Path target = root.resolve(path);
         if (!Files.exists(target)) {

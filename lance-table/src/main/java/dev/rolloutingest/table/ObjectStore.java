@@ -18,8 +18,6 @@ public interface ObjectStore extends AutoCloseable {
     /** The file's bytes, or null when it does not exist. */
     byte[] get(String path);
 
-    boolean exists(String path);
-
     /** Deletes a file or a folder with everything below it; missing is fine. */
     void delete(String path);
 

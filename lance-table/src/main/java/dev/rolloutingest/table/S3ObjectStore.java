@@ -100,21 +100,6 @@ final class S3ObjectStore implements ObjectStore {
     }
 
     @Override
-    public boolean exists(String path) {
-        try {
-            s3.headObject(b -> b.bucket(bucket).key(key(path)));
-            return true;
-        } catch (NoSuchKeyException e) {
-            return false;
-        } catch (S3Exception e) {
-            if (e.statusCode() == 404) {
-                return false;
-            }
-            throw new RolloutTableException.StorageAccess(tableUri, "checking " + path, e);
-        }
-    }
-
-    @Override
     public void delete(String path) {
         String base = key(path);
         try {
