@@ -245,4 +245,19 @@ class ConfluentSerdeIT {
                 .hasMessageContaining("3 attempts").hasMessageContaining(deadUrl);
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(30));
     }
+
+    @Test
+    void aRecordWhoseSchemaCannotResolveToRolloutIsATypedIncompatibleError() throws Exception {
+        // Registered under another subject, so no compatibility check stopped it: record_id is an int here.
+        Schema alien = new Schema.Parser().parse("""
+                {"type":"record","name":"Rollout","namespace":"dev.rolloutingest.schemas","fields":[
+                 {"name":"record_id","type":"int"}]}""");
+        int id = registerRaw("alien-value", alien.toString());
+        GenericRecord record = new GenericData.Record(alien);
+        record.put("record_id", 7);
+        byte[] bytes = WireFormat.frame(id, avroBinary(alien, record));
+        assertThatThrownBy(() -> rolloutDeserializer().deserialize("rollouts", bytes))
+                .isInstanceOf(SerdeException.IncompatibleSchema.class).hasMessageContaining("rollouts")
+                .extracting(e -> ((SerdeException) e).reason()).isEqualTo("schema-incompatible");
+    }
 }
