@@ -8,6 +8,8 @@ import java.util.Optional;
 import java.util.TreeSet;
 import org.lance.Dataset;
 import org.lance.Version;
+import org.lance.cleanup.CleanupPolicy;
+import org.lance.cleanup.RemovalStats;
 import org.lance.compaction.CompactionOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,7 +22,7 @@ public final class TableMaintenance {
     public record CompactionResult(int fragmentsBefore, int fragmentsAfter) {}
 
     /** Generations whose folders were deleted, and folders left because they are not yet old enough. */
-    public record GcResult(int deletedGenerations, int deletedUnsealedFolders) {}
+    public record GcResult(int deletedGenerations, int deletedUnsealedFolders, long oldBaseVersionsRemoved) {}
 
     private final LanceIo lance;
     private final ObjectStore store;
@@ -48,6 +50,19 @@ public final class TableMaintenance {
         }
     }
 
+    /**
+     * Every merge and compaction commits a base version and leaves the files it replaced; without cleanup
+     * the table only grows. Versions older than twice the grace go (Lance always keeps the latest), so the
+     * version GC reads its watermarks from, at least one grace old, usually survives.
+     */
+    private long cleanupBaseVersions(Instant before) {
+        try (Dataset base = lance.openBase()) {
+            RemovalStats removed = base.cleanupWithPolicy(CleanupPolicy.builder()
+                    .withBeforeTimestampMillis(before.toEpochMilli()).build());
+            return removed.getOldVersions();
+        }
+    }
+
     static CompactionOptions compactionOptions(long targetRowsPerFragment) {
         return CompactionOptions.builder().withDeferIndexRemap(true).withTargetRowsPerFragment(targetRowsPerFragment).build();
     }
@@ -65,7 +80,7 @@ public final class TableMaintenance {
                     .filter(v -> !v.getDataTime().toInstant().isAfter(cutoff))
                     .max(Comparator.comparingLong(Version::getId));
             if (settled.isEmpty()) {
-                return new GcResult(0, 0);
+                return new GcResult(0, 0, 0);
             }
             try (Dataset old = base.checkoutVersion(settled.get().getId())) {
                 watermarks = MemWalWatermarks.read(old);
@@ -102,10 +117,11 @@ public final class TableMaintenance {
                 }
             }
         }
-        if (generations + unsealed > 0) {
-            log.info("Table {}: GC deleted {} merged generations and {} stale unsealed folders (grace {})",
-                    lance.location(), generations, unsealed, grace);
+        long oldVersions = cleanupBaseVersions(cutoff.minus(grace));
+        if (generations + unsealed + oldVersions > 0) {
+            log.info("Table {}: GC deleted {} merged generations, {} stale unsealed folders and {} old base versions"
+                    + " (grace {})", lance.location(), generations, unsealed, oldVersions, grace);
         }
-        return new GcResult(generations, unsealed);
+        return new GcResult(generations, unsealed, oldVersions);
     }
 }

@@ -44,6 +44,30 @@ class MaintenanceAndErrorsTest {
     }
 
     @Test
+    void gcRemovesOldBaseVersionsSoTheTableDoesNotOnlyGrow() throws Exception {
+        try (RolloutTable table = localTable("gc-versions", meters)) {
+            for (int i = 0; i < 5; i++) {
+                write(table, 0, i * 10L, i * 10L + 9, 10);
+                table.mergePass(shard, 8, 0);
+            }
+            int before;
+            try (Dataset base = Dataset.open(table.location().uri())) {
+                before = base.listVersions().size();
+            }
+            Thread.sleep(100);
+            TableMaintenance.GcResult gc = table.collectGarbage(Duration.ofMillis(20));
+            try (Dataset base = Dataset.open(table.location().uri())) {
+                assertThat(base.listVersions().size()).isLessThan(before);
+                assertThat(gc.oldBaseVersionsRemoved()).isEqualTo(before - base.listVersions().size());
+            }
+            assertThat(table.countRows()).isEqualTo(10);
+            assertThat(table.get("exp-4").orElseThrow().sourceOffset()).isEqualTo(44);
+            write(table, 0, 50, 59, 10);
+            assertThat(table.mergePass(shard, 8, 0).mergedGenerations()).containsExactly(60L);
+        }
+    }
+
+    @Test
     void gcRemovesUnsealedFoldersBelowTheWatermarkOnly() throws Exception {
         try (RolloutTable table = localTable("gc-unsealed", meters)) {
             SealedGeneration a = write(table, 0, 0, 9, 10);
