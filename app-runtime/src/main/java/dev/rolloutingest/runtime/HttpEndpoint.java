@@ -53,7 +53,8 @@ public final class HttpEndpoint implements AutoCloseable {
         try {
             this.server = HttpServer.create(new InetSocketAddress(host, port), 64);
         } catch (IOException e) {
-            throw new UncheckedIOException("Cannot bind the HTTP endpoint to " + host + ":" + port, e);
+            throw new UncheckedIOException("Cannot bind the HTTP endpoint to " + host + ":" + port + " (" + e.getMessage()
+                    + "); choose another with http.host / http.port (HTTP_HOST / HTTP_PORT)", e);
         }
         this.executor = Executors.newFixedThreadPool(4, r -> {
             Thread t = new Thread(r, "http-" + port);
