@@ -13,9 +13,10 @@ import org.slf4j.LoggerFactory;
  * Which generations exist and which are pending, from the seal files alone.
  *
  * <p>Cost: listing one shard is one non-recursive LIST of {@code _seals/<shard>/} (on S3 one request
- * per 1,000 seals, so a healthy backlog of tens is one request); listing the shards is one more. No
- * dataset is opened and nothing is scanned. Seal contents (rows, bytes) are fetched only for the
- * generations a merge pass actually takes.
+ * per 1,000 seals, so a healthy backlog of tens is one request). A read needs every shard: that is one
+ * recursive LIST of {@code _seals/} for all shards together (one request per 1,000 seals in the whole
+ * table, merged ones included until GC removes them), not one per shard. No dataset is opened and
+ * nothing is scanned. Seal contents (rows, bytes) are fetched only for the generations a merge pass takes.
  */
 final class GenerationCatalog {
     private static final Logger log = LoggerFactory.getLogger(GenerationCatalog.class);
@@ -56,8 +57,12 @@ final class GenerationCatalog {
      * a deterministic function of its offsets, so it is right for every key the narrower one holds.
      */
     List<Listed> sealed(String shard) {
+        return widestPerGeneration(shard, everySeal(shard));
+    }
+
+    private List<Listed> widestPerGeneration(String shard, List<Listed> seals) {
         Map<Long, Listed> byGeneration = new LinkedHashMap<>();
-        for (Listed listed : everySeal(shard)) {
+        for (Listed listed : seals) {
             byGeneration.merge(listed.generation(), listed, (a, b) -> {
                 log.warn("Table {} shard {} generation {} has two seals ({}, {}); reading the wider range",
                         tableUri, shard, a.generation(), a.folder(), b.folder());
@@ -73,16 +78,40 @@ final class GenerationCatalog {
     List<Listed> everySeal(String shard) {
         List<Listed> seals = new ArrayList<>();
         for (ObjectStore.Entry entry : store.list(SealedGeneration.SEALS_DIR + "/" + shard)) {
-            if (entry.folder() || !entry.name().endsWith(".json")) {
-                continue;
-            }
-            String folder = entry.name().substring(0, entry.name().length() - ".json".length());
-            SealedGeneration.FolderName name = SealedGeneration.FolderName.parse(folder);
-            if (name != null) {
-                seals.add(new Listed(shard, name.generation(), folder, name.firstOffset(), name.lastOffset()));
+            Listed listed = entry.folder() ? null : parse(shard, entry.name());
+            if (listed != null) {
+                seals.add(listed);
             }
         }
         return seals;
+    }
+
+    /** Sealed generations of every shard from one recursive listing, each shard's ascending. */
+    Map<String, List<Listed>> sealedByShard() {
+        Map<String, List<Listed>> everyShard = new java.util.TreeMap<>();
+        for (String path : store.listRecursive(SealedGeneration.SEALS_DIR)) {
+            int slash = path.indexOf('/');
+            if (slash < 0 || !ShardId.isValid(path.substring(0, slash))) {
+                continue;
+            }
+            String shard = path.substring(0, slash);
+            Listed listed = parse(shard, path.substring(slash + 1));
+            if (listed != null) {
+                everyShard.computeIfAbsent(shard, s -> new ArrayList<>()).add(listed);
+            }
+        }
+        Map<String, List<Listed>> deduplicated = new java.util.TreeMap<>();
+        everyShard.forEach((shard, seals) -> deduplicated.put(shard, widestPerGeneration(shard, seals)));
+        return deduplicated;
+    }
+
+    private static Listed parse(String shard, String fileName) {
+        if (!fileName.endsWith(".json") || fileName.contains("/")) {
+            return null;
+        }
+        String folder = fileName.substring(0, fileName.length() - ".json".length());
+        SealedGeneration.FolderName name = SealedGeneration.FolderName.parse(folder);
+        return name == null ? null : new Listed(shard, name.generation(), folder, name.firstOffset(), name.lastOffset());
     }
 
     /** Sealed generations above the watermark, ascending: exactly the ones a reader must open. */

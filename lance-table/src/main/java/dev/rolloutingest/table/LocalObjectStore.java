@@ -38,6 +38,21 @@ final class LocalObjectStore implements ObjectStore {
     }
 
     @Override
+    public List<String> listRecursive(String folder) {
+        Path dir = root.resolve(folder);
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (Stream<Path> paths = Files.walk(dir)) {
+            return paths.filter(Files::isRegularFile).map(p -> dir.relativize(p).toString().replace('\\', '/')).toList();
+        } catch (NoSuchFileException e) {
+            return List.of();
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot list " + dir, e);
+        }
+    }
+
+    @Override
     public void put(String path, byte[] bytes) {
         Path target = root.resolve(path);
         try {

@@ -53,11 +53,16 @@ final class LsmReader {
     /** Pending generations of every shard, each shard's ascending, after sampling and checking the counts. */
     List<GenerationCatalog.Listed> pending(Dataset base) {
         Map<String, Long> watermarks = MemWalWatermarks.read(base);
+        Map<String, List<GenerationCatalog.Listed>> sealed = new java.util.TreeMap<>(catalog.sealedByShard());
+        // Shards merged and garbage-collected to nothing have no seal left but still count: 0 pending.
+        watermarks.keySet().forEach(shard -> sealed.putIfAbsent(shard, List.of()));
         List<GenerationCatalog.Listed> all = new ArrayList<>();
-        for (String shard : catalog.shards()) {
+        for (Map.Entry<String, List<GenerationCatalog.Listed>> shard : sealed.entrySet()) {
             // Everything at or below the watermark is in the base already and stays out.
-            List<GenerationCatalog.Listed> pending = catalog.pending(shard, watermarks.getOrDefault(shard, 0L));
-            observe(shard, pending.size());
+            long watermark = watermarks.getOrDefault(shard.getKey(), 0L);
+            List<GenerationCatalog.Listed> pending = shard.getValue().stream()
+                    .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0).toList();
+            observe(shard.getKey(), pending.size());
             all.addAll(pending);
         }
         return all;

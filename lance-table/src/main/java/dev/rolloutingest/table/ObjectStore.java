@@ -13,6 +13,9 @@ public interface ObjectStore extends AutoCloseable {
     /** Children of a folder (non-recursive); empty when the folder does not exist. */
     List<Entry> list(String folder);
 
+    /** Every file below a folder, as paths relative to it ("a/b.json"); empty when the folder does not exist. */
+    List<String> listRecursive(String folder);
+
     void put(String path, byte[] bytes);
 
     /** The file's bytes, or null when it does not exist. */

@@ -80,6 +80,26 @@ final class S3ObjectStore implements ObjectStore {
     }
 
     @Override
+    public List<String> listRecursive(String folder) {
+        String folderKey = key(folder) + "/";
+        List<String> paths = new ArrayList<>();
+        String token = null;
+        try {
+            do {
+                ListObjectsV2Response page = s3.listObjectsV2(ListObjectsV2Request.builder()
+                        .bucket(bucket).prefix(folderKey).continuationToken(token).build());
+                for (S3Object object : page.contents()) {
+                    paths.add(object.key().substring(folderKey.length()));
+                }
+                token = page.isTruncated() ? page.nextContinuationToken() : null;
+            } while (token != null);
+        } catch (S3Exception e) {
+            throw new RolloutTableException.StorageAccess(tableUri, "listing " + folder, e);
+        }
+        return paths;
+    }
+
+    @Override
     public void put(String path, byte[] bytes) {
         try {
             s3.putObject(b -> b.bucket(bucket).key(key(path)), RequestBody.fromBytes(bytes));

@@ -64,6 +64,20 @@ class ReadAmplificationTest {
     }
 
     @Test
+    void aShardMergedAndCollectedToNothingIsStillSampledAsZero() throws Exception {
+        try (RolloutTable table = table("sample-zero", 256, 2048)) {
+            write(table, 0, 0, 0, 5);
+            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            Thread.sleep(50);
+            assertThat(table.collectGarbage(java.time.Duration.ofMillis(10)).deletedGenerations()).isEqualTo(1);
+            table.get("exp-0");
+            var summary = meters.get("rollout.wal.pending.generations").summary();
+            assertThat(summary.count()).isEqualTo(1);
+            assertThat(summary.max()).isZero();
+        }
+    }
+
+    @Test
     void aReadWarnsOncePerShardAtTheThresholdWithTableAndShard() {
         try (RolloutTable table = table("warn", 3, 0)) {
             for (int g = 0; g < 3; g++) {
