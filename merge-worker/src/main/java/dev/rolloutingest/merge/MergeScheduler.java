@@ -108,10 +108,13 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         for (String shard : shards) {
             ShardBacklog backlog = backlog(shard);
-            for (MergeCoordinator.Outcome outcome : coordinator.drain(shard)) {
+            List<MergeCoordinator.Outcome> outcomes = coordinator.drain(shard);
+            for (MergeCoordinator.Outcome outcome : outcomes) {
                 apply(outcome, backlog, now);
             }
-            put(shard, backlog);
+            if (!outcomes.isEmpty()) {
+                put(shard, backlog); // only what changed reaches the changelog
+            }
             maybeTrigger(shard, backlog, now);
             total += backlog.count();
         }

@@ -31,10 +31,11 @@ public final class MergeTopology {
         topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events,
                 config.generationsTopic());
         topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, metrics, eventPartitions), SOURCE);
+        // Caching: a shard's record reaches the changelog once per commit, however often it changed.
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(BACKLOG_STORE),
-                Serdes.String(), Serdes.String()), SCHEDULER);
+                Serdes.String(), Serdes.String()).withCachingEnabled(), SCHEDULER);
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(COOLDOWN_STORE),
-                Serdes.String(), Serdes.String()), SCHEDULER);
+                Serdes.String(), Serdes.String()).withCachingEnabled(), SCHEDULER);
         topology.addSink(SINK, config.mergesTopic(), new StringSerializer(), merges, SCHEDULER);
         return topology;
     }
