@@ -94,11 +94,11 @@ public final class RolloutTable implements AutoCloseable {
             if (!differences.isEmpty()) {
                 throw new RolloutTableException.SchemaMismatch(location.uri(), String.join("; ", differences));
             }
-            if (opened.getIndexes().stream().noneMatch(i -> MemWalWatermarks.INDEX_NAME.equals(i.name()))) {
+            if (!hasMemWal(opened)) {
                 if (!create) {
                     throw new RolloutTableException.NotARolloutTable(location.uri(), "MemWAL is not initialised", null);
                 }
-                initializeMemWal(opened);
+                initializeMemWal();
             }
         }
     }
@@ -113,22 +113,42 @@ public final class RolloutTable implements AutoCloseable {
         } catch (Exception thrown) {
             RuntimeException e = thrown instanceof RuntimeException r ? r
                     : new RolloutTableException(thrown.getMessage(), thrown);
-            if (LanceIo.isAlreadyExists(e)) {
-                return lance.openBase(); // another process created it first
+            try {
+                return lance.openBase(); // another process created it first (exists, or won the commit race)
+            } catch (Exception notThere) {
+                throw storageError("creating the base table", e);
             }
-            throw storageError("creating the base table", e);
         }
     }
 
-    private void initializeMemWal(Dataset base) {
-        try {
-            base.initializeMemWal(new InitializeMemWalParams().withUnsharded());
-        } catch (Exception thrown) {
-            RuntimeException e = thrown instanceof RuntimeException r ? r
-                    : new RolloutTableException(thrown.getMessage(), thrown);
-            // A second call throws; a concurrent creator may have won the race.
-            if (!String.valueOf(e.getMessage()).contains("already initialized")) {
-                throw storageError("initialising MemWAL", e);
+    private static boolean hasMemWal(Dataset base) {
+        return base.getIndexes().stream().anyMatch(i -> MemWalWatermarks.INDEX_NAME.equals(i.name()));
+    }
+
+    /**
+     * Initialises MemWAL once, whoever wins: apps starting together on a new table race here, and the
+     * losers see "already initialized" or a commit conflict. Each attempt looks at the latest version first.
+     */
+    private void initializeMemWal() {
+        for (int attempt = 1; ; attempt++) {
+            try (Dataset base = lance.openBase()) {
+                if (hasMemWal(base)) {
+                    return;
+                }
+                base.initializeMemWal(new InitializeMemWalParams().withUnsharded());
+                return;
+            } catch (Exception thrown) {
+                RuntimeException e = thrown instanceof RuntimeException r ? r
+                        : new RolloutTableException(thrown.getMessage(), thrown);
+                if (attempt >= 10) {
+                    throw storageError("initialising MemWAL", e);
+                }
+                try {
+                    Thread.sleep(20L * attempt);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw storageError("initialising MemWAL", e);
+                }
             }
         }
     }

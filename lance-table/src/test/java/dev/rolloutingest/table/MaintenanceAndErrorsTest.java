@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.types.pojo.ArrowType;
@@ -122,6 +123,34 @@ class MaintenanceAndErrorsTest {
                 .isInstanceOf(RolloutTableException.SchemaMismatch.class)
                 .hasMessageContaining("missing column experiment").hasMessageContaining("unexpected column score")
                 .hasMessageContaining("unenforced-primary-key");
+    }
+
+    @Test
+    void appsStartingTogetherAllOpenTheTableTheyCreateOnce() throws Exception {
+        for (int round = 0; round < 3; round++) {
+            Path dir = freshDir("race");
+            int apps = 6;
+            java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(apps);
+            List<java.util.concurrent.Future<Long>> opened = new java.util.ArrayList<>();
+            for (int i = 0; i < apps; i++) {
+                opened.add(pool.submit(() -> {
+                    go.await();
+                    try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS,
+                            new SimpleMeterRegistry())) {
+                        return table.countBaseRows();
+                    }
+                }));
+            }
+            go.countDown();
+            for (var f : opened) {
+                assertThat(f.get(60, java.util.concurrent.TimeUnit.SECONDS)).isZero();
+            }
+            pool.shutdown();
+            try (Dataset base = Dataset.open(dir.toString())) {
+                assertThat(base.getIndexes()).filteredOn(i -> i.name().equals("__lance_mem_wal")).hasSize(1);
+            }
+        }
     }
 
     @Test
