@@ -160,7 +160,7 @@ public final class ApicurioRegistry implements AutoCloseable {
                 return runner;
             }
             Path staging = Files.createDirectories(workDir).resolve("apicurio-registry.unpacking");
-            deleteRecursively(staging);
+            FileTrees.deleteRecursively(staging);
             Files.createDirectories(staging);
             Process tar = new ProcessBuilder("tar", "-xzf", bundle.toString(), "-C", staging.toString())
                     .redirectErrorStream(true).start();
@@ -189,17 +189,6 @@ public final class ApicurioRegistry implements AutoCloseable {
         }
         try (var files = Files.walk(dir, 3)) {
             return files.filter(p -> p.getFileName().toString().endsWith("-runner.jar")).findFirst().orElse(null);
-        }
-    }
-
-    static void deleteRecursively(Path dir) throws IOException {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (var paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
         }
     }
 

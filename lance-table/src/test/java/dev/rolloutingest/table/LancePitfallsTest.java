@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import dev.rolloutingest.embedded.FileTrees;
 import static dev.rolloutingest.table.TableFixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -74,7 +75,7 @@ class LancePitfallsTest {
             table.mergePass(shard, 8, 0);
             write(table, 0, 10, 14, 10);
             // The merged generation's files are gone (as after GC); its seal is still listed.
-            deleteTree(Path.of(table.location().resolve(first.datasetPath())));
+            FileTrees.deleteRecursively(Path.of(table.location().resolve(first.datasetPath())));
             assertThat(table.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(13);
             assertThat(table.countRows()).isEqualTo(10);
         }
@@ -216,11 +217,4 @@ class LancePitfallsTest {
         }
     }
 
-    static void deleteTree(Path dir) throws IOException {
-        try (Stream<Path> paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
-    }
 }

@@ -4,6 +4,7 @@ import static dev.rolloutingest.table.TableFixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.rolloutingest.embedded.FileTrees;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -92,7 +93,7 @@ class MaintenanceAndErrorsTest {
     void aGenerationWhoseFilesAreGoneFailsTheMergeWithATypedErrorNamingIt() throws Exception {
         try (RolloutTable table = localTable("poison", meters)) {
             SealedGeneration gone = write(table, 0, 0, 9, 10);
-            LancePitfallsTest.deleteTree(Path.of(table.location().resolve(gone.datasetPath())));
+            FileTrees.deleteRecursively(Path.of(table.location().resolve(gone.datasetPath())));
             assertThatThrownBy(() -> table.mergePass(shard, 8, 0))
                     .isInstanceOf(RolloutTableException.GenerationUnreadable.class)
                     .hasMessageContaining(shard).hasMessageContaining("generation 10")

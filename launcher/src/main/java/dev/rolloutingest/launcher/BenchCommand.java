@@ -1,5 +1,6 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.ListQuery;
 import dev.rolloutingest.table.MergeResult;
@@ -9,7 +10,6 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -49,13 +49,7 @@ final class BenchCommand implements Callable<Integer> {
 
     private RolloutTable fresh(String name) throws Exception {
         Path path = dir.toAbsolutePath().resolve(name);
-        if (Files.exists(path)) {
-            try (var paths = Files.walk(path)) {
-                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                    Files.delete(p);
-                }
-            }
-        }
+        FileTrees.deleteRecursively(path);
         return RolloutTable.createOrOpen(TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0),
                 new SimpleMeterRegistry());
     }

@@ -3,6 +3,7 @@ package dev.rolloutingest.launcher;
 import dev.rolloutingest.embedded.ApicurioRegistry;
 import dev.rolloutingest.embedded.EmbeddedKafka;
 import dev.rolloutingest.embedded.EmbeddedS3;
+import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.merge.MergeApp;
@@ -214,13 +215,7 @@ final class DemoCommand implements Callable<Integer> {
                             + " choose an empty or new directory");
                 }
             }
-            try (Stream<Path> paths = Files.walk(dir)) {
-                for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                    if (!p.equals(dir)) {
-                        Files.delete(p);
-                    }
-                }
-            }
+            FileTrees.deleteRecursively(dir);
         }
         Files.createDirectories(dir);
         Files.writeString(dir.resolve(MARKER), "data of `rollout-ingest demo`; emptied by the next demo run\n");

@@ -1,5 +1,6 @@
 package dev.rolloutingest.merge;
 
+import dev.rolloutingest.embedded.FileTrees;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.schemas.AvroContracts;
@@ -212,7 +213,7 @@ class MergeTopologyTest {
         start(Map.of("rollout.merge.after.generations", 1, "rollout.merge.max.generations", 2,
                 "task.cooldown.after.failures", 3));
         SealedGeneration poisoned = seal(0);
-        deleteTree(Path.of(table.location().resolve(poisoned.datasetPath())));
+        FileTrees.deleteRecursively(Path.of(table.location().resolve(poisoned.datasetPath())));
         String poison = ShardId.of(TOPIC, 0);
         for (int attempt = 0; attempt < 6; attempt++) {
             seal(1);
@@ -278,11 +279,4 @@ class MergeTopologyTest {
         return MergeScheduler.read(store.get(ShardId.of(TOPIC, partition)), ShardBacklog.class);
     }
 
-    private static void deleteTree(Path dir) throws IOException {
-        try (Stream<Path> paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
-    }
 }

@@ -1,5 +1,6 @@
 package dev.rolloutingest.merge;
 
+import dev.rolloutingest.embedded.FileTrees;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -123,7 +124,7 @@ class MergeWorkerIT {
             // 2. Poison one shard: its oldest pending generation loses its files (no worker runs meanwhile).
             produce(input, 400, 500);
             victim = awaitPendingGeneration(ingest, poisoned);
-            deleteTree(Path.of(ingest.table().location().resolve(victim.datasetPath())));
+            FileTrees.deleteRecursively(Path.of(ingest.table().location().resolve(victim.datasetPath())));
 
             worker = ChildJvm.start(MergeApp.class, List.of(mergeConfig.toString()), Map.of(), log);
             try {
@@ -273,11 +274,4 @@ class MergeWorkerIT {
         return file;
     }
 
-    private static void deleteTree(Path dir) throws IOException {
-        try (Stream<Path> paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
-    }
 }
