@@ -63,13 +63,19 @@ public final class ConfigSources {
                 values.put(key, fromEnv.trim());
             }
         }
+        storageOptionsFromEnv(env).forEach((option, value) -> values.put(STORAGE_PREFIX + option, value));
+        return values;
+    }
+
+    /** Lance storage options given as {@code ROLLOUT_TABLE_STORAGE_<OPTION>} env vars, option names lower-cased. */
+    public static Map<String, String> storageOptionsFromEnv(Map<String, String> env) {
+        Map<String, String> options = new HashMap<>();
         for (Map.Entry<String, String> e : env.entrySet()) {
             if (e.getKey().startsWith(STORAGE_ENV_PREFIX)) {
-                values.put(STORAGE_PREFIX + e.getKey().substring(STORAGE_ENV_PREFIX.length()).toLowerCase(Locale.ROOT),
-                        e.getValue());
+                options.put(e.getKey().substring(STORAGE_ENV_PREFIX.length()).toLowerCase(Locale.ROOT), e.getValue());
             }
         }
-        return values;
+        return options;
     }
 
     /** Entries under a prefix, with the prefix removed. */

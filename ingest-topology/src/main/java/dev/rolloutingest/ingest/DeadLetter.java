@@ -14,7 +14,7 @@ record DeadLetter(String reason, String error) {
 
     /** The original headers plus ours; the original key and value bytes travel unchanged. */
     Headers headers(Headers original, String topic, int partition, long offset) {
-        Headers headers = new RecordHeaders(original == null ? new RecordHeaders().toArray() : original.toArray());
+        Headers headers = original == null ? new RecordHeaders() : new RecordHeaders(original.toArray());
         headers.add(REASON, reason.getBytes(StandardCharsets.UTF_8));
         headers.add(ERROR, truncate(error).getBytes(StandardCharsets.UTF_8));
         headers.add(SOURCE_TOPIC, topic.getBytes(StandardCharsets.UTF_8));

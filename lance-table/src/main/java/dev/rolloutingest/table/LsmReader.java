@@ -107,12 +107,12 @@ final class LsmReader {
         String filter = RolloutSchema.RECORD_ID + " = " + sqlString(recordId);
         try (Dataset base = lance.openBase()) {
             for (GenerationCatalog.Listed generation : newestFirst(pending(base))) {
-                Optional<RolloutRow> hit = first(generation, filter, RolloutSchema.allColumns());
+                Optional<RolloutRow> hit = first(row -> forEachRow(generation, filter, RolloutSchema.allColumns(), row));
                 if (hit.isPresent()) {
                     return hit;
                 }
             }
-            return scan(base, filter, RolloutSchema.allColumns(), 1).stream().findFirst();
+            return first(row -> forEachRow(base, filter, RolloutSchema.allColumns(), row));
         }
     }
 
@@ -198,13 +198,14 @@ final class LsmReader {
         }
     }
 
-    private Optional<RolloutRow> first(GenerationCatalog.Listed generation, String filter, List<String> columns) {
-        List<RolloutRow> found = new ArrayList<>();
-        forEachRow(generation, filter, columns, row -> {
-            found.add(row);
+    /** The first row a row source yields, stopping it there. */
+    private static Optional<RolloutRow> first(java.util.function.Consumer<java.util.function.Predicate<RolloutRow>> source) {
+        java.util.concurrent.atomic.AtomicReference<RolloutRow> found = new java.util.concurrent.atomic.AtomicReference<>();
+        source.accept(row -> {
+            found.set(row);
             return false;
         });
-        return found.stream().findFirst();
+        return Optional.ofNullable(found.get());
     }
 
     private void forEachRow(GenerationCatalog.Listed generation, String filter, List<String> columns,
@@ -218,15 +219,6 @@ final class LsmReader {
             throw new RolloutTableException.GenerationUnreadable(lance.location().uri(), generation.shard(),
                     generation.generation(), generation.folder(), e);
         }
-    }
-
-    private List<RolloutRow> scan(Dataset dataset, String filter, List<String> columns, int limit) {
-        List<RolloutRow> rows = new ArrayList<>();
-        forEachRow(dataset, filter, columns, row -> {
-            rows.add(row);
-            return rows.size() < limit;
-        });
-        return rows;
     }
 
     /** Streams rows in batches; the consumer returns false to stop early. */

@@ -78,9 +78,7 @@ public final class RolloutTable implements AutoCloseable {
         try {
             base = lance.openBase();
         } catch (Exception thrown) {
-            // lance-core throws IOException from native code without declaring it.
-            RuntimeException e = thrown instanceof RuntimeException r ? r
-                    : new RolloutTableException(thrown.getMessage(), thrown);
+            RuntimeException e = unchecked(thrown);
             if (!LanceIo.isNotFound(e)) {
                 throw storageError("opening the base table", e);
             }
@@ -111,14 +109,18 @@ public final class RolloutTable implements AutoCloseable {
             log.info("Created rollout table {}", location);
             return created;
         } catch (Exception thrown) {
-            RuntimeException e = thrown instanceof RuntimeException r ? r
-                    : new RolloutTableException(thrown.getMessage(), thrown);
+            RuntimeException e = unchecked(thrown);
             try {
                 return lance.openBase(); // another process created it first (exists, or won the commit race)
             } catch (Exception notThere) {
                 throw storageError("creating the base table", e);
             }
         }
+    }
+
+    /** lance-core throws IOException from native code without declaring it. */
+    private static RuntimeException unchecked(Exception thrown) {
+        return thrown instanceof RuntimeException r ? r : new RolloutTableException(thrown.getMessage(), thrown);
     }
 
     private static boolean hasMemWal(Dataset base) {
@@ -138,8 +140,7 @@ public final class RolloutTable implements AutoCloseable {
                 base.initializeMemWal(new InitializeMemWalParams().withUnsharded());
                 return;
             } catch (Exception thrown) {
-                RuntimeException e = thrown instanceof RuntimeException r ? r
-                        : new RolloutTableException(thrown.getMessage(), thrown);
+                RuntimeException e = unchecked(thrown);
                 if (attempt >= 10) {
                     throw storageError("initialising MemWAL", e);
                 }

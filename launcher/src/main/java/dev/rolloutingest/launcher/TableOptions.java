@@ -15,9 +15,7 @@ final class TableOptions {
     Map<String, String> storage = new HashMap<>();
 
     TableLocation location() {
-        Map<String, String> options = new HashMap<>(ConfigSources.withPrefix(
-                ConfigSources.resolve(new org.apache.kafka.common.config.ConfigDef(), new java.util.Properties(),
-                        System.getenv()), ConfigSources.STORAGE_PREFIX));
+        Map<String, String> options = new HashMap<>(ConfigSources.storageOptionsFromEnv(System.getenv()));
         options.putAll(storage);
         return new TableLocation(table, options);
     }

@@ -221,12 +221,12 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             log.warn("Table {}: reconcile skipped, the table is unreadable: {}", table.location(), e.getMessage());
             return;
         }
-        List<String> owned = new ArrayList<>();
+        java.util.Set<String> owned = new java.util.TreeSet<>();
         try (KeyValueIterator<String, String> all = backlogs.all()) {
             all.forEachRemaining(kv -> owned.add(kv.key));
         }
         for (String shard : tableShards) {
-            if (!owned.contains(shard) && ownedByThisTask(shard)) {
+            if (ownedByThisTask(shard)) {
                 owned.add(shard);
             }
         }
