@@ -4,6 +4,7 @@ import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
 import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
+import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
 import org.apache.kafka.common.config.ConfigDef;
@@ -17,6 +18,8 @@ public final class CommonKeys {
     public static final String STATE_DIR = "rollout.state.dir";
     public static final String HTTP_HOST = "http.host";
     public static final String HTTP_PORT = "http.port";
+    public static final String HEALTH_MAX_THREAD_REPLACEMENTS = "rollout.health.max.thread.replacements";
+    public static final String HEALTH_THREAD_REPLACEMENT_WINDOW_MS = "rollout.health.thread.replacement.window.ms";
 
     private CommonKeys() {}
 
@@ -37,6 +40,11 @@ public final class CommonKeys {
                 .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
                         "Address of the HTTP endpoint (" + httpRoutes + ")")
                 .define(HTTP_PORT, INT, defaultHttpPort, ConfigDef.Range.between(0, 65535), LOW,
-                        "Port of the HTTP endpoint (0 = any free port)");
+                        "Port of the HTTP endpoint (0 = any free port)")
+                .define(HEALTH_MAX_THREAD_REPLACEMENTS, INT, 3, ConfigDef.Range.atLeast(0), LOW,
+                        "/health answers 503 when more stream threads than this failed and were replaced within "
+                                + HEALTH_THREAD_REPLACEMENT_WINDOW_MS + " (0 = never)")
+                .define(HEALTH_THREAD_REPLACEMENT_WINDOW_MS, LONG, 600_000L, ConfigDef.Range.atLeast(1), LOW,
+                        "The window over which stream-thread replacements are counted for /health");
     }
 }

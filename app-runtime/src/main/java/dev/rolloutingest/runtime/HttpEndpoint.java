@@ -38,6 +38,16 @@ public final class HttpEndpoint implements AutoCloseable {
         public static Response error(int status, String message) {
             return json(status, java.util.Map.of("error", message, "status", status));
         }
+
+        /**
+         * A server-side failure: the client gets a short message and a correlation id, never paths or native
+         * error text; the whole error is logged under the same id.
+         */
+        public static Response failure(int status, String clientMessage, Throwable error) {
+            String id = java.util.UUID.randomUUID().toString().substring(0, 13);
+            log.error("HTTP {} [correlation id {}]: {}", status, id, clientMessage, error);
+            return json(status, java.util.Map.of("error", clientMessage, "status", status, "correlation_id", id));
+        }
     }
 
     /** Handles one request; exceptions become a JSON 500. */
@@ -71,8 +81,8 @@ public final class HttpEndpoint implements AutoCloseable {
             try {
                 response = route.handle(exchange);
             } catch (Exception e) {
-                log.warn("HTTP {} {} failed: {}", exchange.getRequestMethod(), exchange.getRequestURI(), e.toString());
-                response = Response.error(500, e.getMessage() == null ? e.toString() : e.getMessage());
+                response = Response.failure(500, "internal error while serving " + exchange.getRequestMethod() + " "
+                        + exchange.getRequestURI().getPath(), e);
             }
             send(exchange, response);
         });

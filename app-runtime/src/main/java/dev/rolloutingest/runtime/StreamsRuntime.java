@@ -1,11 +1,19 @@
 package dev.rolloutingest.runtime;
 
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.kafka.KafkaStreamsMetrics;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
@@ -23,12 +31,37 @@ public final class StreamsRuntime implements AutoCloseable {
     private final String name;
     private final KafkaStreams streams;
     private final KafkaStreamsMetrics metrics;
+    private final Counter replacementCounter;
+    private final int maxReplacements;
+    private final long replacementWindowMs;
+    private final Deque<Long> replacements = new ArrayDeque<>();
+    private volatile String lastThreadError;
 
     public StreamsRuntime(String name, Topology topology, Properties props, MeterRegistry registry) {
+        this(name, topology, props, registry, 0, 1);
+    }
+
+    /**
+     * @param maxReplacements /health turns unhealthy when more stream threads than this failed within
+     *     {@code replacementWindowMs} (0 = never): a thread that keeps failing on the same work is stuck,
+     *     however RUNNING the state looks
+     */
+    public StreamsRuntime(String name, Topology topology, Properties props, MeterRegistry registry, int maxReplacements,
+            long replacementWindowMs) {
         this.name = name;
+        this.maxReplacements = maxReplacements;
+        this.replacementWindowMs = replacementWindowMs;
+        this.replacementCounter = Counter.builder("rollout.streams.thread.replacements")
+                .description("Stream threads that failed and were replaced (their uncommitted work is redone)")
+                .register(registry);
         this.streams = new KafkaStreams(topology, props);
         this.streams.setUncaughtExceptionHandler(error -> {
             log.error("{}: stream thread failed, replacing it (uncommitted work is redone): {}", name, error.toString(), error);
+            replacementCounter.increment();
+            lastThreadError = rootMessage(error);
+            synchronized (replacements) {
+                replacements.addLast(System.currentTimeMillis());
+            }
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
         this.streams.setStateListener((now, before) -> log.info("{}: {} -> {}", name, before, now));
@@ -50,9 +83,52 @@ public final class StreamsRuntime implements AutoCloseable {
     }
 
     public boolean healthy() {
+        return problems().isEmpty();
+    }
+
+    /** Why this app is unhealthy; empty when it is fine. */
+    public List<String> problems() {
+        List<String> problems = new ArrayList<>();
         KafkaStreams.State state = streams.state();
-        return state == KafkaStreams.State.RUNNING || state == KafkaStreams.State.REBALANCING
-                || state == KafkaStreams.State.CREATED;
+        if (!(state == KafkaStreams.State.RUNNING || state == KafkaStreams.State.REBALANCING
+                || state == KafkaStreams.State.CREATED)) {
+            problems.add("Kafka Streams is " + state);
+        }
+        int recent = recentReplacements(System.currentTimeMillis());
+        if (maxReplacements > 0 && recent > maxReplacements) {
+            problems.add(recent + " stream threads failed and were replaced in the last " + replacementWindowMs / 1000
+                    + " s (limit " + maxReplacements + "); last error: " + lastThreadError);
+        }
+        return problems;
+    }
+
+    private int recentReplacements(long now) {
+        synchronized (replacements) {
+            while (!replacements.isEmpty() && replacements.peekFirst() < now - replacementWindowMs) {
+                replacements.pollFirst();
+            }
+            return replacements.size();
+        }
+    }
+
+    private static String rootMessage(Throwable error) {
+        Throwable root = error;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root == error ? String.valueOf(error.getMessage()) : error.getMessage() + " (cause: " + root.getMessage() + ")";
+    }
+
+    /** Input partitions assigned to this instance's active tasks. */
+    public Set<TopicPartition> assignedPartitions() {
+        Set<TopicPartition> assigned = new HashSet<>();
+        try {
+            streams.metadataForLocalThreads().forEach(thread -> thread.activeTasks()
+                    .forEach(task -> assigned.addAll(task.topicPartitions())));
+        } catch (RuntimeException e) {
+            // not running: nothing is assigned
+        }
+        return assigned;
     }
 
     /** Waits until RUNNING; fails when the app errors or the time is up. */
@@ -77,12 +153,25 @@ public final class StreamsRuntime implements AutoCloseable {
     }
 
     public void mountHealth(HttpEndpoint http, java.util.function.Supplier<Map<String, Object>> details) {
+        mountHealth(http, details, List::of);
+    }
+
+    /**
+     * /health: 200 when RUNNING (or getting there) and nothing is stuck, else 503 with the problems named.
+     *
+     * @param appProblems the app's own checks (e.g. partitions that cannot seal)
+     */
+    public void mountHealth(HttpEndpoint http, java.util.function.Supplier<Map<String, Object>> details,
+            java.util.function.Supplier<List<String>> appProblems) {
         http.route("/health", exchange -> {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("app", name);
             body.put("state", streams.state().toString());
             body.putAll(details.get());
-            return HttpEndpoint.Response.json(healthy() ? 200 : 503, body);
+            List<String> problems = new ArrayList<>(problems());
+            problems.addAll(appProblems.get());
+            body.put("problems", problems);
+            return HttpEndpoint.Response.json(problems.isEmpty() ? 200 : 503, body);
         });
     }
 

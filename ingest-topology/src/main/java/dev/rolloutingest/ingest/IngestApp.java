@@ -9,6 +9,8 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.Map;
+import java.util.stream.Collectors;
+import org.apache.kafka.common.TopicPartition;
 
 /** ingest-topology as a running process: table, topology, Streams, /metrics and /health. */
 public final class IngestApp implements AutoCloseable {
@@ -22,13 +24,22 @@ public final class IngestApp implements AutoCloseable {
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
         this.registry = Observability.prometheus("rollout-ingest");
         this.table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, registry);
+        String unwritable = config.faultUnwritableRecordIdPrefix();
+        if (!unwritable.isEmpty()) {
+            table.injectWriteFault(UnwritableRows.withRecordIdPrefix(unwritable));
+        }
         this.budget = new InflightBudget(config.maxInflightBlobBytes());
         IngestMetrics metrics = new IngestMetrics(registry, budget);
-        this.runtime = new StreamsRuntime("rollout-ingest", IngestTopology.build(config, table, metrics, budget),
-                config.streamsProperties(), registry);
+        IngestHealth health = new IngestHealth();
+        this.runtime = new StreamsRuntime("rollout-ingest", IngestTopology.build(config, table, metrics, budget, health),
+                config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
+                config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
         Observability.mountMetrics(http, registry);
-        runtime.mountHealth(http, () -> Map.of("table", table.location().uri(), "inflight_bytes", budget.total()));
+        runtime.mountHealth(http, () -> Map.of("table", table.location().uri(), "inflight_bytes", budget.total()),
+                () -> health.stuck(runtime.assignedPartitions().stream()
+                        .filter(tp -> tp.topic().equals(config.inputTopic())).map(TopicPartition::partition)
+                        .collect(Collectors.toSet()), System.currentTimeMillis(), config.healthStuckAfterMs()));
     }
 
     public IngestApp start() {

@@ -37,7 +37,10 @@ public final class IngestConfig {
     public static final String MAX_INFLIGHT_BLOB_BYTES = "rollout.max.inflight.blob.bytes";
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
+    public static final String REGISTRY_WAIT_MS = "rollout.registry.wait.ms";
+    public static final String HEALTH_STUCK_AFTER_MS = "rollout.health.stuck.after.ms";
     public static final String FAULT_HALT_AFTER_WRITES = "rollout.fault.halt.after.writes";
+    public static final String FAULT_UNWRITABLE_RECORD_ID_PREFIX = "rollout.fault.unwritable.record.id.prefix";
 
     public static final ConfigDef DEFINITION = CommonKeys.define("rollout-ingest", "data/ingest-state", 8090,
             "/metrics, /health")
@@ -64,11 +67,24 @@ public final class IngestConfig {
             .define(LARGE_BLOB_LOG_BYTES, LONG, 16L << 20, ConfigDef.Range.atLeast(0), MEDIUM,
                     "ROLLOUT_LARGE_BLOB_LOG_BYTES: a payload of at least this size logs a warn with experiment and"
                             + " record_id (inclusive; 0 disables)")
-            .define(MAX_PAYLOAD_BYTES, LONG, 64L << 20, ConfigDef.Range.atLeast(1), MEDIUM,
-                    "Hard limit of one record's serialized value; larger records go to the DLQ")
-            .define(FAULT_HALT_AFTER_WRITES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+            .define(MAX_PAYLOAD_BYTES, LONG, 1_000_000L, ConfigDef.Range.atLeast(1), MEDIUM,
+                    "Hard limit of one record's serialized value; larger records go to the DLQ (reason"
+                            + " payload-too-large). Keep it below the broker's message.max.bytes and the topic's"
+                            + " max.message.bytes (1048588 by default) or the broker refuses such records before this"
+                            + " check can see them; raise all three together for larger payloads")
+            .define(REGISTRY_WAIT_MS, LONG, 60_000L, ConfigDef.Range.between(0, 240_000), LOW,
+                    "How long a record waits for a schema registry that cannot answer (down, 401/403, 429) before the"
+                            + " stream thread is replaced; such records are retried, never dead-lettered. Keep it under"
+                            + " the consumer's max.poll.interval.ms")
+            .define(HEALTH_STUCK_AFTER_MS, LONG, 0L, ConfigDef.Range.atLeast(0), LOW,
+                    "/health answers 503 when a partition has held unsealed records longer than this (0 = three times "
+                            + SEAL_MAX_AGE_MS + ")")
+            .defineInternal(FAULT_HALT_AFTER_WRITES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth generation write, before the"
-                            + " generation is announced or its offsets committed (0 = never)");
+                            + " generation is announced or its offsets committed (0 = never)")
+            .defineInternal(FAULT_UNWRITABLE_RECORD_ID_PREFIX, STRING, "", null, LOW,
+                    "Fault injection for tests: every generation write holding a record_id with this prefix fails as"
+                            + " if the table refused the row (empty = never)");
 
     private final AbstractConfig parsed;
     private final Map<String, Object> raw;
@@ -144,6 +160,28 @@ public final class IngestConfig {
 
     public int faultHaltAfterWrites() {
         return parsed.getInt(FAULT_HALT_AFTER_WRITES);
+    }
+
+    public String faultUnwritableRecordIdPrefix() {
+        return parsed.getString(FAULT_UNWRITABLE_RECORD_ID_PREFIX);
+    }
+
+    public long registryWaitMs() {
+        return parsed.getLong(REGISTRY_WAIT_MS);
+    }
+
+    /** The age of unsealed records past which /health reports a partition as stuck. */
+    public long healthStuckAfterMs() {
+        long configured = parsed.getLong(HEALTH_STUCK_AFTER_MS);
+        return configured > 0 ? configured : Math.multiplyExact(3, sealMaxAgeMs());
+    }
+
+    public int healthMaxThreadReplacements() {
+        return parsed.getInt(HEALTH_MAX_THREAD_REPLACEMENTS);
+    }
+
+    public long healthThreadReplacementWindowMs() {
+        return parsed.getLong(HEALTH_THREAD_REPLACEMENT_WINDOW_MS);
     }
 
     public String httpHost() {

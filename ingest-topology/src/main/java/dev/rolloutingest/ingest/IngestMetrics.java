@@ -16,6 +16,8 @@ public final class IngestMetrics {
     private final Counter largeBlobs;
     private final Counter adopted;
     private final Counter pressureSeals;
+    private final Counter droppedFieldRecords;
+    private final java.util.Set<Integer> schemasWithDroppedFields = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     public IngestMetrics(MeterRegistry registry, InflightBudget budget) {
         this.registry = registry;
@@ -34,6 +36,9 @@ public final class IngestMetrics {
                 .description("Generations written before a restart and announced after it").register(registry);
         this.pressureSeals = Counter.builder("rollout.ingest.inflight.pressure")
                 .description("Times the in-flight byte budget forced early seals").register(registry);
+        this.droppedFieldRecords = Counter.builder("rollout.ingest.dropped.fields.records")
+                .description("Records whose writer schema has fields the table lacks (values dropped by schema resolution)")
+                .register(registry);
         Gauge.builder("rollout.ingest.inflight.bytes", budget, InflightBudget::total).baseUnit("bytes")
                 .description("Bytes buffered for sealing across partitions").register(registry);
     }
@@ -63,6 +68,28 @@ public final class IngestMetrics {
 
     void pressure() {
         pressureSeals.increment();
+    }
+
+    /** A seal attempt failed; cause: storage (the write failed as a whole) | data (rows the table refuses). */
+    void sealFailure(String cause) {
+        registry.counter("rollout.ingest.seal.failures", "cause", cause).increment();
+    }
+
+    /** A record waited for a schema registry that could not answer (reason: registry-unavailable | registry-error). */
+    void registryWait(String reason) {
+        registry.counter("rollout.ingest.registry.waits", "reason", reason).increment();
+    }
+
+    /**
+     * A record was written with a schema holding fields the table's schema lacks: the values are dropped by
+     * Avro resolution. Counted per record, logged once per schema id, so a dropped field is never silent.
+     */
+    void droppedFields(int schemaId, java.util.List<String> fields) {
+        droppedFieldRecords.increment();
+        if (schemasWithDroppedFields.add(schemaId)) {
+            org.slf4j.LoggerFactory.getLogger(IngestMetrics.class).warn("Records written with schema id {} carry fields"
+                    + " the table does not have; their values are dropped: {}", schemaId, fields);
+        }
     }
 
     void dlq(String reason) {

@@ -5,6 +5,7 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.table.RolloutTable;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Function;
@@ -39,22 +40,35 @@ public final class IngestTopology {
     private IngestTopology() {}
 
     /** The production wiring: registry-backed serdes, a real consumer for re-reading after restarts. */
-    public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget) {
-        ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class);
+    public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
+            IngestHealth health) {
+        ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class)
+                .onUnknownFields(metrics::droppedFields);
         rollouts.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
         events.configure(config.serdeConfig(), false);
-        return build(config, table, metrics, budget, rollouts, events, tp -> recoveryReader(config));
+        return build(config, table, metrics, budget, rollouts, events, tp -> recoveryReader(config), health,
+                IngestFaults.haltAfterWrites(config.faultHaltAfterWrites()));
     }
 
+    /** For tests: any serdes and re-reader, no fault injection. */
     public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
             Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
+        return build(config, table, metrics, budget, rollouts, events, recoveryReader, new IngestHealth(), IngestFaults.NONE);
+    }
+
+    static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
+            Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
+            Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader, IngestHealth health, IngestFaults faults) {
+        RecordCheck check = new RecordCheck(config.inputTopic(), rollouts, config.maxPayloadBytes(),
+                Duration.ofMillis(config.registryWaitMs()), metrics);
+        InputRereader rereader = new InputRereader(recoveryReader, metrics, Duration.ofMinutes(2));
         Topology topology = new Topology();
         topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer(), config.inputTopic());
         topology.addProcessor(BATCHER,
-                () -> new PartitionBatcher(config, table, rollouts, metrics, budget, recoveryReader), SOURCE);
+                () -> new PartitionBatcher(config, table, check, metrics, budget, rereader, health, faults), SOURCE);
         // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(PROGRESS_STORE),
                 Serdes.String(), Serdes.Long()).withCachingEnabled(), BATCHER);

@@ -1,25 +1,22 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.schemas.GenerationSealed;
-import dev.rolloutingest.schemas.Rollout;
-import dev.rolloutingest.serde.SerdeException;
-import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import java.util.function.Function;
-import org.apache.kafka.clients.consumer.Consumer;
+import java.util.Set;
+import java.util.TreeSet;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -41,6 +38,10 @@ import org.slf4j.LoggerFactory;
  * the crash starts exactly at {@code sealed} and is adopted (its event emitted) instead of written again.
  * A fenced owner cannot commit its events or progress; its stray writes are generations whose content is
  * a deterministic function of their offsets, so they can never make a read wrong.
+ *
+ * <p>No record can hold a partition up: a record the table cannot represent is dead-lettered when it
+ * arrives; and should a write still fail twice, the rows that make it fail are found (in memory, never
+ * in the table), dead-lettered with the error, and the rest sealed.
  */
 final class PartitionBatcher implements Processor<byte[], byte[], Object, Object> {
     private static final Logger log = LoggerFactory.getLogger(PartitionBatcher.class);
@@ -49,32 +50,37 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     private final IngestConfig config;
     private final RolloutTable table;
-    private final Deserializer<Rollout> deserializer;
+    private final RecordCheck check;
     private final IngestMetrics metrics;
     private final InflightBudget budget;
-    private final Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader;
+    private final InputRereader rereader;
+    private final IngestHealth health;
+    private final IngestFaults faults;
 
     private ProcessorContext<Object, Object> context;
     private KeyValueStore<String, Long> progress;
     private String topic;
     private int partition;
+    private TopicPartition topicPartition;
     private String shard;
     private boolean recovered;
 
     private Long sealedUpTo;
     private long lastOffset = -1;
-    private final List<RolloutRow> rows = new ArrayList<>();
+    private GenerationBatch batch;
     private long batchBytes;
     private long batchStartedAtMs;
 
-    PartitionBatcher(IngestConfig config, RolloutTable table, Deserializer<Rollout> deserializer, IngestMetrics metrics,
-            InflightBudget budget, Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
+    PartitionBatcher(IngestConfig config, RolloutTable table, RecordCheck check, IngestMetrics metrics,
+            InflightBudget budget, InputRereader rereader, IngestHealth health, IngestFaults faults) {
         this.config = config;
         this.table = table;
-        this.deserializer = deserializer;
+        this.check = check;
         this.metrics = metrics;
         this.budget = budget;
-        this.recoveryReader = recoveryReader;
+        this.rereader = rereader;
+        this.health = health;
+        this.faults = faults;
     }
 
     @Override
@@ -83,9 +89,11 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.progress = context.getStateStore(IngestTopology.PROGRESS_STORE);
         this.topic = config.inputTopic();
         this.partition = context.taskId().partition();
+        this.topicPartition = new TopicPartition(topic, partition);
         this.shard = ShardId.of(topic, partition);
         this.sealedUpTo = progress.get(SEALED);
         this.recovered = false;
+        this.batch = table.newBatch();
         context.schedule(Duration.ofMillis(config.sealCheckIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
     }
 
@@ -107,7 +115,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         metrics.recordIn();
         accept(record.key(), record.value(), record.headers(), record.timestamp(), offset, true);
         progress.put(PROCESSED, offset + 1);
-        if (rows.size() >= config.sealMaxRows()) {
+        if (batch.size() >= config.sealMaxRows()) {
             seal("rows");
         } else if (batchBytes >= config.sealMaxBytes()) {
             seal("bytes");
@@ -124,62 +132,44 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     /** Turns one input record into a row, or into a dead letter. {@code live} is false while re-reading. */
     private void accept(byte[] key, byte[] value, Headers headers, long timestamp, long offset, boolean live) {
         if (lastOffset < sealedUpTo) {
-            batchStartedAtMs = System.currentTimeMillis();
+            batchStartedAtMs = health.buffering(partition, System.currentTimeMillis());
         }
         lastOffset = offset;
-        DeadLetter dead = null;
-        Rollout rollout = null;
-        String recordKey = key == null ? null : new String(key, StandardCharsets.UTF_8);
-        if (value == null) {
-            dead = new DeadLetter("null-value", "record has no value (tombstone)");
-        } else if (value.length > config.maxPayloadBytes()) {
-            dead = new DeadLetter("payload-too-large", "value of " + value.length + " bytes exceeds "
-                    + IngestConfig.MAX_PAYLOAD_BYTES + "=" + config.maxPayloadBytes());
-        } else {
+        RecordCheck.Result checked = check.check(key, value);
+        DeadLetter dead = checked.deadLetter();
+        if (dead == null) {
             try {
-                rollout = deserializer.deserialize(topic, value);
-            } catch (SerdeException e) {
-                if (e instanceof SerdeException.RegistryUnavailable) {
-                    throw e; // not the record's fault: the thread is replaced and the record retried
-                }
-                dead = new DeadLetter(e.reason(), e.getMessage());
-            } catch (RuntimeException e) {
-                dead = new DeadLetter("not-avro", e.toString());
-            }
-            if (rollout != null) {
-                if (rollout.getRecordId() == null || rollout.getRecordId().isEmpty()) {
-                    dead = new DeadLetter("missing-record-id", "record_id is empty");
-                } else if (recordKey == null) {
-                    dead = new DeadLetter("missing-key", "record has no key; the key must equal record_id "
-                            + rollout.getRecordId());
-                } else if (!recordKey.equals(rollout.getRecordId())) {
-                    dead = new DeadLetter("key-mismatch", "key '" + recordKey + "' differs from record_id '"
-                            + rollout.getRecordId() + "'");
-                }
+                batch.append(checked.rollout(), partition, offset, Instant.now());
+            } catch (RolloutTableException.Unrepresentable e) {
+                dead = new DeadLetter("unrepresentable", e.reason());
             }
         }
         if (dead != null) {
+            // While re-reading, the dead letter was sent in the transaction that first processed the record.
             if (live) {
-                metrics.dlq(dead.reason());
-                log.warn("Shard {}: {}/{}@{} to the DLQ ({}): {}", shard, topic, partition, offset, dead.reason(), dead.error());
-                context.forward(new Record<Object, Object>(key, value, timestamp,
-                        dead.headers(headers, topic, partition, offset)), IngestTopology.DLQ_SINK);
+                deadLetter(key, value, headers, timestamp, offset, dead);
             }
             return;
         }
-        int payload = rollout.getBinaryPayload() == null ? 0 : rollout.getBinaryPayload().remaining();
+        int payload = checked.rollout().getBinaryPayload() == null ? 0 : checked.rollout().getBinaryPayload().remaining();
         if (live) {
             boolean large = config.largeBlobLogBytes() > 0 && payload >= config.largeBlobLogBytes();
             metrics.blob(payload, large);
             if (large) {
                 log.warn("Large payload: {} bytes (warn at {}) in experiment {} record_id {}", payload,
-                        config.largeBlobLogBytes(), rollout.getExperiment(), rollout.getRecordId());
+                        config.largeBlobLogBytes(), checked.rollout().getExperiment(), checked.rollout().getRecordId());
             }
         }
-        rows.add(new RolloutRow(rollout, partition, offset, Instant.now()));
         long bytes = value.length + (key == null ? 0 : key.length);
         batchBytes += bytes;
         budget.add(partition, bytes);
+    }
+
+    private void deadLetter(byte[] key, byte[] value, Headers headers, long timestamp, long offset, DeadLetter dead) {
+        metrics.dlq(dead.reason());
+        log.warn("Shard {}: {}/{}@{} to the DLQ ({}): {}", shard, topic, partition, offset, dead.reason(), dead.error());
+        context.forward(new Record<Object, Object>(key, value, timestamp, dead.headers(headers, topic, partition, offset)),
+                IngestTopology.DLQ_SINK);
     }
 
     private void tick(long now) {
@@ -204,43 +194,53 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         long first = sealedUpTo;
         long last = lastOffset;
         long started = System.nanoTime();
-        if (rows.isEmpty()) {
+        if (batch.isEmpty()) {
             metrics.seal(trigger, "empty", Duration.ofNanos(System.nanoTime() - started));
         } else {
-            SealedGeneration sealed;
+            List<SealedGeneration.DeadLettered> refused = new ArrayList<>();
+            Optional<SealedGeneration> sealed;
             try {
-                sealed = writeWithRetries(first, last);
+                sealed = writeWithRetries(first, last, refused);
             } catch (RuntimeException e) {
                 metrics.seal(trigger, "failure", Duration.ofNanos(System.nanoTime() - started));
                 throw e;
             }
-            haltIfFaultInjected();
-            announce(sealed);
-            metrics.seal(trigger, "success", Duration.ofNanos(System.nanoTime() - started));
-            log.info("Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms", shard, topic,
-                    partition, sealed.generation(), first, last, sealed.rows(), sealed.bytes(), trigger,
-                    (System.nanoTime() - started) / 1_000_000);
+            deadLetterRefused(refused);
+            if (sealed.isPresent()) {
+                faults.afterGenerationWrite();
+                announce(sealed.get());
+                metrics.seal(trigger, "success", Duration.ofNanos(System.nanoTime() - started));
+                log.info("Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms", shard, topic,
+                        partition, sealed.get().generation(), first, last, sealed.get().rows(), sealed.get().bytes(),
+                        trigger, (System.nanoTime() - started) / 1_000_000);
+            } else {
+                metrics.seal(trigger, "empty", Duration.ofNanos(System.nanoTime() - started));
+            }
         }
         advanceTo(last + 1);
     }
 
-    private static final java.util.concurrent.atomic.AtomicInteger WRITES = new java.util.concurrent.atomic.AtomicInteger();
-
-    /** The crash the exactly-once tests need most: the generation is durable, its event and offsets are not. */
-    private void haltIfFaultInjected() {
-        int haltAfter = config.faultHaltAfterWrites();
-        if (haltAfter > 0 && WRITES.incrementAndGet() == haltAfter) {
-            log.warn("Fault injection ({}={}): halting after a generation write", IngestConfig.FAULT_HALT_AFTER_WRITES, haltAfter);
-            Runtime.getRuntime().halt(137);
-        }
-    }
-
-    private SealedGeneration writeWithRetries(long first, long last) {
+    /**
+     * Writes the batch as a generation, retrying with backoff. From the second failure on, the batch is
+     * written to memory to tell the data's fault from the store's: rows that fail on their own are taken
+     * out (into {@code refused}) and the rest is written at once. Empty when every row was refused.
+     */
+    private Optional<SealedGeneration> writeWithRetries(long first, long last, List<SealedGeneration.DeadLettered> refused) {
         long backoff = 200;
         for (int attempt = 1; ; attempt++) {
+            if (batch.isEmpty()) {
+                return Optional.empty();
+            }
             try {
-                return table.writeGeneration(topic, partition, first, last, rows, batchBytes);
+                return Optional.of(table.writeGeneration(topic, partition, first, last, batch, batchBytes, refused));
             } catch (RuntimeException e) {
+                if (attempt >= 2 && takeOutUnwritableRows(last + 1, refused)) {
+                    attempt = 0;
+                    backoff = 200;
+                    continue;
+                }
+                metrics.sealFailure("storage");
+                health.sealFailed(partition, e.getMessage(), System.currentTimeMillis());
                 if (attempt >= config.sealWriteAttempts()) {
                     throw new IllegalStateException("Table " + table.location() + " shard " + shard + ": writing generation "
                             + (last + 1) + " failed " + attempt + " times: " + e.getMessage(), e);
@@ -249,6 +249,46 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                         table.location(), shard, last + 1, attempt, config.sealWriteAttempts(), backoff, e.getMessage());
                 sleep(backoff);
                 backoff = Math.min(backoff * 2, 10_000);
+            }
+        }
+    }
+
+    /** True when rows of the batch fail a write on their own; they leave the batch for {@code refused}. */
+    private boolean takeOutUnwritableRows(long generation, List<SealedGeneration.DeadLettered> refused) {
+        Map<Long, String> unwritable = table.findUnwritableRows(batch);
+        if (unwritable.isEmpty()) {
+            return false;
+        }
+        metrics.sealFailure("data");
+        unwritable.forEach((offset, error) -> {
+            log.warn("Shard {} generation {}: the record at {}/{}@{} cannot be written and goes to the DLQ: {}", shard,
+                    generation, topic, partition, offset, error);
+            refused.add(new SealedGeneration.DeadLettered(offset, "unwritable", error));
+        });
+        GenerationBatch rest = batch.without(unwritable.keySet());
+        batch.close();
+        batch = rest;
+        return true;
+    }
+
+    /** Sends the refused records' original bytes, fetched from the input topic, to the DLQ. */
+    private void deadLetterRefused(List<SealedGeneration.DeadLettered> refused) {
+        if (refused.isEmpty()) {
+            return;
+        }
+        Set<Long> offsets = new TreeSet<>();
+        refused.forEach(r -> offsets.add(r.offset()));
+        Map<Long, ConsumerRecord<byte[], byte[]>> originals = new java.util.HashMap<>();
+        rereader.fetch(topicPartition, offsets).forEach(r -> originals.put(r.offset(), r));
+        for (SealedGeneration.DeadLettered r : refused) {
+            ConsumerRecord<byte[], byte[]> original = originals.get(r.offset());
+            DeadLetter dead = new DeadLetter(r.reason(), r.error());
+            if (original == null) {
+                // Gone from the topic: the dead letter still names the record, so nothing vanishes without a trace.
+                deadLetter(null, null, null, System.currentTimeMillis(), r.offset(), dead);
+            } else {
+                long timestamp = original.timestamp() >= 0 ? original.timestamp() : System.currentTimeMillis();
+                deadLetter(original.key(), original.value(), original.headers(), timestamp, r.offset(), dead);
             }
         }
     }
@@ -268,9 +308,11 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private void advanceTo(long next) {
         sealedUpTo = next;
         progress.put(SEALED, next);
-        rows.clear();
+        batch.close();
+        batch = table.newBatch();
         batchBytes = 0;
         budget.release(partition);
+        health.sealed(partition);
         if (lastOffset < next - 1) {
             lastOffset = next - 1;
         }
@@ -293,6 +335,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             SealedGeneration sealed = orphan.get();
             log.info("Shard {} ({}/{}): adopting generation {} [{}..{}] written before a restart", shard, topic, partition,
                     sealed.generation(), sealed.firstOffset(), sealed.lastOffset());
+            deadLetterRefused(sealed.deadLettered());
             announce(sealed);
             metrics.adopted();
             lastOffset = Math.max(lastOffset, sealed.lastOffset());
@@ -303,45 +346,16 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             return;
         }
         long started = System.nanoTime();
-        TopicPartition tp = new TopicPartition(topic, partition);
-        int reread = 0;
-        try (Consumer<byte[], byte[]> reader = recoveryReader.apply(tp)) {
-            reader.assign(List.of(tp));
-            reader.seek(tp, sealedUpTo);
-            long deadline = System.currentTimeMillis() + 120_000;
-            while (reader.position(tp) < processed) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException("Shard " + shard + ": re-reading offsets [" + sealedUpTo + ", "
-                            + processed + ") of " + tp + " did not finish in 120 s");
-                }
-                org.apache.kafka.clients.consumer.ConsumerRecords<byte[], byte[]> polled;
-                try {
-                    polled = reader.poll(Duration.ofMillis(500));
-                } catch (OffsetOutOfRangeException e) {
-                    // Retention removed records that were processed but never sealed: they cannot be recovered.
-                    // Loud (error log + counter), then on from the oldest record the topic still has.
-                    long earliest = reader.beginningOffsets(List.of(tp)).get(tp);
-                    long lost = Math.min(earliest, processed) - reader.position(tp);
-                    metrics.expired(lost);
-                    log.error("Shard {} ({}): records [{}, {}) expired from the topic before they were sealed and are"
-                            + " LOST; raise the topic's retention above the seal age", shard, tp, reader.position(tp),
-                            Math.min(earliest, processed));
-                    reader.seek(tp, Math.min(earliest, processed));
-                    continue;
-                }
-                for (ConsumerRecord<byte[], byte[]> record : polled) {
-                    if (record.offset() >= processed || record.offset() <= lastOffset) {
-                        continue;
-                    }
-                    accept(record.key(), record.value(), record.headers(), record.timestamp(), record.offset(), false);
-                    reread++;
-                }
+        long from = sealedUpTo;
+        int reread = rereader.reread(topicPartition, from, processed, record -> {
+            if (record.offset() > lastOffset) {
+                accept(record.key(), record.value(), record.headers(), record.timestamp(), record.offset(), false);
             }
-        }
+        });
         // Offsets between the last record and `processed` (transaction markers) belong to the batch too.
         lastOffset = Math.max(lastOffset, processed - 1);
         log.info("Shard {} ({}/{}): re-read {} unsealed records [{}..{}) from the input topic in {} ms", shard, topic,
-                partition, reread, sealedUpTo, processed, (System.nanoTime() - started) / 1_000_000);
+                partition, reread, from, processed, (System.nanoTime() - started) / 1_000_000);
     }
 
     private static void sleep(long ms) {
@@ -356,5 +370,9 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     @Override
     public void close() {
         budget.release(partition);
+        health.closed(partition);
+        if (batch != null) {
+            batch.close();
+        }
     }
 }

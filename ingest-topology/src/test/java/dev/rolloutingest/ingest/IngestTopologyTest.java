@@ -1,6 +1,7 @@
 package dev.rolloutingest.ingest;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.Rollout;
@@ -18,6 +19,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
+import dev.rolloutingest.table.SealedGeneration;
+import java.time.Instant;
+import java.util.function.Function;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -42,6 +50,28 @@ class IngestTopologyTest {
     private InflightBudget budget;
 
     private void start(Map<String, Object> overrides) {
+        start(overrides, tp -> {
+            throw new AssertionError("no recovery expected in a fresh driver");
+        });
+    }
+
+    /** Partition 0 of the input as a consumer sees it: what the test piped, for the re-reader. */
+    private final List<ConsumerRecord<byte[], byte[]>> piped = new java.util.ArrayList<>();
+
+    private Consumer<byte[], byte[]> pipedRecords(TopicPartition tp) {
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("none");
+        consumer.updateBeginningOffsets(Map.of(tp, 0L));
+        consumer.updateEndOffsets(Map.of(tp, (long) piped.size()));
+        consumer.schedulePollTask(() -> piped.forEach(consumer::addRecord));
+        return consumer;
+    }
+
+    private void pipe(byte[] key, byte[] value) {
+        piped.add(new ConsumerRecord<>("rollouts", 0, piped.size(), key, value));
+        input.pipeInput(key, value);
+    }
+
+    private void start(Map<String, Object> overrides, Function<TopicPartition, Consumer<byte[], byte[]>> reader) {
         Map<String, Object> values = new HashMap<>(Map.of(
                 "bootstrap.servers", "unused:9092",
                 "schema.registry.url", "http://unused:8081",
@@ -52,9 +82,7 @@ class IngestTopologyTest {
         table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, meters);
         budget = new InflightBudget(config.maxInflightBlobBytes());
         var topology = IngestTopology.build(config, table, new IngestMetrics(meters, budget), budget,
-                FixedSchemaSerde.rollouts(), FixedSchemaSerde.sealedEvents(), tp -> {
-                    throw new AssertionError("no recovery expected in a fresh driver");
-                });
+                FixedSchemaSerde.rollouts(), FixedSchemaSerde.sealedEvents(), reader);
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props);
@@ -199,7 +227,7 @@ class IngestTopologyTest {
     void theInflightBudgetSealsEarlyAndHoldsItsCap() {
         long limit = 3L << 20;
         start(Map.of("rollout.max.inflight.blob.bytes", limit, "rollout.seal.max.rows", 1_000,
-                "rollout.seal.max.bytes", 1L << 30));
+                "rollout.seal.max.bytes", 1L << 30, "rollout.max.payload.bytes", 2L << 20));
         RolloutGenerator big = new RolloutGenerator("exp", 1 << 20, 3);
         long maxSeen = 0;
         for (int i = 0; i < 12; i++) {
@@ -211,6 +239,77 @@ class IngestTopologyTest {
         assertThat(counter("rollout.ingest.seals", "trigger", "pressure", "result", "success")).isGreaterThanOrEqualTo(3);
         assertThat(events.readValuesToList()).extracting(GenerationSealed::getRows)
                 .allSatisfy(rows -> assertThat(rows).isLessThanOrEqualTo(4L));
+    }
+
+    @Test
+    void aRecordTheTableRefusesAtSealTimeIsDeadLetteredWithItsBytesAndTheRestSeals() throws Exception {
+        start(Map.of("rollout.seal.max.rows", 10, "rollout.seal.write.attempts", 3), this::pipedRecords);
+        Rollout poison = generator.rollout(4, 0);
+        table.injectWriteFault(UnwritableRows.withRecordIdPrefix(poison.getRecordId()));
+        for (int i = 0; i < 10; i++) {
+            Rollout rollout = generator.rollout(i, 0);
+            pipe(rollout.getRecordId().getBytes(StandardCharsets.UTF_8), FixedSchemaSerde.rollout(rollout));
+        }
+        List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+        assertThat(dead).hasSize(1);
+        assertThat(header(dead.get(0), "rollout.dlq.reason")).isEqualTo("unwritable");
+        assertThat(header(dead.get(0), "rollout.dlq.error")).contains("injected fault");
+        assertThat(header(dead.get(0), "rollout.dlq.source.offset")).isEqualTo("4");
+        assertThat(dead.get(0).value()).as("the producer's exact bytes").isEqualTo(FixedSchemaSerde.rollout(poison));
+        GenerationSealed first = events.readValue();
+        assertThat(first.getFirstOffset()).isZero();
+        assertThat(first.getLastOffset()).isEqualTo(9);
+        assertThat(first.getRows()).isEqualTo(9);
+        assertThat(table.pendingGenerations(ShardId.of("rollouts", 0)).get(0).deadLettered())
+                .extracting(SealedGeneration.DeadLettered::offset).containsExactly(4L);
+        assertThat(table.get(poison.getRecordId())).isEmpty();
+        assertThat(counter("rollout.ingest.seal.failures", "cause", "data")).isEqualTo(1);
+        assertThat(counter("rollout.ingest.dlq.records", "reason", "unwritable")).isEqualTo(1);
+        // The partition keeps sealing.
+        for (int i = 10; i < 20; i++) {
+            Rollout rollout = generator.rollout(i, 0);
+            pipe(rollout.getRecordId().getBytes(StandardCharsets.UTF_8), FixedSchemaSerde.rollout(rollout));
+        }
+        assertThat(events.readValue().getRows()).isEqualTo(10);
+        assertThat(table.countRows()).isEqualTo(19);
+    }
+
+    @Test
+    void aStoreThatFailsEveryWriteIsRetriedAndNeverBlamesTheRecords() {
+        start(Map.of("rollout.seal.max.rows", 5, "rollout.seal.write.attempts", 2), this::pipedRecords);
+        table.injectWriteFault(null);
+        // Writes fail only at the table's location: the probe writes to memory and succeeds, so the data is fine.
+        Path blocked = Path.of(table.location().uri()).resolve("_mem_wal");
+        try {
+            java.nio.file.Files.createDirectories(blocked.getParent());
+            java.nio.file.Files.writeString(blocked, "not a folder");
+            for (int i = 0; i < 4; i++) {
+                Rollout rollout = generator.rollout(i, 0);
+                pipe(rollout.getRecordId().getBytes(StandardCharsets.UTF_8), FixedSchemaSerde.rollout(rollout));
+            }
+            Rollout fifth = generator.rollout(4, 0);
+            assertThatThrownBy(() -> pipe(fifth.getRecordId().getBytes(StandardCharsets.UTF_8),
+                    FixedSchemaSerde.rollout(fifth))).hasStackTraceContaining("failed 2 times");
+        } catch (java.io.IOException e) {
+            throw new AssertionError(e);
+        }
+        assertThat(dlq.isEmpty()).isTrue();
+        assertThat(counter("rollout.ingest.seal.failures", "cause", "storage")).isEqualTo(2);
+        assertThat(counter("rollout.ingest.seal.failures", "cause", "data")).isZero();
+    }
+
+    @Test
+    void producerHeadersThatSpoofOurDeadLetterHeadersAreKeptUnderAnotherName() {
+        start(Map.of("rollout.seal.max.rows", 100));
+        var headers = new org.apache.kafka.common.header.internals.RecordHeaders();
+        headers.add("rollout.dlq.reason", "all-good".getBytes());
+        headers.add("trace", "t1".getBytes());
+        input.pipeInput(new TestRecord<>("x".getBytes(), "not avro".getBytes(), headers, Instant.now()));
+        TestRecord<byte[], byte[]> dead = dlq.readRecord();
+        assertThat(dead.headers().headers("rollout.dlq.reason")).extracting(h -> new String(h.value()))
+                .containsExactly("bad-magic-byte");
+        assertThat(header(dead, "producer.rollout.dlq.reason")).isEqualTo("all-good");
+        assertThat(header(dead, "trace")).isEqualTo("t1");
     }
 
     private static String header(TestRecord<byte[], byte[]> record, String name) {

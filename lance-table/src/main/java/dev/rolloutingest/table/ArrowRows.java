@@ -33,7 +33,8 @@ public final class ArrowRows {
         try {
             root.allocateNew();
             for (int i = 0; i < rows.size(); i++) {
-                write(root, i, rows.get(i));
+                RolloutRow row = rows.get(i);
+                write(root, i, row.rollout(), row.sourcePartition(), row.sourceOffset(), row.ingestedAt());
             }
             root.setRowCount(rows.size());
             return root;
@@ -43,15 +44,36 @@ public final class ArrowRows {
         }
     }
 
-    private static void write(VectorSchemaRoot root, int i, RolloutRow row) {
-        Rollout r = row.rollout();
+    /**
+     * Why the table cannot hold this rollout, or null when it can. Every conversion {@link #write} does
+     * that can fail on a value is checked here, so a row refused here never reaches a seal.
+     */
+    public static String unrepresentable(Rollout rollout) {
+        if (rollout.getCreatedAt() == null) {
+            return "created_at is missing";
+        }
+        try {
+            micros(rollout.getCreatedAt());
+        } catch (ArithmeticException e) {
+            return "created_at " + rollout.getCreatedAt() + " is outside the microsecond range of the table";
+        }
+        return null;
+    }
+
+    /**
+     * Writes one row at index {@code i}. Fallible conversions happen before the first vector is touched, so
+     * a refused row leaves the index free for the next one (Arrow setters overwrite an index in place).
+     */
+    static void write(VectorSchemaRoot root, int i, Rollout r, int sourcePartition, long sourceOffset, Instant ingestedAt) {
+        long createdAt = micros(r.getCreatedAt());
+        long ingested = micros(ingestedAt);
         utf8(root, RECORD_ID, i, r.getRecordId());
         utf8(root, EXPERIMENT, i, r.getExperiment());
         utf8(root, ROLLOUT_ID, i, r.getRolloutId());
         utf8(root, PROBLEM_ID, i, r.getProblemId());
         ((IntVector) root.getVector(SEQUENCE_ORDER)).setSafe(i, r.getSequenceOrder());
         utf8(root, ROLE, i, r.getRole());
-        ((TimeStampMicroTZVector) root.getVector(CREATED_AT)).setSafe(i, micros(r.getCreatedAt()));
+        ((TimeStampMicroTZVector) root.getVector(CREATED_AT)).setSafe(i, createdAt);
         utf8(root, CONTENT, i, r.getContent());
         intList((ListVector) root.getVector(INPUT_TOKENS), i, r.getInputTokens());
         intList((ListVector) root.getVector(OUTPUT_TOKENS), i, r.getOutputTokens());
@@ -71,13 +93,11 @@ public final class ArrowRows {
             payload.setNull(i);
         } else {
             ByteBuffer buffer = r.getBinaryPayload().duplicate();
-            byte[] bytes = new byte[buffer.remaining()];
-            buffer.get(bytes);
-            payload.setSafe(i, bytes);
+            payload.setSafe(i, buffer, buffer.position(), buffer.remaining());
         }
-        ((IntVector) root.getVector(SOURCE_PARTITION)).setSafe(i, row.sourcePartition());
-        ((BigIntVector) root.getVector(SOURCE_OFFSET)).setSafe(i, row.sourceOffset());
-        ((TimeStampMicroTZVector) root.getVector(INGESTED_AT)).setSafe(i, micros(row.ingestedAt()));
+        ((IntVector) root.getVector(SOURCE_PARTITION)).setSafe(i, sourcePartition);
+        ((BigIntVector) root.getVector(SOURCE_OFFSET)).setSafe(i, sourceOffset);
+        ((TimeStampMicroTZVector) root.getVector(INGESTED_AT)).setSafe(i, ingested);
     }
 
     private static void utf8(VectorSchemaRoot root, String column, int i, String value) {
@@ -135,8 +155,17 @@ public final class ArrowRows {
         list.endValue(i, k);
     }
 
+    /**
+     * Exact for every instant a timestamp-micros long can hold, Long.MIN_VALUE included: below zero the
+     * seconds are taken one higher first, so the intermediate product cannot overflow before the sum fits.
+     */
     static long micros(Instant instant) {
-        return Math.addExact(Math.multiplyExact(instant.getEpochSecond(), 1_000_000L), instant.getNano() / 1_000);
+        long seconds = instant.getEpochSecond();
+        long micros = instant.getNano() / 1_000;
+        if (seconds < 0 && micros > 0) {
+            return Math.addExact(Math.multiplyExact(seconds + 1, 1_000_000L), micros - 1_000_000L);
+        }
+        return Math.addExact(Math.multiplyExact(seconds, 1_000_000L), micros);
     }
 
     static Instant instant(long micros) {

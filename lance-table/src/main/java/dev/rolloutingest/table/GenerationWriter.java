@@ -4,11 +4,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import org.apache.arrow.vector.VectorSchemaRoot;
 import org.lance.Dataset;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,61 +31,90 @@ final class GenerationWriter {
                 .description("Time to write one generation dataset and its seal").register(meters);
     }
 
-    /**
-     * Keeps the row with the highest source offset per record_id. lance-core 7.0.0 returns a stale row
-     * on full scans when one generation holds a key twice, so every batch passes through here.
-     */
-    static List<RolloutRow> deduplicate(List<RolloutRow> rows) {
-        Map<String, RolloutRow> newest = new LinkedHashMap<>();
-        for (RolloutRow row : rows) {
-            newest.merge(row.recordId(), row, (a, b) -> b.sourceOffset() >= a.sourceOffset() ? b : a);
-        }
-        List<RolloutRow> unique = new ArrayList<>(newest.values());
-        unique.sort(Comparator.comparingLong(RolloutRow::sourceOffset));
-        return unique;
-    }
-
-    SealedGeneration write(String topic, int partition, long firstOffset, long lastOffset, List<RolloutRow> rows,
-            long bytes) {
-        if (rows.isEmpty()) {
+    SealedGeneration write(String topic, int partition, long firstOffset, long lastOffset, GenerationBatch batch,
+            long bytes, List<SealedGeneration.DeadLettered> deadLettered) {
+        if (batch.isEmpty()) {
             throw new IllegalArgumentException("a generation needs at least one row");
         }
-        for (RolloutRow row : rows) {
-            if (row.sourcePartition() != partition || row.sourceOffset() < firstOffset || row.sourceOffset() > lastOffset) {
-                throw new IllegalArgumentException("row " + row.recordId() + " at " + row.sourcePartition() + "/"
-                        + row.sourceOffset() + " lies outside the batch " + partition + "/[" + firstOffset + ", "
-                        + lastOffset + "]");
-            }
+        if (batch.offsetAt(0) < firstOffset || batch.offsetAt(batch.size() - 1) > lastOffset) {
+            throw new IllegalArgumentException("rows at offsets [" + batch.offsetAt(0) + ", " + batch.offsetAt(batch.size() - 1)
+                    + "] lie outside the batch " + partition + "/[" + firstOffset + ", " + lastOffset + "]");
         }
-        List<RolloutRow> unique = deduplicate(rows);
-        SealedGeneration sealed = SealedGeneration.of(topic, partition, firstOffset, lastOffset, unique.size(), bytes,
-                Instant.now());
-        return writeTimer.record(() -> writeAndSeal(sealed, unique));
+        SealedGeneration sealed = SealedGeneration.of(topic, partition, firstOffset, lastOffset, batch.uniqueRows(), bytes,
+                Instant.now(), deadLettered);
+        return writeTimer.record(() -> writeAndSeal(sealed, batch));
     }
 
-    private SealedGeneration writeAndSeal(SealedGeneration sealed, List<RolloutRow> unique) {
+    private SealedGeneration writeAndSeal(SealedGeneration sealed, GenerationBatch batch) {
         String uri = lance.location().resolve(sealed.datasetPath());
         byte[] existingSeal = store.get(sealed.sealPath());
         if (existingSeal != null) {
             // Replay of a generation that was sealed before a crash or by a fenced owner.
             return acceptReplay(sealed, existingSeal);
         }
-        try (VectorSchemaRoot batch = ArrowRows.toRoot(lance.allocator(), unique);
-                Dataset ignored = lance.create(uri, batch)) {
-            meters.counter("rollout.generation.rows").increment(unique.size());
-        } catch (RuntimeException e) {
-            if (!LanceIo.isAlreadyExists(e)) {
-                throw new RolloutTableException("Table " + lance.location() + " shard " + sealed.shard() + " generation "
-                        + sealed.generation() + ": writing " + sealed.folder() + " failed: " + e.getMessage(), e);
+        GenerationBatch unique = batch.newestPerKey();
+        try {
+            try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
+                meters.counter("rollout.generation.rows").increment(unique.size());
+            } catch (RuntimeException e) {
+                if (!LanceIo.isAlreadyExists(e)) {
+                    throw new RolloutTableException("Table " + lance.location() + " shard " + sealed.shard() + " generation "
+                            + sealed.generation() + ": writing " + sealed.folder() + " failed: " + e.getMessage(), e);
+                }
+                adoptUnsealedDataset(sealed, unique, uri);
             }
-            adoptUnsealedDataset(sealed, unique, uri);
+        } finally {
+            if (unique != batch) {
+                unique.close();
+            }
         }
         store.put(sealed.sealPath(), sealed.toJson());
         return sealed;
     }
 
+    /** A row a write refused on its own, found by {@link #findUnwritableRows}. */
+    record UnwritableRow(long offset, String error) {}
+
+    /**
+     * Which rows make a write of this batch fail, found by writing it to an in-memory dataset (never the
+     * table) and halving the part that fails down to single rows. Empty when the whole batch writes there:
+     * then the failure is the table's store, not the data. Costs O(k log n) in-memory writes for k bad rows.
+     */
+    List<UnwritableRow> findUnwritableRows(GenerationBatch batch) {
+        List<UnwritableRow> found = new ArrayList<>();
+        probe(batch, 0, batch.size(), found);
+        return found;
+    }
+
+    private void probe(GenerationBatch batch, int from, int to, List<UnwritableRow> found) {
+        String error;
+        try (GenerationBatch part = batch.slice(from, to)) {
+            error = probeWrite(part);
+        }
+        if (error == null) {
+            return;
+        }
+        if (to - from == 1) {
+            found.add(new UnwritableRow(batch.offsetAt(from), error));
+            return;
+        }
+        int middle = (from + to) >>> 1;
+        probe(batch, from, middle, found);
+        probe(batch, middle, to, found);
+    }
+
+    /** Writes the batch to a throwaway in-memory dataset; the error message, or null when it wrote. */
+    private String probeWrite(GenerationBatch part) {
+        String uri = "memory://probe-" + java.util.UUID.randomUUID();
+        try (Dataset ignored = lance.createInMemory(uri, part.sealedRoot())) {
+            return null;
+        } catch (RuntimeException e) {
+            return String.valueOf(e.getMessage());
+        }
+    }
+
     /** The dataset exists without a seal: a crash between write and seal. Keep it if whole, else rewrite. */
-    private void adoptUnsealedDataset(SealedGeneration sealed, List<RolloutRow> unique, String uri) {
+    private void adoptUnsealedDataset(SealedGeneration sealed, GenerationBatch unique, String uri) {
         long rows;
         try (Dataset existing = lance.open(uri)) {
             rows = existing.countRows();
@@ -97,8 +122,7 @@ final class GenerationWriter {
             log.warn("Table {} shard {} generation {}: unsealed folder {} is unreadable ({}); rewriting it",
                     lance.location(), sealed.shard(), sealed.generation(), sealed.folder(), unreadable.getMessage());
             store.delete(sealed.datasetPath());
-            try (VectorSchemaRoot batch = ArrowRows.toRoot(lance.allocator(), unique);
-                    Dataset ignored = lance.create(uri, batch)) {
+            try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
                 return;
             }
         }

@@ -1,5 +1,7 @@
 package dev.rolloutingest.table;
 
+import java.util.Map;
+import java.util.function.Function;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
@@ -11,8 +13,11 @@ import org.lance.WriteParams;
 
 /** The Lance calls every part of the table module shares: open and write datasets with storage options. */
 final class LanceIo {
+    private static final Function<VectorSchemaRoot, String> NO_FAULT = batch -> null;
+
     private final TableLocation location;
     private final BufferAllocator allocator;
+    private volatile Function<VectorSchemaRoot, String> writeFault = NO_FAULT;
 
     LanceIo(TableLocation location, BufferAllocator allocator) {
         this.location = location;
@@ -40,14 +45,38 @@ final class LanceIo {
 
     /** CREATE only: an existing dataset fails with "Dataset already exists" and stays intact. */
     Dataset create(String uri, VectorSchemaRoot batch) {
+        return create(uri, batch, location.storageOptions());
+    }
+
+    /** Writes a throwaway dataset at a {@code memory://} URI: the same write path, no store involved. */
+    Dataset createInMemory(String uri, VectorSchemaRoot batch) {
+        if (!uri.startsWith("memory://")) {
+            throw new IllegalArgumentException("not an in-memory URI: " + uri);
+        }
+        return create(uri, batch, Map.of());
+    }
+
+    private Dataset create(String uri, VectorSchemaRoot batch, Map<String, String> storageOptions) {
+        String injected = writeFault.apply(batch);
+        if (injected != null) {
+            throw new IllegalStateException(injected);
+        }
         try (ArrowReader reader = new BatchReader(allocator, batch)) {
             return Dataset.write().allocator(allocator).reader(reader).uri(uri)
                     .mode(WriteParams.WriteMode.CREATE)
-                    .storageOptions(location.storageOptions())
+                    .storageOptions(storageOptions)
                     .execute();
         } catch (java.io.IOException e) {
             throw new IllegalStateException("closing the batch reader failed", e);
         }
+    }
+
+    /**
+     * Fault injection for tests of the seal's safety net: a function of the rows about to be written that
+     * returns an error message to fail the write with, or null. Never set in production.
+     */
+    void injectWriteFault(Function<VectorSchemaRoot, String> fault) {
+        this.writeFault = fault == null ? NO_FAULT : fault;
     }
 
     /** Exports a batch as a C stream for mergeInsert; the caller closes the returned stream. */

@@ -176,7 +176,41 @@ public final class RolloutTable implements AutoCloseable {
      */
     public SealedGeneration writeGeneration(String topic, int partition, long firstOffset, long lastOffset,
             List<RolloutRow> rows, long bytes) {
-        return writer.write(topic, partition, firstOffset, lastOffset, rows, bytes);
+        try (GenerationBatch batch = newBatch()) {
+            rows.stream().sorted(java.util.Comparator.comparingLong(RolloutRow::sourceOffset)).forEach(batch::append);
+            return writeGeneration(topic, partition, firstOffset, lastOffset, batch, bytes, List.of());
+        }
+    }
+
+    /**
+     * Writes a sealed batch of one partition as generation {@code lastOffset + 1}; the batch stays open and
+     * unchanged (a failed write can be retried with it).
+     *
+     * @param deadLettered records of the range the caller left out because a write refused them; kept in the seal
+     */
+    public SealedGeneration writeGeneration(String topic, int partition, long firstOffset, long lastOffset,
+            GenerationBatch batch, long bytes, List<SealedGeneration.DeadLettered> deadLettered) {
+        return writer.write(topic, partition, firstOffset, lastOffset, batch, bytes, deadLettered);
+    }
+
+    /** An empty batch for one partition's rows, in this table's memory; the caller closes it. */
+    public GenerationBatch newBatch() {
+        return new GenerationBatch(allocator);
+    }
+
+    /**
+     * After a generation write failed: the offsets of the rows that make it fail and each one's error, found
+     * by writing to memory only. Empty when the batch writes fine there, i.e. the table's store is at fault.
+     */
+    public Map<Long, String> findUnwritableRows(GenerationBatch batch) {
+        Map<Long, String> rows = new java.util.LinkedHashMap<>();
+        writer.findUnwritableRows(batch).forEach(row -> rows.put(row.offset(), row.error()));
+        return rows;
+    }
+
+    /** Tests only: fail every dataset write whose rows make {@code fault} return a message. */
+    public void injectWriteFault(java.util.function.Function<org.apache.arrow.vector.VectorSchemaRoot, String> fault) {
+        lance.injectWriteFault(fault);
     }
 
     /** Shards that have ever sealed a generation. */

@@ -81,4 +81,31 @@ public class RolloutTableException extends RuntimeException {
             super("Table " + tableUri + ": storage failed while " + what + ": " + cause.getMessage(), cause);
         }
     }
+
+    /** A rollout holds a value the table cannot store (e.g. a timestamp outside its range): the record's fault. */
+    public static final class Unrepresentable extends RolloutTableException {
+        private final String recordId;
+        private final long sourceOffset;
+        private final String reason;
+
+        public Unrepresentable(String recordId, long sourceOffset, String reason) {
+            super("record_id " + recordId + " at offset " + sourceOffset + " cannot be stored: " + reason, null);
+            this.recordId = recordId;
+            this.sourceOffset = sourceOffset;
+            this.reason = reason;
+        }
+
+        public String recordId() {
+            return recordId;
+        }
+
+        public long sourceOffset() {
+            return sourceOffset;
+        }
+
+        /** Why, without the table or record named. */
+        public String reason() {
+            return reason;
+        }
+    }
 }

@@ -1,8 +1,12 @@
 package dev.rolloutingest.table;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -14,6 +18,8 @@ import java.util.regex.Pattern;
  * @param generation last offset of the batch + 1 (monotonic per shard, within [1, 2^63-1])
  * @param rows rows after de-duplication by record_id
  * @param bytes payload + key bytes of the input records, for the merge byte budget
+ * @param deadLettered records of the range left out because the table refused them at write time; they go
+ *     to the DLQ in the same transaction as the generation's event, and again if the generation is adopted
  */
 public record SealedGeneration(
         String shard,
@@ -24,7 +30,11 @@ public record SealedGeneration(
         long lastOffset,
         long rows,
         long bytes,
-        Instant sealedAt) {
+        Instant sealedAt,
+        List<DeadLettered> deadLettered) {
+
+    /** A record of the range that the write refused: its offset, a short reason and the error. */
+    public record DeadLettered(long offset, String reason, String error) {}
 
     public static final String MEM_WAL_DIR = "_mem_wal";
     public static final String SEALS_DIR = "_seals";
@@ -33,6 +43,7 @@ public record SealedGeneration(
 
     public SealedGeneration {
         ShardId.requireValid(shard);
+        deadLettered = deadLettered == null ? List.of() : List.copyOf(deadLettered);
         if (firstOffset < 0 || lastOffset < firstOffset) {
             throw new IllegalArgumentException("offset range [" + firstOffset + ", " + lastOffset + "] is invalid");
         }
@@ -43,10 +54,20 @@ public record SealedGeneration(
         }
     }
 
+    public SealedGeneration(String shard, long generation, String topic, int partition, long firstOffset,
+            long lastOffset, long rows, long bytes, Instant sealedAt) {
+        this(shard, generation, topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of());
+    }
+
     public static SealedGeneration of(String topic, int partition, long firstOffset, long lastOffset, long rows, long bytes,
             Instant sealedAt) {
+        return of(topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of());
+    }
+
+    public static SealedGeneration of(String topic, int partition, long firstOffset, long lastOffset, long rows, long bytes,
+            Instant sealedAt, List<DeadLettered> deadLettered) {
         return new SealedGeneration(ShardId.of(topic, partition), Math.addExact(lastOffset, 1), topic, partition,
-                firstOffset, lastOffset, rows, bytes, sealedAt);
+                firstOffset, lastOffset, rows, bytes, sealedAt, deadLettered);
     }
 
     /** The folder name: the generation, zero-padded so names sort like numbers, and the offset range. */
@@ -84,11 +105,17 @@ public record SealedGeneration(
 
     public byte[] toJson() {
         try {
-            return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(JSON.createObjectNode()
+            ObjectNode node = JSON.createObjectNode()
                     .put("shard", shard).put("generation", generation).put("folder", folder())
                     .put("topic", topic).put("partition", partition)
                     .put("first_offset", firstOffset).put("last_offset", lastOffset)
-                    .put("rows", rows).put("bytes", bytes).put("sealed_at", sealedAt.toString()));
+                    .put("rows", rows).put("bytes", bytes).put("sealed_at", sealedAt.toString());
+            if (!deadLettered.isEmpty()) {
+                ArrayNode list = node.putArray("dead_lettered");
+                deadLettered.forEach(d -> list.addObject().put("offset", d.offset()).put("reason", d.reason())
+                        .put("error", d.error()));
+            }
+            return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(node);
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
@@ -96,9 +123,12 @@ public record SealedGeneration(
 
     public static SealedGeneration fromJson(byte[] json) throws IOException {
         var node = JSON.readTree(json);
+        List<DeadLettered> deadLettered = new ArrayList<>();
+        node.path("dead_lettered").forEach(d -> deadLettered.add(new DeadLettered(d.path("offset").asLong(),
+                d.path("reason").asText(), d.path("error").asText())));
         return new SealedGeneration(node.path("shard").asText(), node.path("generation").asLong(),
                 node.path("topic").asText(), node.path("partition").asInt(), node.path("first_offset").asLong(),
                 node.path("last_offset").asLong(), node.path("rows").asLong(), node.path("bytes").asLong(),
-                Instant.parse(node.path("sealed_at").asText()));
+                Instant.parse(node.path("sealed_at").asText()), deadLettered);
     }
 }

@@ -24,6 +24,9 @@ final class ConfigDocsCommand implements Callable<Integer> {
     private static String table(ConfigDef def) {
         StringBuilder out = new StringBuilder("| key | env var | default | description |\n|---|---|---|---|\n");
         for (ConfigDef.ConfigKey key : def.configKeys().values()) {
+            if (key.internalConfig) {
+                continue; // fault injection for tests: not a setting for operators
+            }
             String fallback = key.hasDefault() ? String.valueOf(key.defaultValue) : "(required)";
             out.append("| `").append(key.name).append("` | `").append(ConfigSources.envName(key.name)).append("` | ")
                     .append(fallback.isEmpty() ? "\"\"" : "`" + fallback + "`").append(" | ")

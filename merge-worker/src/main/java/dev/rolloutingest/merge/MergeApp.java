@@ -56,7 +56,8 @@ public final class MergeApp implements AutoCloseable {
         int partitions = partitionsOf(config);
         this.runtime = new StreamsRuntime("rollout-merge",
                 MergeTopology.build(config, coordinator, metrics, partitions, events, merges),
-                config.streamsProperties(), registry);
+                config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
+                config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
         Observability.mountMetrics(http, registry);
         runtime.mountHealth(http, () -> Map.of("table", table.location().uri()));
@@ -90,7 +91,7 @@ public final class MergeApp implements AutoCloseable {
         try {
             MergeCoordinator.Outcome outcome = coordinator.manual(shard).get(10, TimeUnit.MINUTES);
             if (outcome.failed()) {
-                return HttpEndpoint.Response.error(500, "merge of shard " + shard + " failed: " + outcome.error().getMessage());
+                return HttpEndpoint.Response.failure(500, "merge of shard " + shard + " failed", outcome.error());
             }
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("shard", shard);

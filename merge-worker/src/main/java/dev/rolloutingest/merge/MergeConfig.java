@@ -84,7 +84,7 @@ public final class MergeConfig {
                     "Delete merged generation folders this often (0 = never)")
             .define(GC_GRACE_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
                     "Only generations merged at least this long ago are deleted (readers may still hold them)")
-            .define(FAULT_HALT_AFTER_MERGES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+            .defineInternal(FAULT_HALT_AFTER_MERGES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth committed merge pass, before"
                             + " the pass is applied or its event committed (0 = never)");
 
@@ -193,6 +193,14 @@ public final class MergeConfig {
 
     public String httpHost() {
         return parsed.getString(HTTP_HOST);
+    }
+
+    public int healthMaxThreadReplacements() {
+        return parsed.getInt(HEALTH_MAX_THREAD_REPLACEMENTS);
+    }
+
+    public long healthThreadReplacementWindowMs() {
+        return parsed.getLong(HEALTH_THREAD_REPLACEMENT_WINDOW_MS);
     }
 
     public int httpPort() {

@@ -1,6 +1,7 @@
 package dev.rolloutingest.serde;
 
 import java.io.IOException;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.avro.AvroRuntimeException;
@@ -29,7 +30,23 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
     private Schema readerSchema;
     private SpecificData specificData;
     private boolean specific;
-    private final Map<Integer, DatumReader<Object>> readers = new ConcurrentHashMap<>();
+    private final Map<Integer, Reading> readers = new ConcurrentHashMap<>();
+    private volatile UnknownFieldsListener unknownFields = (id, fields) -> {};
+
+    /** Told of every record whose writer schema has fields the reader schema lacks: Avro resolution drops them. */
+    @FunctionalInterface
+    public interface UnknownFieldsListener {
+        void dropped(int schemaId, List<String> fields);
+    }
+
+    /** A reader for one writer schema id, and the writer's fields the reader does not have. */
+    private record Reading(DatumReader<Object> reader, List<String> droppedFields) {}
+
+    /** Registers the listener for records whose fields are dropped by schema resolution; returns this. */
+    public ConfluentAvroDeserializer<T> onUnknownFields(UnknownFieldsListener listener) {
+        this.unknownFields = listener;
+        return this;
+    }
 
     public ConfluentAvroDeserializer() {}
 
@@ -59,7 +76,8 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
             return null;
         }
         int id = WireFormat.schemaId(topic, bytes);
-        DatumReader<Object> reader = readers.computeIfAbsent(id, this::readerFor);
+        Reading reading = readers.computeIfAbsent(id, this::readerFor);
+        DatumReader<Object> reader = reading.reader();
         BinaryDecoder decoder = DecoderFactory.get().binaryDecoder(bytes, WireFormat.HEADER_LENGTH,
                 bytes.length - WireFormat.HEADER_LENGTH, null);
         try {
@@ -67,6 +85,9 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
             if (!decoder.isEnd()) {
                 throw new SerdeException.InvalidWireFormat("trailing-bytes", "Record on topic '" + topic
                         + "' has bytes left after decoding schema id " + id + ": corrupt or not written with that schema");
+            }
+            if (!reading.droppedFields().isEmpty()) {
+                unknownFields.dropped(id, reading.droppedFields());
             }
             return (T) value;
         } catch (AvroTypeException e) {
@@ -78,7 +99,7 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
         }
     }
 
-    private DatumReader<Object> readerFor(int id) {
+    private Reading readerFor(int id) {
         Schema writer = registry.byId(id);
         Schema reader = readerSchema;
         SpecificData data = specificData == null ? SpecificData.get() : specificData;
@@ -87,11 +108,16 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
             reader = generated == null ? writer : data.getSchema(generated);
         }
         if (reader == null) {
-            return new GenericDatumReader<>(writer);
+            return new Reading(new GenericDatumReader<>(writer), List.of());
         }
+        Schema target = reader;
+        List<String> dropped = writer.getType() == Schema.Type.RECORD && target.getType() == Schema.Type.RECORD
+                ? writer.getFields().stream().map(Schema.Field::name).filter(name -> target.getField(name) == null).toList()
+                : List.of();
         // Resolution errors show at construction for some mismatches and at read time for others.
         try {
-            return specific ? new SpecificDatumReader<>(writer, reader, data) : new GenericDatumReader<>(writer, reader);
+            return new Reading(specific ? new SpecificDatumReader<>(writer, reader, data)
+                    : new GenericDatumReader<>(writer, reader), dropped);
         } catch (AvroRuntimeException e) {
             throw new SerdeException.IncompatibleSchema("Schema id " + id + " cannot be resolved to reader schema "
                     + reader.getFullName() + ": " + e.getMessage(), e);

@@ -131,14 +131,20 @@ public final class SchemaRegistryClient {
             URI base = config.registryUrls().get(attempt % config.registryUrls().size());
             try {
                 return once(base, method, path, body, what);
-            } catch (SerdeException.RegistryUnavailable e) {
-                last = e;
+            } catch (SerdeException e) {
+                if (e.recordsFault()) {
+                    throw e;
+                }
+                last = e; // down, or refusing for now (401/403/408/429): worth another attempt
                 if (attempt < config.maxRetries()) {
                     log.debug("Registry call failed ({}), retrying in {} ms", e.getMessage(), backoffMs);
                     sleep(backoffMs);
                     backoffMs = Math.min(backoffMs * 2, 10_000);
                 }
             }
+        }
+        if (last instanceof SerdeException.RegistryError refused) {
+            throw refused;
         }
         throw new SerdeException.RegistryUnavailable("Schema registry at " + config.registryUrls()
                 + " unavailable after " + (config.maxRetries() + 1) + " attempts while " + what + ": "

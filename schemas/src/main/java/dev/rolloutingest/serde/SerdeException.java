@@ -18,6 +18,15 @@ public class SerdeException extends SerializationException {
         return reason;
     }
 
+    /**
+     * True when the failure lies in the record itself (bytes, schema id, schema): a pipeline may dead-letter
+     * it. False when the registry could not give an answer (down, refusing credentials, rate-limiting): the
+     * record is fine and must be retried, never dead-lettered.
+     */
+    public boolean recordsFault() {
+        return true;
+    }
+
     /** The bytes are not in the Confluent wire format: wrong magic byte, too short, or trailing garbage. */
     public static final class InvalidWireFormat extends SerdeException {
         public InvalidWireFormat(String reason, String message) {
@@ -55,6 +64,11 @@ public class SerdeException extends SerializationException {
         public RegistryUnavailable(String message, Throwable cause) {
             super("registry-unavailable", message, cause);
         }
+
+        @Override
+        public boolean recordsFault() {
+            return false;
+        }
     }
 
     /** The registry answered with an error that is neither of the above (bad request, auth, not found). */
@@ -74,6 +88,15 @@ public class SerdeException extends SerializationException {
 
         public int errorCode() {
             return errorCode;
+        }
+
+        /** Authentication, authorization, proxy, timeout and rate-limit answers are the registry's side. */
+        @Override
+        public boolean recordsFault() {
+            return switch (httpStatus) {
+                case 401, 403, 407, 408, 429 -> false;
+                default -> true;
+            };
         }
     }
 }

@@ -1,0 +1,182 @@
+package dev.rolloutingest.table;
+
+import dev.rolloutingest.schemas.Rollout;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * The rows of one partition waiting to be sealed, held as Arrow columns of the table's schema from the
+ * moment they are accepted. Converting at accept time means a value the table cannot represent is refused
+ * with its record (and can be dead-lettered at once) instead of failing the whole batch at seal time, and
+ * the seal writes these columns as they are, without a second copy.
+ *
+ * <p>Not thread-safe: one owner at a time (the partition's processor, then the writer it hands it to).
+ */
+public final class GenerationBatch implements AutoCloseable {
+    private final BufferAllocator allocator;
+    private final VectorSchemaRoot root;
+    private final List<String> recordIds = new ArrayList<>();
+    private long[] offsets = new long[64];
+    private int size;
+    private boolean closed;
+
+    GenerationBatch(BufferAllocator allocator) {
+        this.allocator = allocator;
+        this.root = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
+        this.root.allocateNew();
+    }
+
+    /** A table-independent batch (tests, the bench); the caller closes both. */
+    public static GenerationBatch create(BufferAllocator allocator) {
+        return new GenerationBatch(allocator);
+    }
+
+    /**
+     * Appends a row. A rollout the table cannot represent is refused with {@link RolloutTableException.Unrepresentable}
+     * and leaves the batch as it was.
+     */
+    public void append(Rollout rollout, int sourcePartition, long sourceOffset, Instant ingestedAt) {
+        requireOpen();
+        String reason = ArrowRows.unrepresentable(rollout);
+        if (reason != null) {
+            throw new RolloutTableException.Unrepresentable(rollout.getRecordId(), sourceOffset, reason);
+        }
+        if (size > 0 && sourceOffset <= offsets[size - 1]) {
+            throw new IllegalArgumentException("offset " + sourceOffset + " is not above the batch's last " + offsets[size - 1]);
+        }
+        ArrowRows.write(root, size, rollout, sourcePartition, sourceOffset, ingestedAt);
+        if (size == offsets.length) {
+            offsets = Arrays.copyOf(offsets, size * 2);
+        }
+        offsets[size] = sourceOffset;
+        recordIds.add(rollout.getRecordId());
+        size++;
+    }
+
+    public void append(RolloutRow row) {
+        append(row.rollout(), row.sourcePartition(), row.sourceOffset(), row.ingestedAt());
+    }
+
+    public int size() {
+        return size;
+    }
+
+    public boolean isEmpty() {
+        return size == 0;
+    }
+
+    /** Source offset of the row at {@code index}. */
+    public long offsetAt(int index) {
+        return offsets[index];
+    }
+
+    /** Off-heap bytes the columns hold now. */
+    public long allocatedBytes() {
+        return root.getFieldVectors().stream().mapToLong(v -> v.getBufferSize()).sum();
+    }
+
+    /**
+     * A new batch without the rows at the given source offsets; this one stays as it is (the caller closes
+     * it). Used to take rows out of a batch that cannot be written with them.
+     */
+    public GenerationBatch without(Set<Long> sourceOffsets) {
+        requireOpen();
+        List<Integer> kept = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+            if (!sourceOffsets.contains(offsets[i])) {
+                kept.add(i);
+            }
+        }
+        return select(kept);
+    }
+
+    /** The rows in [from, to) as a new batch (for probing which rows a write refuses). */
+    GenerationBatch slice(int from, int to) {
+        List<Integer> kept = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+            kept.add(i);
+        }
+        return select(kept);
+    }
+
+    private GenerationBatch select(List<Integer> indices) {
+        GenerationBatch copy = new GenerationBatch(allocator);
+        try {
+            sealedRoot(); // value counts set, so copyFromSafe reads valid vectors
+            for (int k = 0; k < indices.size(); k++) {
+                int i = indices.get(k);
+                for (int c = 0; c < root.getFieldVectors().size(); c++) {
+                    copy.root.getVector(c).copyFromSafe(i, k, root.getVector(c));
+                }
+                if (copy.size == copy.offsets.length) {
+                    copy.offsets = Arrays.copyOf(copy.offsets, copy.size * 2);
+                }
+                copy.offsets[copy.size] = offsets[i];
+                copy.recordIds.add(recordIds.get(i));
+                copy.size++;
+            }
+            return copy;
+        } catch (RuntimeException e) {
+            copy.close();
+            throw e;
+        }
+    }
+
+    /**
+     * How many rows remain after keeping the newest row (highest offset) per record_id. lance-core 7.0.0
+     * returns stale rows on full scans when one generation holds a key twice.
+     */
+    int uniqueRows() {
+        return newestIndexPerKey().size();
+    }
+
+    /**
+     * The rows to write: itself when every record_id is unique, otherwise a copy holding only the newest
+     * row per key, in offset order. The returned batch is closed by the caller when it is not this one.
+     */
+    GenerationBatch newestPerKey() {
+        Map<String, Integer> newest = newestIndexPerKey();
+        if (newest.size() == size) {
+            return this;
+        }
+        List<Integer> kept = new ArrayList<>(newest.values());
+        kept.sort(null); // offsets ascend with the index
+        return select(kept);
+    }
+
+    private Map<String, Integer> newestIndexPerKey() {
+        Map<String, Integer> newest = new HashMap<>(size * 2);
+        for (int i = 0; i < size; i++) {
+            newest.put(recordIds.get(i), i); // later index = higher offset
+        }
+        return newest;
+    }
+
+    /** The columns with their row count set, for writing. Still owned by this batch. */
+    VectorSchemaRoot sealedRoot() {
+        requireOpen();
+        root.setRowCount(size);
+        return root;
+    }
+
+    private void requireOpen() {
+        if (closed) {
+            throw new IllegalStateException("batch is closed");
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            root.close();
+        }
+    }
+}
