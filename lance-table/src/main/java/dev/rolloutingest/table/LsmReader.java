@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -244,7 +245,18 @@ final class LsmReader {
         }
     }
 
+    /**
+     * A string literal for a Lance filter that survives the JNI boundary: lance-core 7.0.0 receives filter
+     * text as Java's modified UTF-8, in which a NUL or a character outside the Basic Multilingual Plane
+     * (emoji) is not valid UTF-8 and the scan fails. Such values travel as hex bytes and are cast back;
+     * DataFusion folds the cast into a plain literal, so a scalar index on the column is still used.
+     */
     static String sqlString(String value) {
-        return "'" + value.replace("'", "''") + "'";
+        boolean safe = value.chars().allMatch(c -> c != 0 && !Character.isSurrogate((char) c));
+        if (safe) {
+            return "'" + value.replace("'", "''") + "'";
+        }
+        return "arrow_cast(decode('" + java.util.HexFormat.of().formatHex(value.getBytes(StandardCharsets.UTF_8))
+                + "', 'hex'), 'Utf8')";
     }
 }
