@@ -114,6 +114,8 @@ public final class ConfigSources {
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        // There is no global store; this only keeps Streams from warning about it at every start.
+        props.put("processing.exception.handler.global.enabled", "true");
         props.putAll(withPrefix(values, STREAMS_PREFIX));
         return props;
     }

@@ -11,6 +11,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.KafkaStreams;
 
 /** ingest-topology as a running process: table, topology, Streams, /metrics and /health. */
 public final class IngestApp implements AutoCloseable {
@@ -39,7 +40,8 @@ public final class IngestApp implements AutoCloseable {
         runtime.mountHealth(http, () -> Map.of("table", table.location().uri(), "inflight_bytes", budget.total()),
                 () -> health.stuck(runtime.assignedPartitions().stream()
                         .filter(tp -> tp.topic().equals(config.inputTopic())).map(TopicPartition::partition)
-                        .collect(Collectors.toSet()), System.currentTimeMillis(), config.healthStuckAfterMs()));
+                        .collect(Collectors.toSet()), runtime.state() == KafkaStreams.State.RUNNING,
+                        System.currentTimeMillis(), config.healthStuckAfterMs()));
     }
 
     public IngestApp start() {

@@ -43,13 +43,19 @@ public final class IngestHealth {
     }
 
     /**
-     * Partitions among {@code assigned} holding unsealed records for longer than {@code boundMs}, each
-     * described with its age and last error; empty when all are fine.
+     * Partitions of this instance holding unsealed records for longer than {@code boundMs}, each described
+     * with its age and last error; empty when all are fine.
+     *
+     * @param assigned input partitions of this instance's active tasks
+     * @param settled whether the app is RUNNING (no rebalance under way)
      */
-    public List<String> stuck(Set<Integer> assigned, long nowMs, long boundMs) {
+    public List<String> stuck(Set<Integer> assigned, boolean settled, long nowMs, long boundMs) {
         List<String> problems = new ArrayList<>();
         partitions.forEach((partition, state) -> {
-            if (assigned.contains(partition) && state.unsealedSinceMs() > 0 && nowMs - state.unsealedSinceMs() > boundMs) {
+            // A partition whose thread died of its seal errors waits for reassignment: until the group settles
+            // it counts, once the group settled without it here, it is someone else's.
+            boolean ours = assigned.contains(partition) || (!settled && state.lastError() != null);
+            if (ours && state.unsealedSinceMs() > 0 && nowMs - state.unsealedSinceMs() > boundMs) {
                 problems.add("partition " + partition + " has held unsealed records for " + (nowMs - state.unsealedSinceMs()) / 1000
                         + " s (bound " + boundMs / 1000 + " s)" + (state.lastError() == null ? ""
                                 : "; last seal error at " + Instant.ofEpochMilli(state.lastErrorAtMs()) + ": " + state.lastError()));
