@@ -53,6 +53,7 @@ public class RolloutTableException extends RuntimeException {
         private final String shard;
         private final int pending;
         private final int cap;
+        private final String capKey;
 
         public PendingBacklogTooLarge(String tableUri, String shard, int pending, int cap, String capKey) {
             super("Table " + tableUri + " shard " + shard + " has " + pending + " pending generations, over the read cap of "
@@ -60,6 +61,12 @@ public class RolloutTableException extends RuntimeException {
             this.shard = shard;
             this.pending = pending;
             this.cap = cap;
+            this.capKey = capKey;
+        }
+
+        /** The setting that holds the cap. */
+        public String capKey() {
+            return capKey;
         }
 
         public String shard() {

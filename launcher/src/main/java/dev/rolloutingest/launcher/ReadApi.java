@@ -48,7 +48,7 @@ final class ReadApi {
                 return get(decode(rest));
             } catch (RolloutTableException.PendingBacklogTooLarge e) {
                 return Response.error(503, "shard " + e.shard() + " has " + e.pending() + " pending generations, over the"
-                        + " read cap of " + e.cap() + "; retry once the merge-worker has caught up");
+                        + " read cap of " + e.cap() + " (" + e.capKey() + "); retry once the merge-worker has caught up");
             } catch (RolloutTableException.GenerationUnreadable e) {
                 return Response.failure(503, "generation " + e.generation() + " of shard " + e.shard()
                         + " cannot be read", e);

@@ -99,6 +99,43 @@ class ReadApiTest {
     }
 
     @Test
+    void everyValidUtf8RecordIdIsReadableThroughTheApi() throws Exception {
+        List<String> ids = List.of("emoji-\uD83D\uDE00", "nul-\u0000-x", "cjk-\u4E2D\u6587", "rtl-\u200F\u05E9",
+                "sql-'; DROP TABLE t; --", "url-a/b?c=d&e#f", "long-" + "z".repeat(10_000) + "\uD83D\uDE80");
+        RolloutGenerator generator = new RolloutGenerator("exp-c", 8, 9);
+        List<RolloutRow> rows = new ArrayList<>();
+        for (int i = 0; i < ids.size(); i++) {
+            Rollout r = generator.rollout(i, 0);
+            r.setRecordId(ids.get(i));
+            r.setExperiment(ids.get(i));
+            rows.add(new RolloutRow(r, 0, 100 + i, Instant.now()));
+        }
+        table.writeGeneration("rollouts", 0, 100, 100 + ids.size() - 1, rows, 100);
+        for (String id : ids) {
+            String encoded = java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20");
+            HttpResponse<String> found = get("/rollouts/" + encoded);
+            assertThat(found.statusCode()).as(id.substring(0, Math.min(20, id.length()))).isEqualTo(200);
+            assertThat(HttpEndpoint.JSON.readTree(found.body()).get("record_id").asText()).isEqualTo(id);
+            JsonNode listed = HttpEndpoint.JSON.readTree(get("/rollouts?experiment=" + encoded).body());
+            assertThat(listed.get("count").asInt()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aServerSideFailureAnswersWithACorrelationIdAndNoInternals() throws Exception {
+        // The generation's files are gone: its seal says it exists, reading it fails inside lance-core.
+        Path generations = Path.of(table.location().uri()).resolve("_mem_wal");
+        dev.rolloutingest.embedded.FileTrees.deleteRecursively(generations);
+        HttpResponse<String> response = get("/rollouts/" + first.getRecordId());
+        assertThat(response.statusCode()).isEqualTo(503);
+        JsonNode body = HttpEndpoint.JSON.readTree(response.body());
+        assertThat(body.get("correlation_id").asText()).isNotBlank();
+        assertThat(body.get("error").asText()).contains("generation 10").doesNotContain(table.location().uri());
+        assertThat(response.body()).doesNotContain(table.location().uri()).doesNotContain("LanceError")
+                .doesNotContain("_mem_wal");
+    }
+
+    @Test
     void readsOverThePendingHardCapAnswer503() throws Exception {
         RolloutGenerator generator = new RolloutGenerator("exp-a", 8, 6);
         for (long offset = 10; offset < 12; offset++) {
