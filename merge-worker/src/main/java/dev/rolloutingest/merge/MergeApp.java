@@ -11,6 +11,7 @@ import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -91,7 +92,9 @@ public final class MergeApp implements AutoCloseable {
         try {
             MergeCoordinator.Outcome outcome = coordinator.manual(shard).get(10, TimeUnit.MINUTES);
             if (outcome.failed()) {
-                return HttpEndpoint.Response.failure(500, "merge of shard " + shard + " failed", outcome.error());
+                String why = outcome.error() instanceof RolloutTableException.GenerationUnreadable unreadable
+                        ? ": generation " + unreadable.generation() + " cannot be read" : "";
+                return HttpEndpoint.Response.failure(500, "merge of shard " + shard + " failed" + why, outcome.error());
             }
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("shard", shard);
