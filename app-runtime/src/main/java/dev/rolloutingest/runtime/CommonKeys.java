@@ -7,6 +7,8 @@ import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
+import dev.rolloutingest.table.TableSettings;
+import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 
 /** The settings every app has (brokers, registry, table, identity, state, HTTP), each with the app's defaults. */
@@ -18,10 +20,22 @@ public final class CommonKeys {
     public static final String STATE_DIR = "rollout.state.dir";
     public static final String HTTP_HOST = "http.host";
     public static final String HTTP_PORT = "http.port";
+    public static final String PENDING_WARN_GENERATIONS = "rollout.wal.pending.warn.generations";
+    public static final String PENDING_MAX_GENERATIONS = "rollout.wal.pending.max.generations";
+    public static final String READ_REFRESH_MS = "rollout.read.refresh.ms";
+    public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
     public static final String HEALTH_MAX_THREAD_REPLACEMENTS = "rollout.health.max.thread.replacements";
     public static final String HEALTH_THREAD_REPLACEMENT_WINDOW_MS = "rollout.health.thread.replacement.window.ms";
 
     private CommonKeys() {}
+
+    /** The table's read and merge limits from a parsed config holding the common keys. */
+    public static TableSettings tableSettings(AbstractConfig config) {
+        return TableSettings.DEFAULTS
+                .withPendingLimits(config.getInt(PENDING_WARN_GENERATIONS), config.getInt(PENDING_MAX_GENERATIONS))
+                .withReadRefreshMs(config.getLong(READ_REFRESH_MS))
+                .withReadCacheBytes(config.getLong(READ_CACHE_BYTES));
+    }
 
     /** A ConfigDef holding the common keys; the app adds its own to it. */
     public static ConfigDef define(String defaultApplicationId, String defaultStateDir, int defaultHttpPort,
@@ -41,6 +55,17 @@ public final class CommonKeys {
                         "Address of the HTTP endpoint (" + httpRoutes + ")")
                 .define(HTTP_PORT, INT, defaultHttpPort, ConfigDef.Range.between(0, 65535), LOW,
                         "Port of the HTTP endpoint (0 = any free port)")
+                .define(PENDING_WARN_GENERATIONS, INT, TableSettings.DEFAULTS.pendingWarnGenerations(),
+                        ConfigDef.Range.atLeast(0), MEDIUM, "Reads warn once per shard at this many pending (unmerged)"
+                                + " generations, with the table and shard (0 = no warn; the metric is always sampled)")
+                .define(PENDING_MAX_GENERATIONS, INT, TableSettings.DEFAULTS.pendingMaxGenerations(),
+                        ConfigDef.Range.atLeast(0), MEDIUM, "Reads fail fast (the read API answers 503) when a shard has"
+                                + " more pending generations than this (0 = no cap)")
+                .define(READ_REFRESH_MS, LONG, TableSettings.DEFAULTS.readRefreshMs(), ConfigDef.Range.between(0, 60_000),
+                        MEDIUM, "Readers see generations sealed and merges committed by other processes at most this"
+                                + " late: how often the cached catalog of seals and the base handle are refreshed")
+                .define(READ_CACHE_BYTES, LONG, TableSettings.DEFAULTS.readCacheBytes(), ConfigDef.Range.atLeast(1L << 20),
+                        LOW, "Memory for lance-core's index and metadata caches of this process's table reads")
                 .define(HEALTH_MAX_THREAD_REPLACEMENTS, INT, 3, ConfigDef.Range.atLeast(0), LOW,
                         "/health answers 503 when more stream threads than this failed and were replaced within "
                                 + HEALTH_THREAD_REPLACEMENT_WINDOW_MS + " (0 = never)")

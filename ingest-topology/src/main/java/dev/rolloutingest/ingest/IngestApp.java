@@ -6,7 +6,6 @@ import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.TableSettings;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.Map;
 import java.util.stream.Collectors;
@@ -24,7 +23,7 @@ public final class IngestApp implements AutoCloseable {
     public IngestApp(IngestConfig config) {
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
         this.registry = Observability.prometheus("rollout-ingest");
-        this.table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, registry);
+        this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
         String unwritable = config.faultUnwritableRecordIdPrefix();
         if (!unwritable.isEmpty()) {
             table.injectWriteFault(UnwritableRows.withRecordIdPrefix(unwritable));

@@ -13,6 +13,7 @@ import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -174,6 +175,11 @@ public final class IngestConfig {
     public long healthStuckAfterMs() {
         long configured = parsed.getLong(HEALTH_STUCK_AFTER_MS);
         return configured > 0 ? configured : Math.multiplyExact(3, sealMaxAgeMs());
+    }
+
+    /** Read and merge limits of the table (pending warn/cap, read refresh, read caches). */
+    public TableSettings tableSettings() {
+        return CommonKeys.tableSettings(parsed);
     }
 
     public int healthMaxThreadReplacements() {

@@ -129,12 +129,9 @@ public final class GenerationBatch implements AutoCloseable {
         }
     }
 
-    /**
-     * How many rows remain after keeping the newest row (highest offset) per record_id. lance-core 7.0.0
-     * returns stale rows on full scans when one generation holds a key twice.
-     */
-    int uniqueRows() {
-        return newestIndexPerKey().size();
+    /** The distinct record_ids of the batch: what its generation holds after de-duplication. */
+    java.util.Set<String> recordIds() {
+        return new java.util.HashSet<>(recordIds);
     }
 
     /**

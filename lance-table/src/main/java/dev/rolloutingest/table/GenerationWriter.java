@@ -40,8 +40,9 @@ final class GenerationWriter {
             throw new IllegalArgumentException("rows at offsets [" + batch.offsetAt(0) + ", " + batch.offsetAt(batch.size() - 1)
                     + "] lie outside the batch " + partition + "/[" + firstOffset + ", " + lastOffset + "]");
         }
-        SealedGeneration sealed = SealedGeneration.of(topic, partition, firstOffset, lastOffset, batch.uniqueRows(), bytes,
-                Instant.now(), deadLettered);
+        java.util.Set<String> keys = batch.recordIds();
+        SealedGeneration sealed = SealedGeneration.of(topic, partition, firstOffset, lastOffset, keys.size(), bytes,
+                Instant.now(), deadLettered, KeyFilter.of(keys));
         return writeTimer.record(() -> writeAndSeal(sealed, batch));
     }
 

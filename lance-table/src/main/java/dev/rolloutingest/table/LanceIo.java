@@ -9,6 +9,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
 import org.lance.ReadOptions;
+import org.lance.Session;
 import org.lance.WriteParams;
 
 /** The Lance calls every part of the table module shares: open and write datasets with storage options. */
@@ -17,11 +18,22 @@ final class LanceIo {
 
     private final TableLocation location;
     private final BufferAllocator allocator;
+    private final Session session;
     private volatile Function<VectorSchemaRoot, String> writeFault = NO_FAULT;
 
-    LanceIo(TableLocation location, BufferAllocator allocator) {
+    /**
+     * @param cacheBytes lance-core's index and metadata caches (3/4 and 1/4), shared by every dataset this
+     *     table opens: an index or manifest read once is not read again by the next lookup
+     */
+    LanceIo(TableLocation location, BufferAllocator allocator, long cacheBytes) {
         this.location = location;
         this.allocator = allocator;
+        this.session = Session.builder().indexCacheSizeBytes(cacheBytes / 4 * 3).metadataCacheSizeBytes(cacheBytes / 4)
+                .build();
+    }
+
+    void close() {
+        session.close();
     }
 
     TableLocation location() {
@@ -38,7 +50,7 @@ final class LanceIo {
     }
 
     Dataset open(String uri) {
-        return Dataset.open().allocator(allocator).uri(uri)
+        return Dataset.open().allocator(allocator).uri(uri).session(session)
                 .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).build())
                 .build();
     }

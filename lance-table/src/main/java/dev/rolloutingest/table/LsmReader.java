@@ -5,7 +5,9 @@ import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -19,24 +21,30 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * get and list over the base table plus every shard's pending generations, newest wins.
+ * get and list over the base table plus every shard's pending generations, newest wins (by {@link RowOrder}).
  *
- * <p>Every read samples each shard's pending count into {@code rollout_wal_pending_generations}, warns
- * once per shard per read at the warn threshold, and fails fast above the hard cap: a point lookup costs
- * about 1.5 ms per pending generation in lance-core 7.0.0 and a backlog of thousands exhausts memory.
- * Reads open their own dataset handle and never wait on a merge.
+ * <p>Reads work on a {@link ReadCatalog} snapshot: no listing, manifest or seal is read per request. A point
+ * lookup opens only the pending generations whose key filter may hold the key (per shard newest first, up
+ * to the first hit), then looks the key up in the base through its scalar index; so its cost does not grow
+ * with the backlog or the number of shards, and a broken generation fails only the lookups that need it.
+ *
+ * <p>Every read still samples each shard's pending count into {@code rollout_wal_pending_generations},
+ * warns once per shard per read at the warn threshold, and fails fast above the hard cap: list reads open
+ * every pending generation, and a backlog of thousands exhausts memory. Reads never wait on a merge.
  */
 final class LsmReader {
     private static final Logger log = LoggerFactory.getLogger(LsmReader.class);
 
     private final LanceIo lance;
-    private final GenerationCatalog catalog;
+    private final ReadCatalog catalog;
     private final TableSettings settings;
     private final DistributionSummary pendingPerShard;
     private final Counter backlogWarnings;
     private final Counter backlogRejections;
+    private final Counter generationsOpened;
+    private final Counter generationsSkipped;
 
-    LsmReader(LanceIo lance, GenerationCatalog catalog, TableSettings settings, MeterRegistry meters) {
+    LsmReader(LanceIo lance, ReadCatalog catalog, TableSettings settings, MeterRegistry meters) {
         this.lance = lance;
         this.catalog = catalog;
         this.settings = settings;
@@ -49,43 +57,23 @@ final class LsmReader {
                 .description("Reads that found a shard at or over the pending warn threshold").register(meters);
         this.backlogRejections = Counter.builder("rollout.wal.pending.rejections")
                 .description("Reads refused because a shard was over the pending hard cap").register(meters);
+        this.generationsOpened = Counter.builder("rollout.read.generations").tag("result", "opened")
+                .description("Pending generations a point lookup opened or skipped by their key filter").register(meters);
+        this.generationsSkipped = Counter.builder("rollout.read.generations").tag("result", "skipped")
+                .description("Pending generations a point lookup opened or skipped by their key filter").register(meters);
     }
 
-    /** Pending generations of every shard, each shard's ascending, after sampling and checking the counts. */
-    List<GenerationCatalog.Listed> pending(Dataset base) {
-        Map<String, Long> watermarks = MemWalWatermarks.read(base);
-        Map<String, List<GenerationCatalog.Listed>> sealed = new java.util.TreeMap<>(catalog.sealedByShard());
-        // Shards merged and garbage-collected to nothing have no seal left but still count: 0 pending.
-        watermarks.keySet().forEach(shard -> sealed.putIfAbsent(shard, List.of()));
-        List<GenerationCatalog.Listed> all = new ArrayList<>();
-        for (Map.Entry<String, List<GenerationCatalog.Listed>> shard : sealed.entrySet()) {
-            // Everything at or below the watermark is in the base already and stays out.
-            long watermark = watermarks.getOrDefault(shard.getKey(), 0L);
-            List<GenerationCatalog.Listed> pending = shard.getValue().stream()
-                    .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0).toList();
-            observe(shard.getKey(), pending.size());
-            all.addAll(pending);
-        }
-        return all;
-    }
-
-    /**
-     * Newest first: shards are independent key spaces only by convention (a record_id lands in the shard
-     * of its partition), so the order across shards is by generation number, which is the offset order
-     * within a shard. Older values must never win.
-     */
-    private static List<GenerationCatalog.Listed> newestFirst(List<GenerationCatalog.Listed> pending) {
-        List<GenerationCatalog.Listed> sorted = new ArrayList<>(pending);
-        sorted.sort(java.util.Comparator.comparingLong(GenerationCatalog.Listed::generation).reversed());
-        return sorted;
+    /** Samples and checks every shard's pending count: what each read does before it reads. */
+    private void observe(ReadCatalog.Snapshot snapshot) {
+        snapshot.pendingByShard.forEach((shard, pending) -> observe(shard, pending.size()));
     }
 
     private void observe(String shard, int pending) {
         pendingPerShard.record(pending);
         if (settings.pendingWarnGenerations() > 0 && pending >= settings.pendingWarnGenerations()) {
             backlogWarnings.increment();
-            log.warn("Table {} shard {} has {} pending generations (warn at {}, {}): each read opens all of them; "
-                    + "check the merge-worker", lance.location(), shard, pending, settings.pendingWarnGenerations(),
+            log.warn("Table {} shard {} has {} pending generations (warn at {}, {}): list reads open all of them;"
+                    + " check the merge-worker", lance.location(), shard, pending, settings.pendingWarnGenerations(),
                     TableSettings.PENDING_WARN_KEY);
         }
         if (settings.pendingMaxGenerations() > 0 && pending > settings.pendingMaxGenerations()) {
@@ -95,80 +83,158 @@ final class LsmReader {
         }
     }
 
-    /**
-     * Point lookup: the pending generations newest first, then the base. Each generation holds a key at
-     * most once (batches are de-duplicated before writing), so the first hit is the newest value.
-     *
-     * <p>Why not lance's LsmScanner / LsmPointLookupPlanner: in 7.0.0 they open the generation datasets
-     * without the table's storage options, so on S3 with an explicit endpoint or region they fail
-     * ("Failed to resolve region for bucket"). Opening each generation here with the options works on
-     * every store, and costs the same one dataset open per pending generation.
-     */
-    Optional<RolloutRow> get(String recordId) {
-        String filter = RolloutSchema.RECORD_ID + " = " + sqlString(recordId);
-        try (Dataset base = lance.openBase()) {
-            for (GenerationCatalog.Listed generation : newestFirst(pending(base))) {
-                Optional<RolloutRow> hit = first(row -> forEachRow(generation, filter, RolloutSchema.allColumns(), row));
-                if (hit.isPresent()) {
-                    return hit;
-                }
+    /** Pending generations of every shard, newest first within a shard, shards in order. */
+    private static List<ReadCatalog.Pending> newestFirst(ReadCatalog.Snapshot snapshot) {
+        List<ReadCatalog.Pending> all = new ArrayList<>();
+        snapshot.pendingByShard.values().forEach(shard -> {
+            for (int i = shard.size() - 1; i >= 0; i--) {
+                all.add(shard.get(i));
             }
-            return first(row -> forEachRow(base, filter, RolloutSchema.allColumns(), row));
-        }
+        });
+        return all;
     }
 
     /**
-     * A page of rows, newest value per key. Pending generations are read newest first and every key seen
-     * there hides older versions; the filter is applied only after that, so a replaced row never matches.
-     * Only the base scan gets the filter pushed down, since nothing older than the base can hide a row.
-     * Memory: the record ids of the pending rows, bounded by the pending hard cap.
+     * Point lookup: in each shard the newest pending generation whose filter may hold the key and that does
+     * hold it, then the base through its index; the newest of those rows by {@link RowOrder} wins. Each
+     * generation holds a key at most once (batches are de-duplicated before writing).
+     *
+     * <p>Why not lance's LsmScanner / LsmPointLookupPlanner: in 7.0.0 they open the generation datasets
+     * without the table's storage options, so on S3 with an explicit endpoint or region they fail
+     * ("Failed to resolve region for bucket"), and they open every generation.
+     */
+    Optional<RolloutRow> get(String recordId) {
+        String filter = RolloutSchema.RECORD_ID + " = " + sqlString(recordId);
+        KeyFilter.Hash hash = KeyFilter.hash(recordId);
+        try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
+            observe(snapshot);
+            RolloutRow newest = null;
+            for (List<ReadCatalog.Pending> shard : snapshot.pendingByShard.values()) {
+                for (int i = shard.size() - 1; i >= 0; i--) {
+                    ReadCatalog.Pending generation = shard.get(i);
+                    if (generation.filter() != null && !generation.filter().mightContain(hash)) {
+                        generationsSkipped.increment();
+                        continue;
+                    }
+                    generationsOpened.increment();
+                    Optional<RolloutRow> hit = first(row -> forEachRow(generation.listed(), filter,
+                            RolloutSchema.allColumns(), row));
+                    if (hit.isPresent()) {
+                        newest = newer(hit.get(), newest);
+                        break; // older generations of this shard hold older values
+                    }
+                }
+            }
+            Optional<RolloutRow> base = first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row));
+            if (base.isPresent()) {
+                newest = newer(base.get(), newest);
+            }
+            return Optional.ofNullable(newest);
+        }
+    }
+
+    private static RolloutRow newer(RolloutRow candidate, RolloutRow current) {
+        return current == null || RowOrder.newer(candidate, current) ? candidate : current;
+    }
+
+    /**
+     * A page of rows, newest value per key. The pending rows are read first and the newest per key kept
+     * (memory: the pending rows, bounded by the pending hard cap); then the base is scanned with the filter
+     * pushed down, and a base row shows unless a newer pending row replaces it; then the pending rows that
+     * match, unless the base holds a newer row of their key (possible only across partitions), which one
+     * indexed lookup of the page's keys tells. Filters apply after newest-wins, so a replaced row never matches.
      */
     List<RolloutRow> list(ListQuery query) {
         int limit = Math.min(query.limit(), settings.maxListLimit());
         List<String> columns = query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
         Page page = new Page(query, limit);
-        Set<String> seen = new HashSet<>();
-        try (Dataset base = lance.openBase()) {
-            for (GenerationCatalog.Listed generation : newestFirst(pending(base))) {
-                if (page.full()) {
-                    return page.rows;
+        try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
+            observe(snapshot);
+            Map<String, RolloutRow> pending = newestPending(snapshot, columns);
+            Set<String> shownFromBase = new HashSet<>();
+            forEachRow(snapshot.base, query.baseFilter(), columns, row -> {
+                RolloutRow replacement = pending.get(row.recordId());
+                if (replacement == null || !RowOrder.newer(replacement, row)) {
+                    page.offer(row);
+                    shownFromBase.add(row.recordId());
                 }
-                forEachRow(generation, null, columns, row -> {
-                    if (seen.add(row.recordId())) {
-                        page.offer(row);
-                    }
-                    return true;
-                });
+                return !page.full();
+            });
+            List<RolloutRow> candidates = new ArrayList<>();
+            for (RolloutRow row : pending.values()) {
+                if (candidates.size() >= limit + query.offset()) {
+                    break;
+                }
+                if (!shownFromBase.contains(row.recordId()) && query.matches(row)) {
+                    candidates.add(row);
+                }
             }
-            if (!page.full()) {
-                forEachRow(base, query.baseFilter(), columns, row -> {
-                    if (!seen.contains(row.recordId())) {
-                        page.offer(row);
-                    }
-                    return !page.full();
-                });
+            Set<String> newerInBase = newerInBase(snapshot.base, candidates);
+            for (RolloutRow row : candidates) {
+                if (page.full()) {
+                    break;
+                }
+                if (!newerInBase.contains(row.recordId())) {
+                    page.offer(row);
+                }
             }
         }
         return page.rows;
     }
 
+    /** Keys among the rows whose base row is newer (another partition's, ingested later): indexed lookups. */
+    private Set<String> newerInBase(Dataset base, List<RolloutRow> rows) {
+        Set<String> newer = new HashSet<>();
+        Map<String, RolloutRow> byKey = new HashMap<>();
+        rows.forEach(r -> byKey.put(r.recordId(), r));
+        List<String> keys = new ArrayList<>(byKey.keySet());
+        List<String> provenance = List.of(RolloutSchema.RECORD_ID, RolloutSchema.SOURCE_PARTITION, RolloutSchema.SOURCE_OFFSET,
+                RolloutSchema.INGESTED_AT);
+        for (int from = 0; from < keys.size(); from += 256) {
+            List<String> chunk = keys.subList(from, Math.min(keys.size(), from + 256));
+            String in = RolloutSchema.RECORD_ID + " IN (" + String.join(", ", chunk.stream().map(LsmReader::sqlString).toList())
+                    + ")";
+            forEachRow(base, in, provenance, row -> {
+                if (RowOrder.newer(row, byKey.get(row.recordId()))) {
+                    newer.add(row.recordId());
+                }
+                return true;
+            });
+        }
+        return newer;
+    }
+
+    /** The newest pending row per key, pending generations read newest first. */
+    private Map<String, RolloutRow> newestPending(ReadCatalog.Snapshot snapshot, List<String> columns) {
+        Map<String, RolloutRow> newest = new LinkedHashMap<>();
+        for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
+            forEachRow(generation.listed(), null, columns, row -> {
+                newest.merge(row.recordId(), row, (current, candidate) -> RowOrder.newer(candidate, current) ? candidate
+                        : current);
+                return true;
+            });
+        }
+        return newest;
+    }
+
     /** Rows visible to readers (base + pending, de-duplicated). A full count: for tests and status. */
     long countRows() {
-        Set<String> seen = new HashSet<>();
-        long[] baseOnly = {0};
         List<String> keyOnly = List.of(RolloutSchema.RECORD_ID);
-        try (Dataset base = lance.openBase()) {
-            for (GenerationCatalog.Listed generation : pending(base)) {
-                forEachRow(generation, null, keyOnly, row -> seen.add(row.recordId()) || true);
+        Set<String> pending = new HashSet<>();
+        long[] baseOnly = {0};
+        try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
+            observe(snapshot);
+            for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
+                forEachRow(generation.listed(), null, keyOnly, row -> pending.add(row.recordId()) || true);
             }
-            forEachRow(base, null, keyOnly, row -> {
-                if (!seen.contains(row.recordId())) {
+            forEachRow(snapshot.base, null, keyOnly, row -> {
+                if (!pending.contains(row.recordId())) {
                     baseOnly[0]++;
                 }
                 return true;
             });
         }
-        return seen.size() + baseOnly[0];
+        return pending.size() + baseOnly[0];
     }
 
     /** Collects a page: skips the query's offset of matching rows, then takes up to the limit. */

@@ -84,7 +84,7 @@ final class MergePass {
             long commitStart = System.nanoTime();
             List<MergedGeneration> marks = chosen.stream().map(g -> new MergedGeneration(shard, g.generation())).toList();
             MergeInsertParams params = new MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
-                    .withMatchedUpdateAll()
+                    .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
                     .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll)
                     .markGenerationsAsMerged(marks)
                     .withConflictRetries(settings.mergeConflictRetries());

@@ -32,6 +32,7 @@ public final class RolloutTable implements AutoCloseable {
     private final ObjectStore store;
     private final GenerationCatalog catalog;
     private final GenerationWriter writer;
+    private final ReadCatalog readCatalog;
     private final LsmReader reader;
     private final MergePass merge;
     private final TableMaintenance maintenance;
@@ -41,10 +42,11 @@ public final class RolloutTable implements AutoCloseable {
         this.location = location;
         this.allocator = new RootAllocator();
         this.store = ObjectStore.open(location);
-        this.lance = new LanceIo(location, allocator);
+        this.lance = new LanceIo(location, allocator, settings.readCacheBytes());
         this.catalog = new GenerationCatalog(store, location.uri());
         this.writer = new GenerationWriter(lance, store, meters);
-        this.reader = new LsmReader(lance, catalog, settings, meters);
+        this.readCatalog = new ReadCatalog(lance, catalog, Duration.ofMillis(settings.readRefreshMs()));
+        this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.merge = new MergePass(lance, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
     }
@@ -99,6 +101,7 @@ public final class RolloutTable implements AutoCloseable {
                 initializeMemWal();
             }
         }
+        maintenance.ensureKeyIndex();
     }
 
     private Dataset createBase() {
@@ -190,7 +193,9 @@ public final class RolloutTable implements AutoCloseable {
      */
     public SealedGeneration writeGeneration(String topic, int partition, long firstOffset, long lastOffset,
             GenerationBatch batch, long bytes, List<SealedGeneration.DeadLettered> deadLettered) {
-        return writer.write(topic, partition, firstOffset, lastOffset, batch, bytes, deadLettered);
+        SealedGeneration sealed = writer.write(topic, partition, firstOffset, lastOffset, batch, bytes, deadLettered);
+        readCatalog.invalidate(); // this process's own writes are readable at once
+        return sealed;
     }
 
     /** An empty batch for one partition's rows, in this table's memory; the caller closes it. */
@@ -268,19 +273,42 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     public MergeResult mergePass(String shard, int maxGenerations, long maxBytes) {
-        return merge.run(shard, maxGenerations, maxBytes);
+        try {
+            return merge.run(shard, maxGenerations, maxBytes);
+        } finally {
+            readCatalog.invalidate();
+        }
     }
 
     public TableMaintenance.CompactionResult compact(long targetRowsPerFragment) {
-        return maintenance.compact(targetRowsPerFragment);
+        try {
+            return maintenance.compact(targetRowsPerFragment);
+        } finally {
+            readCatalog.invalidate();
+        }
+    }
+
+    /** Brings the record_id index up to date with the fragments merges added (a rebuild after a compaction). */
+    public TableMaintenance.IndexResult optimizeKeyIndex() {
+        try {
+            return maintenance.optimizeKeyIndex();
+        } finally {
+            readCatalog.invalidate();
+        }
     }
 
     public TableMaintenance.GcResult collectGarbage(Duration grace) {
-        return maintenance.collectGarbage(grace);
+        try {
+            return maintenance.collectGarbage(grace);
+        } finally {
+            readCatalog.invalidate();
+        }
     }
 
     @Override
     public void close() {
+        readCatalog.close();
+        lance.close();
         store.close();
         allocator.close();
     }

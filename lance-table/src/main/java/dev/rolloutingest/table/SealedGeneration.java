@@ -20,6 +20,8 @@ import java.util.regex.Pattern;
  * @param bytes payload + key bytes of the input records, for the merge byte budget
  * @param deadLettered records of the range left out because the table refused them at write time; they go
  *     to the DLQ in the same transaction as the generation's event, and again if the generation is adopted
+ * @param keyFilter a Bloom filter of the generation's record_ids; null for seals written before filters
+ *     existed (such a generation is opened by every lookup)
  */
 public record SealedGeneration(
         String shard,
@@ -31,7 +33,8 @@ public record SealedGeneration(
         long rows,
         long bytes,
         Instant sealedAt,
-        List<DeadLettered> deadLettered) {
+        List<DeadLettered> deadLettered,
+        KeyFilter keyFilter) {
 
     /** A record of the range that the write refused: its offset, a short reason and the error. */
     public record DeadLettered(long offset, String reason, String error) {}
@@ -56,18 +59,18 @@ public record SealedGeneration(
 
     public SealedGeneration(String shard, long generation, String topic, int partition, long firstOffset,
             long lastOffset, long rows, long bytes, Instant sealedAt) {
-        this(shard, generation, topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of());
+        this(shard, generation, topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of(), null);
     }
 
     public static SealedGeneration of(String topic, int partition, long firstOffset, long lastOffset, long rows, long bytes,
             Instant sealedAt) {
-        return of(topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of());
+        return of(topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of(), null);
     }
 
     public static SealedGeneration of(String topic, int partition, long firstOffset, long lastOffset, long rows, long bytes,
-            Instant sealedAt, List<DeadLettered> deadLettered) {
+            Instant sealedAt, List<DeadLettered> deadLettered, KeyFilter keyFilter) {
         return new SealedGeneration(ShardId.of(topic, partition), Math.addExact(lastOffset, 1), topic, partition,
-                firstOffset, lastOffset, rows, bytes, sealedAt, deadLettered);
+                firstOffset, lastOffset, rows, bytes, sealedAt, deadLettered, keyFilter);
     }
 
     /** The folder name: the generation, zero-padded so names sort like numbers, and the offset range. */
@@ -110,6 +113,9 @@ public record SealedGeneration(
                     .put("topic", topic).put("partition", partition)
                     .put("first_offset", firstOffset).put("last_offset", lastOffset)
                     .put("rows", rows).put("bytes", bytes).put("sealed_at", sealedAt.toString());
+            if (keyFilter != null) {
+                node.put("key_filter", keyFilter.encode());
+            }
             if (!deadLettered.isEmpty()) {
                 ArrayNode list = node.putArray("dead_lettered");
                 deadLettered.forEach(d -> list.addObject().put("offset", d.offset()).put("reason", d.reason())
@@ -129,6 +135,7 @@ public record SealedGeneration(
         return new SealedGeneration(node.path("shard").asText(), node.path("generation").asLong(),
                 node.path("topic").asText(), node.path("partition").asInt(), node.path("first_offset").asLong(),
                 node.path("last_offset").asLong(), node.path("rows").asLong(), node.path("bytes").asLong(),
-                Instant.parse(node.path("sealed_at").asText()), deadLettered);
+                Instant.parse(node.path("sealed_at").asText()), deadLettered,
+                node.hasNonNull("key_filter") ? KeyFilter.decode(node.get("key_filter").asText()) : null);
     }
 }

@@ -3,6 +3,9 @@ package dev.rolloutingest.table;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
@@ -11,6 +14,11 @@ import org.lance.Version;
 import org.lance.cleanup.CleanupPolicy;
 import org.lance.cleanup.RemovalStats;
 import org.lance.compaction.CompactionOptions;
+import org.lance.index.Index;
+import org.lance.index.IndexParams;
+import org.lance.index.IndexType;
+import org.lance.index.OptimizeOptions;
+import org.lance.index.scalar.BTreeIndexParams;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,8 +29,15 @@ public final class TableMaintenance {
     /** Fragments of the base table before and after a compaction. */
     public record CompactionResult(int fragmentsBefore, int fragmentsAfter) {}
 
+    /** What bringing the record_id index up to date did: rebuilt (after a compaction) or optimized. */
+    public record IndexResult(boolean rebuilt, int fragments, int indexedFragmentsBefore, long millis) {}
+
     /** Generations whose folders were deleted, and folders left because they are not yet old enough. */
     public record GcResult(int deletedGenerations, int deletedUnsealedFolders, long oldBaseVersionsRemoved) {}
+
+    /** The scalar index on record_id that point lookups and merge-inserts use. */
+    public static final String KEY_INDEX = "record_id_idx";
+    private static final String FRAGMENT_REUSE_INDEX = "__lance_frag_reuse";
 
     private final LanceIo lance;
     private final ObjectStore store;
@@ -35,18 +50,105 @@ public final class TableMaintenance {
     }
 
     /**
-     * Compacts the base table. lance-core 7.0.0 aborts the JVM ("An index existed with no fields") when
-     * compacting a table with MemWAL initialised unless the index remap is deferred, so it always is.
+     * Compacts the base table, then rebuilds the record_id index. lance-core 7.0.0 aborts the JVM ("An index
+     * existed with no fields") when compacting a table with MemWAL initialised unless the index remap is
+     * deferred, so it always is; and after a deferred-remap compaction, optimizing the index silently drops
+     * the rewritten fragments' rows from it (lance-format/lance#9270), so the index is rebuilt instead.
      */
     CompactionResult compact(long targetRowsPerFragment) {
         try (Dataset base = lance.openBase()) {
             int before = base.getFragments().size();
             base.compact(compactionOptions(targetRowsPerFragment));
+            int fragments;
             try (Dataset after = lance.openBase()) {
-                int fragments = after.getFragments().size();
+                fragments = after.getFragments().size();
                 log.info("Table {}: compacted {} fragments into {}", lance.location(), before, fragments);
-                return new CompactionResult(before, fragments);
             }
+            rebuildKeyIndex();
+            return new CompactionResult(before, fragments);
+        }
+    }
+
+    /** Creates the record_id index when the table has none (tables made before it existed, or new ones). */
+    void ensureKeyIndex() {
+        for (int attempt = 1; ; attempt++) {
+            try (Dataset base = lance.openBase()) {
+                if (keyIndex(base).isPresent()) {
+                    return;
+                }
+                createKeyIndex(base, false);
+                log.info("Table {}: created the {} index on {}", lance.location(), KEY_INDEX, RolloutSchema.RECORD_ID);
+                return;
+            } catch (RuntimeException e) {
+                // Apps starting together race to create it; the loser sees it exists on the next look.
+                if (attempt >= 10) {
+                    throw new RolloutTableException("Table " + lance.location() + ": creating the " + KEY_INDEX
+                            + " index failed: " + e.getMessage(), e);
+                }
+                sleepQuietly(20L * attempt);
+            }
+        }
+    }
+
+    /**
+     * Brings the record_id index up to date: each merge adds a fragment the index does not cover yet (lookups
+     * scan such fragments in full until then). When a fragment the index covers is gone (a compaction
+     * rewrote it), the index is rebuilt rather than optimized: see {@link #compact}.
+     */
+    IndexResult optimizeKeyIndex() {
+        long started = System.nanoTime();
+        try (Dataset base = lance.openBase()) {
+            Set<Integer> current = new HashSet<>();
+            base.getFragments().forEach(f -> current.add(f.getId()));
+            Set<Integer> indexed = new HashSet<>();
+            base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name()))
+                    .forEach(i -> i.fragments().ifPresent(indexed::addAll));
+            // A deferred-remap compaction remaps the index's fragments (so they look current) and records the
+            // remapping in a fragment-reuse index; one newer than the key index means optimizing would drop
+            // rows, so the index is rebuilt (as compact() does right away; this covers a crash in between).
+            long keyIndexVersion = base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name()))
+                    .mapToLong(Index::datasetVersion).max().orElse(0);
+            boolean compactedSince = base.getIndexes().stream().anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name())
+                    && i.datasetVersion() >= keyIndexVersion);
+            boolean rebuild = !current.containsAll(indexed) || compactedSince;
+            if (rebuild) {
+                createKeyIndex(base, true);
+            } else if (!indexed.containsAll(current)) {
+                base.optimizeIndices(OptimizeOptions.builder().indexNames(List.of(KEY_INDEX)).build());
+            }
+            long millis = (System.nanoTime() - started) / 1_000_000;
+            if (rebuild || !indexed.containsAll(current)) {
+                log.info("Table {}: {} the {} index ({} fragments, {} were indexed) in {} ms", lance.location(),
+                        rebuild ? "rebuilt" : "optimized", KEY_INDEX, current.size(), indexed.size(), millis);
+            }
+            return new IndexResult(rebuild, current.size(), indexed.size(), millis);
+        }
+    }
+
+    private void rebuildKeyIndex() {
+        long started = System.nanoTime();
+        try (Dataset base = lance.openBase()) {
+            createKeyIndex(base, true);
+            log.info("Table {}: rebuilt the {} index after compaction in {} ms", lance.location(), KEY_INDEX,
+                    (System.nanoTime() - started) / 1_000_000);
+        }
+    }
+
+    private static void createKeyIndex(Dataset base, boolean replace) {
+        IndexParams params = IndexParams.builder().setScalarIndexParams(BTreeIndexParams.builder().build()).build();
+        base.createIndex(List.of(RolloutSchema.RECORD_ID), IndexType.BTREE, Optional.of(KEY_INDEX), params, replace);
+    }
+
+    static Optional<Index> keyIndex(Dataset base) {
+        return base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name())).findFirst();
+    }
+
+    private static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RolloutTableException("interrupted", e);
         }
     }
 

@@ -6,16 +6,19 @@ package dev.rolloutingest.table;
  * @param pendingWarnGenerations ROLLOUT_WAL_PENDING_WARN_GENERATIONS: warn once per shard per read at
  *     this many pending generations; 0 disables the warn (never the metric)
  * @param pendingMaxGenerations ROLLOUT_WAL_PENDING_MAX_GENERATIONS: a read fails fast above this many
- *     pending generations in one shard instead of opening them all; 0 disables the cap
+ *     pending generations in one shard; 0 disables the cap
  * @param mergeConflictRetries commit retries when merges of other shards move the base manifest
  * @param maxListLimit the largest page a list read returns
+ * @param readRefreshMs ROLLOUT_READ_REFRESH_MS: readers see seals and merges of other processes at most this
+ *     late (the catalog of seals and the base handle are refreshed at most this often)
+ * @param readCacheBytes ROLLOUT_READ_CACHE_BYTES: lance-core's index and metadata caches for reads
  */
 public record TableSettings(int pendingWarnGenerations, int pendingMaxGenerations, int mergeConflictRetries,
-        int maxListLimit) {
+        int maxListLimit, long readRefreshMs, long readCacheBytes) {
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
-    public static final TableSettings DEFAULTS = new TableSettings(256, 2048, 20, 10_000);
+    public static final TableSettings DEFAULTS = new TableSettings(256, 2048, 20, 10_000, 1_000, 256L << 20);
 
     public TableSettings {
         if (pendingWarnGenerations < 0) {
@@ -27,9 +30,22 @@ public record TableSettings(int pendingWarnGenerations, int pendingMaxGeneration
         if (mergeConflictRetries < 0 || maxListLimit <= 0) {
             throw new IllegalArgumentException("mergeConflictRetries must be >= 0 and maxListLimit > 0");
         }
+        if (readRefreshMs < 0 || readCacheBytes < (1L << 20)) {
+            throw new IllegalArgumentException("readRefreshMs must be >= 0 and readCacheBytes >= 1 MiB");
+        }
     }
 
     public TableSettings withPendingLimits(int warn, int max) {
-        return new TableSettings(warn, max, mergeConflictRetries, maxListLimit);
+        return new TableSettings(warn, max, mergeConflictRetries, maxListLimit, readRefreshMs, readCacheBytes);
+    }
+
+    public TableSettings withReadRefreshMs(long ms) {
+        return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit, ms,
+                readCacheBytes);
+    }
+
+    public TableSettings withReadCacheBytes(long bytes) {
+        return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit,
+                readRefreshMs, bytes);
     }
 }

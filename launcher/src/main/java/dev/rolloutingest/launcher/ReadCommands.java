@@ -3,7 +3,6 @@ package dev.rolloutingest.launcher;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.table.ListQuery;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -25,7 +24,7 @@ final class ReadCommands {
 
         @Override
         public Integer call() throws Exception {
-            try (RolloutTable t = RolloutTable.open(table.location(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            try (RolloutTable t = RolloutTable.open(table.location(), table.settings(), new SimpleMeterRegistry())) {
                 var row = t.get(recordId);
                 if (row.isEmpty()) {
                     System.err.println("no rollout with record_id " + recordId);
@@ -56,7 +55,7 @@ final class ReadCommands {
 
         @Override
         public Integer call() throws Exception {
-            try (RolloutTable t = RolloutTable.open(table.location(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            try (RolloutTable t = RolloutTable.open(table.location(), table.settings(), new SimpleMeterRegistry())) {
                 for (var row : t.list(new ListQuery(experiment, rolloutId, limit, offset, false))) {
                     System.out.println(HttpEndpoint.JSON.writeValueAsString(RowJson.of(row)));
                 }

@@ -5,7 +5,6 @@ import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -139,7 +138,7 @@ final class ReplayCommand implements Callable<Integer> {
     }
 
     private static Map<String, Long> watermarks(IngestConfig ingest) {
-        try (RolloutTable table = RolloutTable.open(ingest.tableLocation(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+        try (RolloutTable table = RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
             return table.watermarks();
         } catch (RolloutTableException.NotARolloutTable e) {
             return Map.of(); // a new table: nothing merged yet

@@ -3,7 +3,6 @@ package dev.rolloutingest.launcher;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.TableSettings;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -24,18 +23,11 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8092")
     int port;
 
-    @Option(names = "--pending-warn", defaultValue = "256", description = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS (0 = no warn)")
-    int pendingWarn;
-
-    @Option(names = "--pending-max", defaultValue = "2048", description = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS: 503 above (0 = no cap)")
-    int pendingMax;
-
     @Override
     public Integer call() throws Exception {
         Launcher.KeepRunning.request();
         PrometheusMeterRegistry registry = Observability.prometheus("rollout-read");
-        RolloutTable t = RolloutTable.open(table.location(), TableSettings.DEFAULTS.withPendingLimits(pendingWarn, pendingMax),
-                registry);
+        RolloutTable t = RolloutTable.open(table.location(), table.settings(), registry);
         HttpEndpoint http = new HttpEndpoint(host, port);
         Observability.mountMetrics(http, registry);
         http.route("/health", exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read",

@@ -1,7 +1,6 @@
 package dev.rolloutingest.launcher;
 
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -34,7 +33,7 @@ final class StatusCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        try (RolloutTable t = RolloutTable.open(table.location(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+        try (RolloutTable t = RolloutTable.open(table.location(), table.settings(), new SimpleMeterRegistry())) {
             System.out.println(render(t));
         }
         if (bootstrapServers != null) {

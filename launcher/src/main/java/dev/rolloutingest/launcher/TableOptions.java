@@ -2,6 +2,7 @@ package dev.rolloutingest.launcher;
 
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
 import java.util.HashMap;
 import java.util.Map;
 import picocli.CommandLine.Option;
@@ -13,6 +14,27 @@ final class TableOptions {
 
     @Option(names = "--storage", description = "Lance storage option, repeatable: aws_endpoint=http://...")
     Map<String, String> storage = new HashMap<>();
+
+    @Option(names = "--pending-warn", defaultValue = "${env:ROLLOUT_WAL_PENDING_WARN_GENERATIONS:-256}",
+            description = "Warn at this many pending generations in a shard (0 = no warn); env ROLLOUT_WAL_PENDING_WARN_GENERATIONS")
+    int pendingWarn;
+
+    @Option(names = "--pending-max", defaultValue = "${env:ROLLOUT_WAL_PENDING_MAX_GENERATIONS:-2048}",
+            description = "Fail reads (503) above this many pending generations in a shard (0 = no cap); env ROLLOUT_WAL_PENDING_MAX_GENERATIONS")
+    int pendingMax;
+
+    @Option(names = "--read-refresh-ms", defaultValue = "${env:ROLLOUT_READ_REFRESH_MS:-1000}",
+            description = "See other processes' seals and merges at most this late; env ROLLOUT_READ_REFRESH_MS")
+    long readRefreshMs;
+
+    @Option(names = "--read-cache-bytes", defaultValue = "${env:ROLLOUT_READ_CACHE_BYTES:-268435456}",
+            description = "lance-core's index and metadata caches; env ROLLOUT_READ_CACHE_BYTES")
+    long readCacheBytes;
+
+    TableSettings settings() {
+        return TableSettings.DEFAULTS.withPendingLimits(pendingWarn, pendingMax).withReadRefreshMs(readRefreshMs)
+                .withReadCacheBytes(readCacheBytes);
+    }
 
     TableLocation location() {
         Map<String, String> options = new HashMap<>(ConfigSources.storageOptionsFromEnv(System.getenv()));

@@ -13,7 +13,6 @@ import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.TableSettings;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -46,7 +45,7 @@ public final class MergeApp implements AutoCloseable {
     public MergeApp(MergeConfig config) {
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
         this.registry = Observability.prometheus("rollout-merge");
-        this.table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, registry);
+        this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
         MergeMetrics metrics = new MergeMetrics(registry);
         this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.threads(), metrics,
                 config.faultHaltAfterMerges());

@@ -13,6 +13,7 @@ import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -41,6 +42,7 @@ public final class MergeConfig {
     public static final String COOLDOWN_MAX_SECS = "task.cooldown.max.secs";
     public static final String COOLDOWN_RECORD_TTL_SECS = "task.cooldown.record.ttl.secs";
     public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
+    public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
     public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
@@ -76,6 +78,9 @@ public final class MergeConfig {
                     "TASK_COOLDOWN_MAX_SECS: longest cooldown")
             .define(COOLDOWN_RECORD_TTL_SECS, LONG, 86_400L, ConfigDef.Range.atLeast(1), LOW,
                     "A failure record with no failure for this long (and no active cooldown) is removed")
+            .define(INDEX_OPTIMIZE_INTERVAL_MS, LONG, 10_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "How often the record_id index of the base takes in the fragments merges added (lookups scan"
+                            + " fragments it does not cover in full); rebuilt instead after a compaction (0 = never)")
             .define(COMPACTION_INTERVAL_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
                     "Compact the base table this often (0 = never)")
             .define(COMPACTION_TARGET_ROWS, LONG, 1_000_000L, ConfigDef.Range.atLeast(1), LOW,
@@ -171,6 +176,10 @@ public final class MergeConfig {
         return Duration.ofSeconds(parsed.getLong(COOLDOWN_RECORD_TTL_SECS));
     }
 
+    public long indexOptimizeIntervalMs() {
+        return parsed.getLong(INDEX_OPTIMIZE_INTERVAL_MS);
+    }
+
     public long compactionIntervalMs() {
         return parsed.getLong(COMPACTION_INTERVAL_MS);
     }
@@ -193,6 +202,11 @@ public final class MergeConfig {
 
     public String httpHost() {
         return parsed.getString(HTTP_HOST);
+    }
+
+    /** Read and merge limits of the table (pending warn/cap, read refresh, read caches). */
+    public TableSettings tableSettings() {
+        return CommonKeys.tableSettings(parsed);
     }
 
     public int healthMaxThreadReplacements() {

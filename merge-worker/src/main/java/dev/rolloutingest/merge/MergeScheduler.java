@@ -68,10 +68,14 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
         context.schedule(Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
         if (partition == 0) {
-            // Compaction and GC are table-wide: only the task of partition 0 schedules them.
+            // Compaction, index upkeep and GC are table-wide: only the task of partition 0 schedules them.
             if (config.compactionIntervalMs() > 0) {
                 context.schedule(Duration.ofMillis(config.compactionIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
                         now -> maintain("compact", now));
+            }
+            if (config.indexOptimizeIntervalMs() > 0) {
+                context.schedule(Duration.ofMillis(config.indexOptimizeIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
+                        now -> maintain("index", now));
             }
             if (config.gcIntervalMs() > 0) {
                 context.schedule(Duration.ofMillis(config.gcIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
@@ -267,9 +271,11 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         RolloutTable table = coordinator.table();
-        coordinator.submitMaintenance(kind, () -> kind.equals("compact")
-                ? table.compact(config.compactionTargetRows()).toString()
-                : table.collectGarbage(config.gcGrace()).toString());
+        coordinator.submitMaintenance(kind, () -> switch (kind) {
+            case "compact" -> table.compact(config.compactionTargetRows()).toString();
+            case "index" -> table.optimizeKeyIndex().toString();
+            default -> table.collectGarbage(config.gcGrace()).toString();
+        });
     }
 
     private void expireCooldowns(long now) {
