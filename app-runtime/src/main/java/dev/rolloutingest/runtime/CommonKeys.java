@@ -24,6 +24,7 @@ public final class CommonKeys {
     public static final String PENDING_MAX_GENERATIONS = "rollout.wal.pending.max.generations";
     public static final String READ_REFRESH_MS = "rollout.read.refresh.ms";
     public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
+    public static final String READ_OPEN_GENERATIONS = "rollout.read.open.generations";
     public static final String HEALTH_MAX_THREAD_REPLACEMENTS = "rollout.health.max.thread.replacements";
     public static final String HEALTH_THREAD_REPLACEMENT_WINDOW_MS = "rollout.health.thread.replacement.window.ms";
 
@@ -34,7 +35,8 @@ public final class CommonKeys {
         return TableSettings.DEFAULTS
                 .withPendingLimits(config.getInt(PENDING_WARN_GENERATIONS), config.getInt(PENDING_MAX_GENERATIONS))
                 .withReadRefreshMs(config.getLong(READ_REFRESH_MS))
-                .withReadCacheBytes(config.getLong(READ_CACHE_BYTES));
+                .withReadCacheBytes(config.getLong(READ_CACHE_BYTES))
+                .withReadOpenGenerations(config.getInt(READ_OPEN_GENERATIONS));
     }
 
     /** A ConfigDef holding the common keys; the app adds its own to it. */
@@ -66,6 +68,8 @@ public final class CommonKeys {
                                 + " late: how often the cached catalog of seals and the base handle are refreshed")
                 .define(READ_CACHE_BYTES, LONG, TableSettings.DEFAULTS.readCacheBytes(), ConfigDef.Range.atLeast(1L << 20),
                         LOW, "Memory for lance-core's index and metadata caches of this process's table reads")
+                .define(READ_OPEN_GENERATIONS, INT, TableSettings.DEFAULTS.readOpenGenerations(), ConfigDef.Range.atLeast(0),
+                        LOW, "Pending generation datasets kept open for lookups (least recently used closed first)")
                 .define(HEALTH_MAX_THREAD_REPLACEMENTS, INT, 3, ConfigDef.Range.atLeast(0), LOW,
                         "/health answers 503 when more stream threads than this failed and were replaced within "
                                 + HEALTH_THREAD_REPLACEMENT_WINDOW_MS + " (0 = never)")

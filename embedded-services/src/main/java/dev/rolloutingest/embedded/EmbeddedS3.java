@@ -1,12 +1,17 @@
 package dev.rolloutingest.embedded;
 
 import java.io.IOException;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.gaul.s3proxy.BlobStores;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.auth.AuthenticationType;
@@ -24,13 +29,18 @@ public final class EmbeddedS3 implements AutoCloseable {
 
     private final S3Proxy proxy;
     private final BlobStore blobStore;
+    private final AtomicLong operations;
+    private final AtomicBoolean refusing;
     private final String bucket;
     private final String accessKey;
     private final String secretKey;
 
-    private EmbeddedS3(S3Proxy proxy, BlobStore blobStore, String bucket, String accessKey, String secretKey) {
+    private EmbeddedS3(S3Proxy proxy, BlobStore blobStore, AtomicLong operations, AtomicBoolean refusing, String bucket,
+            String accessKey, String secretKey) {
         this.proxy = proxy;
         this.blobStore = blobStore;
+        this.operations = operations;
+        this.refusing = refusing;
         this.bucket = bucket;
         this.accessKey = accessKey;
         this.secretKey = secretKey;
@@ -52,8 +62,10 @@ public final class EmbeddedS3 implements AutoCloseable {
             if (!blobStore.containerExists(bucket)) {
                 blobStore.createContainer(bucket);
             }
+            AtomicLong operations = new AtomicLong();
+            AtomicBoolean refusing = new AtomicBoolean();
             S3Proxy proxy = S3Proxy.builder()
-                    .blobStore(blobStore)
+                    .blobStore(observed(blobStore, operations, refusing))
                     .endpoint(URI.create("http://127.0.0.1:0"))
                     .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, accessKey, secretKey)
                     .ignoreUnknownHeaders(true)
@@ -62,7 +74,7 @@ public final class EmbeddedS3 implements AutoCloseable {
             while (!"STARTED".equals(proxy.getState())) {
                 Thread.sleep(10);
             }
-            EmbeddedS3 s3 = new EmbeddedS3(proxy, blobStore, bucket, accessKey, secretKey);
+            EmbeddedS3 s3 = new EmbeddedS3(proxy, blobStore, operations, refusing, bucket, accessKey, secretKey);
             log.info("S3 API up at {} (bucket {}, data {}) in {} ms", s3.endpoint(), bucket, baseDir,
                     (System.nanoTime() - started) / 1_000_000);
             return s3;
@@ -74,6 +86,40 @@ public final class EmbeddedS3 implements AutoCloseable {
         } catch (Exception e) {
             throw new IllegalStateException("Could not start S3Proxy: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The blob store behind the S3 API, counting every operation the server performs for a request and
+     * failing them all while an outage is switched on (the server then answers 500 to every request).
+     */
+    private static BlobStore observed(BlobStore store, AtomicLong operations, AtomicBoolean refusing) {
+        InvocationHandler handler = (self, method, args) -> {
+            if (method.getDeclaringClass() == Object.class) {
+                return method.invoke(store, args);
+            }
+            operations.incrementAndGet();
+            if (refusing.get()) {
+                throw new IllegalStateException("object store outage (test switch)");
+            }
+            try {
+                return method.invoke(store, args);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        };
+        return (BlobStore) Proxy.newProxyInstance(BlobStore.class.getClassLoader(), new Class<?>[] {BlobStore.class},
+                handler);
+    }
+
+    /** Blob-store operations served so far: about one per S3 request (a GET with a range may take two). */
+    public long operations() {
+        return operations.get();
+    }
+
+    /** Switches an outage on or off: while on, every request fails with HTTP 500. */
+    public void refuseRequests(boolean refuse) {
+        refusing.set(refuse);
+        log.warn("S3 API outage {}", refuse ? "STARTED: every request fails" : "over");
     }
 
     public String endpoint() {

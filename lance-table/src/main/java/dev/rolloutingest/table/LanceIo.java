@@ -55,6 +55,16 @@ final class LanceIo {
                 .build();
     }
 
+    /**
+     * A generation dataset: written once with CREATE, so always at version 1, which spares the listing
+     * of its versions an open otherwise makes.
+     */
+    Dataset openGeneration(String uri) {
+        return Dataset.open().allocator(allocator).uri(uri).session(session)
+                .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).setVersion(1).build())
+                .build();
+    }
+
     /** CREATE only: an existing dataset fails with "Dataset already exists" and stays intact. */
     Dataset create(String uri, VectorSchemaRoot batch) {
         return create(uri, batch, location.storageOptions());

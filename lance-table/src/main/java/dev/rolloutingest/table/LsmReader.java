@@ -118,14 +118,15 @@ final class LsmReader {
                     }
                     generationsOpened.increment();
                     Optional<RolloutRow> hit = first(row -> forEachRow(generation.listed(), filter,
-                            RolloutSchema.allColumns(), row));
+                            RolloutSchema.allColumns(), row, true));
                     if (hit.isPresent()) {
                         newest = newer(hit.get(), newest);
                         break; // older generations of this shard hold older values
                     }
                 }
             }
-            Optional<RolloutRow> base = first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row));
+            Optional<RolloutRow> base = first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row,
+                    true));
             if (base.isPresent()) {
                 newest = newer(base.get(), newest);
             }
@@ -277,9 +278,13 @@ final class LsmReader {
 
     private void forEachRow(GenerationCatalog.Listed generation, String filter, List<String> columns,
             java.util.function.Predicate<RolloutRow> consumer) {
-        String uri = lance.location().resolve(generation.datasetPath());
-        try (Dataset dataset = lance.open(uri)) {
-            forEachRow(dataset, filter, columns, consumer);
+        forEachRow(generation, filter, columns, consumer, false);
+    }
+
+    private void forEachRow(GenerationCatalog.Listed generation, String filter, List<String> columns,
+            java.util.function.Predicate<RolloutRow> consumer, boolean pointLookup) {
+        try (DatasetHandles.Lease lease = catalog.generation(generation)) {
+            forEachRow(lease.dataset(), filter, columns, consumer, pointLookup);
         } catch (RolloutTableException e) {
             throw e;
         } catch (Exception e) {
@@ -288,10 +293,21 @@ final class LsmReader {
         }
     }
 
-    /** Streams rows in batches; the consumer returns false to stop early. */
     private void forEachRow(Dataset dataset, String filter, List<String> columns,
             java.util.function.Predicate<RolloutRow> consumer) {
+        forEachRow(dataset, filter, columns, consumer, false);
+    }
+
+    /**
+     * Streams rows in batches; the consumer returns false to stop early. A point lookup (at most one row
+     * matches) stops the scan at the first row and reads ahead no further batch.
+     */
+    private void forEachRow(Dataset dataset, String filter, List<String> columns,
+            java.util.function.Predicate<RolloutRow> consumer, boolean pointLookup) {
         ScanOptions.Builder options = new ScanOptions.Builder().columns(columns).batchSize(1024);
+        if (pointLookup) {
+            options.limit(1).prefilter(true).batchReadahead(1);
+        }
         if (filter != null) {
             options.filter(filter);
         }

@@ -4,8 +4,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -101,10 +103,18 @@ final class ReadCatalog implements AutoCloseable {
     /** A seal's filter as loaded; {@code filter} null = the seal has none (or could not be read). */
     private record KeyFilterEntry(KeyFilter filter) {}
 
-    ReadCatalog(LanceIo lance, GenerationCatalog catalog, Duration refresh) {
+    private final DatasetHandles generations;
+
+    ReadCatalog(LanceIo lance, GenerationCatalog catalog, Duration refresh, int openGenerations) {
         this.lance = lance;
         this.catalog = catalog;
         this.refreshNanos = refresh.toNanos();
+        this.generations = new DatasetHandles(openGenerations, lance::openGeneration);
+    }
+
+    /** An open handle of a pending generation (kept for the next lookup); close the lease when done. */
+    DatasetHandles.Lease generation(GenerationCatalog.Listed listed) {
+        return generations.lease(lance.location().resolve(listed.datasetPath()));
     }
 
     /** The current snapshot, refreshed first when older than the bound; the caller closes it. */
@@ -192,6 +202,9 @@ final class ReadCatalog implements AutoCloseable {
             byShard.put(shard.getKey(), Collections.unmodifiableList(pending));
         }
         filters.keySet().retainAll(seen.keySet()); // merged generations' filters are not needed any more
+        Set<String> live = new HashSet<>();
+        byShard.values().forEach(list -> list.forEach(p -> live.add(lance.location().resolve(p.listed().datasetPath()))));
+        generations.retainOnly(live);
         return Collections.unmodifiableMap(byShard);
     }
 
@@ -214,6 +227,7 @@ final class ReadCatalog implements AutoCloseable {
                 current.close();
                 current = null;
             }
+            generations.close();
         } finally {
             refreshing.unlock();
         }

@@ -45,7 +45,8 @@ public final class RolloutTable implements AutoCloseable {
         this.lance = new LanceIo(location, allocator, settings.readCacheBytes());
         this.catalog = new GenerationCatalog(store, location.uri());
         this.writer = new GenerationWriter(lance, store, meters);
-        this.readCatalog = new ReadCatalog(lance, catalog, Duration.ofMillis(settings.readRefreshMs()));
+        this.readCatalog = new ReadCatalog(lance, catalog, Duration.ofMillis(settings.readRefreshMs()),
+                settings.readOpenGenerations());
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.merge = new MergePass(lance, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
@@ -288,10 +289,15 @@ public final class RolloutTable implements AutoCloseable {
         }
     }
 
-    /** Brings the record_id index up to date with the fragments merges added (a rebuild after a compaction). */
+    /** Brings the record_id index up to date with every fragment merges added (a rebuild after a compaction). */
     public TableMaintenance.IndexResult optimizeKeyIndex() {
+        return optimizeKeyIndex(0);
+    }
+
+    /** Brings the record_id index up to date once more than {@code maxUnindexedRows} rows wait for it. */
+    public TableMaintenance.IndexResult optimizeKeyIndex(long maxUnindexedRows) {
         try {
-            return maintenance.optimizeKeyIndex();
+            return maintenance.optimizeKeyIndex(maxUnindexedRows);
         } finally {
             readCatalog.invalidate();
         }

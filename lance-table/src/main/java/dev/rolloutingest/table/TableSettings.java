@@ -12,13 +12,14 @@ package dev.rolloutingest.table;
  * @param readRefreshMs ROLLOUT_READ_REFRESH_MS: readers see seals and merges of other processes at most this
  *     late (the catalog of seals and the base handle are refreshed at most this often)
  * @param readCacheBytes ROLLOUT_READ_CACHE_BYTES: lance-core's index and metadata caches for reads
+ * @param readOpenGenerations ROLLOUT_READ_OPEN_GENERATIONS: pending generation datasets kept open for lookups
  */
 public record TableSettings(int pendingWarnGenerations, int pendingMaxGenerations, int mergeConflictRetries,
-        int maxListLimit, long readRefreshMs, long readCacheBytes) {
+        int maxListLimit, long readRefreshMs, long readCacheBytes, int readOpenGenerations) {
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
-    public static final TableSettings DEFAULTS = new TableSettings(256, 2048, 20, 10_000, 1_000, 256L << 20);
+    public static final TableSettings DEFAULTS = new TableSettings(256, 2048, 20, 10_000, 1_000, 256L << 20, 1024);
 
     public TableSettings {
         if (pendingWarnGenerations < 0) {
@@ -30,22 +31,28 @@ public record TableSettings(int pendingWarnGenerations, int pendingMaxGeneration
         if (mergeConflictRetries < 0 || maxListLimit <= 0) {
             throw new IllegalArgumentException("mergeConflictRetries must be >= 0 and maxListLimit > 0");
         }
-        if (readRefreshMs < 0 || readCacheBytes < (1L << 20)) {
-            throw new IllegalArgumentException("readRefreshMs must be >= 0 and readCacheBytes >= 1 MiB");
+        if (readRefreshMs < 0 || readCacheBytes < (1L << 20) || readOpenGenerations < 0) {
+            throw new IllegalArgumentException("readRefreshMs and readOpenGenerations must be >= 0, readCacheBytes >= 1 MiB");
         }
     }
 
     public TableSettings withPendingLimits(int warn, int max) {
-        return new TableSettings(warn, max, mergeConflictRetries, maxListLimit, readRefreshMs, readCacheBytes);
+        return new TableSettings(warn, max, mergeConflictRetries, maxListLimit, readRefreshMs, readCacheBytes,
+                readOpenGenerations);
     }
 
     public TableSettings withReadRefreshMs(long ms) {
         return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit, ms,
-                readCacheBytes);
+                readCacheBytes, readOpenGenerations);
     }
 
     public TableSettings withReadCacheBytes(long bytes) {
         return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit,
-                readRefreshMs, bytes);
+                readRefreshMs, bytes, readOpenGenerations);
+    }
+
+    public TableSettings withReadOpenGenerations(int handles) {
+        return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit,
+                readRefreshMs, readCacheBytes, handles);
     }
 }

@@ -35,8 +35,31 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--repeat", defaultValue = "15", description = "Samples per measurement; the median is printed")
     int repeat;
 
+    @picocli.CommandLine.Parameters(index = "0", defaultValue = "table", arity = "0..1",
+            description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
+                    + " backlog and shard count at two base sizes, merge passes and lists at both)")
+    String suite;
+
+    @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
+    int lookups;
+
+    @Option(names = "--large-rows", defaultValue = "1000000", description = "reads: rows of the large base")
+    long largeRows;
+
+    @Option(names = "--s3", description = "reads: on the embedded S3 API, counting object-store operations per lookup")
+    boolean s3;
+
     @Override
     public Integer call() throws Exception {
+        if (suite.equals("reads")) {
+            System.out.printf("machine: %d cores, java %s, max heap %d MiB%n%n", Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
+            new ReadBench(dir, lookups, largeRows, s3).run();
+            return 0;
+        }
+        if (!suite.equals("table")) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "unknown suite " + suite);
+        }
         System.out.printf("machine: %d cores, java %s, max heap %d MiB%n%n", Runtime.getRuntime().availableProcessors(),
                 System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
         System.out.println("| measurement | median | samples |");

@@ -31,9 +31,13 @@ final class TableOptions {
             description = "lance-core's index and metadata caches; env ROLLOUT_READ_CACHE_BYTES")
     long readCacheBytes;
 
+    @Option(names = "--read-open-generations", defaultValue = "${env:ROLLOUT_READ_OPEN_GENERATIONS:-1024}",
+            description = "Pending generation datasets kept open; env ROLLOUT_READ_OPEN_GENERATIONS")
+    int readOpenGenerations;
+
     TableSettings settings() {
         return TableSettings.DEFAULTS.withPendingLimits(pendingWarn, pendingMax).withReadRefreshMs(readRefreshMs)
-                .withReadCacheBytes(readCacheBytes);
+                .withReadCacheBytes(readCacheBytes).withReadOpenGenerations(readOpenGenerations);
     }
 
     TableLocation location() {

@@ -273,7 +273,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         RolloutTable table = coordinator.table();
         coordinator.submitMaintenance(kind, () -> switch (kind) {
             case "compact" -> table.compact(config.compactionTargetRows()).toString();
-            case "index" -> table.optimizeKeyIndex().toString();
+            case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows()).toString();
             default -> table.collectGarbage(config.gcGrace()).toString();
         });
     }
