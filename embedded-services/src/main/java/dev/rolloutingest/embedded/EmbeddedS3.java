@@ -1,9 +1,6 @@
 package dev.rolloutingest.embedded;
 
 import java.io.IOException;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -16,6 +13,7 @@ import org.gaul.s3proxy.BlobStores;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.auth.AuthenticationType;
 import org.gaul.s3proxy.blobstore.BlobStore;
+import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -89,29 +87,25 @@ public final class EmbeddedS3 implements AutoCloseable {
     }
 
     /**
-     * The blob store behind the S3 API, counting every operation the server performs for a request and
-     * failing them all while an outage is switched on (the server then answers 500 to every request).
+     * The blob store behind the S3 API, counting every call the server makes to it and failing them all while
+     * an outage is switched on (the server then answers 500 to every request). It must be a
+     * ForwardingBlobStore: S3Proxy unwraps those to learn the backend's capabilities (conditional PUTs);
+     * every forwarded operation asks for its delegate once, which is where it is counted.
      */
     private static BlobStore observed(BlobStore store, AtomicLong operations, AtomicBoolean refusing) {
-        InvocationHandler handler = (self, method, args) -> {
-            if (method.getDeclaringClass() == Object.class) {
-                return method.invoke(store, args);
-            }
-            operations.incrementAndGet();
-            if (refusing.get()) {
-                throw new IllegalStateException("object store outage (test switch)");
-            }
-            try {
-                return method.invoke(store, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
+        return new ForwardingBlobStore(store) {
+            @Override
+            public BlobStore delegate() {
+                operations.incrementAndGet();
+                if (refusing.get()) {
+                    throw new IllegalStateException("object store outage (test switch)");
+                }
+                return super.delegate();
             }
         };
-        return (BlobStore) Proxy.newProxyInstance(BlobStore.class.getClassLoader(), new Class<?>[] {BlobStore.class},
-                handler);
     }
 
-    /** Blob-store operations served so far: about one per S3 request (a GET with a range may take two). */
+    /** Blob-store calls served so far: one or two per S3 request. */
     public long operations() {
         return operations.get();
     }
