@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
@@ -7,23 +8,29 @@ import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.types.pojo.Schema;
 
-/** An ArrowReader over one in-memory batch, to hand it to Lance as a stream. Does not own the batch. */
+/** An ArrowReader over in-memory batches of one schema, to hand them to Lance as a stream. Does not own them. */
 final class BatchReader extends ArrowReader {
-    private final VectorSchemaRoot source;
-    private boolean consumed;
+    private final List<VectorSchemaRoot> sources;
+    private int next;
 
     BatchReader(BufferAllocator allocator, VectorSchemaRoot source) {
+        this(allocator, List.of(source));
+    }
+
+    BatchReader(BufferAllocator allocator, List<VectorSchemaRoot> sources) {
         super(allocator);
-        this.source = source;
+        if (sources.isEmpty()) {
+            throw new IllegalArgumentException("no batch");
+        }
+        this.sources = sources;
     }
 
     @Override
     public boolean loadNextBatch() {
-        if (consumed) {
+        if (next >= sources.size()) {
             return false;
         }
-        consumed = true;
-        try (ArrowRecordBatch batch = new VectorUnloader(source).getRecordBatch()) {
+        try (ArrowRecordBatch batch = new VectorUnloader(sources.get(next++)).getRecordBatch()) {
             loadRecordBatch(batch);
         }
         return true;
@@ -39,6 +46,6 @@ final class BatchReader extends ArrowReader {
 
     @Override
     protected Schema readSchema() {
-        return source.getSchema();
+        return sources.get(0).getSchema();
     }
 }

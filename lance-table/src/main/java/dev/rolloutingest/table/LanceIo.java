@@ -78,11 +78,16 @@ final class LanceIo {
         return create(uri, batch, Map.of());
     }
 
-    private Dataset create(String uri, VectorSchemaRoot batch, Map<String, String> storageOptions) {
+    /** Fails as the test fault says for these rows, if one is injected. */
+    void checkWriteFault(VectorSchemaRoot batch) {
         String injected = writeFault.apply(batch);
         if (injected != null) {
             throw new IllegalStateException(injected);
         }
+    }
+
+    private Dataset create(String uri, VectorSchemaRoot batch, Map<String, String> storageOptions) {
+        checkWriteFault(batch);
         try (ArrowReader reader = new BatchReader(allocator, batch)) {
             return Dataset.write().allocator(allocator).reader(reader).uri(uri)
                     .mode(WriteParams.WriteMode.CREATE)

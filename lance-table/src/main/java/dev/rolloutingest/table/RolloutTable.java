@@ -34,7 +34,7 @@ public final class RolloutTable implements AutoCloseable {
     private final GenerationWriter writer;
     private final ReadCatalog readCatalog;
     private final LsmReader reader;
-    private final MergePass merge;
+    private final MergeRound merge;
     private final TableMaintenance maintenance;
     private final LanceIo lance;
 
@@ -48,7 +48,7 @@ public final class RolloutTable implements AutoCloseable {
         this.readCatalog = new ReadCatalog(lance, catalog, Duration.ofMillis(settings.readRefreshMs()),
                 settings.readOpenGenerations());
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
-        this.merge = new MergePass(lance, catalog, settings, meters);
+        this.merge = new MergeRound(lance, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
     }
 
@@ -273,9 +273,34 @@ public final class RolloutTable implements AutoCloseable {
         }
     }
 
+    /**
+     * One bounded merge of one shard, planned, prepared and committed at once: a round of one. Throws what
+     * failed it.
+     */
     public MergeResult mergePass(String shard, int maxGenerations, long maxBytes) {
+        MergeRound.MergePlan plan = planMerge(List.of(shard), maxGenerations, maxBytes).get(0);
+        MergeRound.RoundResult round = commitMerge(List.of(prepareMerge(plan)));
+        RuntimeException failure = round.failed().get(shard);
+        if (failure != null) {
+            throw failure;
+        }
+        return round.merged().get(shard);
+    }
+
+    /** What each shard would merge now (see {@link MergeRound#plan}). */
+    public List<MergeRound.MergePlan> planMerge(java.util.Collection<String> shards, int maxGenerations, long maxBytes) {
+        return merge.plan(shards, maxGenerations, maxBytes);
+    }
+
+    /** Reads and de-duplicates a shard's planned generations; any thread; the caller closes it or commits it. */
+    public MergeRound.PreparedMerge prepareMerge(MergeRound.MergePlan plan) {
+        return merge.prepare(plan);
+    }
+
+    /** Commits prepared shards as one merge-insert where it can (see {@link MergeRound#commit}); closes them. */
+    public MergeRound.RoundResult commitMerge(List<MergeRound.PreparedMerge> prepared) {
         try {
-            return merge.run(shard, maxGenerations, maxBytes);
+            return merge.commit(prepared);
         } finally {
             readCatalog.invalidate();
         }

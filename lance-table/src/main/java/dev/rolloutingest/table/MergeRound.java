@@ -1,0 +1,291 @@
+package dev.rolloutingest.table;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.c.ArrowArrayStream;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
+import org.lance.memwal.MergedGeneration;
+import org.lance.merge.MergeInsertParams;
+import org.lance.merge.MergeInsertResult;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Merging in rounds: the pending generations of many shards folded into the base in one merge-insert
+ * commit that marks all of them merged. Three steps, so the caller can run the slow part in parallel and
+ * the commit alone: {@link #plan} (one look at the watermarks and the seals), {@link #prepare} (read and
+ * de-duplicate one shard's generations; any thread, memory = that shard's rows), {@link #commit} (serial).
+ *
+ * <p>Per shard the guarantees of a single pass hold: at most N consecutive generations above its watermark,
+ * ascending, within a byte budget (the oldest always, so a large one cannot block its shard); the
+ * watermark is read again right before the commit and a shard whose watermark moved since its plan
+ * (another committer merged it) is left out, so nothing is merged twice or out of order (lance-core 7.0.0
+ * accepts both silently and then overwrites newer data). A commit that fails is split in halves down to the
+ * shard at fault, so one poisoned shard never fails the healthy ones; when the table itself cannot be read,
+ * every shard of the round fails as unavailable instead.
+ */
+public final class MergeRound {
+    private static final Logger log = LoggerFactory.getLogger(MergeRound.class);
+
+    private final LanceIo lance;
+    private final GenerationCatalog catalog;
+    private final TableSettings settings;
+    private final Timer readPhase;
+    private final Timer commitPhase;
+
+    MergeRound(LanceIo lance, GenerationCatalog catalog, TableSettings settings, MeterRegistry meters) {
+        this.lance = lance;
+        this.catalog = catalog;
+        this.settings = settings;
+        this.readPhase = Timer.builder("rollout.merge.phase").tag("phase", "read")
+                .description("Time of a merge's phases: reading one shard's generations, committing a round")
+                .register(meters);
+        this.commitPhase = Timer.builder("rollout.merge.phase").tag("phase", "commit")
+                .description("Time of a merge's phases: reading one shard's generations, committing a round")
+                .register(meters);
+    }
+
+    /**
+     * What each shard would merge now: one base open for the watermarks, one listing for the seals, and
+     * the seal files of the chosen generations.
+     *
+     * @param maxGenerations per shard, 0 = unbounded
+     * @param maxBytes per shard, 0 = unbounded (the oldest pending generation is always taken)
+     */
+    List<MergePlan> plan(Collection<String> shards, int maxGenerations, long maxBytes) {
+        if (maxGenerations < 0 || maxBytes < 0) {
+            throw new IllegalArgumentException("maxGenerations and maxBytes must be >= 0");
+        }
+        Map<String, Long> watermarks;
+        try (Dataset base = lance.openBase()) {
+            watermarks = MemWalWatermarks.read(base);
+        }
+        Map<String, List<GenerationCatalog.Listed>> sealed = catalog.sealedByShard();
+        List<MergePlan> plans = new ArrayList<>();
+        for (String shard : shards) {
+            ShardId.requireValid(shard);
+            long watermark = watermarks.getOrDefault(shard, 0L);
+            List<GenerationCatalog.Listed> pending = sealed.getOrDefault(shard, List.of()).stream()
+                    .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0).toList();
+            List<SealedGeneration> chosen = new ArrayList<>();
+            long bytes = 0;
+            for (GenerationCatalog.Listed listed : pending) {
+                if (maxGenerations > 0 && chosen.size() >= maxGenerations) {
+                    break;
+                }
+                SealedGeneration seal = catalog.seal(listed);
+                if (!chosen.isEmpty() && maxBytes > 0 && bytes + seal.bytes() > maxBytes) {
+                    break;
+                }
+                chosen.add(seal);
+                bytes += seal.bytes();
+            }
+            plans.add(new MergePlan(shard, watermark, chosen, bytes, pending.size() - chosen.size()));
+        }
+        return plans;
+    }
+
+    /** Reads a plan's generations, ascending, newest row per key; safe on any thread. */
+    PreparedMerge prepare(MergePlan plan) {
+        long started = System.nanoTime();
+        MergeSource source = new MergeSource(lance.allocator());
+        try {
+            for (SealedGeneration generation : plan.generations()) {
+                String uri = lance.location().resolve(generation.datasetPath());
+                try (Dataset dataset = lance.openGeneration(uri);
+                        LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
+                                .columns(RolloutSchema.allColumns()).batchSize(4096).build());
+                        ArrowReader reader = scanner.scanBatches()) {
+                    while (reader.loadNextBatch()) {
+                        source.addAll(reader.getVectorSchemaRoot());
+                    }
+                } catch (RolloutTableException e) {
+                    throw e;
+                } catch (Exception e) {
+                    throw new RolloutTableException.GenerationUnreadable(lance.location().uri(), generation.shard(),
+                            generation.generation(), generation.folder(), e);
+                }
+            }
+            Duration read = Duration.ofNanos(System.nanoTime() - started);
+            readPhase.record(read);
+            return new PreparedMerge(plan, source, read);
+        } catch (RuntimeException e) {
+            source.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Commits the prepared shards, as one merge-insert when it can. Returns each shard's result or error;
+     * closes the prepared merges.
+     */
+    RoundResult commit(List<PreparedMerge> prepared) {
+        long started = System.nanoTime();
+        Map<String, MergeResult> merged = new LinkedHashMap<>();
+        Map<String, RuntimeException> failed = new LinkedHashMap<>();
+        int[] commits = {0};
+        try {
+            List<PreparedMerge> work = new ArrayList<>();
+            for (PreparedMerge p : prepared) {
+                if (p.plan().generations().isEmpty()) {
+                    merged.put(p.plan().shard(), MergeResult.nothing(p.plan().shard(), p.plan().watermark()));
+                } else {
+                    work.add(p);
+                }
+            }
+            MergeSource.resolveAcross(work.stream().map(PreparedMerge::source).toList());
+            commitGroup(work, merged, failed, commits);
+        } finally {
+            prepared.forEach(PreparedMerge::close);
+        }
+        Duration total = Duration.ofNanos(System.nanoTime() - started);
+        return new RoundResult(merged, failed, commits[0], total);
+    }
+
+    private void commitGroup(List<PreparedMerge> group, Map<String, MergeResult> merged,
+            Map<String, RuntimeException> failed, int[] commits) {
+        if (group.isEmpty()) {
+            return;
+        }
+        long started = System.nanoTime();
+        Map<String, Long> watermarks;
+        Dataset base;
+        try {
+            base = lance.openBase();
+            watermarks = MemWalWatermarks.read(base);
+        } catch (RuntimeException e) {
+            // The table cannot be read at all: nothing any shard did; all fail alike, none is blamed alone.
+            RolloutTableException unavailable = e instanceof RolloutTableException r ? r
+                    : new RolloutTableException("Table " + lance.location() + ": unavailable for the merge commit: "
+                            + e.getMessage(), e);
+            group.forEach(p -> failed.put(p.plan().shard(), unavailable));
+            return;
+        }
+        try (Dataset opened = base) {
+            List<PreparedMerge> current = new ArrayList<>();
+            for (PreparedMerge p : group) {
+                long now = watermarks.getOrDefault(p.plan().shard(), 0L);
+                if (now != p.plan().watermark()) {
+                    // Merged meanwhile by another committer: the next round plans it afresh.
+                    log.info("Table {} shard {}: watermark moved from {} to {} since the plan; left for the next round",
+                            lance.location(), p.plan().shard(), p.plan().watermark(), now);
+                    merged.put(p.plan().shard(), MergeResult.nothing(p.plan().shard(), now));
+                } else {
+                    current.add(p);
+                }
+            }
+            if (current.isEmpty()) {
+                return;
+            }
+            try {
+                commitOnce(opened, current);
+                commits[0]++;
+                Duration commit = Duration.ofNanos(System.nanoTime() - started);
+                commitPhase.record(commit);
+                for (PreparedMerge p : current) {
+                    MergeResult result = p.result(commit);
+                    merged.put(p.plan().shard(), result);
+                    log.info("Table {} shard {}: merged {} generations ({}..{}), {} rows, watermark {} -> {}, read {} ms,"
+                            + " round commit of {} shards {} ms, {} left", lance.location(), p.plan().shard(),
+                            result.mergedGenerations().size(), result.mergedGenerations().get(0), result.newWatermark(),
+                            result.rows(), result.previousWatermark(), result.newWatermark(),
+                            result.readDuration().toMillis(), current.size(), commit.toMillis(), result.leftover());
+                }
+            } catch (RuntimeException e) {
+                commits[0]++;
+                if (current.size() == 1) {
+                    failed.put(current.get(0).plan().shard(), e);
+                    return;
+                }
+                log.warn("Table {}: a merge commit of {} shards failed ({}); committing them in halves to find the shard"
+                        + " at fault", lance.location(), current.size(), e.getMessage());
+                int half = current.size() / 2;
+                commitGroup(current.subList(0, half), merged, failed, commits);
+                commitGroup(current.subList(half, current.size()), merged, failed, commits);
+            }
+        }
+    }
+
+    private void commitOnce(Dataset base, List<PreparedMerge> group) {
+        List<MergedGeneration> marks = new ArrayList<>();
+        for (PreparedMerge p : group) {
+            p.plan().generations().forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
+        }
+        MergeInsertParams params = new MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
+                .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
+                .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll)
+                .markGenerationsAsMerged(marks)
+                .withConflictRetries(settings.mergeConflictRetries());
+        List<VectorSchemaRoot> batches = new ArrayList<>();
+        for (PreparedMerge p : group) {
+            batches.add(p.source().rowsToWrite());
+            lance.checkWriteFault(batches.get(batches.size() - 1));
+        }
+        try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
+            Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
+            MergeInsertResult result = base.mergeInsert(params, stream);
+            result.dataset().close();
+        }
+    }
+
+    /** What a shard would merge: the generations above its watermark it takes this round. */
+    public record MergePlan(String shard, long watermark, List<SealedGeneration> generations, long bytes, int leftover) {}
+
+    /** A shard's rows, read and de-duplicated, waiting for the commit. Closing frees them. */
+    public static final class PreparedMerge implements AutoCloseable {
+        private final MergePlan plan;
+        private final MergeSource source;
+        private final Duration read;
+
+        PreparedMerge(MergePlan plan, MergeSource source, Duration read) {
+            this.plan = plan;
+            this.source = source;
+            this.read = read;
+        }
+
+        public MergePlan plan() {
+            return plan;
+        }
+
+        MergeSource source() {
+            return source;
+        }
+
+        public int rows() {
+            return source.rows();
+        }
+
+        public long memoryBytes() {
+            return source.bytes();
+        }
+
+        MergeResult result(Duration commit) {
+            List<Long> generations = plan.generations().stream().map(SealedGeneration::generation).toList();
+            return new MergeResult(plan.shard(), generations, plan.watermark(), generations.get(generations.size() - 1),
+                    rows(), plan.bytes(), read, commit, plan.leftover());
+        }
+
+        @Override
+        public void close() {
+            source.close();
+        }
+    }
+
+    /**
+     * One round's outcome: each shard's result (an empty one when it had nothing or was merged meanwhile) or
+     * error, and how many commits it took (1 when no shard failed).
+     */
+    public record RoundResult(Map<String, MergeResult> merged, Map<String, RuntimeException> failed, int commits,
+            Duration duration) {}
+}

@@ -1,0 +1,166 @@
+package dev.rolloutingest.table;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * The rows one shard brings to a merge: its generations' rows copied column by column (no row objects),
+ * newest row per record_id by {@link RowOrder}. A merge-insert source must hold each key once ("Ambiguous
+ * merge inserts are prohibited"), so rows that lose are marked dropped here and left out when written.
+ */
+final class MergeSource implements AutoCloseable {
+    private final BufferAllocator allocator;
+    private final VectorSchemaRoot root;
+    private VectorSchemaRoot kept;
+    private int keptDropped;
+    private final Map<String, Integer> rowOfKey = new HashMap<>();
+    private final BitSet dropped = new BitSet();
+    private int[] partitions = new int[1024];
+    private long[] offsets = new long[1024];
+    private long[] ingestedMicros = new long[1024];
+    private final List<String> keys = new ArrayList<>();
+    private int size;
+    private long bytes;
+
+    MergeSource(BufferAllocator allocator) {
+        this.allocator = allocator;
+        this.root = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
+        this.root.allocateNew();
+    }
+
+    /** Appends every row of a scanned batch (same schema, all columns); older values of a key are dropped. */
+    void addAll(VectorSchemaRoot batch) {
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        IntVector partition = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
+        BigIntVector offset = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
+        TimeStampMicroTZVector ingested = (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT);
+        List<FieldVector> from = batch.getFieldVectors();
+        List<FieldVector> to = root.getFieldVectors();
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            String key = new String(ids.get(i), StandardCharsets.UTF_8);
+            int row = size;
+            for (int c = 0; c < to.size(); c++) {
+                to.get(c).copyFromSafe(i, row, from.get(c));
+            }
+            grow();
+            partitions[row] = partition.get(i);
+            offsets[row] = offset.get(i);
+            ingestedMicros[row] = ingested.get(i);
+            keys.add(key);
+            size++;
+            Integer earlier = rowOfKey.get(key);
+            if (earlier == null) {
+                rowOfKey.put(key, row);
+            } else if (newer(row, earlier)) {
+                dropped.set(earlier);
+                rowOfKey.put(key, row);
+            } else {
+                dropped.set(row);
+            }
+        }
+        bytes = to.stream().mapToLong(FieldVector::getBufferSize).sum();
+    }
+
+    private boolean newer(int candidate, int current) {
+        return newer(this, candidate, this, current);
+    }
+
+    private static boolean newer(MergeSource a, int i, MergeSource b, int j) {
+        return RowOrder.newer(a.partitions[i], a.offsets[i], ArrowRows.instant(a.ingestedMicros[i]),
+                b.partitions[j], b.offsets[j], ArrowRows.instant(b.ingestedMicros[j]));
+    }
+
+    private void grow() {
+        if (size == partitions.length) {
+            partitions = Arrays.copyOf(partitions, size * 2);
+            offsets = Arrays.copyOf(offsets, size * 2);
+            ingestedMicros = Arrays.copyOf(ingestedMicros, size * 2);
+        }
+    }
+
+    /**
+     * Drops, across several shards' sources, every row an equal key in another source replaces (a record_id
+     * written to two partitions): after this, each key is in at most one source, once.
+     */
+    static void resolveAcross(List<MergeSource> sources) {
+        Map<String, int[]> owner = new HashMap<>(); // key -> {source, row}
+        for (int s = 0; s < sources.size(); s++) {
+            MergeSource source = sources.get(s);
+            for (Map.Entry<String, Integer> entry : source.rowOfKey.entrySet()) {
+                int[] current = owner.get(entry.getKey());
+                int row = entry.getValue();
+                if (current == null) {
+                    owner.put(entry.getKey(), new int[] {s, row});
+                } else if (newer(source, row, sources.get(current[0]), current[1])) {
+                    sources.get(current[0]).dropped.set(current[1]);
+                    owner.put(entry.getKey(), new int[] {s, row});
+                } else {
+                    source.dropped.set(row);
+                }
+            }
+        }
+    }
+
+    /** Rows that will be written. */
+    int rows() {
+        return size - dropped.cardinality();
+    }
+
+    /** Off-heap bytes held. */
+    long bytes() {
+        return bytes;
+    }
+
+    /**
+     * The rows to write: this source's own columns when no row was dropped, else a copy of the kept rows
+     * (made once, kept until close). Owned by this source either way, so a commit that fails can be retried.
+     */
+    VectorSchemaRoot rowsToWrite() {
+        root.setRowCount(size);
+        if (dropped.isEmpty()) {
+            return root;
+        }
+        if (kept == null || keptDropped != dropped.cardinality()) {
+            if (kept != null) {
+                kept.close();
+            }
+            kept = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
+            kept.allocateNew();
+            List<FieldVector> from = root.getFieldVectors();
+            List<FieldVector> to = kept.getFieldVectors();
+            int k = 0;
+            for (int i = 0; i < size; i++) {
+                if (dropped.get(i)) {
+                    continue;
+                }
+                for (int c = 0; c < to.size(); c++) {
+                    to.get(c).copyFromSafe(i, k, from.get(c));
+                }
+                k++;
+            }
+            kept.setRowCount(k);
+            keptDropped = dropped.cardinality();
+        }
+        return kept;
+    }
+
+    @Override
+    public void close() {
+        root.close();
+        if (kept != null) {
+            kept.close();
+        }
+    }
+}
