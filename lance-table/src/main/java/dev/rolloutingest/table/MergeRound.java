@@ -68,10 +68,13 @@ public final class MergeRound {
             throw new IllegalArgumentException("maxGenerations and maxBytes must be >= 0");
         }
         Map<String, Long> watermarks;
+        Map<String, List<GenerationCatalog.Listed>> sealed;
         try (Dataset base = lance.openBase()) {
             watermarks = MemWalWatermarks.read(base);
+            sealed = catalog.sealedByShard();
+        } catch (RuntimeException e) {
+            throw new RolloutTableException.Unavailable(lance.location().uri(), "planning a merge", e);
         }
-        Map<String, List<GenerationCatalog.Listed>> sealed = catalog.sealedByShard();
         List<MergePlan> plans = new ArrayList<>();
         for (String shard : shards) {
             ShardId.requireValid(shard);
@@ -80,24 +83,34 @@ public final class MergeRound {
                     .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0).toList();
             List<SealedGeneration> chosen = new ArrayList<>();
             long bytes = 0;
+            RuntimeException failure = null;
             for (GenerationCatalog.Listed listed : pending) {
                 if (maxGenerations > 0 && chosen.size() >= maxGenerations) {
                     break;
                 }
-                SealedGeneration seal = catalog.seal(listed);
+                SealedGeneration seal;
+                try {
+                    seal = catalog.seal(listed);
+                } catch (RuntimeException e) {
+                    failure = e; // this shard's seal is unreadable: its problem, not the round's
+                    break;
+                }
                 if (!chosen.isEmpty() && maxBytes > 0 && bytes + seal.bytes() > maxBytes) {
                     break;
                 }
                 chosen.add(seal);
                 bytes += seal.bytes();
             }
-            plans.add(new MergePlan(shard, watermark, chosen, bytes, pending.size() - chosen.size()));
+            plans.add(new MergePlan(shard, watermark, chosen, bytes, pending.size() - chosen.size(), failure));
         }
         return plans;
     }
 
     /** Reads a plan's generations, ascending, newest row per key; safe on any thread. */
     PreparedMerge prepare(MergePlan plan) {
+        if (plan.failure() != null) {
+            throw plan.failure();
+        }
         long started = System.nanoTime();
         MergeSource source = new MergeSource(lance.allocator());
         try {
@@ -166,9 +179,8 @@ public final class MergeRound {
             watermarks = MemWalWatermarks.read(base);
         } catch (RuntimeException e) {
             // The table cannot be read at all: nothing any shard did; all fail alike, none is blamed alone.
-            RolloutTableException unavailable = e instanceof RolloutTableException r ? r
-                    : new RolloutTableException("Table " + lance.location() + ": unavailable for the merge commit: "
-                            + e.getMessage(), e);
+            RolloutTableException unavailable = new RolloutTableException.Unavailable(lance.location().uri(),
+                    "committing a merge", e);
             group.forEach(p -> failed.put(p.plan().shard(), unavailable));
             return;
         }
@@ -239,8 +251,13 @@ public final class MergeRound {
         }
     }
 
-    /** What a shard would merge: the generations above its watermark it takes this round. */
-    public record MergePlan(String shard, long watermark, List<SealedGeneration> generations, long bytes, int leftover) {}
+    /**
+     * What a shard would merge: the generations above its watermark it takes this round.
+     *
+     * @param failure why the shard cannot be planned (an unreadable seal), or null
+     */
+    public record MergePlan(String shard, long watermark, List<SealedGeneration> generations, long bytes, int leftover,
+            RuntimeException failure) {}
 
     /** A shard's rows, read and de-duplicated, waiting for the commit. Closing frees them. */
     public static final class PreparedMerge implements AutoCloseable {

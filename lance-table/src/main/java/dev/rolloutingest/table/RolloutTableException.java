@@ -115,4 +115,12 @@ public class RolloutTableException extends RuntimeException {
             return reason;
         }
     }
+
+    /** The table as a whole cannot be read or written right now (object store down or refusing): retry later. */
+    public static final class Unavailable extends RolloutTableException {
+        public Unavailable(String tableUri, String what, Throwable cause) {
+            super("Table " + tableUri + " is unavailable while " + what + ": " + (cause == null ? "" : cause.getMessage()),
+                    cause);
+        }
+    }
 }

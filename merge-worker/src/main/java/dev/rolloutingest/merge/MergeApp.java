@@ -47,8 +47,8 @@ public final class MergeApp implements AutoCloseable {
         this.registry = Observability.prometheus("rollout-merge");
         this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
         MergeMetrics metrics = new MergeMetrics(registry);
-        this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.threads(), metrics,
-                config.faultHaltAfterMerges());
+        this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.roundMaxBytes(),
+                config.threads(), metrics, config.faultHaltAfterMerges());
         ConfluentAvroDeserializer<GenerationSealed> events = new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();
@@ -158,6 +158,7 @@ public final class MergeApp implements AutoCloseable {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("total", shards.stream().mapToInt(s -> (int) s.get("pending")).sum());
         body.put("shards", shards);
+        body.put("last_round", coordinator.lastRound());
         return body;
     }
 

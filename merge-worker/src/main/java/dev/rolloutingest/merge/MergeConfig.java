@@ -42,6 +42,7 @@ public final class MergeConfig {
     public static final String COOLDOWN_MAX_SECS = "task.cooldown.max.secs";
     public static final String COOLDOWN_RECORD_TTL_SECS = "task.cooldown.record.ttl.secs";
     public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
+    public static final String ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
     public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String INDEX_MAX_UNINDEXED_ROWS = "rollout.index.max.unindexed.rows";
     public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
@@ -65,7 +66,8 @@ public final class MergeConfig {
             .define(MAX_PENDING_AGE_MS, LONG, 60_000L, ConfigDef.Range.atLeast(0), HIGH,
                     "Merge a shard when its oldest pending generation is this old (wall clock; 0 = disabled)")
             .define(THREADS, INT, 2, ConfigDef.Range.between(1, 64), MEDIUM,
-                    "Merge passes running at once, off the stream thread; one per shard at a time")
+                    "Shards of a merge round read and de-duplicated in parallel, off the stream threads (the round's"
+                            + " commit is one, serial)")
             .define(CHECK_INTERVAL_MS, LONG, 200L, ConfigDef.Range.between(10, 60_000), LOW,
                     "How often finished passes are applied and the time trigger is checked")
             .define(RECONCILE_INTERVAL_MS, LONG, 30_000L, ConfigDef.Range.atLeast(1_000), LOW,
@@ -79,6 +81,9 @@ public final class MergeConfig {
                     "TASK_COOLDOWN_MAX_SECS: longest cooldown")
             .define(COOLDOWN_RECORD_TTL_SECS, LONG, 86_400L, ConfigDef.Range.atLeast(1), LOW,
                     "A failure record with no failure for this long (and no active cooldown) is removed")
+            .define(ROUND_MAX_BYTES, LONG, 256L << 20, ConfigDef.Range.atLeast(0), MEDIUM,
+                    "Sealed bytes one merge round folds at most over all its shards (one commit); shards past it wait"
+                            + " for the next round, so merge memory is bounded by the round (0 = no limit)")
             .define(INDEX_OPTIMIZE_INTERVAL_MS, LONG, 2_000L, ConfigDef.Range.atLeast(0), MEDIUM,
                     "How often the merge-worker checks whether the record_id index of the base must take in the"
                             + " fragments merges added (0 = never); rebuilt instead after a compaction")
@@ -178,6 +183,10 @@ public final class MergeConfig {
 
     public Duration cooldownRecordTtl() {
         return Duration.ofSeconds(parsed.getLong(COOLDOWN_RECORD_TTL_SECS));
+    }
+
+    public long roundMaxBytes() {
+        return parsed.getLong(ROUND_MAX_BYTES);
     }
 
     public long indexMaxUnindexedRows() {

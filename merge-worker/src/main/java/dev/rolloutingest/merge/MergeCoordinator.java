@@ -2,9 +2,12 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.table.MergeResult;
+import dev.rolloutingest.table.MergeRound;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.RolloutTableException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -13,64 +16,95 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs merge passes off the stream threads, so a slow or failing shard never blocks polling (no
- * rebalance) and never delays other shards: a pool of {@code rollout.merge.threads} workers, one pass
- * per shard at a time (a per-shard lock also orders manual passes after a running one). Finished passes
- * wait in a per-shard queue until the owning task applies them to its state stores on its own thread.
- * Compaction and GC run one at a time on a separate single worker.
+ * Merges in rounds, off the stream threads: the shards asked for since the last round are planned
+ * together, prepared in parallel on a pool of {@code rollout.merge.threads} (reading and de-duplicating
+ * their generations), and committed as one merge-insert by a single committer thread, so commits per second
+ * do not grow with the number of shards and passes of different shards no longer race for the base
+ * manifest. A round holds at most {@code rollout.merge.round.max.bytes} of sealed input (the shards over it
+ * wait for the next round), so memory is bounded by the round, never by the backlog. Finished shards wait in
+ * a per-shard queue until the owning task applies them on its own thread. Compaction, index upkeep and GC
+ * run one at a time on a separate worker.
  */
 public final class MergeCoordinator implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(MergeCoordinator.class);
 
-    /** A finished pass: the result, or the error that failed it. */
+    /**
+     * A shard's part of a round: its result, or the error that failed it.
+     *
+     * @param tableUnavailable the table itself could not be read or written (store down): not the shard's
+     *     fault, so it does not count towards the shard's cooldown
+     */
     public record Outcome(String shard, MergeTrigger trigger, MergeResult result, Throwable error, Duration duration,
-            long finishedAtMs) {
+            long finishedAtMs, boolean tableUnavailable) {
         public boolean failed() {
             return error != null;
         }
     }
 
-    /** A finished maintenance run (kind = compact | gc). */
+    /** A finished maintenance run (kind = compact | index | gc). */
     public record MaintenanceOutcome(String kind, Throwable error, String summary) {}
+
+    /** What the last round did, for /pending and the logs. */
+    public record RoundSummary(long round, int shards, int mergedShards, int failedShards, long rows, int commits,
+            long commitMs, long prepareMs, long finishedAtMs) {}
+
+    private record Request(String shard, MergeTrigger trigger, CompletableFuture<Outcome> done) {}
 
     private final RolloutTable table;
     private final int maxGenerations;
     private final long maxBytes;
+    private final long roundMaxBytes;
     private final MergeMetrics metrics;
-    private final ExecutorService passes;
+    private final ExecutorService preparers;
     private final ExecutorService maintenance;
+    private final Thread committer;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition requested = lock.newCondition();
+    private final LinkedHashMap<String, List<Request>> requests = new LinkedHashMap<>();
     private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
-    private final Map<String, Object> shardLocks = new ConcurrentHashMap<>();
     private final Map<String, Queue<Outcome>> outcomes = new ConcurrentHashMap<>();
     private final Queue<MaintenanceOutcome> maintenanceOutcomes = new ConcurrentLinkedQueue<>();
     private final Set<String> maintenanceRunning = ConcurrentHashMap.newKeySet();
-
     private final int haltAfterMerges;
-    private final AtomicInteger committedPasses = new AtomicInteger();
+    private final AtomicInteger committedRounds = new AtomicInteger();
+    private volatile RoundSummary lastRound;
+    private volatile boolean closing;
 
     public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, int threads, MergeMetrics metrics) {
-        this(table, maxGenerations, maxBytes, threads, metrics, 0);
+        this(table, maxGenerations, maxBytes, 0, threads, metrics, 0);
     }
 
-    /** @param haltAfterMerges fault injection: halt the JVM after this many committed passes (0 = never) */
-    public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, int threads, MergeMetrics metrics,
-            int haltAfterMerges) {
-        this.haltAfterMerges = haltAfterMerges;
+    /**
+     * @param roundMaxBytes sealed bytes one round takes at most, over all its shards (0 = unbounded); a shard
+     *     alone over it still merges, in a round of its own
+     * @param threads shards prepared in parallel
+     * @param haltAfterMerges fault injection: halt the JVM after this many committed rounds (0 = never)
+     */
+    public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, long roundMaxBytes, int threads,
+            MergeMetrics metrics, int haltAfterMerges) {
         this.table = table;
         this.maxGenerations = maxGenerations;
         this.maxBytes = maxBytes;
+        this.roundMaxBytes = roundMaxBytes;
         this.metrics = metrics;
+        this.haltAfterMerges = haltAfterMerges;
         AtomicInteger n = new AtomicInteger();
-        this.passes = Executors.newFixedThreadPool(threads, r -> daemon(r, "merge-pass-" + n.incrementAndGet()));
+        this.preparers = Executors.newFixedThreadPool(threads, r -> daemon(r, "merge-prepare-" + n.incrementAndGet()));
         this.maintenance = Executors.newSingleThreadExecutor(r -> daemon(r, "table-maintenance"));
+        this.committer = daemon(this::commitRounds, "merge-committer");
+        this.committer.start();
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -87,55 +121,171 @@ public final class MergeCoordinator implements AutoCloseable {
         return inFlight.contains(shard);
     }
 
-    /** Starts an automatic pass unless one of this shard is already running; false when skipped. */
+    public RoundSummary lastRound() {
+        return lastRound;
+    }
+
+    /** Asks for an automatic merge of the shard in the next round; false when one is already asked for or running. */
     public boolean submit(String shard, MergeTrigger trigger) {
         if (!inFlight.add(shard)) {
             return false;
         }
-        passes.execute(() -> run(shard, trigger, null));
+        enqueue(new Request(shard, trigger, null));
         return true;
     }
 
-    /** A manual pass: never skipped, never gated; runs after the shard's current pass if one is running. */
+    /** A manual merge: never skipped, never gated; in the next round, after the shard's current one if any. */
     public CompletableFuture<Outcome> manual(String shard) {
         CompletableFuture<Outcome> done = new CompletableFuture<>();
-        passes.execute(() -> {
-            inFlight.add(shard);
-            run(shard, MergeTrigger.MANUAL, done);
-        });
+        inFlight.add(shard);
+        enqueue(new Request(shard, MergeTrigger.MANUAL, done));
         return done;
     }
 
-    private void run(String shard, MergeTrigger trigger, CompletableFuture<Outcome> done) {
-        long started = System.nanoTime();
-        Outcome outcome;
-        synchronized (shardLocks.computeIfAbsent(shard, s -> new Object())) {
-            try {
-                MergeResult result = table.mergePass(shard, maxGenerations, maxBytes);
-                if (haltAfterMerges > 0 && result.mergedAnything() && committedPasses.incrementAndGet() == haltAfterMerges) {
-                    log.warn("Fault injection: halting after committed merge pass {} of shard {}", haltAfterMerges, shard);
-                    Runtime.getRuntime().halt(137);
-                }
-                outcome = new Outcome(shard, trigger, result, null, Duration.ofNanos(System.nanoTime() - started),
-                        System.currentTimeMillis());
-                metrics.pass(name(trigger), result.mergedAnything() ? "success" : "empty", outcome.duration());
-                metrics.merged(result.mergedGenerations().size());
-            } catch (Throwable e) {
-                outcome = new Outcome(shard, trigger, null, e, Duration.ofNanos(System.nanoTime() - started),
-                        System.currentTimeMillis());
-                metrics.pass(name(trigger), "failure", outcome.duration());
-                log.warn("Table {} shard {}: {} merge pass failed: {}", table.location(), shard, name(trigger), e.getMessage());
-            } finally {
-                inFlight.remove(shard);
-            }
-        }
-        outcomes.computeIfAbsent(shard, s -> new ConcurrentLinkedQueue<>()).add(outcome);
-        if (done != null) {
-            done.complete(outcome);
+    private void enqueue(Request request) {
+        lock.lock();
+        try {
+            requests.computeIfAbsent(request.shard(), s -> new ArrayList<>()).add(request);
+            requested.signalAll();
+        } finally {
+            lock.unlock();
         }
     }
 
-    /** Finished passes of a shard, oldest first, removed from the queue. */
+    private void commitRounds() {
+        long round = 0;
+        while (!closing) {
+            Map<String, List<Request>> batch;
+            lock.lock();
+            try {
+                while (requests.isEmpty() && !closing) {
+                    requested.await(1, TimeUnit.SECONDS);
+                }
+                if (closing) {
+                    return;
+                }
+                batch = new LinkedHashMap<>(requests);
+                requests.clear();
+            } catch (InterruptedException e) {
+                return;
+            } finally {
+                lock.unlock();
+            }
+            try {
+                runRound(++round, batch);
+            } catch (Error e) {
+                // An OutOfMemoryError or the like is not a merge failure: do not turn it into cooldowns.
+                log.error("Merge committer stopped by {}", e.toString(), e);
+                throw e;
+            } catch (RuntimeException e) {
+                log.error("Merge round {} failed as a whole: {}", round, e.toString(), e);
+                finishAll(batch, null, e, true, 0);
+            }
+        }
+    }
+
+    private void runRound(long round, Map<String, List<Request>> batch) {
+        long started = System.nanoTime();
+        List<MergeRound.MergePlan> plans;
+        try {
+            plans = table.planMerge(batch.keySet(), maxGenerations, maxBytes);
+        } catch (RuntimeException e) {
+            log.warn("Table {}: merge round {} cannot plan: {}", table.location(), round, e.getMessage());
+            finishAll(batch, null, e, true, System.nanoTime() - started);
+            return;
+        }
+        // The round's byte budget: shards past it wait for the next round (the first always goes).
+        List<MergeRound.MergePlan> taken = new ArrayList<>();
+        long bytes = 0;
+        for (MergeRound.MergePlan plan : plans) {
+            if (!taken.isEmpty() && roundMaxBytes > 0 && bytes + plan.bytes() > roundMaxBytes) {
+                requeue(batch.get(plan.shard()));
+                continue;
+            }
+            taken.add(plan);
+            bytes += plan.bytes();
+        }
+        Map<String, Future<MergeRound.PreparedMerge>> preparing = new LinkedHashMap<>();
+        for (MergeRound.MergePlan plan : taken) {
+            preparing.put(plan.shard(), preparers.submit(() -> table.prepareMerge(plan)));
+        }
+        List<MergeRound.PreparedMerge> prepared = new ArrayList<>();
+        Map<String, Throwable> unreadable = new LinkedHashMap<>();
+        preparing.forEach((shard, future) -> {
+            try {
+                prepared.add(future.get());
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof Error error) {
+                    throw error;
+                }
+                unreadable.put(shard, e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                unreadable.put(shard, e);
+            }
+        });
+        long prepareNanos = System.nanoTime() - started;
+        MergeRound.RoundResult result = table.commitMerge(prepared);
+        long rows = result.merged().values().stream().mapToLong(MergeResult::rows).sum();
+        boolean mergedAnything = result.merged().values().stream().anyMatch(MergeResult::mergedAnything);
+        if (mergedAnything && haltAfterMerges > 0 && committedRounds.incrementAndGet() == haltAfterMerges) {
+            log.warn("Fault injection: halting after committed merge round {}", haltAfterMerges);
+            Runtime.getRuntime().halt(137);
+        }
+        long totalNanos = System.nanoTime() - started;
+        for (MergeRound.MergePlan plan : taken) {
+            String shard = plan.shard();
+            Throwable error = unreadable.containsKey(shard) ? unreadable.get(shard) : result.failed().get(shard);
+            boolean unavailable = error instanceof RolloutTableException.Unavailable;
+            finish(batch.get(shard), result.merged().get(shard), error, unavailable, totalNanos);
+        }
+        int failed = unreadable.size() + result.failed().size();
+        lastRound = new RoundSummary(round, taken.size(), taken.size() - failed, failed, rows, result.commits(),
+                result.duration().toMillis(), prepareNanos / 1_000_000, System.currentTimeMillis());
+        metrics.round(taken.size(), result.commits(), result.duration(), Duration.ofNanos(prepareNanos));
+        if (mergedAnything || failed > 0) {
+            log.info("Merge round {}: {} shards ({} failed), {} rows, prepared in {} ms, {} commit(s) in {} ms", round,
+                    taken.size(), failed, rows, prepareNanos / 1_000_000, result.commits(), result.duration().toMillis());
+        }
+    }
+
+    private void requeue(List<Request> waiting) {
+        lock.lock();
+        try {
+            for (Request request : waiting) {
+                requests.computeIfAbsent(request.shard(), s -> new ArrayList<>()).add(request);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void finishAll(Map<String, List<Request>> batch, MergeResult result, Throwable error, boolean unavailable,
+            long nanos) {
+        batch.values().forEach(requests -> finish(requests, result, error, unavailable, nanos));
+    }
+
+    private void finish(List<Request> shardRequests, MergeResult result, Throwable error, boolean unavailable,
+            long nanos) {
+        Request first = shardRequests.get(0);
+        MergeTrigger trigger = shardRequests.stream().map(Request::trigger).filter(t -> t == MergeTrigger.MANUAL)
+                .findFirst().orElse(first.trigger());
+        Outcome outcome = new Outcome(first.shard(), trigger, error == null ? result : null, error,
+                Duration.ofNanos(nanos), System.currentTimeMillis(), unavailable);
+        if (error == null) {
+            metrics.pass(name(trigger), result.mergedAnything() ? "success" : "empty", outcome.duration());
+            metrics.merged(result.mergedGenerations().size());
+        } else {
+            metrics.pass(name(trigger), "failure", outcome.duration());
+            log.warn("Table {} shard {}: {} merge failed{}: {}", table.location(), first.shard(), name(trigger),
+                    unavailable ? " (table unavailable)" : "", error.getMessage());
+        }
+        inFlight.remove(first.shard());
+        outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>()).add(outcome);
+        shardRequests.stream().map(Request::done).filter(d -> d != null).forEach(d -> d.complete(outcome));
+    }
+
+    /** Finished merges of a shard, oldest first, removed from the queue. */
     public List<Outcome> drain(String shard) {
         Queue<Outcome> queue = outcomes.get(shard);
         List<Outcome> drained = new ArrayList<>();
@@ -147,7 +297,7 @@ public final class MergeCoordinator implements AutoCloseable {
         return drained;
     }
 
-    /** Runs compaction or GC unless the same kind is still running. */
+    /** Runs compaction, index upkeep or GC unless the same kind is still running. */
     public boolean submitMaintenance(String kind, java.util.function.Supplier<String> work) {
         if (!maintenanceRunning.add(kind)) {
             return false;
@@ -157,7 +307,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 String summary = work.get();
                 maintenanceOutcomes.add(new MaintenanceOutcome(kind, null, summary));
                 metrics.maintenance(kind, "success");
-            } catch (Throwable e) {
+            } catch (RuntimeException e) {
                 log.warn("Table {}: {} failed: {}", table.location(), kind, e.getMessage());
                 maintenanceOutcomes.add(new MaintenanceOutcome(kind, e, null));
                 metrics.maintenance(kind, "failure");
@@ -182,11 +332,19 @@ public final class MergeCoordinator implements AutoCloseable {
 
     @Override
     public void close() {
-        passes.shutdown();
-        maintenance.shutdown();
+        lock.lock();
         try {
-            // A pass in flight commits or not as a whole; waiting lets it finish cleanly.
-            passes.awaitTermination(60, TimeUnit.SECONDS);
+            closing = true;
+            requested.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            // A round in flight commits or not as a whole; waiting lets it finish cleanly.
+            committer.join(TimeUnit.SECONDS.toMillis(60));
+            preparers.shutdown();
+            maintenance.shutdown();
+            preparers.awaitTermination(60, TimeUnit.SECONDS);
             maintenance.awaitTermination(60, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -1,6 +1,7 @@
 package dev.rolloutingest.merge;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
@@ -29,7 +30,19 @@ public final class MergeMetrics {
     void pass(String trigger, String result, Duration duration) {
         registry.counter("rollout.merge.passes", "trigger", trigger, "result", result).increment();
         Timer.builder("rollout.merge.pass.duration").tag("trigger", trigger).tag("result", result)
-                .register(registry).record(duration);
+                .publishPercentileHistogram().register(registry).record(duration);
+    }
+
+    /** One round: shards in it, commits it took (1 unless a shard failed), commit and prepare time. */
+    void round(int shards, int commits, Duration commit, Duration prepare) {
+        registry.counter("rollout.merge.rounds").increment();
+        registry.counter("rollout.merge.commits").increment(commits);
+        DistributionSummary.builder("rollout.merge.round.shards").description("Shards folded by one merge round")
+                .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256).register(registry).record(shards);
+        Timer.builder("rollout.merge.round.commit").description("Time to commit one merge round (all its shards)")
+                .publishPercentileHistogram().register(registry).record(commit);
+        Timer.builder("rollout.merge.round.prepare").description("Time to read and de-duplicate one round's shards")
+                .publishPercentileHistogram().register(registry).record(prepare);
     }
 
     void merged(int generations) {

@@ -158,6 +158,11 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private void apply(MergeCoordinator.Outcome outcome, ShardBacklog backlog, long now) {
         String shard = outcome.shard();
+        if (outcome.failed() && outcome.tableUnavailable()) {
+            // The store, not the shard: no cooldown (every shard would enter one); the next trigger retries.
+            log.info("merge of {} waits for the table to be available again: {}", shard, outcome.error().getMessage());
+            return;
+        }
         if (outcome.failed()) {
             recordFailure(MERGE, shard, outcome.error(), now);
             return;
