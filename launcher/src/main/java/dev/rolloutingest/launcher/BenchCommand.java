@@ -37,7 +37,8 @@ final class BenchCommand implements Callable<Integer> {
 
     @picocli.CommandLine.Parameters(index = "0", defaultValue = "table", arity = "0..1",
             description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
-                    + " backlog and shard count at two base sizes, merge passes and lists at both)")
+                    + " backlog and shard count at two base sizes, merge passes and lists at both), merge (draining a"
+                    + " backlog with 1, 2, 4 merge threads)")
     String suite;
 
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
@@ -49,8 +50,26 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--s3", description = "reads: on the embedded S3 API, counting object-store operations per lookup")
     boolean s3;
 
+    @Option(names = "--shards", defaultValue = "8", description = "merge: shards of the backlog")
+    int shards;
+
+    @Option(names = "--generations", defaultValue = "16", description = "merge: generations per shard")
+    int generations;
+
+    @Option(names = "--rows", defaultValue = "1000", description = "merge: rows per generation")
+    int rows;
+
+    @Option(names = "--threads", defaultValue = "1,2,4", split = ",", description = "merge: merge threads to compare")
+    int[] threads;
+
     @Override
     public Integer call() throws Exception {
+        if (suite.equals("merge")) {
+            System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
+            new MergeBench(dir, shards, generations, rows, threads).run();
+            return 0;
+        }
         if (suite.equals("reads")) {
             System.out.printf("machine: %d cores, java %s, max heap %d MiB%n%n", Runtime.getRuntime().availableProcessors(),
                     System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);

@@ -1,0 +1,119 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.merge.MergeCoordinator;
+import dev.rolloutingest.merge.MergeMetrics;
+import dev.rolloutingest.schemas.MergeTrigger;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Merge capacity: a backlog of S shards x G generations x R rows drained through the merge-worker's
+ * coordinator (rounds: plan, prepare on N threads, one commit), with N = 1, 2, 4, on the same machine and
+ * the same backlog; rows/s, commits per merged generation, and this process's peak RSS.
+ */
+final class MergeBench {
+    private static final String TOPIC = "bench";
+
+    private final Path dir;
+    private final int shards;
+    private final int generations;
+    private final int rows;
+    private final int[] threads;
+
+    MergeBench(Path dir, int shards, int generations, int rows, int[] threads) {
+        this.dir = dir;
+        this.shards = shards;
+        this.generations = generations;
+        this.rows = rows;
+        this.threads = threads;
+    }
+
+    void run() throws Exception {
+        System.out.printf("backlog: %d shards x %d generations x %,d rows (1 KiB payload), merge.max.generations 8%n%n",
+                shards, generations, rows);
+        System.out.println("| merge threads | drain time | rows/s | vs 1 thread | rounds | commits | commits per merged generation |");
+        System.out.println("|---|---|---|---|---|---|---|");
+        double oneThread = 0;
+        for (int n : threads) {
+            Result r = drain(n);
+            if (oneThread == 0) {
+                oneThread = r.rowsPerSecond;
+            }
+            System.out.printf("| %d | %.1f s | %,.0f | %.2fx | %d | %d | %.3f |%n", n, r.seconds, r.rowsPerSecond,
+                    r.rowsPerSecond / oneThread, r.rounds, r.commits, r.commits / (double) (shards * generations));
+        }
+        System.out.printf("%npeak RSS of this process: %d MiB%n", peakRssMiB());
+    }
+
+    private record Result(double seconds, double rowsPerSecond, long rounds, long commits) {}
+
+    private Result drain(int threadCount) throws Exception {
+        Path path = dir.toAbsolutePath().resolve("merge-" + threadCount);
+        FileTrees.deleteRecursively(path);
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path),
+                TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
+            RolloutGenerator generator = new RolloutGenerator("bench", 1024, 3);
+            for (int p = 0; p < shards; p++) {
+                for (int g = 0; g < generations; g++) {
+                    long first = (long) g * rows;
+                    List<RolloutRow> batch = new ArrayList<>(rows);
+                    for (long o = first; o < first + rows; o++) {
+                        Rollout rollout = generator.rollout(o % (rows * 4L), (int) o);
+                        rollout.setRecordId("p" + p + "-" + (o % (rows * 4L)));
+                        batch.add(new RolloutRow(rollout, p, o, Instant.now()));
+                    }
+                    table.writeGeneration(TOPIC, p, first, first + rows - 1, batch, rows * 1100L);
+                }
+            }
+            MergeMetrics metrics = new MergeMetrics(meters);
+            long started = System.nanoTime();
+            try (MergeCoordinator coordinator = new MergeCoordinator(table, 8, 0, 256L << 20, threadCount, metrics, 0)) {
+                while (true) {
+                    boolean pending = false;
+                    for (int p = 0; p < shards; p++) {
+                        String shard = ShardId.of(TOPIC, p);
+                        coordinator.drain(shard);
+                        if (!table.pendingGenerations(shard).isEmpty()) {
+                            pending = true;
+                            coordinator.submit(shard, MergeTrigger.COUNT);
+                        }
+                    }
+                    if (!pending) {
+                        break;
+                    }
+                    Thread.sleep(20);
+                }
+            }
+            double seconds = (System.nanoTime() - started) / 1e9;
+            long merged = table.countBaseRows();
+            return new Result(seconds, shards * (double) generations * rows / seconds,
+                    (long) meters.counter("rollout.merge.rounds").count(), (long) meters.counter("rollout.merge.commits").count());
+        }
+    }
+
+    static long peakRssMiB() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024;
+                }
+            }
+        } catch (Exception e) {
+            // not Linux
+        }
+        return -1;
+    }
+}
