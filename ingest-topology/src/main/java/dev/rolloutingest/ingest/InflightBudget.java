@@ -26,6 +26,22 @@ public final class InflightBudget {
         total += bytes;
     }
 
+    /** Part of a partition's bytes left memory (a batch written while the next one fills). */
+    public synchronized void release(int partition, long bytes) {
+        Long held = bytesByPartition.get(partition);
+        if (held == null) {
+            return;
+        }
+        long released = Math.min(held, bytes);
+        if (held - released == 0) {
+            bytesByPartition.remove(partition);
+        } else {
+            bytesByPartition.put(partition, held - released);
+        }
+        total -= released;
+        sealRequests.remove(partition);
+    }
+
     public synchronized void release(int partition) {
         Long bytes = bytesByPartition.remove(partition);
         if (bytes != null) {

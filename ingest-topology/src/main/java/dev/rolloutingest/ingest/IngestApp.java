@@ -19,6 +19,7 @@ public final class IngestApp implements AutoCloseable {
     private final StreamsRuntime runtime;
     private final HttpEndpoint http;
     private final InflightBudget budget;
+    private final SealWriters writers;
 
     public IngestApp(IngestConfig config) {
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
@@ -31,7 +32,9 @@ public final class IngestApp implements AutoCloseable {
         this.budget = new InflightBudget(config.maxInflightBlobBytes());
         IngestMetrics metrics = new IngestMetrics(registry, budget);
         IngestHealth health = new IngestHealth();
-        this.runtime = new StreamsRuntime("rollout-ingest", IngestTopology.build(config, table, metrics, budget, health),
+        this.writers = new SealWriters(config.sealWriteThreads());
+        this.runtime = new StreamsRuntime("rollout-ingest", IngestTopology.build(config, table, metrics, budget, health,
+                writers),
                 config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
@@ -68,6 +71,7 @@ public final class IngestApp implements AutoCloseable {
     @Override
     public void close() {
         runtime.close();
+        writers.close();
         http.close();
         table.close();
         registry.close();

@@ -35,6 +35,7 @@ public final class IngestConfig {
     public static final String SEAL_MAX_AGE_MS = "rollout.seal.max.age.ms";
     public static final String SEAL_CHECK_INTERVAL_MS = "rollout.seal.check.interval.ms";
     public static final String SEAL_WRITE_ATTEMPTS = "rollout.seal.write.attempts";
+    public static final String SEAL_WRITE_THREADS = "rollout.seal.write.threads";
     public static final String MAX_INFLIGHT_BLOB_BYTES = "rollout.max.inflight.blob.bytes";
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
@@ -62,9 +63,13 @@ public final class IngestConfig {
             .define(SEAL_WRITE_ATTEMPTS, INT, 5, ConfigDef.Range.between(1, 100), LOW,
                     "Attempts to write a generation (exponential backoff from 200 ms) before the stream thread fails"
                             + " and is replaced, redoing the batch from the last commit")
+            .define(SEAL_WRITE_THREADS, INT, 2, ConfigDef.Range.between(0, 64), MEDIUM,
+                    "Threads writing sealed batches as generations while the stream threads go on with the next batch"
+                            + " (one write per partition at a time; 0 = write on the stream thread)")
             .define(MAX_INFLIGHT_BLOB_BYTES, LONG, 512L << 20, ConfigDef.Range.atLeast(0), HIGH,
                     "ROLLOUT_MAX_INFLIGHT_BLOB_BYTES: bytes buffered for sealing across all partitions of this"
-                            + " instance; when reached, the largest buffer seals early (0 = no limit)")
+                            + " instance, batches being written included; when reached, the largest buffer seals early"
+                            + " (0 = no limit)")
             .define(LARGE_BLOB_LOG_BYTES, LONG, 16L << 20, ConfigDef.Range.atLeast(0), MEDIUM,
                     "ROLLOUT_LARGE_BLOB_LOG_BYTES: a payload of at least this size logs a warn with experiment and"
                             + " record_id (inclusive; 0 disables)")
@@ -145,6 +150,10 @@ public final class IngestConfig {
 
     public int sealWriteAttempts() {
         return parsed.getInt(SEAL_WRITE_ATTEMPTS);
+    }
+
+    public int sealWriteThreads() {
+        return parsed.getInt(SEAL_WRITE_THREADS);
     }
 
     public long maxInflightBlobBytes() {

@@ -41,26 +41,28 @@ public final class IngestTopology {
 
     /** The production wiring: registry-backed serdes, a real consumer for re-reading after restarts. */
     public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
-            IngestHealth health) {
+            IngestHealth health, SealWriters writers) {
         ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class)
                 .onUnknownFields(metrics::droppedFields);
         rollouts.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
         events.configure(config.serdeConfig(), false);
         return build(config, table, metrics, budget, rollouts, events, tp -> recoveryReader(config), health,
-                IngestFaults.haltAfterWrites(config.faultHaltAfterWrites()));
+                IngestFaults.haltAfterWrites(config.faultHaltAfterWrites()), writers);
     }
 
-    /** For tests: any serdes and re-reader, no fault injection. */
+    /** For tests: any serdes and re-reader, no fault injection, generations written on the stream thread. */
     public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
             Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
-        return build(config, table, metrics, budget, rollouts, events, recoveryReader, new IngestHealth(), IngestFaults.NONE);
+        return build(config, table, metrics, budget, rollouts, events, recoveryReader, new IngestHealth(), IngestFaults.NONE,
+                new SealWriters(0));
     }
 
     static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
             Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
-            Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader, IngestHealth health, IngestFaults faults) {
+            Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader, IngestHealth health, IngestFaults faults,
+            SealWriters writers) {
         RecordCheck check = new RecordCheck(config.inputTopic(), rollouts, config.maxPayloadBytes(),
                 Duration.ofMillis(config.registryWaitMs()), metrics);
         InputRereader rereader = new InputRereader(recoveryReader, metrics, Duration.ofMinutes(2));
@@ -68,7 +70,7 @@ public final class IngestTopology {
         topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer(), config.inputTopic());
         topology.addProcessor(BATCHER,
-                () -> new PartitionBatcher(config, table, check, metrics, budget, rereader, health, faults), SOURCE);
+                () -> new PartitionBatcher(config, table, check, metrics, budget, rereader, health, faults, writers), SOURCE);
         // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(PROGRESS_STORE),
                 Serdes.String(), Serdes.Long()).withCachingEnabled(), BATCHER);

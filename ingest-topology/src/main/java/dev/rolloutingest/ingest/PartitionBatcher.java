@@ -14,6 +14,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
@@ -56,6 +60,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private final InputRereader rereader;
     private final IngestHealth health;
     private final IngestFaults faults;
+    private final SealWriters writers;
 
     private ProcessorContext<Object, Object> context;
     private KeyValueStore<String, Long> progress;
@@ -66,13 +71,15 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private boolean recovered;
 
     private Long sealedUpTo;
+    private long batchStart;
     private long lastOffset = -1;
     private GenerationBatch batch;
     private long batchBytes;
     private long batchStartedAtMs;
+    private SealWrite inFlight;
 
     PartitionBatcher(IngestConfig config, RolloutTable table, RecordCheck check, IngestMetrics metrics,
-            InflightBudget budget, InputRereader rereader, IngestHealth health, IngestFaults faults) {
+            InflightBudget budget, InputRereader rereader, IngestHealth health, IngestFaults faults, SealWriters writers) {
         this.config = config;
         this.table = table;
         this.check = check;
@@ -81,6 +88,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.rereader = rereader;
         this.health = health;
         this.faults = faults;
+        this.writers = writers;
     }
 
     @Override
@@ -92,6 +100,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.topicPartition = new TopicPartition(topic, partition);
         this.shard = ShardId.of(topic, partition);
         this.sealedUpTo = progress.get(SEALED);
+        this.batchStart = sealedUpTo == null ? 0 : sealedUpTo;
         this.recovered = false;
         this.batch = table.newBatch();
         context.schedule(Duration.ofMillis(config.sealCheckIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
@@ -102,10 +111,12 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         recoverOnce();
         RecordMetadata metadata = context.recordMetadata().orElseThrow();
         long offset = metadata.offset();
+        finishWrite(false);
         if (sealedUpTo == null) {
             // The first record this partition ever delivered: stored at once, or a crash before the first
             // seal would leave no position to re-read from.
             sealedUpTo = offset;
+            batchStart = offset;
             progress.put(SEALED, offset);
         }
         if (offset < sealedUpTo || offset <= lastOffset) {
@@ -131,7 +142,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     /** Turns one input record into a row, or into a dead letter. {@code live} is false while re-reading. */
     private void accept(byte[] key, byte[] value, Headers headers, long timestamp, long offset, boolean live) {
-        if (lastOffset < sealedUpTo) {
+        if (lastOffset < batchStart) {
             batchStartedAtMs = health.buffering(partition, System.currentTimeMillis());
         }
         lastOffset = offset;
@@ -174,7 +185,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     private void tick(long now) {
         recoverOnce();
-        if (lastOffset >= (sealedUpTo == null ? Long.MAX_VALUE : sealedUpTo)) {
+        finishWrite(false);
+        if (sealedUpTo != null && lastOffset >= batchStart) {
             if (budget.sealRequested(partition)) {
                 seal("pressure");
             } else if (now - batchStartedAtMs >= config.sealMaxAgeMs()) {
@@ -183,58 +195,113 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
     }
 
-    /**
-     * Seals [sealedUpTo, lastOffset]: writes the generation (unless every record of the range went to the
-     * DLQ), announces it, and moves the committed position, all before the next commit.
-     */
-    private void seal(String trigger) {
-        if (sealedUpTo == null || lastOffset < sealedUpTo) {
-            return;
+    /** A sealed batch being written as a generation, off the stream thread. */
+    private static final class SealWrite {
+        final long first;
+        final long last;
+        final String trigger;
+        final long startedNanos = System.nanoTime();
+        final long bytes;
+        final List<SealedGeneration.DeadLettered> refused = new ArrayList<>();
+        GenerationBatch batch; // replaced by the writer when it takes rows out
+        Future<Optional<SealedGeneration>> result;
+
+        SealWrite(long first, long last, String trigger, GenerationBatch batch, long bytes) {
+            this.first = first;
+            this.last = last;
+            this.trigger = trigger;
+            this.batch = batch;
+            this.bytes = bytes;
         }
-        long first = sealedUpTo;
-        long last = lastOffset;
-        long started = System.nanoTime();
-        if (batch.isEmpty()) {
-            metrics.seal(trigger, "empty", Duration.ofNanos(System.nanoTime() - started));
-        } else {
-            List<SealedGeneration.DeadLettered> refused = new ArrayList<>();
-            Optional<SealedGeneration> sealed;
-            try {
-                sealed = writeWithRetries(first, last, refused);
-            } catch (RuntimeException e) {
-                metrics.seal(trigger, "failure", Duration.ofNanos(System.nanoTime() - started));
-                throw e;
-            }
-            deadLetterRefused(refused);
-            if (sealed.isPresent()) {
-                faults.afterGenerationWrite();
-                announce(sealed.get());
-                metrics.seal(trigger, "success", Duration.ofNanos(System.nanoTime() - started));
-                log.info("Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms", shard, topic,
-                        partition, sealed.get().generation(), first, last, sealed.get().rows(), sealed.get().bytes(),
-                        trigger, (System.nanoTime() - started) / 1_000_000);
-            } else {
-                metrics.seal(trigger, "empty", Duration.ofNanos(System.nanoTime() - started));
-            }
-        }
-        advanceTo(last + 1);
     }
 
     /**
-     * Writes the batch as a generation, retrying with backoff. From the second failure on, the batch is
-     * written to memory to tell the data's fault from the store's: rows that fail on their own are taken
-     * out (into {@code refused}) and the rest is written at once. Empty when every row was refused.
+     * Seals [batchStart, lastOffset]: hands the batch to a writer (unless every record of the range went to
+     * the DLQ) and goes on filling the next one. One write per partition at a time: a second seal first
+     * waits for the first write. When a write is done, the stream thread announces its generation and moves
+     * the committed position ({@link #finishWrite}); until then the range is re-read after a crash, and a
+     * generation written but not announced is adopted.
      */
-    private Optional<SealedGeneration> writeWithRetries(long first, long last, List<SealedGeneration.DeadLettered> refused) {
+    private void seal(String trigger) {
+        if (sealedUpTo == null || lastOffset < batchStart) {
+            return;
+        }
+        finishWrite(true);
+        long first = batchStart;
+        long last = lastOffset;
+        if (batch.isEmpty()) {
+            metrics.seal(trigger, "empty", Duration.ZERO);
+            budget.release(partition, batchBytes);
+            batchBytes = 0;
+            batchStart = last + 1;
+            advanceTo(last + 1);
+            return;
+        }
+        SealWrite write = new SealWrite(first, last, trigger, batch, batchBytes);
+        batch = table.newBatch();
+        batchBytes = 0;
+        batchStart = last + 1;
+        inFlight = write;
+        write.result = writers.submit(() -> writeWithRetries(write));
+        finishWrite(false); // written already when writes run on this thread
+    }
+
+    /**
+     * Applies the partition's finished write: dead-letters the rows the table refused, announces the
+     * generation and moves the committed position. {@code wait}: block until the write is done.
+     */
+    private void finishWrite(boolean wait) {
+        SealWrite write = inFlight;
+        if (write == null || (!wait && !write.result.isDone())) {
+            return;
+        }
+        inFlight = null;
+        Optional<SealedGeneration> sealed;
+        try {
+            sealed = write.result.get();
+        } catch (ExecutionException e) {
+            write.batch.close();
+            metrics.seal(write.trigger, "failure", Duration.ofNanos(System.nanoTime() - write.startedNanos));
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            inFlight = write;
+            throw new IllegalStateException("Interrupted while waiting for a generation write", e);
+        }
+        write.batch.close();
+        deadLetterRefused(write.refused);
+        long millis = (System.nanoTime() - write.startedNanos) / 1_000_000;
+        if (sealed.isPresent()) {
+            faults.afterGenerationWrite();
+            announce(sealed.get());
+            metrics.seal(write.trigger, "success", Duration.ofNanos(System.nanoTime() - write.startedNanos));
+            log.info("Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms", shard, topic,
+                    partition, sealed.get().generation(), write.first, write.last, sealed.get().rows(),
+                    sealed.get().bytes(), write.trigger, millis);
+        } else {
+            metrics.seal(write.trigger, "empty", Duration.ofNanos(System.nanoTime() - write.startedNanos));
+        }
+        budget.release(partition, write.bytes);
+        advanceTo(write.last + 1);
+    }
+
+    /**
+     * Writes a batch as a generation, retrying with backoff; runs on a writer thread. From the second failure
+     * on, the batch is written to memory to tell the data's fault from the store's: rows that fail on their
+     * own are taken out (into the write's refused list) and the rest is written at once. Empty when every row
+     * was refused.
+     */
+    private Optional<SealedGeneration> writeWithRetries(SealWrite write) {
         long backoff = 200;
         for (int attempt = 1; ; attempt++) {
-            if (batch.isEmpty()) {
+            if (write.batch.isEmpty()) {
                 return Optional.empty();
             }
             try {
-                return Optional.of(table.writeGeneration(topic, partition, first, last, batch, batchBytes, refused));
+                return Optional.of(table.writeGeneration(topic, partition, write.first, write.last, write.batch, write.bytes,
+                        write.refused));
             } catch (RuntimeException e) {
-                if (attempt >= 2 && takeOutUnwritableRows(last + 1, refused)) {
+                if (attempt >= 2 && takeOutUnwritableRows(write)) {
                     attempt = 0;
                     backoff = 200;
                     continue;
@@ -243,19 +310,22 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 health.sealFailed(partition, e.getMessage(), System.currentTimeMillis());
                 if (attempt >= config.sealWriteAttempts()) {
                     throw new IllegalStateException("Table " + table.location() + " shard " + shard + ": writing generation "
-                            + (last + 1) + " failed " + attempt + " times: " + e.getMessage(), e);
+                            + (write.last + 1) + " failed " + attempt + " times: " + e.getMessage(), e);
                 }
                 log.warn("Table {} shard {}: writing generation {} failed (attempt {}/{}), retrying in {} ms: {}",
-                        table.location(), shard, last + 1, attempt, config.sealWriteAttempts(), backoff, e.getMessage());
+                        table.location(), shard, write.last + 1, attempt, config.sealWriteAttempts(), backoff,
+                        e.getMessage());
                 sleep(backoff);
                 backoff = Math.min(backoff * 2, 10_000);
             }
         }
     }
 
-    /** True when rows of the batch fail a write on their own; they leave the batch for {@code refused}. */
-    private boolean takeOutUnwritableRows(long generation, List<SealedGeneration.DeadLettered> refused) {
-        Map<Long, String> unwritable = table.findUnwritableRows(batch);
+    /** True when rows of the batch fail a write on their own; they leave the batch for the refused list. */
+    private boolean takeOutUnwritableRows(SealWrite write) {
+        long generation = write.last + 1;
+        List<SealedGeneration.DeadLettered> refused = write.refused;
+        Map<Long, String> unwritable = table.findUnwritableRows(write.batch);
         if (unwritable.isEmpty()) {
             return false;
         }
@@ -265,9 +335,9 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                     generation, topic, partition, offset, error);
             refused.add(new SealedGeneration.DeadLettered(offset, "unwritable", error));
         });
-        GenerationBatch rest = batch.without(unwritable.keySet());
-        batch.close();
-        batch = rest;
+        GenerationBatch rest = write.batch.without(unwritable.keySet());
+        write.batch.close();
+        write.batch = rest;
         return true;
     }
 
@@ -305,16 +375,19 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 IngestTopology.GENERATIONS_SINK);
     }
 
+    /** The committed position: everything below {@code next} is in an announced generation or the DLQ. */
     private void advanceTo(long next) {
         sealedUpTo = next;
         progress.put(SEALED, next);
-        batch.close();
-        batch = table.newBatch();
-        batchBytes = 0;
-        budget.release(partition);
-        health.sealed(partition);
+        if (batchStart < next) {
+            batchStart = next;
+        }
         if (lastOffset < next - 1) {
             lastOffset = next - 1;
+        }
+        health.sealed(partition);
+        if (lastOffset >= batchStart) {
+            health.buffering(partition, batchStartedAtMs); // the next batch's records wait since then
         }
     }
 
@@ -369,6 +442,21 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     @Override
     public void close() {
+        SealWrite write = inFlight;
+        if (write != null) {
+            // Not announced here: the next owner of the partition adopts the generation (or writes it again).
+            try {
+                write.result.get(60, TimeUnit.SECONDS);
+                write.batch.close();
+            } catch (TimeoutException e) {
+                log.warn("Shard {}: a generation write still runs at close; its batch's memory is left to the writer",
+                        shard);
+            } catch (ExecutionException e) {
+                write.batch.close();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         budget.release(partition);
         health.closed(partition);
         if (batch != null) {

@@ -71,6 +71,8 @@ class IngestTopologyTest {
         input.pipeInput(key, value);
     }
 
+    private SealWriters writers = new SealWriters(0);
+
     private void start(Map<String, Object> overrides, Function<TopicPartition, Consumer<byte[], byte[]>> reader) {
         Map<String, Object> values = new HashMap<>(Map.of(
                 "bootstrap.servers", "unused:9092",
@@ -82,7 +84,8 @@ class IngestTopologyTest {
         table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, meters);
         budget = new InflightBudget(config.maxInflightBlobBytes());
         var topology = IngestTopology.build(config, table, new IngestMetrics(meters, budget), budget,
-                FixedSchemaSerde.rollouts(), FixedSchemaSerde.sealedEvents(), reader);
+                FixedSchemaSerde.rollouts(), FixedSchemaSerde.sealedEvents(), reader, new IngestHealth(), IngestFaults.NONE,
+                writers);
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props);
@@ -94,6 +97,7 @@ class IngestTopologyTest {
 
     @AfterEach
     void stop() {
+        writers.close();
         if (driver != null) {
             driver.close();
         }
@@ -310,6 +314,47 @@ class IngestTopologyTest {
                 .containsExactly("bad-magic-byte");
         assertThat(header(dead, "producer.rollout.dlq.reason")).isEqualTo("all-good");
         assertThat(header(dead, "trace")).isEqualTo("t1");
+    }
+
+    @Test
+    void aGenerationIsWrittenOffTheStreamThreadWhileTheNextBatchFillsAndAnnouncedWhenDone() throws Exception {
+        writers = new SealWriters(1);
+        start(Map.of("rollout.seal.max.rows", 5, "rollout.seal.check.interval.ms", 50L));
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicInteger writes = new java.util.concurrent.atomic.AtomicInteger();
+        table.injectWriteFault(batch -> {
+            writes.incrementAndGet();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        });
+        for (int i = 0; i < 9; i++) {
+            send(generator.rollout(i, 0)); // the 5th seals; 6..9 fill the next batch while it is written
+        }
+        assertThat(events.isEmpty()).as("not announced while the write runs").isTrue();
+        assertThat(budget.total()).as("the batch being written still counts against the budget")
+                .isGreaterThan(5 * 20L);
+        release.countDown();
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (events.isEmpty() && System.currentTimeMillis() < deadline) {
+            driver.advanceWallClockTime(Duration.ofMillis(50));
+            Thread.sleep(20);
+        }
+        GenerationSealed first = events.readValue();
+        assertThat(first.getFirstOffset()).isZero();
+        assertThat(first.getLastOffset()).isEqualTo(4);
+        send(generator.rollout(9, 0)); // the 10th seals the second batch
+        deadline = System.currentTimeMillis() + 10_000;
+        while (events.isEmpty() && System.currentTimeMillis() < deadline) {
+            driver.advanceWallClockTime(Duration.ofMillis(50));
+            Thread.sleep(20);
+        }
+        assertThat(events.readValue().getFirstOffset()).isEqualTo(5);
+        assertThat(table.countRows()).isEqualTo(10);
+        assertThat(budget.total()).isZero();
     }
 
     private static String header(TestRecord<byte[], byte[]> record, String name) {
