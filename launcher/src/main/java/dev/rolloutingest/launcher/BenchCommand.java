@@ -38,7 +38,8 @@ final class BenchCommand implements Callable<Integer> {
     @picocli.CommandLine.Parameters(index = "0", defaultValue = "table", arity = "0..1",
             description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
                     + " backlog and shard count at two base sizes, merge passes and lists at both), merge (draining a"
-                    + " backlog with 1, 2, 4 merge threads)")
+                    + " backlog with 1, 2, 4 merge threads), ingest (the topology against a plain consumer, a plain write and both"
+                    + " pipelined; freshness)")
     String suite;
 
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
@@ -62,12 +63,36 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--threads", defaultValue = "1,2,4", split = ",", description = "merge: merge threads to compare")
     int[] threads;
 
+    @Option(names = "--instances", defaultValue = "2", description = "merge: committers on one table to compare with one")
+    int instances;
+
+    @Option(names = "--records", defaultValue = "300000", description = "ingest: rollouts preloaded")
+    int records;
+
+    @Option(names = "--partitions", defaultValue = "4", description = "ingest: partitions of the input topic")
+    int partitions;
+
+    @Option(names = "--payload-bytes", defaultValue = "1024", description = "ingest: payload of each rollout")
+    int payloadBytes;
+
+    @Option(names = "--fresh-rate", defaultValue = "5000", description = "ingest: records/s of the freshness run (0 = skip)")
+    double freshRate;
+
+    @Option(names = "--fresh-seconds", defaultValue = "20", description = "ingest: length of the freshness run")
+    int freshSeconds;
+
     @Override
     public Integer call() throws Exception {
+        if (suite.equals("ingest")) {
+            System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
+            new IngestBench(dir, records, partitions, payloadBytes, freshRate, freshSeconds).run();
+            return 0;
+        }
         if (suite.equals("merge")) {
             System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
                     System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
-            new MergeBench(dir, shards, generations, rows, threads).run();
+            new MergeBench(dir, shards, generations, rows, threads, instances).run();
             return 0;
         }
         if (suite.equals("reads")) {

@@ -31,8 +31,10 @@ final class MergeBench {
     private final int generations;
     private final int rows;
     private final int[] threads;
+    private final int instances;
 
-    MergeBench(Path dir, int shards, int generations, int rows, int[] threads) {
+    MergeBench(Path dir, int shards, int generations, int rows, int[] threads, int instances) {
+        this.instances = instances;
         this.dir = dir;
         this.shards = shards;
         this.generations = generations;
@@ -54,13 +56,29 @@ final class MergeBench {
             System.out.printf("| %d | %.1f s | %,.0f | %.2fx | %d | %d | %.3f |%n", n, r.seconds, r.rowsPerSecond,
                     r.rowsPerSecond / oneThread, r.rounds, r.commits, r.commits / (double) (shards * generations));
         }
+        if (instances > 1) {
+            System.out.printf("%n%d coordinators on the same table at once (as %d merge-worker instances would), each"
+                    + " owning a share of the shards, %d thread(s) each:%n%n", instances, instances, threads[0]);
+            System.out.println("| committers | drain time | rows/s | rounds | commits | commit time |");
+            System.out.println("|---|---|---|---|---|---|");
+            for (int committers : new int[] {1, instances}) {
+                Result r = drain(threads[0], committers);
+                System.out.printf("| %d | %.1f s | %,.0f | %d | %d | %s |%n", committers, r.seconds, r.rowsPerSecond, r.rounds,
+                        r.commits, r.commitTimes);
+            }
+        }
         System.out.printf("%npeak RSS of this process: %d MiB%n", peakRssMiB());
     }
 
-    private record Result(double seconds, double rowsPerSecond, long rounds, long commits) {}
+    private record Result(double seconds, double rowsPerSecond, long rounds, long commits, String commitTimes) {}
 
     private Result drain(int threadCount) throws Exception {
-        Path path = dir.toAbsolutePath().resolve("merge-" + threadCount);
+        return drain(threadCount, 1);
+    }
+
+    /** Drains the backlog with {@code committers} coordinators, each owning the shards p % committers == i. */
+    private Result drain(int threadCount, int committers) throws Exception {
+        Path path = dir.toAbsolutePath().resolve("merge-" + threadCount + "-" + committers);
         FileTrees.deleteRecursively(path);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path),
@@ -79,16 +97,28 @@ final class MergeBench {
                 }
             }
             MergeMetrics metrics = new MergeMetrics(meters);
+            List<RolloutTable> tables = new ArrayList<>();
+            List<MergeCoordinator> coordinators = new ArrayList<>();
             long started = System.nanoTime();
-            try (MergeCoordinator coordinator = new MergeCoordinator(table, 8, 0, 256L << 20, threadCount, metrics, 0)) {
+            try {
+                for (int c = 0; c < committers; c++) {
+                    // Each committer its own table handle, as separate processes would have.
+                    RolloutTable own = c == 0 ? table : RolloutTable.open(TableLocation.local(path),
+                            TableSettings.DEFAULTS.withPendingLimits(0, 0), meters);
+                    if (c > 0) {
+                        tables.add(own);
+                    }
+                    coordinators.add(new MergeCoordinator(own, 8, 0, 256L << 20, threadCount, metrics, 0));
+                }
                 while (true) {
                     boolean pending = false;
                     for (int p = 0; p < shards; p++) {
                         String shard = ShardId.of(TOPIC, p);
-                        coordinator.drain(shard);
+                        MergeCoordinator owner = coordinators.get(p % committers);
+                        owner.drain(shard);
                         if (!table.pendingGenerations(shard).isEmpty()) {
                             pending = true;
-                            coordinator.submit(shard, MergeTrigger.COUNT);
+                            owner.submit(shard, MergeTrigger.COUNT);
                         }
                     }
                     if (!pending) {
@@ -96,11 +126,18 @@ final class MergeBench {
                     }
                     Thread.sleep(20);
                 }
+            } finally {
+                coordinators.forEach(MergeCoordinator::close);
+                tables.forEach(RolloutTable::close);
             }
             double seconds = (System.nanoTime() - started) / 1e9;
-            long merged = table.countBaseRows();
+            var commitTimer = meters.find("rollout.merge.round.commit").timer();
+            String commitTimes = commitTimer == null ? "" : String.format("mean %.0f / max %.0f ms",
+                    commitTimer.mean(java.util.concurrent.TimeUnit.MILLISECONDS),
+                    commitTimer.max(java.util.concurrent.TimeUnit.MILLISECONDS));
             return new Result(seconds, shards * (double) generations * rows / seconds,
-                    (long) meters.counter("rollout.merge.rounds").count(), (long) meters.counter("rollout.merge.commits").count());
+                    (long) meters.counter("rollout.merge.rounds").count(), (long) meters.counter("rollout.merge.commits").count(),
+                    commitTimes);
         }
     }
 

@@ -1,0 +1,426 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.embedded.ApicurioRegistry;
+import dev.rolloutingest.embedded.ChildJvm;
+import dev.rolloutingest.embedded.EmbeddedKafka;
+import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.ingest.IngestApp;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.serde.ConfluentAvroDeserializer;
+import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.GenerationBatch;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.SealedGeneration;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.Writer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Ingest against its limits, in one run on the embedded services and the same preloaded records: (a) a
+ * plain consumer with the Avro decode, (b) a plain write of the same rows as generation-sized datasets,
+ * (c) the two pipelined (consume and decode on one thread, write on another, no exactly-once) = the
+ * limit, (d) the ingest topology in its own JVM. Then the topology's produce-to-readable latency at a
+ * steady rate. Prints Markdown.
+ */
+final class IngestBench {
+    private static final int GENERATION_ROWS = 10_000;
+
+    private final Path dir;
+    private final int records;
+    private final int partitions;
+    private final int payloadBytes;
+    private final double freshnessRate;
+    private final int freshnessSeconds;
+
+    IngestBench(Path dir, int records, int partitions, int payloadBytes, double freshnessRate, int freshnessSeconds) {
+        this.dir = dir.toAbsolutePath();
+        this.records = records;
+        this.partitions = partitions;
+        this.payloadBytes = payloadBytes;
+        this.freshnessRate = freshnessRate;
+        this.freshnessSeconds = freshnessSeconds;
+    }
+
+    void run() throws Exception {
+        FileTrees.deleteRecursively(dir.resolve("ingest-bench"));
+        Path root = dir.resolve("ingest-bench");
+        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
+                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+            kafka.createTopics(List.of(new NewTopic("rollouts", partitions, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1)));
+            long bytes = preload(kafka, registry);
+            System.out.printf("%,d rollouts, %d-byte payloads, %d partitions, %.1f MB on the topic; generations of %,d rows%n%n",
+                    records, payloadBytes, partitions, bytes / 1e6, GENERATION_ROWS);
+            System.out.println("| program | rows/s | MB/s | vs the limit (c) | notes |");
+            System.out.println("|---|---|---|---|---|");
+            List<Rollout> decoded = new ArrayList<>(records);
+            double a = plainConsumer(kafka, registry, decoded);
+            print("(a) plain consumer + Avro decode", a, bytes, 0, "");
+            double b = plainWrite(root.resolve("plain-write"), decoded);
+            print("(b) plain table write, 10k-row datasets", b, bytes, 0, "one thread");
+            decoded.clear();
+            double c = pipelined(kafka, registry, root.resolve("pipelined"));
+            print("(c) consume+decode | write, pipelined = limit", c, bytes, c, "no exactly-once");
+            Topology d = topology(kafka, registry, root);
+            print("(d) ingest topology, steady", d.steadyRowsPerSecond, bytes, c, String.format(
+                    "start-up %.1f s, first to last seal %.1f s, tail (age trigger) %.1f s, peak RSS %d MiB",
+                    d.startupSeconds, d.runSeconds, d.tailSeconds, d.peakRssMiB));
+            System.out.printf("%n(d)/(c) = %.2f%n", d.steadyRowsPerSecond / c);
+            if (freshnessRate > 0) {
+                freshness(kafka, registry, root);
+            }
+        }
+    }
+
+    private void print(String what, double rowsPerSecond, long bytes, double limit, String notes) {
+        System.out.printf("| %s | %,.0f | %.1f | %s | %s |%n", what, rowsPerSecond, rowsPerSecond * bytes / records / 1e6,
+                limit > 0 ? String.format("%.2f", rowsPerSecond / limit) : "", notes);
+    }
+
+    private long preload(EmbeddedKafka kafka, ApicurioRegistry registry) throws Exception {
+        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        RolloutGenerator generator = new RolloutGenerator("bench", payloadBytes, 7);
+        long bytes = 0;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all",
+                ProducerConfig.LINGER_MS_CONFIG, 20, ProducerConfig.BATCH_SIZE_CONFIG, 512 * 1024,
+                ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 4 << 20), new ByteArraySerializer(), new ByteArraySerializer())) {
+            for (int i = 0; i < records; i++) {
+                Rollout rollout = generator.rollout(i, 0);
+                byte[] value = serializer.serialize("rollouts", rollout);
+                byte[] key = rollout.getRecordId().getBytes();
+                bytes += value.length + key.length;
+                producer.send(new ProducerRecord<>("rollouts", key, value));
+            }
+            producer.flush();
+        }
+        return bytes;
+    }
+
+    private KafkaConsumer<byte[], byte[]> consumer(EmbeddedKafka kafka) {
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 2000,
+                ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 64 << 20,
+                ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 8 << 20),
+                new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        List<TopicPartition> all = new ArrayList<>();
+        for (int p = 0; p < partitions; p++) {
+            all.add(new TopicPartition("rollouts", p));
+        }
+        consumer.assign(all);
+        consumer.seekToBeginning(all);
+        return consumer;
+    }
+
+    private ConfluentAvroDeserializer<Rollout> deserializer(ApicurioRegistry registry) {
+        ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
+        deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        return deserializer;
+    }
+
+    private double plainConsumer(EmbeddedKafka kafka, ApicurioRegistry registry, List<Rollout> decoded) {
+        ConfluentAvroDeserializer<Rollout> deserializer = deserializer(registry);
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(kafka)) {
+            long started = System.nanoTime();
+            while (decoded.size() < records) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
+                    decoded.add(deserializer.deserialize("rollouts", record.value()));
+                }
+            }
+            return records / ((System.nanoTime() - started) / 1e9);
+        }
+    }
+
+    private double plainWrite(Path path, List<Rollout> decoded) throws Exception {
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path), TableSettings.DEFAULTS,
+                new SimpleMeterRegistry())) {
+            long started = System.nanoTime();
+            Instant now = Instant.now();
+            for (int first = 0; first < decoded.size(); first += GENERATION_ROWS) {
+                try (GenerationBatch batch = table.newBatch()) {
+                    int last = Math.min(decoded.size(), first + GENERATION_ROWS) - 1;
+                    for (int i = first; i <= last; i++) {
+                        batch.append(decoded.get(i), 0, i, now);
+                    }
+                    table.writeGeneration("rollouts", 0, first, last, batch, 0, List.of());
+                }
+            }
+            return decoded.size() / ((System.nanoTime() - started) / 1e9);
+        }
+    }
+
+    /** A sealed batch for the writer thread. */
+    private record Sealed(int partition, long first, long last, GenerationBatch batch) {}
+
+    private double pipelined(EmbeddedKafka kafka, ApicurioRegistry registry, Path path) throws Exception {
+        ConfluentAvroDeserializer<Rollout> deserializer = deserializer(registry);
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path), TableSettings.DEFAULTS,
+                new SimpleMeterRegistry()); KafkaConsumer<byte[], byte[]> consumer = consumer(kafka)) {
+            BlockingQueue<Sealed> queue = new ArrayBlockingQueue<>(2);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread writer = new Thread(() -> {
+                try {
+                    for (Sealed s; (s = queue.take()).batch() != null; ) {
+                        try (GenerationBatch batch = s.batch()) {
+                            table.writeGeneration("rollouts", s.partition(), s.first(), s.last(), batch, 0, List.of());
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            }, "bench-writer");
+            long started = System.nanoTime();
+            writer.start();
+            Map<Integer, GenerationBatch> batches = new HashMap<>();
+            Map<Integer, Long> firsts = new HashMap<>();
+            Map<Integer, Long> lasts = new HashMap<>();
+            int consumed = 0;
+            while (consumed < records && failure.get() == null) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
+                    consumed++;
+                    GenerationBatch batch = batches.computeIfAbsent(record.partition(), p -> table.newBatch());
+                    firsts.putIfAbsent(record.partition(), record.offset());
+                    lasts.put(record.partition(), record.offset());
+                    batch.append(deserializer.deserialize("rollouts", record.value()), record.partition(), record.offset(),
+                            Instant.now());
+                    if (batch.size() >= GENERATION_ROWS) {
+                        queue.put(new Sealed(record.partition(), firsts.remove(record.partition()), record.offset(), batch));
+                        batches.remove(record.partition());
+                    }
+                }
+            }
+            for (Map.Entry<Integer, GenerationBatch> open : batches.entrySet()) {
+                queue.put(new Sealed(open.getKey(), firsts.get(open.getKey()), lasts.get(open.getKey()), open.getValue()));
+            }
+            queue.put(new Sealed(-1, 0, 0, null));
+            writer.join();
+            if (failure.get() != null) {
+                throw new IllegalStateException(failure.get());
+            }
+            return records / ((System.nanoTime() - started) / 1e9);
+        }
+    }
+
+    private record Topology(double steadyRowsPerSecond, double startupSeconds, double runSeconds, double tailSeconds,
+            long peakRssMiB) {}
+
+    private Topology topology(EmbeddedKafka kafka, ApicurioRegistry registry, Path root) throws Exception {
+        Path work = root.resolve("topology");
+        Path tableDir = work.resolve("table");
+        Path config = writeConfig(work, kafka, registry, tableDir, "bench-ingest", 30_000);
+        long started = System.nanoTime();
+        try (ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(),
+                work.resolve("ingest.log"), "-Xmx1g")) {
+            // Sealed rows over time, from the seals (the table as any reader sees it).
+            List<long[]> samples = new ArrayList<>(); // {nanos, sealed rows}
+            long peakRss = 0;
+            try (RolloutTable table = waitForTable(tableDir, app)) {
+                while (true) {
+                    long sealed = 0;
+                    for (int p = 0; p < partitions; p++) {
+                        for (SealedGeneration g : table.pendingGenerations(ShardId.of("rollouts", p))) {
+                            sealed += g.lastOffset() - g.firstOffset() + 1;
+                        }
+                    }
+                    samples.add(new long[] {System.nanoTime(), sealed});
+                    peakRss = Math.max(peakRss, rssMiB(app.pid()));
+                    if (sealed >= records) {
+                        break;
+                    }
+                    if (!app.isAlive() || System.nanoTime() - started > 600e9) {
+                        throw new IllegalStateException("the ingest app did not seal everything; see " + app.log());
+                    }
+                    Thread.sleep(100);
+                }
+            }
+            app.stop();
+            long firstSeal = samples.stream().filter(s -> s[1] > 0).findFirst().orElseThrow()[0];
+            long full = samples.get(samples.size() - 1)[0];
+            // Steady: from the first seal to the last seal that was not the age-triggered tail.
+            long steadyRows = records - (long) partitions * GENERATION_ROWS;
+            long[] steadyEnd = samples.stream().filter(s -> s[1] >= steadyRows).findFirst().orElse(samples.get(samples.size() - 1));
+            long[] steadyStart = samples.stream().filter(s -> s[1] > 0).findFirst().orElseThrow();
+            double steadySeconds = (steadyEnd[0] - steadyStart[0]) / 1e9;
+            double steady = steadySeconds > 0 ? (steadyEnd[1] - steadyStart[1]) / steadySeconds : 0;
+            return new Topology(steady, (firstSeal - started) / 1e9, (full - firstSeal) / 1e9, (full - steadyEnd[0]) / 1e9,
+                    Math.max(peakRss, hwmMiB(app.pid())));
+        }
+    }
+
+    private RolloutTable waitForTable(Path tableDir, ChildJvm app) throws Exception {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (true) {
+            try {
+                return RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry());
+            } catch (RuntimeException e) {
+                if (System.nanoTime() > deadline || !app.isAlive()) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
+    private Path writeConfig(Path work, EmbeddedKafka kafka, ApicurioRegistry registry, Path tableDir, String app,
+            long ageMs) throws Exception {
+        Files.createDirectories(work);
+        Properties props = new Properties();
+        props.put("bootstrap.servers", kafka.bootstrapServers());
+        props.put("schema.registry.url", registry.confluentUrl());
+        props.put("rollout.table.uri", tableDir.toString());
+        props.put("application.id", app);
+        props.put("rollout.state.dir", work.resolve("state").toString());
+        props.put("http.port", "0");
+        props.put("rollout.seal.max.rows", Integer.toString(GENERATION_ROWS));
+        props.put("rollout.seal.max.age.ms", Long.toString(ageMs));
+        props.put("rollout.max.payload.bytes", Integer.toString(Math.max(1_000_000, payloadBytes * 2)));
+        Path file = work.resolve("ingest.properties");
+        try (Writer out = Files.newBufferedWriter(file)) {
+            props.store(out, null);
+        }
+        return file;
+    }
+
+    /** Produce-to-readable latency at a steady rate: each record's Kafka timestamp to its generation's seal. */
+    private void freshness(EmbeddedKafka kafka, ApicurioRegistry registry, Path root) throws Exception {
+        Path work = root.resolve("freshness");
+        Path tableDir = work.resolve("table");
+        String topic = "fresh";
+        kafka.createTopics(List.of(new NewTopic(topic, partitions, (short) 1)));
+        long ageMs = 5_000;
+        Path config = writeConfig(work, kafka, registry, tableDir, "bench-fresh", ageMs);
+        Properties props = new Properties();
+        try (var in = Files.newBufferedReader(config)) {
+            props.load(in);
+        }
+        props.put("rollout.input.topic", topic);
+        try (Writer out = Files.newBufferedWriter(config)) {
+            props.store(out, null);
+        }
+        Map<String, Long> producedAt = new HashMap<>();
+        try (ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(),
+                work.resolve("ingest.log"))) {
+            try (RolloutTable table = waitForTable(tableDir, app)) {
+                Thread.sleep(5_000); // RUNNING
+                ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+                serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+                RolloutGenerator generator = new RolloutGenerator("fresh", payloadBytes, 9);
+                long total = (long) (freshnessRate * freshnessSeconds);
+                long started = System.nanoTime();
+                try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.LINGER_MS_CONFIG, 5),
+                        new ByteArraySerializer(), new ByteArraySerializer())) {
+                    for (long i = 0; i < total; i++) {
+                        Rollout rollout = generator.rollout(i, 0);
+                        long now = System.currentTimeMillis();
+                        producedAt.put(rollout.getRecordId(), now);
+                        producer.send(new ProducerRecord<>(topic, null, now, rollout.getRecordId().getBytes(),
+                                serializer.serialize(topic, rollout)));
+                        long due = started + (long) ((i + 1) * 1e9 / freshnessRate);
+                        long wait = due - System.nanoTime();
+                        if (wait > 0) {
+                            Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                        }
+                    }
+                }
+                // Every record's latency: its generation's seal time minus its produce time.
+                long deadline = System.nanoTime() + (ageMs + 30_000) * 1_000_000L;
+                List<Long> latencies = new ArrayList<>();
+                while (System.nanoTime() < deadline) {
+                    latencies.clear();
+                    for (int p = 0; p < partitions; p++) {
+                        for (SealedGeneration g : table.pendingGenerations(ShardId.of(topic, p))) {
+                            try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
+                                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()),
+                                    new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+                                TopicPartition tp = new TopicPartition(topic, p);
+                                consumer.assign(List.of(tp));
+                                consumer.seek(tp, g.firstOffset());
+                                long read = g.firstOffset();
+                                while (read <= g.lastOffset()) {
+                                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                                        if (r.offset() <= g.lastOffset()) {
+                                            latencies.add(sealFileTime(tableDir, g) - r.timestamp());
+                                        }
+                                        read = r.offset() + 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    if (latencies.size() >= total) {
+                        break;
+                    }
+                    Thread.sleep(1_000);
+                }
+                long[] sorted = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
+                System.out.printf("%nfreshness at %,.0f records/s for %d s (rollout.seal.max.age.ms=%d): %,d records,"
+                        + " produce-to-readable (seal file written) p50 %.2f s, p99 %.2f s, max %.2f s; readers in other processes see a seal"
+                        + " at most rollout.read.refresh.ms (1 s) later%n", freshnessRate, freshnessSeconds, ageMs,
+                        sorted.length, sorted[sorted.length / 2] / 1000.0,
+                        sorted[(int) Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] / 1000.0,
+                        sorted[sorted.length - 1] / 1000.0);
+            }
+            app.stop();
+        }
+    }
+
+    /** When the seal file was written: the moment the generation became readable. */
+    private static long sealFileTime(Path tableDir, SealedGeneration g) {
+        try {
+            return Files.getLastModifiedTime(tableDir.resolve(g.sealPath())).toMillis();
+        } catch (java.io.IOException e) {
+            return g.sealedAt().toEpochMilli();
+        }
+    }
+
+    private static long rssMiB(long pid) {
+        return statusField(pid, "VmRSS:");
+    }
+
+    private static long hwmMiB(long pid) {
+        return statusField(pid, "VmHWM:");
+    }
+
+    private static long statusField(long pid, String field) {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+                if (line.startsWith(field)) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024;
+                }
+            }
+        } catch (Exception e) {
+            // gone
+        }
+        return 0;
+    }
+}
