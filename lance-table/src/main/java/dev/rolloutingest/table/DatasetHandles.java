@@ -16,7 +16,7 @@ import org.lance.Dataset;
  */
 final class DatasetHandles implements AutoCloseable {
     /** A handle in use; close it to give it back. */
-    static final class Lease implements AutoCloseable {
+    final class Lease implements AutoCloseable {
         private final Handle handle;
 
         private Lease(Handle handle) {
@@ -25,6 +25,11 @@ final class DatasetHandles implements AutoCloseable {
 
         Dataset dataset() {
             return handle.dataset;
+        }
+
+        /** Where each record_id sits in this (immutable) dataset, loaded on first use and kept with the handle. */
+        GenerationKeys keys() {
+            return handle.keys(DatasetHandles.this);
         }
 
         @Override
@@ -36,9 +41,30 @@ final class DatasetHandles implements AutoCloseable {
     private static final class Handle {
         final Dataset dataset;
         private final AtomicInteger users = new AtomicInteger(1); // the cache's own reference
+        private volatile GenerationKeys keys;
 
         Handle(Dataset dataset) {
             this.dataset = dataset;
+        }
+
+        GenerationKeys keys(DatasetHandles cache) {
+            GenerationKeys loaded = keys;
+            if (loaded == null) {
+                synchronized (this) {
+                    loaded = keys;
+                    if (loaded == null) {
+                        loaded = GenerationKeys.load(dataset);
+                        keys = loaded;
+                        cache.keysLoaded(loaded.keys());
+                    }
+                }
+            }
+            return loaded;
+        }
+
+        int cachedKeys() {
+            GenerationKeys loaded = keys;
+            return loaded == null ? 0 : loaded.keys();
         }
 
         boolean retain() {
@@ -58,13 +84,20 @@ final class DatasetHandles implements AutoCloseable {
     }
 
     private final int capacity;
+    private final long maxKeys;
+    private long cachedKeys;
     private final Function<String, Dataset> opener;
     private final LinkedHashMap<String, Handle> handles = new LinkedHashMap<>(64, 0.75f, true);
     private boolean closed;
 
-    /** @param capacity the most handles kept open for reuse (0 = open and close on every read) */
-    DatasetHandles(int capacity, Function<String, Dataset> opener) {
+    /**
+     * @param capacity the most handles kept open for reuse (0 = open and close on every read)
+     * @param maxKeys the most record_ids whose positions are kept over all handles (12 bytes each); past it the
+     *     least recently used handles go
+     */
+    DatasetHandles(int capacity, long maxKeys, Function<String, Dataset> opener) {
         this.capacity = capacity;
+        this.maxKeys = maxKeys;
         this.opener = opener;
     }
 
@@ -101,16 +134,23 @@ final class DatasetHandles implements AutoCloseable {
             Map.Entry<String, Handle> entry = it.next();
             if (!live.contains(entry.getKey())) {
                 it.remove();
+                cachedKeys -= entry.getValue().cachedKeys();
                 entry.getValue().release();
             }
         }
     }
 
+    private synchronized void keysLoaded(int keys) {
+        cachedKeys += keys;
+        evictOverCapacity();
+    }
+
     private void evictOverCapacity() {
         Iterator<Map.Entry<String, Handle>> it = handles.entrySet().iterator();
-        while (handles.size() > capacity && it.hasNext()) {
+        while ((handles.size() > capacity || cachedKeys > maxKeys) && it.hasNext()) {
             Handle eldest = it.next().getValue();
             it.remove();
+            cachedKeys -= eldest.cachedKeys();
             eldest.release();
         }
     }

@@ -117,8 +117,7 @@ final class LsmReader {
                         continue;
                     }
                     generationsOpened.increment();
-                    Optional<RolloutRow> hit = first(row -> forEachRow(generation.listed(), filter,
-                            RolloutSchema.allColumns(), row, true));
+                    Optional<RolloutRow> hit = lookUp(generation.listed(), recordId, hash);
                     if (hit.isPresent()) {
                         newest = newer(hit.get(), newest);
                         break; // older generations of this shard hold older values
@@ -131,6 +130,34 @@ final class LsmReader {
                 newest = newer(base.get(), newest);
             }
             return Optional.ofNullable(newest);
+        }
+    }
+
+    /**
+     * The key's row in one generation: its key positions (loaded once per generation) say which row, if any,
+     * and that one row is taken; a key the filter let through by chance costs a binary search.
+     */
+    private Optional<RolloutRow> lookUp(GenerationCatalog.Listed generation, String recordId, KeyFilter.Hash hash) {
+        try (DatasetHandles.Lease lease = catalog.generation(generation)) {
+            for (long row : lease.keys().rowsOf(hash)) {
+                try (ArrowReader reader = lease.dataset().take(List.of(row), RolloutSchema.allColumns())) {
+                    while (reader.loadNextBatch()) {
+                        VectorSchemaRoot root = reader.getVectorSchemaRoot();
+                        for (int i = 0; i < root.getRowCount(); i++) {
+                            RolloutRow found = ArrowRows.read(root, i);
+                            if (found.recordId().equals(recordId)) {
+                                return Optional.of(found);
+                            }
+                        }
+                    }
+                }
+            }
+            return Optional.empty();
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new RolloutTableException.GenerationUnreadable(lance.location().uri(), generation.shard(),
+                    generation.generation(), generation.folder(), e);
         }
     }
 

@@ -229,6 +229,14 @@ public final class MergeRound {
         }
     }
 
+    /**
+     * Rows per sorted source batch: about 8 record_id index pages (4,096 keys each) of the base's key range
+     * per batch, between 256 and 8,192 rows (a 10k-row base takes the whole source in one batch).
+     */
+    static int chunkRows(int sourceRows, long baseRows) {
+        return (int) Math.max(256, Math.min(8192, sourceRows * 32_768L / Math.max(1, baseRows)));
+    }
+
     private void commitOnce(Dataset base, List<PreparedMerge> group) {
         List<MergedGeneration> marks = new ArrayList<>();
         for (PreparedMerge p : group) {
@@ -239,15 +247,18 @@ public final class MergeRound {
                 .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll)
                 .markGenerationsAsMerged(marks)
                 .withConflictRetries(settings.mergeConflictRetries());
-        List<VectorSchemaRoot> batches = new ArrayList<>();
         for (PreparedMerge p : group) {
-            batches.add(p.source().rowsToWrite());
-            lance.checkWriteFault(batches.get(batches.size() - 1));
+            lance.checkWriteFault(p.source().rowsToWrite());
         }
+        int rows = group.stream().mapToInt(PreparedMerge::rows).sum();
+        List<VectorSchemaRoot> batches = MergeSource.sortedChunks(group.stream().map(PreparedMerge::source).toList(),
+                chunkRows(rows, base.countRows()), lance.allocator());
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
             Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
             MergeInsertResult result = base.mergeInsert(params, stream);
             result.dataset().close();
+        } finally {
+            batches.forEach(VectorSchemaRoot::close);
         }
     }
 

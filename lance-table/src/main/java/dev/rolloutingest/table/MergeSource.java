@@ -156,6 +156,49 @@ final class MergeSource implements AutoCloseable {
         return kept;
     }
 
+    /**
+     * The kept rows of several sources in record_id order (UTF-8 byte order, the BTREE's), cut into batches of
+     * at most {@code chunkRows}; the caller closes them. Why: lance-core 7.0.0's merge-insert looks each source
+     * batch's keys up in the record_id index with one in-list over every index page any key falls in, so a
+     * batch of random keys costs (pages x keys) and grows with the base; sorted small batches touch a few pages
+     * each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for 8,000 rows).
+     */
+    static List<VectorSchemaRoot> sortedChunks(List<MergeSource> sources, int chunkRows, BufferAllocator allocator) {
+        record Row(byte[] key, MergeSource source, int index) {}
+        List<Row> rows = new ArrayList<>();
+        for (MergeSource source : sources) {
+            source.root.setRowCount(source.size);
+            for (int i = 0; i < source.size; i++) {
+                if (!source.dropped.get(i)) {
+                    rows.add(new Row(source.keys.get(i).getBytes(StandardCharsets.UTF_8), source, i));
+                }
+            }
+        }
+        rows.sort((a, b) -> Arrays.compareUnsigned(a.key(), b.key()));
+        List<VectorSchemaRoot> chunks = new ArrayList<>();
+        try {
+            for (int from = 0; from < rows.size(); from += chunkRows) {
+                int to = Math.min(rows.size(), from + chunkRows);
+                VectorSchemaRoot chunk = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
+                chunks.add(chunk);
+                chunk.allocateNew();
+                List<FieldVector> out = chunk.getFieldVectors();
+                for (int k = from; k < to; k++) {
+                    Row row = rows.get(k);
+                    List<FieldVector> in = row.source().root.getFieldVectors();
+                    for (int c = 0; c < out.size(); c++) {
+                        out.get(c).copyFromSafe(row.index(), k - from, in.get(c));
+                    }
+                }
+                chunk.setRowCount(to - from);
+            }
+            return chunks;
+        } catch (RuntimeException e) {
+            chunks.forEach(VectorSchemaRoot::close);
+            throw e;
+        }
+    }
+
     @Override
     public void close() {
         root.close();

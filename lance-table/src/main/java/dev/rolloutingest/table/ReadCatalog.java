@@ -109,7 +109,7 @@ final class ReadCatalog implements AutoCloseable {
         this.lance = lance;
         this.catalog = catalog;
         this.refreshNanos = refresh.toNanos();
-        this.generations = new DatasetHandles(openGenerations, lance::openGeneration);
+        this.generations = new DatasetHandles(openGenerations, 4_000_000, lance::openGeneration);
     }
 
     /** An open handle of a pending generation (kept for the next lookup); close the lease when done. */
