@@ -112,7 +112,7 @@ public final class MergeRound {
             throw plan.failure();
         }
         long started = System.nanoTime();
-        MergeSource source = new MergeSource(lance.allocator());
+        MergeSource source = new MergeSource();
         try {
             for (SealedGeneration generation : plan.generations()) {
                 String uri = lance.location().resolve(generation.datasetPath());
@@ -121,7 +121,7 @@ public final class MergeRound {
                                 .columns(RolloutSchema.allColumns()).batchSize(4096).build());
                         ArrowReader reader = scanner.scanBatches()) {
                     while (reader.loadNextBatch()) {
-                        source.addAll(reader.getVectorSchemaRoot());
+                        source.addAll(reader.getVectorSchemaRoot(), lance.allocator());
                     }
                 } catch (RolloutTableException e) {
                     throw e;
@@ -247,13 +247,11 @@ public final class MergeRound {
                 .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll)
                 .markGenerationsAsMerged(marks)
                 .withConflictRetries(settings.mergeConflictRetries());
-        for (PreparedMerge p : group) {
-            lance.checkWriteFault(p.source().rowsToWrite());
-        }
         int rows = group.stream().mapToInt(PreparedMerge::rows).sum();
         List<VectorSchemaRoot> batches = MergeSource.sortedChunks(group.stream().map(PreparedMerge::source).toList(),
                 chunkRows(rows, base.countRows()), lance.allocator());
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
+            batches.forEach(lance::checkWriteFault);
             Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
             MergeInsertResult result = base.mergeInsert(params, stream);
             result.dataset().close();

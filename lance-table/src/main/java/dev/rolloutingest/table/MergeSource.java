@@ -13,18 +13,22 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 
 /**
- * The rows one shard brings to a merge: its generations' rows copied column by column (no row objects),
- * newest row per record_id by {@link RowOrder}. A merge-insert source must hold each key once ("Ambiguous
+ * The rows one shard brings to a merge: its generations' scanned batches, kept as they came (no copy, no
+ * row objects), and the newest row per record_id by {@link RowOrder}. A merge-insert source must hold each key once ("Ambiguous
  * merge inserts are prohibited"), so rows that lose are marked dropped here and left out when written.
  */
 final class MergeSource implements AutoCloseable {
-    private final BufferAllocator allocator;
-    private final VectorSchemaRoot root;
-    private VectorSchemaRoot kept;
-    private int keptDropped;
+    /** Where a row sits: which retained batch, which row of it. */
+    private record Position(int batch, int row) {}
+
+    private final List<VectorSchemaRoot> batches = new ArrayList<>();
+    private final List<Position> positions = new ArrayList<>();
     private final Map<String, Integer> rowOfKey = new HashMap<>();
     private final BitSet dropped = new BitSet();
     private int[] partitions = new int[1024];
@@ -34,31 +38,30 @@ final class MergeSource implements AutoCloseable {
     private int size;
     private long bytes;
 
-    MergeSource(BufferAllocator allocator) {
-        this.allocator = allocator;
-        this.root = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
-        this.root.allocateNew();
-    }
-
-    /** Appends every row of a scanned batch (same schema, all columns); older values of a key are dropped. */
-    void addAll(VectorSchemaRoot batch) {
+    /**
+     * Takes a scanned batch (same schema, all columns) over without copying it (its buffers are retained),
+     * and records each row's key and provenance; older values of a key are dropped.
+     */
+    void addAll(VectorSchemaRoot scanned, BufferAllocator allocator) {
+        VectorSchemaRoot batch = VectorSchemaRoot.create(scanned.getSchema(), allocator);
+        try (ArrowRecordBatch buffers = new VectorUnloader(scanned).getRecordBatch()) {
+            new VectorLoader(batch).load(buffers);
+        }
+        batches.add(batch);
+        int batchIndex = batches.size() - 1;
         VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
         IntVector partition = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
         BigIntVector offset = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
         TimeStampMicroTZVector ingested = (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT);
-        List<FieldVector> from = batch.getFieldVectors();
-        List<FieldVector> to = root.getFieldVectors();
         for (int i = 0; i < batch.getRowCount(); i++) {
             String key = new String(ids.get(i), StandardCharsets.UTF_8);
             int row = size;
-            for (int c = 0; c < to.size(); c++) {
-                to.get(c).copyFromSafe(i, row, from.get(c));
-            }
             grow();
             partitions[row] = partition.get(i);
             offsets[row] = offset.get(i);
             ingestedMicros[row] = ingested.get(i);
             keys.add(key);
+            positions.add(new Position(batchIndex, i));
             size++;
             Integer earlier = rowOfKey.get(key);
             if (earlier == null) {
@@ -70,7 +73,7 @@ final class MergeSource implements AutoCloseable {
                 dropped.set(row);
             }
         }
-        bytes = to.stream().mapToLong(FieldVector::getBufferSize).sum();
+        bytes += batch.getFieldVectors().stream().mapToLong(FieldVector::getBufferSize).sum();
     }
 
     private boolean newer(int candidate, int current) {
@@ -124,39 +127,6 @@ final class MergeSource implements AutoCloseable {
     }
 
     /**
-     * The rows to write: this source's own columns when no row was dropped, else a copy of the kept rows
-     * (made once, kept until close). Owned by this source either way, so a commit that fails can be retried.
-     */
-    VectorSchemaRoot rowsToWrite() {
-        root.setRowCount(size);
-        if (dropped.isEmpty()) {
-            return root;
-        }
-        if (kept == null || keptDropped != dropped.cardinality()) {
-            if (kept != null) {
-                kept.close();
-            }
-            kept = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
-            kept.allocateNew();
-            List<FieldVector> from = root.getFieldVectors();
-            List<FieldVector> to = kept.getFieldVectors();
-            int k = 0;
-            for (int i = 0; i < size; i++) {
-                if (dropped.get(i)) {
-                    continue;
-                }
-                for (int c = 0; c < to.size(); c++) {
-                    to.get(c).copyFromSafe(i, k, from.get(c));
-                }
-                k++;
-            }
-            kept.setRowCount(k);
-            keptDropped = dropped.cardinality();
-        }
-        return kept;
-    }
-
-    /**
      * The kept rows of several sources in record_id order (UTF-8 byte order, the BTREE's), cut into batches of
      * at most {@code chunkRows}; the caller closes them. Why: lance-core 7.0.0's merge-insert looks each source
      * batch's keys up in the record_id index with one in-list over every index page any key falls in, so a
@@ -164,13 +134,14 @@ final class MergeSource implements AutoCloseable {
      * each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for 8,000 rows).
      */
     static List<VectorSchemaRoot> sortedChunks(List<MergeSource> sources, int chunkRows, BufferAllocator allocator) {
-        record Row(byte[] key, MergeSource source, int index) {}
+        record Row(byte[] key, VectorSchemaRoot batch, int index) {}
         List<Row> rows = new ArrayList<>();
         for (MergeSource source : sources) {
-            source.root.setRowCount(source.size);
             for (int i = 0; i < source.size; i++) {
                 if (!source.dropped.get(i)) {
-                    rows.add(new Row(source.keys.get(i).getBytes(StandardCharsets.UTF_8), source, i));
+                    Position at = source.positions.get(i);
+                    rows.add(new Row(source.keys.get(i).getBytes(StandardCharsets.UTF_8), source.batches.get(at.batch()),
+                            at.row()));
                 }
             }
         }
@@ -185,7 +156,7 @@ final class MergeSource implements AutoCloseable {
                 List<FieldVector> out = chunk.getFieldVectors();
                 for (int k = from; k < to; k++) {
                     Row row = rows.get(k);
-                    List<FieldVector> in = row.source().root.getFieldVectors();
+                    List<FieldVector> in = row.batch().getFieldVectors();
                     for (int c = 0; c < out.size(); c++) {
                         out.get(c).copyFromSafe(row.index(), k - from, in.get(c));
                     }
@@ -201,9 +172,7 @@ final class MergeSource implements AutoCloseable {
 
     @Override
     public void close() {
-        root.close();
-        if (kept != null) {
-            kept.close();
-        }
+        batches.forEach(VectorSchemaRoot::close);
+        batches.clear();
     }
 }

@@ -69,7 +69,10 @@ public final class MergeCoordinator implements AutoCloseable {
     private final MergeMetrics metrics;
     private final ExecutorService preparers;
     private final ExecutorService maintenance;
+    private final Thread planner;
     private final Thread committer;
+    private final java.util.concurrent.BlockingQueue<PreparedRound> prepared = new java.util.concurrent.ArrayBlockingQueue<>(1);
+    private final Set<String> inRound = ConcurrentHashMap.newKeySet();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition requested = lock.newCondition();
     private final LinkedHashMap<String, List<Request>> requests = new LinkedHashMap<>();
@@ -103,7 +106,9 @@ public final class MergeCoordinator implements AutoCloseable {
         AtomicInteger n = new AtomicInteger();
         this.preparers = Executors.newFixedThreadPool(threads, r -> daemon(r, "merge-prepare-" + n.incrementAndGet()));
         this.maintenance = Executors.newSingleThreadExecutor(r -> daemon(r, "table-maintenance"));
+        this.planner = daemon(this::prepareRounds, "merge-planner");
         this.committer = daemon(this::commitRounds, "merge-committer");
+        this.planner.start();
         this.committer.start();
     }
 
@@ -152,30 +157,52 @@ public final class MergeCoordinator implements AutoCloseable {
         }
     }
 
-    private void commitRounds() {
+    /** A planned and prepared round waiting for the committer. */
+    private record PreparedRound(long round, Map<String, List<Request>> batch, List<MergeRound.MergePlan> taken,
+            List<MergeRound.PreparedMerge> prepared, Map<String, Throwable> unreadable, long startedNanos,
+            long prepareNanos) {}
+
+    /**
+     * Plans and prepares rounds while the committer commits the previous one, so reading the next round's
+     * generations overlaps the current commit; at most one prepared round waits (memory: two rounds).
+     */
+    private void prepareRounds() {
         long round = 0;
         while (!closing) {
-            Map<String, List<Request>> batch;
+            Map<String, List<Request>> batch = new LinkedHashMap<>();
             lock.lock();
             try {
-                while (requests.isEmpty() && !closing) {
+                while (!closing && !anyReady()) {
                     requested.await(1, TimeUnit.SECONDS);
                 }
                 if (closing) {
                     return;
                 }
-                batch = new LinkedHashMap<>(requests);
-                requests.clear();
+                // A shard still in the round being committed waits: its plan would read the old watermark.
+                var it = requests.entrySet().iterator();
+                while (it.hasNext()) {
+                    var entry = it.next();
+                    if (!inRound.contains(entry.getKey())) {
+                        batch.put(entry.getKey(), entry.getValue());
+                        it.remove();
+                    }
+                }
+                inRound.addAll(batch.keySet());
             } catch (InterruptedException e) {
                 return;
             } finally {
                 lock.unlock();
             }
             try {
-                runRound(++round, batch);
+                PreparedRound next = prepareRound(++round, batch);
+                if (next != null) {
+                    prepared.put(next);
+                }
+            } catch (InterruptedException e) {
+                return;
             } catch (Error e) {
                 // An OutOfMemoryError or the like is not a merge failure: do not turn it into cooldowns.
-                log.error("Merge committer stopped by {}", e.toString(), e);
+                log.error("Merge planner stopped by {}", e.toString(), e);
                 throw e;
             } catch (RuntimeException e) {
                 log.error("Merge round {} failed as a whole: {}", round, e.toString(), e);
@@ -184,7 +211,34 @@ public final class MergeCoordinator implements AutoCloseable {
         }
     }
 
-    private void runRound(long round, Map<String, List<Request>> batch) {
+    private boolean anyReady() {
+        return requests.keySet().stream().anyMatch(shard -> !inRound.contains(shard));
+    }
+
+    private void commitRounds() {
+        while (!closing) {
+            PreparedRound round;
+            try {
+                round = prepared.poll(1, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (round == null) {
+                continue;
+            }
+            try {
+                commitRound(round);
+            } catch (Error e) {
+                log.error("Merge committer stopped by {}", e.toString(), e);
+                throw e;
+            } catch (RuntimeException e) {
+                log.error("Merge round {} failed as a whole: {}", round.round(), e.toString(), e);
+                finishAll(round.batch(), null, e, true, 0);
+            }
+        }
+    }
+
+    private PreparedRound prepareRound(long round, Map<String, List<Request>> batch) {
         long started = System.nanoTime();
         List<MergeRound.MergePlan> plans;
         try {
@@ -192,13 +246,14 @@ public final class MergeCoordinator implements AutoCloseable {
         } catch (RuntimeException e) {
             log.warn("Table {}: merge round {} cannot plan: {}", table.location(), round, e.getMessage());
             finishAll(batch, null, e, true, System.nanoTime() - started);
-            return;
+            return null;
         }
         // The round's byte budget: shards past it wait for the next round (the first always goes).
         List<MergeRound.MergePlan> taken = new ArrayList<>();
         long bytes = 0;
         for (MergeRound.MergePlan plan : plans) {
             if (!taken.isEmpty() && roundMaxBytes > 0 && bytes + plan.bytes() > roundMaxBytes) {
+                inRound.remove(plan.shard());
                 requeue(batch.get(plan.shard()));
                 continue;
             }
@@ -209,11 +264,11 @@ public final class MergeCoordinator implements AutoCloseable {
         for (MergeRound.MergePlan plan : taken) {
             preparing.put(plan.shard(), preparers.submit(() -> table.prepareMerge(plan)));
         }
-        List<MergeRound.PreparedMerge> prepared = new ArrayList<>();
+        List<MergeRound.PreparedMerge> ready = new ArrayList<>();
         Map<String, Throwable> unreadable = new LinkedHashMap<>();
         preparing.forEach((shard, future) -> {
             try {
-                prepared.add(future.get());
+                ready.add(future.get());
             } catch (ExecutionException e) {
                 if (e.getCause() instanceof Error error) {
                     throw error;
@@ -224,28 +279,35 @@ public final class MergeCoordinator implements AutoCloseable {
                 unreadable.put(shard, e);
             }
         });
-        long prepareNanos = System.nanoTime() - started;
-        MergeRound.RoundResult result = table.commitMerge(prepared);
+        return new PreparedRound(round, batch, taken, ready, unreadable, started, System.nanoTime() - started);
+    }
+
+    private void commitRound(PreparedRound round) {
+        Map<String, List<Request>> batch = round.batch();
+        MergeRound.RoundResult result = table.commitMerge(round.prepared());
         long rows = result.merged().values().stream().mapToLong(MergeResult::rows).sum();
         boolean mergedAnything = result.merged().values().stream().anyMatch(MergeResult::mergedAnything);
         if (mergedAnything && haltAfterMerges > 0 && committedRounds.incrementAndGet() == haltAfterMerges) {
             log.warn("Fault injection: halting after committed merge round {}", haltAfterMerges);
             Runtime.getRuntime().halt(137);
         }
-        long totalNanos = System.nanoTime() - started;
-        for (MergeRound.MergePlan plan : taken) {
+        long totalNanos = System.nanoTime() - round.startedNanos();
+        for (MergeRound.MergePlan plan : round.taken()) {
             String shard = plan.shard();
-            Throwable error = unreadable.containsKey(shard) ? unreadable.get(shard) : result.failed().get(shard);
+            Throwable error = round.unreadable().containsKey(shard) ? round.unreadable().get(shard)
+                    : result.failed().get(shard);
             boolean unavailable = error instanceof RolloutTableException.Unavailable;
             finish(batch.get(shard), result.merged().get(shard), error, unavailable, totalNanos);
         }
-        int failed = unreadable.size() + result.failed().size();
-        lastRound = new RoundSummary(round, taken.size(), taken.size() - failed, failed, rows, result.commits(),
-                result.duration().toMillis(), prepareNanos / 1_000_000, System.currentTimeMillis());
-        metrics.round(taken.size(), result.commits(), result.duration(), Duration.ofNanos(prepareNanos));
+        int failed = round.unreadable().size() + result.failed().size();
+        int shards = round.taken().size();
+        lastRound = new RoundSummary(round.round(), shards, shards - failed, failed, rows, result.commits(),
+                result.duration().toMillis(), round.prepareNanos() / 1_000_000, System.currentTimeMillis());
+        metrics.round(shards, result.commits(), result.duration(), Duration.ofNanos(round.prepareNanos()));
         if (mergedAnything || failed > 0) {
-            log.info("Merge round {}: {} shards ({} failed), {} rows, prepared in {} ms, {} commit(s) in {} ms", round,
-                    taken.size(), failed, rows, prepareNanos / 1_000_000, result.commits(), result.duration().toMillis());
+            log.info("Merge round {}: {} shards ({} failed), {} rows, prepared in {} ms, {} commit(s) in {} ms",
+                    round.round(), shards, failed, rows, round.prepareNanos() / 1_000_000, result.commits(),
+                    result.duration().toMillis());
         }
     }
 
@@ -255,6 +317,7 @@ public final class MergeCoordinator implements AutoCloseable {
             for (Request request : waiting) {
                 requests.computeIfAbsent(request.shard(), s -> new ArrayList<>()).add(request);
             }
+            requested.signalAll();
         } finally {
             lock.unlock();
         }
@@ -281,6 +344,13 @@ public final class MergeCoordinator implements AutoCloseable {
                     unavailable ? " (table unavailable)" : "", error.getMessage());
         }
         inFlight.remove(first.shard());
+        inRound.remove(first.shard());
+        lock.lock();
+        try {
+            requested.signalAll(); // a request waiting for this shard's round can be planned now
+        } finally {
+            lock.unlock();
+        }
         outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>()).add(outcome);
         shardRequests.stream().map(Request::done).filter(d -> d != null).forEach(d -> d.complete(outcome));
     }
@@ -341,7 +411,12 @@ public final class MergeCoordinator implements AutoCloseable {
         }
         try {
             // A round in flight commits or not as a whole; waiting lets it finish cleanly.
+            planner.join(TimeUnit.SECONDS.toMillis(60));
             committer.join(TimeUnit.SECONDS.toMillis(60));
+            PreparedRound abandoned;
+            while ((abandoned = prepared.poll()) != null) {
+                abandoned.prepared().forEach(MergeRound.PreparedMerge::close);
+            }
             preparers.shutdown();
             maintenance.shutdown();
             preparers.awaitTermination(60, TimeUnit.SECONDS);
