@@ -25,6 +25,9 @@ public final class CommonKeys {
     public static final String READ_REFRESH_MS = "rollout.read.refresh.ms";
     public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
     public static final String READ_OPEN_GENERATIONS = "rollout.read.open.generations";
+    public static final String INSTANCE_ID = "rollout.instance.id";
+    public static final String SESSION_TIMEOUT_MS = "rollout.session.timeout.ms";
+    public static final String COMMIT_INTERVAL_MS = "rollout.commit.interval.ms";
     public static final String HEALTH_MAX_THREAD_REPLACEMENTS = "rollout.health.max.thread.replacements";
     public static final String HEALTH_THREAD_REPLACEMENT_WINDOW_MS = "rollout.health.thread.replacement.window.ms";
 
@@ -57,6 +60,19 @@ public final class CommonKeys {
                         "Address of the HTTP endpoint (" + httpRoutes + ")")
                 .define(HTTP_PORT, INT, defaultHttpPort, ConfigDef.Range.between(0, 65535), LOW,
                         "Port of the HTTP endpoint (0 = any free port)")
+                .define(INSTANCE_ID, STRING, "", null, MEDIUM,
+                        "This instance's stable identity in the consumer group (static membership: a restarted instance"
+                                + " takes its partitions back at once, without a rebalance). Empty = an id kept in the"
+                                + " state directory, so each state directory is one instance; set it when the state"
+                                + " directory does not survive a restart (e.g. the pod name)")
+                .define(SESSION_TIMEOUT_MS, INT, 15_000, ConfigDef.Range.between(6_000, 300_000), MEDIUM,
+                        "How long the group waits for an instance that stopped heartbeating before its partitions go to"
+                                + " the others (a crashed instance that does not come back); shorter means faster"
+                                + " takeover and more spurious rebalances on long GC pauses")
+                .define(COMMIT_INTERVAL_MS, LONG, 1_000L, ConfigDef.Range.between(10, 60_000), LOW,
+                        "Exactly-once commit interval: input offsets, state and output events commit together this"
+                                + " often (each commit is a transaction; the records after the last one are redone after"
+                                + " a crash)")
                 .define(PENDING_WARN_GENERATIONS, INT, TableSettings.DEFAULTS.pendingWarnGenerations(),
                         ConfigDef.Range.atLeast(0), MEDIUM, "Reads warn once per shard at this many pending (unmerged)"
                                 + " generations, with the table and shard (0 = no warn; the metric is always sampled)")

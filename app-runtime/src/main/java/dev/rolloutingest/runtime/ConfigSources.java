@@ -10,6 +10,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.StreamsConfig;
@@ -104,19 +105,55 @@ public final class ConfigSources {
     /**
      * Streams settings both apps share: exactly_once_v2 (input offsets, state stores and output events
      * commit together, and only committed input is read), earliest reset (a reset never silently skips
-     * data), then any {@code streams.*} override.
+     * data), static membership with the instance id and a session timeout (a restarted instance takes its
+     * partitions back without a rebalance; a dead one's go to the others after the timeout), the commit
+     * interval, then any {@code streams.*} override.
      */
-    public static Properties streamsProperties(String applicationId, String bootstrapServers, String stateDir,
-            Map<String, Object> values) {
+    public static Properties streamsProperties(AbstractConfig config, Map<String, Object> values) {
+        String applicationId = config.getString(CommonKeys.APPLICATION_ID);
+        String stateDir = config.getString(CommonKeys.STATE_DIR);
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, config.getString(CommonKeys.BOOTSTRAP_SERVERS));
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, config.getLong(CommonKeys.COMMIT_INTERVAL_MS));
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        // Streams appends the stream thread's index to it, so each thread is its own static member.
+        props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG),
+                applicationId + "-" + instanceId(config.getString(CommonKeys.INSTANCE_ID), Path.of(stateDir)));
+        int session = config.getInt(CommonKeys.SESSION_TIMEOUT_MS);
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), Math.max(500, session / 5));
         // There is no global store; this only keeps Streams from warning about it at every start.
         props.put("processing.exception.handler.global.enabled", "true");
         props.putAll(withPrefix(values, STREAMS_PREFIX));
         return props;
+    }
+
+    /**
+     * The configured instance id, or one kept in the state directory (created on first start): stable
+     * across restarts of this instance, different for every other state directory.
+     */
+    static String instanceId(String configured, Path stateDir) {
+        if (configured != null && !configured.isBlank()) {
+            return configured.trim();
+        }
+        Path file = stateDir.resolve("rollout-instance-id");
+        try {
+            if (Files.isRegularFile(file)) {
+                String kept = Files.readString(file).trim();
+                if (!kept.isEmpty()) {
+                    return kept;
+                }
+            }
+            Files.createDirectories(stateDir);
+            String created = java.util.UUID.randomUUID().toString().substring(0, 8);
+            Files.writeString(file, created);
+            return created;
+        } catch (IOException e) {
+            throw new ConfigException(CommonKeys.STATE_DIR, stateDir.toString(),
+                    "cannot keep the instance id there (" + e.getMessage() + "); set " + CommonKeys.INSTANCE_ID);
+        }
     }
 }

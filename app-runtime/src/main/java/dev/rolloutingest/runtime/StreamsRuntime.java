@@ -191,7 +191,9 @@ public final class StreamsRuntime implements AutoCloseable {
 
     @Override
     public void close() {
-        streams.close(Duration.ofSeconds(30));
+        // Leave the group explicitly: a static member that just stops would keep its partitions until the
+        // session timeout; leaving hands them to the other instances at once.
+        streams.close(new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(30)).leaveGroup(true));
         metrics.close();
     }
 }

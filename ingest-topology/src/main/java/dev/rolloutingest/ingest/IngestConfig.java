@@ -218,7 +218,7 @@ public final class IngestConfig {
 
     /** Streams settings: see {@link ConfigSources#streamsProperties}. */
     public Properties streamsProperties() {
-        return ConfigSources.streamsProperties(parsed.getString(APPLICATION_ID), parsed.getString(BOOTSTRAP_SERVERS), parsed.getString(STATE_DIR), raw);
+        return ConfigSources.streamsProperties(parsed, raw);
     }
 
     /** For the recovery reader: the same brokers and any client security settings. */

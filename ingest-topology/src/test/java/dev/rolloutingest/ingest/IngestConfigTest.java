@@ -17,6 +17,7 @@ class IngestConfigTest {
         file.put("bootstrap.servers", "b:9092");
         file.put("schema.registry.url", "http://r:8081");
         file.put("rollout.table.uri", "target/config-test/table");
+        file.put("rollout.state.dir", "target/config-test/state");
         return file;
     }
 
@@ -33,6 +34,20 @@ class IngestConfigTest {
         assertThat(config.tableLocation().storageOptions()).containsEntry("aws_region", "eu-west-1");
         assertThat(config.streamsProperties()).containsEntry("processing.guarantee", "exactly_once_v2")
                 .containsEntry("consumer.auto.offset.reset", "earliest");
+    }
+
+    @Test
+    void theInstanceIdIsKeptInTheStateDirectorySoARestartRejoinsAsTheSameStaticMember() {
+        Properties file = required();
+        file.put("rollout.state.dir", "target/config-test/state-" + java.util.UUID.randomUUID());
+        String first = IngestConfig.load(file, Map.of()).streamsProperties().getProperty("main.consumer.group.instance.id");
+        String again = IngestConfig.load(file, Map.of()).streamsProperties().getProperty("main.consumer.group.instance.id");
+        assertThat(first).startsWith("rollout-ingest-").isEqualTo(again);
+        file.put("rollout.state.dir", "target/config-test/state-" + java.util.UUID.randomUUID());
+        assertThat(IngestConfig.load(file, Map.of()).streamsProperties().getProperty("main.consumer.group.instance.id"))
+                .as("another state directory is another instance").isNotEqualTo(first);
+        assertThat(IngestConfig.load(file, Map.of("ROLLOUT_INSTANCE_ID", "pod-7")).streamsProperties()
+                .getProperty("main.consumer.group.instance.id")).isEqualTo("rollout-ingest-pod-7");
     }
 
     @Test

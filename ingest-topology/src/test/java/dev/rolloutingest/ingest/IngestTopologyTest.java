@@ -78,6 +78,7 @@ class IngestTopologyTest {
                 "bootstrap.servers", "unused:9092",
                 "schema.registry.url", "http://unused:8081",
                 "rollout.table.uri", dir.resolve("table").toString(),
+                "rollout.state.dir", dir.resolve("state").toString(),
                 "rollout.seal.max.age.ms", 60_000L));
         values.putAll(overrides);
         IngestConfig config = IngestConfig.of(values);

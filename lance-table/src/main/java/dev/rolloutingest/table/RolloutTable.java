@@ -248,6 +248,12 @@ public final class RolloutTable implements AutoCloseable {
                 .map(catalog::seal);
     }
 
+    /** Offsets a shard's sealed generations cover (merged ones until GC removes them): one listing, no seal reads. */
+    public long sealedRecords(String shard) {
+        return catalog.sealed(ShardId.requireValid(shard)).stream().mapToLong(g -> g.lastOffset() - g.firstOffset() + 1)
+                .sum();
+    }
+
     /** Pending generation count of a shard: one listing, no seal reads. */
     public int pendingCount(String shard, long watermark) {
         return catalog.pending(ShardId.requireValid(shard), watermark).size();

@@ -15,6 +15,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -78,6 +79,12 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--fresh-rate", defaultValue = "5000", description = "ingest: records/s of the freshness run (0 = skip)")
     double freshRate;
 
+    @Option(names = "--set", description = "ingest: a setting for the topology's app, repeatable: streams.num.stream.threads=2")
+    Map<String, String> topologySettings = new java.util.HashMap<>();
+
+    @Option(names = "--no-limits", description = "ingest: measure the topology only, not (a)-(c)")
+    boolean noLimits;
+
     @Option(names = "--fresh-seconds", defaultValue = "20", description = "ingest: length of the freshness run")
     int freshSeconds;
 
@@ -86,7 +93,7 @@ final class BenchCommand implements Callable<Integer> {
         if (suite.equals("ingest")) {
             System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
                     System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
-            new IngestBench(dir, records, partitions, payloadBytes, freshRate, freshSeconds).run();
+            new IngestBench(dir, records, partitions, payloadBytes, freshRate, freshSeconds, topologySettings, !noLimits).run();
             return 0;
         }
         if (suite.equals("merge")) {

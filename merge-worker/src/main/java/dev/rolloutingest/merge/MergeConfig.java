@@ -248,6 +248,6 @@ public final class MergeConfig {
 
     /** Streams settings: see {@link ConfigSources#streamsProperties}. */
     public Properties streamsProperties() {
-        return ConfigSources.streamsProperties(applicationId(), parsed.getString(BOOTSTRAP_SERVERS), parsed.getString(STATE_DIR), raw);
+        return ConfigSources.streamsProperties(parsed, raw);
     }
 }

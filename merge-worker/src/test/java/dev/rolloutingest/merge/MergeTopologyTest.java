@@ -57,6 +57,7 @@ class MergeTopologyTest {
                 "bootstrap.servers", "unused:9092",
                 "schema.registry.url", "http://unused:8081",
                 "rollout.table.uri", dir.resolve("table").toString(),
+                "rollout.state.dir", dir.resolve("state").toString(),
                 "rollout.merge.max.pending.age.ms", 0L,
                 "rollout.compaction.interval.ms", 0L,
                 "rollout.gc.interval.ms", 0L));

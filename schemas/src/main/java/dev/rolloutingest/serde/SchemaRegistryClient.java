@@ -54,8 +54,19 @@ public final class SchemaRegistryClient {
         if (cached != null) {
             return cached;
         }
-        JsonNode answer = call("POST", "/subjects/" + encode(subject) + "/versions", schemaBody(schema),
-                "registering a schema under subject '" + subject + "'");
+        JsonNode answer;
+        try {
+            answer = call("POST", "/subjects/" + encode(subject) + "/versions", schemaBody(schema),
+                    "registering a schema under subject '" + subject + "'");
+        } catch (SerdeException.IncompatibleSchema conflict) {
+            // Two clients registering a new subject at once: Apicurio answers the loser 409 although the same
+            // schema is now there. If a lookup finds it, that is the answer; if not, it really is incompatible.
+            try {
+                return lookup(subject, schema);
+            } catch (SerdeException notThere) {
+                throw conflict;
+            }
+        }
         int id = answer.path("id").asInt(-1);
         if (id < 0) {
             throw new SerdeException.RegistryError(200, 0, "Registry answered without an id for subject '" + subject + "'");
