@@ -50,9 +50,21 @@ final class LanceIo {
     }
 
     Dataset open(String uri) {
-        return Dataset.open().allocator(allocator).uri(uri).session(session)
-                .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).build())
-                .build();
+        try {
+            return Dataset.open().allocator(allocator).uri(uri).session(session)
+                    .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).build())
+                    .build();
+        } catch (Exception e) {
+            throw unchecked(e);
+        }
+    }
+
+    /**
+     * lance-core throws IOException from native code without declaring it, so it slips past every
+     * {@code catch (RuntimeException)}; here it becomes one, message kept (callers match on it).
+     */
+    static RuntimeException unchecked(Exception thrown) {
+        return thrown instanceof RuntimeException r ? r : new RolloutTableException(thrown.getMessage(), thrown);
     }
 
     /**
@@ -60,9 +72,14 @@ final class LanceIo {
      * of its versions an open otherwise makes.
      */
     Dataset openGeneration(String uri) {
-        return Dataset.open().allocator(allocator).uri(uri).session(session)
-                .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).setVersion(1).build())
-                .build();
+        try {
+            return Dataset.open().allocator(allocator).uri(uri).session(session)
+                    .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).setVersion(1)
+                            .build())
+                    .build();
+        } catch (Exception e) {
+            throw unchecked(e);
+        }
     }
 
     /** CREATE only: an existing dataset fails with "Dataset already exists" and stays intact. */
@@ -93,8 +110,8 @@ final class LanceIo {
                     .mode(WriteParams.WriteMode.CREATE)
                     .storageOptions(storageOptions)
                     .execute();
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException("closing the batch reader failed", e);
+        } catch (Exception e) {
+            throw unchecked(e);
         }
     }
 

@@ -72,7 +72,7 @@ public final class MergeRound {
         try (Dataset base = lance.openBase()) {
             watermarks = MemWalWatermarks.read(base);
             sealed = catalog.sealedByShard();
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             throw new RolloutTableException.Unavailable(lance.location().uri(), "planning a merge", e);
         }
         List<MergePlan> plans = new ArrayList<>();
@@ -133,9 +133,9 @@ public final class MergeRound {
             Duration read = Duration.ofNanos(System.nanoTime() - started);
             readPhase.record(read);
             return new PreparedMerge(plan, source, read);
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             source.close();
-            throw e;
+            throw LanceIo.unchecked(e);
         }
     }
 
@@ -177,7 +177,7 @@ public final class MergeRound {
         try {
             base = lance.openBase();
             watermarks = MemWalWatermarks.read(base);
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             // The table cannot be read at all: nothing any shard did; all fail alike, none is blamed alone.
             RolloutTableException unavailable = new RolloutTableException.Unavailable(lance.location().uri(),
                     "committing a merge", e);
@@ -214,7 +214,8 @@ public final class MergeRound {
                             result.rows(), result.previousWatermark(), result.newWatermark(),
                             result.readDuration().toMillis(), current.size(), commit.toMillis(), result.leftover());
                 }
-            } catch (RuntimeException e) {
+            } catch (Exception thrown) {
+                RuntimeException e = LanceIo.unchecked(thrown); // mergeInsert's IOExceptions are undeclared
                 commits[0]++;
                 if (current.size() == 1) {
                     failed.put(current.get(0).plan().shard(), e);

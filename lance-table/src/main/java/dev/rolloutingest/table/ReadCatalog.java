@@ -137,6 +137,11 @@ final class ReadCatalog implements AutoCloseable {
                     if (stale || snapshot == null || System.nanoTime() - snapshot.takenAtNanos >= refreshNanos) {
                         refresh();
                     }
+                } catch (RolloutTableException e) {
+                    throw e;
+                } catch (Exception e) {
+                    // lance-core throws IOException undeclared; the store cannot be read: the caller may retry.
+                    throw new RolloutTableException.Unavailable(lance.location().uri(), "refreshing the read catalog", e);
                 } finally {
                     refreshing.unlock();
                 }

@@ -122,9 +122,8 @@ public final class RolloutTable implements AutoCloseable {
         }
     }
 
-    /** lance-core throws IOException from native code without declaring it. */
     private static RuntimeException unchecked(Exception thrown) {
-        return thrown instanceof RuntimeException r ? r : new RolloutTableException(thrown.getMessage(), thrown);
+        return LanceIo.unchecked(thrown);
     }
 
     private static boolean hasMemWal(Dataset base) {

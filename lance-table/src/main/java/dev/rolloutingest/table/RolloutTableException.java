@@ -6,6 +6,20 @@ public class RolloutTableException extends RuntimeException {
         super(message, cause);
     }
 
+    /**
+     * True when the error says the table's store failed (refused, unreachable, I/O), not that something in
+     * the table is wrong: whoever hit it should retry later and blame nothing in the table for it.
+     */
+    public static boolean isStorageFailure(Throwable error) {
+        for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
+            if (e instanceof Unavailable || e instanceof StorageAccess || e instanceof java.io.IOException
+                    || String.valueOf(e.getMessage()).contains("LanceError(IO)")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** The URI holds no dataset, or one that is not a rollout table. */
     public static final class NotARolloutTable extends RolloutTableException {
         public NotARolloutTable(String tableUri, String why, Throwable cause) {

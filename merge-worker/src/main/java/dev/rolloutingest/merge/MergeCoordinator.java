@@ -204,7 +204,8 @@ public final class MergeCoordinator implements AutoCloseable {
                 // An OutOfMemoryError or the like is not a merge failure: do not turn it into cooldowns.
                 log.error("Merge planner stopped by {}", e.toString(), e);
                 throw e;
-            } catch (RuntimeException e) {
+            } catch (Exception e) {
+                // lance-core's undeclared IOExceptions too: a round that fails as a whole is the table's problem.
                 log.error("Merge round {} failed as a whole: {}", round, e.toString(), e);
                 finishAll(batch, null, e, true, 0);
             }
@@ -231,7 +232,7 @@ public final class MergeCoordinator implements AutoCloseable {
             } catch (Error e) {
                 log.error("Merge committer stopped by {}", e.toString(), e);
                 throw e;
-            } catch (RuntimeException e) {
+            } catch (Exception e) {
                 log.error("Merge round {} failed as a whole: {}", round.round(), e.toString(), e);
                 finishAll(round.batch(), null, e, true, 0);
             }
@@ -243,7 +244,7 @@ public final class MergeCoordinator implements AutoCloseable {
         List<MergeRound.MergePlan> plans;
         try {
             plans = table.planMerge(batch.keySet(), maxGenerations, maxBytes);
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             log.warn("Table {}: merge round {} cannot plan: {}", table.location(), round, e.getMessage());
             finishAll(batch, null, e, true, System.nanoTime() - started);
             return null;
@@ -296,7 +297,9 @@ public final class MergeCoordinator implements AutoCloseable {
             String shard = plan.shard();
             Throwable error = round.unreadable().containsKey(shard) ? round.unreadable().get(shard)
                     : result.failed().get(shard);
-            boolean unavailable = error instanceof RolloutTableException.Unavailable;
+            // The store refusing or failing requests is the table's problem, never one shard's.
+            boolean unavailable = error != null && !(error instanceof RolloutTableException.GenerationUnreadable)
+                    && RolloutTableException.isStorageFailure(error);
             finish(batch.get(shard), result.merged().get(shard), error, unavailable, totalNanos);
         }
         int failed = round.unreadable().size() + result.failed().size();
@@ -377,7 +380,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 String summary = work.get();
                 maintenanceOutcomes.add(new MaintenanceOutcome(kind, null, summary));
                 metrics.maintenance(kind, "success");
-            } catch (RuntimeException e) {
+            } catch (Exception e) {
                 log.warn("Table {}: {} failed: {}", table.location(), kind, e.getMessage());
                 maintenanceOutcomes.add(new MaintenanceOutcome(kind, e, null));
                 metrics.maintenance(kind, "failure");

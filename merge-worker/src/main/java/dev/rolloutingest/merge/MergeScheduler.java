@@ -6,6 +6,7 @@ import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.table.MergeResult;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
 import java.io.IOException;
@@ -128,6 +129,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                 String target = coordinator.table().location().uri();
                 if (outcome.error() == null) {
                     cooldowns.delete(Cooldown.key(outcome.kind(), target));
+                } else if (RolloutTableException.isStorageFailure(outcome.error())) {
+                    // The store is down or refusing: the next run retries; a cooldown would outlast the outage.
+                    log.info("{} of {} waits for the table's store: {}", outcome.kind(), target, outcome.error().getMessage());
                 } else {
                     recordFailure(outcome.kind(), target, outcome.error(), now);
                 }
@@ -226,7 +230,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         try {
             watermarks = table.watermarks();
             tableShards = table.shards();
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             log.warn("Table {}: reconcile skipped, the table is unreadable: {}", table.location(), e.getMessage());
             return;
         }
@@ -256,7 +260,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                         backlog.add(sealed.generation(), sealed.sealedAt().toEpochMilli());
                     }
                 }
-            } catch (RuntimeException e) {
+            } catch (Exception e) {
                 log.warn("Table {} shard {}: reconcile could not list pending generations: {}", table.location(), shard,
                         e.getMessage());
             }

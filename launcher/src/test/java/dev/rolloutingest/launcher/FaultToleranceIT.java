@@ -1,0 +1,443 @@
+package dev.rolloutingest.launcher;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.embedded.ApicurioRegistry;
+import dev.rolloutingest.embedded.ChildJvm;
+import dev.rolloutingest.embedded.EmbeddedKafka;
+import dev.rolloutingest.embedded.EmbeddedS3;
+import dev.rolloutingest.ingest.IngestApp;
+import dev.rolloutingest.merge.MergeApp;
+import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.ListQuery;
+import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.io.Writer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalTime;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The faults production brings, on real services and apps in their own JVMs, a producer writing
+ * throughout: SIGKILLed and restarted instances (2 ingest + 2 merge), an instance that does not come back,
+ * a graceful stop, a broker restart, an object store that refuses every request for 30 s. Each ends with
+ * every produced record_id readable exactly once with its latest value; recovery times are printed
+ * ("recovery:" lines) and recorded in docs/reliability.md.
+ */
+class FaultToleranceIT {
+    private static final Path ROOT = Path.of("target", "it-faults").toAbsolutePath();
+    private static final Pattern SEALED = Pattern.compile("^(\\d\\d:\\d\\d:\\d\\d\\.\\d{3}) .*\\(([^/]+)/(\\d+)\\): sealed generation");
+    private static final Pattern MERGED = Pattern.compile("^(\\d\\d:\\d\\d:\\d\\d\\.\\d{3}) .*Merge round \\d+: \\d+ shards");
+    private static int brokerPort;
+    private static int controllerPort;
+    private static EmbeddedKafka kafka;
+    private static ApicurioRegistry registry;
+
+    @BeforeAll
+    static void services() {
+        brokerPort = dev.rolloutingest.embedded.FreePorts.next();
+        controllerPort = dev.rolloutingest.embedded.FreePorts.next();
+        kafka = EmbeddedKafka.start(ROOT.resolve("kafka-" + UUID.randomUUID()), brokerPort, controllerPort);
+        registry = ApicurioRegistry.start(ROOT.resolve("registry"), Duration.ofSeconds(120));
+    }
+
+    @AfterAll
+    static void stopServices() {
+        registry.close();
+        kafka.close();
+    }
+
+    /** A producer thread writing rewrites of a key space at a steady rate, remembering each key's latest version. */
+    private static final class Producer implements AutoCloseable {
+        final Map<String, Long> latest = new TreeMap<>();
+        final AtomicLong produced = new AtomicLong();
+        private final AtomicBoolean running = new AtomicBoolean(true);
+        private final Thread thread;
+
+        Producer(String topic, int keys, int perSecond) {
+            thread = new Thread(() -> {
+                ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+                serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+                RolloutGenerator generator = new RolloutGenerator("faults", 128, 5);
+                try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all",
+                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 300_000,
+                        ProducerConfig.MAX_BLOCK_MS_CONFIG, 300_000), new StringSerializer(), serializer)) {
+                    for (long i = 0; running.get(); i++) {
+                        Rollout rollout = generator.rollout(i % keys, (int) i);
+                        producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout)).get();
+                        synchronized (latest) {
+                            latest.put(rollout.getRecordId(), rollout.getPolicyVersion());
+                        }
+                        produced.incrementAndGet();
+                        Thread.sleep(1000 / perSecond);
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }, "fault-producer");
+            thread.start();
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            running.set(false);
+            thread.join(300_000);
+        }
+    }
+
+    /** Topics and configs of one scenario. */
+    private record Run(String name, String input, Path dir, Path table, Map<String, String> storage) {
+        static Run create(String prefix, String tableUri, Map<String, String> storage) {
+            String name = prefix + "-" + UUID.randomUUID().toString().substring(0, 6);
+            Path dir = ROOT.resolve(name);
+            kafka.createTopics(List.of(new NewTopic(name + "-rollouts", 4, (short) 1),
+                    new NewTopic(name + "-generations", 2, (short) 1), new NewTopic(name + "-dlq", 1, (short) 1),
+                    new NewTopic(name + "-merges", 1, (short) 1)));
+            return new Run(name, name + "-rollouts", dir, tableUri == null ? dir.resolve("table") : null, storage);
+        }
+
+        String tableUri() {
+            return table != null ? table.toString() : storage.get("uri");
+        }
+
+        TableLocation location() {
+            Map<String, String> options = new HashMap<>(storage);
+            options.remove("uri");
+            return new TableLocation(tableUri(), options);
+        }
+
+        Path config(String app, String instance, Map<String, String> extra) throws IOException {
+            Path file = dir.resolve(app + "-" + instance + ".properties");
+            Files.createDirectories(dir);
+            Properties props = new Properties();
+            props.put("bootstrap.servers", kafka.bootstrapServers());
+            props.put("schema.registry.url", registry.confluentUrl());
+            props.put("rollout.table.uri", tableUri());
+            storage.forEach((k, v) -> {
+                if (!k.equals("uri")) {
+                    props.put("rollout.table.storage." + k, v);
+                }
+            });
+            props.put("application.id", name + "-" + app);
+            props.put("rollout.state.dir", dir.resolve(app + "-" + instance + "-state").toString());
+            props.put("http.port", "0");
+            props.put("rollout.input.topic", input);
+            props.put("rollout.generations.topic", name + "-generations");
+            props.put("rollout.dlq.topic", name + "-dlq");
+            props.put("rollout.merges.topic", name + "-merges");
+            props.put("rollout.seal.max.rows", "200");
+            props.put("rollout.seal.max.age.ms", "1000");
+            props.put("rollout.seal.check.interval.ms", "100");
+            props.put("rollout.merge.after.generations", "2");
+            props.put("rollout.merge.max.pending.age.ms", "1500");
+            props.put("rollout.gc.interval.ms", "0");
+            props.put("rollout.compaction.interval.ms", "0");
+            props.putAll(extra);
+            try (Writer out = Files.newBufferedWriter(file)) {
+                props.store(out, null);
+            }
+            return file;
+        }
+    }
+
+    /** One app process: restartable, its log kept across restarts. */
+    private static final class App implements AutoCloseable {
+        final Class<?> main;
+        final Path config;
+        final Path log;
+        ChildJvm jvm;
+
+        App(Class<?> main, Path config, Path log) {
+            this.main = main;
+            this.config = config;
+            this.log = log;
+        }
+
+        App start() {
+            jvm = ChildJvm.start(main, List.of(config.toString()), Map.of(), log);
+            return this;
+        }
+
+        long logSize() throws IOException {
+            return Files.exists(log) ? Files.size(log) : 0;
+        }
+
+        /** Log lines written after {@code from} bytes. */
+        List<String> linesAfter(long from) throws IOException {
+            byte[] all = Files.readAllBytes(log);
+            return new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from)).lines().toList();
+        }
+
+        @Override
+        public void close() {
+            if (jvm != null) {
+                jvm.close();
+            }
+        }
+    }
+
+    /** Seconds from {@code since} (a log time) to the first line after {@code from} matching, within {@code seconds}. */
+    private static double secondsUntil(App app, long from, LocalTime since, Pattern pattern, java.util.function.Predicate<Matcher> which,
+            int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (System.currentTimeMillis() < deadline) {
+            for (String line : app.linesAfter(from)) {
+                Matcher m = pattern.matcher(line);
+                if (m.find() && which.test(m)) {
+                    return Duration.between(since, LocalTime.parse(m.group(1))).toMillis() / 1000.0;
+                }
+            }
+            Thread.sleep(200);
+        }
+        return Double.POSITIVE_INFINITY;
+    }
+
+    /** Partitions this app sealed in the lines after {@code from}. */
+    private static List<Integer> sealedPartitions(App app, long from) throws IOException {
+        List<Integer> partitions = new ArrayList<>();
+        for (String line : app.linesAfter(from)) {
+            Matcher m = SEALED.matcher(line);
+            if (m.find() && !partitions.contains(Integer.parseInt(m.group(3)))) {
+                partitions.add(Integer.parseInt(m.group(3)));
+            }
+        }
+        return partitions;
+    }
+
+    /** Until every produced record is sealed and merged, then every key once with its latest version. */
+    private static void verifyEverythingOnce(Run run, Producer producer, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        Map<String, Long> expected;
+        synchronized (producer.latest) {
+            expected = new TreeMap<>(producer.latest);
+        }
+        Map<String, Long> seen = Map.of();
+        int pending = -1;
+        while (System.currentTimeMillis() < deadline) {
+            try (RolloutTable table = RolloutTable.open(run.location(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+                List<RolloutRow> rows = table.list(ListQuery.all(100_000));
+                Map<String, Long> versions = new TreeMap<>();
+                boolean duplicate = false;
+                for (RolloutRow row : rows) {
+                    duplicate |= versions.put(row.recordId(), row.rollout().getPolicyVersion()) != null;
+                }
+                assertThat(duplicate).as("a record_id read twice").isFalse();
+                seen = versions;
+                pending = 0;
+                for (int p = 0; p < 4; p++) {
+                    pending += table.pendingGenerations(ShardId.of(run.input(), p)).size();
+                }
+                if (versions.equals(expected) && pending == 0) {
+                    return;
+                }
+            } catch (RuntimeException e) {
+                // the store may still be recovering
+            }
+            Thread.sleep(1000);
+        }
+        assertThat(seen).as("every produced key once with its latest version (pending %d)", pending).isEqualTo(expected);
+    }
+
+    @Test
+    void killedInstancesAreBackWithinSecondsAndNothingIsLostOrDuplicated() throws Exception {
+        Run run = Run.create("kills", null, Map.of());
+        List<App> ingest = List.of(
+                new App(IngestApp.class, run.config("ingest", "a", Map.of()), run.dir().resolve("ingest-a.log")),
+                new App(IngestApp.class, run.config("ingest", "b", Map.of()), run.dir().resolve("ingest-b.log")));
+        List<App> merge = List.of(
+                new App(MergeApp.class, run.config("merge", "a", Map.of()), run.dir().resolve("merge-a.log")),
+                new App(MergeApp.class, run.config("merge", "b", Map.of()), run.dir().resolve("merge-b.log")));
+        List<Double> restarts = new ArrayList<>();
+        try (Producer producer = new Producer(run.input(), 1_500, 200)) {
+            ingest.forEach(App::start);
+            merge.forEach(App::start);
+            for (App app : ingest) {
+                assertThat(secondsUntil(app, 0, LocalTime.MIN, SEALED, m -> true, 120)).isFinite();
+            }
+            // SIGKILL and restart at once, ten times, the two ingest instances in turn.
+            for (int kill = 0; kill < 10; kill++) {
+                App victim = ingest.get(kill % 2);
+                Thread.sleep(2_000);
+                victim.jvm.kill();
+                long from = victim.logSize();
+                LocalTime restarted = LocalTime.now();
+                victim.start();
+                double seconds = secondsUntil(victim, from, restarted, SEALED, m -> true, 60);
+                System.out.printf("recovery: ingest restart %d sealed again after %.1f s%n", kill + 1, seconds);
+                restarts.add(seconds);
+            }
+            // Each merge instance killed and restarted once.
+            for (App victim : merge) {
+                victim.jvm.kill();
+                long from = victim.logSize();
+                LocalTime restarted = LocalTime.now();
+                victim.start();
+                double seconds = secondsUntil(victim, from, restarted, MERGED, m -> true, 90);
+                System.out.printf("recovery: merge restart merged again after %.1f s%n", seconds);
+                assertThat(seconds).as("a restarted merge-worker merges again").isLessThan(30);
+            }
+            // An ingest instance that does not come back: the other takes its partitions over.
+            App gone = ingest.get(0);
+            App survivor = ingest.get(1);
+            long goneFrom = gone.logSize();
+            Thread.sleep(3_000);
+            List<Integer> orphaned = sealedPartitions(gone, goneFrom);
+            long survivorFrom = survivor.logSize();
+            LocalTime killed = LocalTime.now();
+            gone.jvm.kill();
+            double takeover = secondsUntil(survivor, survivorFrom, killed, SEALED,
+                    m -> orphaned.contains(Integer.parseInt(m.group(3))), 90);
+            System.out.printf("recovery: takeover of a dead instance's partitions %s after %.1f s%n", orphaned, takeover);
+            gone.start();
+            Thread.sleep(5_000);
+            // A graceful stop hands the partitions over.
+            App stopping = ingest.get(1);
+            App other = ingest.get(0);
+            Thread.sleep(3_000);
+            List<Integer> handed = sealedPartitions(stopping, stopping.logSize() - 4096 < 0 ? 0 : stopping.logSize() - 4096);
+            long otherFrom = other.logSize();
+            LocalTime stopped = LocalTime.now();
+            stopping.jvm.stop();
+            double handover = secondsUntil(other, otherFrom, stopped, SEALED,
+                    m -> handed.isEmpty() || handed.contains(Integer.parseInt(m.group(3))), 60);
+            System.out.printf("recovery: graceful stop handed partitions %s over after %.1f s%n", handed, handover);
+            stopping.start();
+
+            double[] sorted = restarts.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+            double p95 = sorted[(int) Math.ceil(sorted.length * 0.95) - 1];
+            System.out.printf("recovery: ingest restarts p50 %.1f s, p95 %.1f s, max %.1f s over %d kills%n",
+                    sorted[sorted.length / 2], p95, sorted[sorted.length - 1], sorted.length);
+            assertThat(p95).as("p95 of restart-to-sealing over 10 kills").isLessThanOrEqualTo(15.0);
+            assertThat(takeover).as("a surviving instance takes a dead one's partitions").isLessThanOrEqualTo(30.0);
+            assertThat(handover).as("a graceful stop hands its partitions over").isLessThanOrEqualTo(10.0);
+            Thread.sleep(3_000);
+            producer.close();
+            verifyEverythingOnce(run, producer, 180);
+            System.out.printf("recovery: %d records produced, %d keys, all read once with their latest value%n",
+                    producer.produced.get(), producer.latest.size());
+        } finally {
+            ingest.forEach(App::close);
+            merge.forEach(App::close);
+        }
+    }
+
+    @Test
+    void aBrokerDownFor20SecondsIsRiddenOutByBothApps() throws Exception {
+        Run run = Run.create("broker", null, Map.of());
+        App ingest = new App(IngestApp.class, run.config("ingest", "a", Map.of()), run.dir().resolve("ingest.log"));
+        App merge = new App(MergeApp.class, run.config("merge", "a", Map.of()), run.dir().resolve("merge.log"));
+        try (Producer producer = new Producer(run.input(), 800, 100)) {
+            ingest.start();
+            merge.start();
+            assertThat(secondsUntil(ingest, 0, LocalTime.MIN, SEALED, m -> true, 120)).isFinite();
+            Thread.sleep(3_000);
+            kafka.close();
+            Thread.sleep(20_000);
+            long from = ingest.logSize();
+            LocalTime back = LocalTime.now();
+            kafka = EmbeddedKafka.start(kafka.dataDir(), brokerPort, controllerPort);
+            double resumed = secondsUntil(ingest, from, back, SEALED, m -> true, 180);
+            System.out.printf("recovery: after a 20 s broker outage ingest sealed again %.1f s after the broker was back%n",
+                    resumed);
+            assertThat(resumed).isFinite();
+            Thread.sleep(3_000);
+            producer.close();
+            verifyEverythingOnce(run, producer, 180);
+            assertThat(ingest.jvm.isAlive()).as("no restart by hand").isTrue();
+            assertThat(merge.jvm.isAlive()).isTrue();
+        } finally {
+            ingest.close();
+            merge.close();
+        }
+    }
+
+    @Test
+    void anObjectStoreRefusingEveryRequestFor30SecondsIsRiddenOutWithoutCooldownsAndReadsAnswer503()
+            throws Exception {
+        try (EmbeddedS3 s3 = EmbeddedS3.start(ROOT.resolve("s3"), "faults")) {
+            Map<String, String> storage = new HashMap<>(s3.lanceStorageOptions());
+            String tableUri = s3.uri("outage-" + UUID.randomUUID());
+            storage.put("uri", tableUri);
+            Run run = Run.create("s3", tableUri, storage);
+            App ingest = new App(IngestApp.class, run.config("ingest", "a", Map.of("rollout.seal.write.attempts", "8")),
+                    run.dir().resolve("ingest.log"));
+            App merge = new App(MergeApp.class, run.config("merge", "a", Map.of()), run.dir().resolve("merge.log"));
+            HttpClient http = HttpClient.newHttpClient();
+            ingest.start();
+            merge.start();
+            try (Producer producer = new Producer(run.input(), 600, 100)) {
+                assertThat(secondsUntil(ingest, 0, LocalTime.MIN, SEALED, m -> true, 120)).isFinite();
+                try (RolloutTable reader = RolloutTable.open(run.location(), TableSettings.DEFAULTS.withReadRefreshMs(0),
+                        new SimpleMeterRegistry());
+                        HttpEndpoint readApi = new HttpEndpoint("127.0.0.1", 0)) {
+                new ReadApi(reader).mount(readApi);
+                readApi.start();
+                Thread.sleep(3_000);
+                s3.refuseRequests(true);
+                long outageStart = System.nanoTime();
+                int[] statuses = new int[3];
+                for (int i = 0; i < 3; i++) {
+                    Thread.sleep(5_000);
+                    long t = System.nanoTime();
+                    HttpResponse<String> answer = http.send(HttpRequest.newBuilder(URI.create(readApi.baseUrl()
+                            + "/rollouts/faults-1")).timeout(Duration.ofSeconds(60)).build(), HttpResponse.BodyHandlers.ofString());
+                    statuses[i] = answer.statusCode();
+                    System.out.printf("recovery: a read during the object-store outage answered %d in %.1f s%n",
+                            answer.statusCode(), (System.nanoTime() - t) / 1e9);
+                }
+                Thread.sleep(Math.max(0, 30_000 - (System.nanoTime() - outageStart) / 1_000_000));
+                long from = ingest.logSize();
+                LocalTime back = LocalTime.now();
+                s3.refuseRequests(false);
+                double resumed = secondsUntil(ingest, from, back, SEALED, m -> true, 180);
+                System.out.printf("recovery: after a 30 s object-store outage ingest sealed again %.1f s after it was back%n",
+                        resumed);
+                assertThat(statuses).as("reads during the outage answer 503, not 500, not a hang").containsOnly(503);
+                }
+                Thread.sleep(3_000);
+                producer.close();
+                verifyEverythingOnce(run, producer, 240);
+                assertThat(Files.readString(merge.log)).as("an outage is not the shards' fault: no cooldown")
+                        .doesNotContain("automatic runs skip it until");
+            } finally {
+                ingest.close();
+                merge.close();
+            }
+        }
+    }
+}
