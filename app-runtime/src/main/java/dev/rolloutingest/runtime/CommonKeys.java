@@ -28,6 +28,7 @@ public final class CommonKeys {
     public static final String INSTANCE_ID = "rollout.instance.id";
     public static final String SESSION_TIMEOUT_MS = "rollout.session.timeout.ms";
     public static final String COMMIT_INTERVAL_MS = "rollout.commit.interval.ms";
+    public static final String LAG_PUBLISH_INTERVAL_MS = "rollout.lag.publish.interval.ms";
     public static final String HEALTH_MAX_THREAD_REPLACEMENTS = "rollout.health.max.thread.replacements";
     public static final String HEALTH_THREAD_REPLACEMENT_WINDOW_MS = "rollout.health.thread.replacement.window.ms";
 
@@ -73,6 +74,8 @@ public final class CommonKeys {
                         "Exactly-once commit interval: input offsets, state and output events commit together this"
                                 + " often (each commit is a transaction; the records after the last one are redone after"
                                 + " a crash)")
+                .define(LAG_PUBLISH_INTERVAL_MS, LONG, 1_000L, ConfigDef.Range.between(100, 60_000), LOW,
+                        "How often the positions of the lag groups (sealed, merged) are committed when they moved")
                 .define(PENDING_WARN_GENERATIONS, INT, TableSettings.DEFAULTS.pendingWarnGenerations(),
                         ConfigDef.Range.atLeast(0), MEDIUM, "Reads warn once per shard at this many pending (unmerged)"
                                 + " generations, with the table and shard (0 = no warn; the metric is always sampled)")

@@ -90,6 +90,22 @@ public final class ConfigSources {
         return out;
     }
 
+    /**
+     * Every Kafka client this project creates besides Streams' own (admin clients, the recovery reader, lag
+     * publishers) connects the way Streams does: the brokers plus the {@code streams.*} security settings
+     * ({@code security.protocol}, {@code sasl.*}, {@code ssl.*}), so a SASL/SSL cluster works for all of them.
+     */
+    public static Map<String, Object> clientConfig(String bootstrapServers, Map<String, ?> values) {
+        Map<String, Object> client = new HashMap<>();
+        client.put("bootstrap.servers", bootstrapServers);
+        withPrefix(values, STREAMS_PREFIX).forEach((k, v) -> {
+            if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")) {
+                client.put(k, v);
+            }
+        });
+        return client;
+    }
+
     /** The schema-registry settings among {@code values}, under Confluent's names, for the serde. */
     public static Map<String, Object> serdeSettings(Map<String, Object> values) {
         Map<String, Object> serde = new HashMap<>();

@@ -4,9 +4,11 @@ import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.runtime.Observability;
+import dev.rolloutingest.runtime.ShadowGroupOffsets;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.table.RolloutTable;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.kafka.common.TopicPartition;
@@ -20,6 +22,7 @@ public final class IngestApp implements AutoCloseable {
     private final HttpEndpoint http;
     private final InflightBudget budget;
     private final SealWriters writers;
+    private final ShadowGroupOffsets sealedLag;
 
     public IngestApp(IngestConfig config) {
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
@@ -33,8 +36,10 @@ public final class IngestApp implements AutoCloseable {
         IngestMetrics metrics = new IngestMetrics(registry, budget);
         IngestHealth health = new IngestHealth();
         this.writers = new SealWriters(config.sealWriteThreads());
+        this.sealedLag = config.sealedLagGroup().isEmpty() ? null : new ShadowGroupOffsets(config.sealedLagGroup(),
+                IngestConfig.SEALED_LAG_GROUP, config.clientConfig(), Duration.ofMillis(config.lagPublishIntervalMs()));
         this.runtime = new StreamsRuntime("rollout-ingest", IngestTopology.build(config, table, metrics, budget, health,
-                writers),
+                writers, sealedLag == null ? (tp, offset) -> {} : sealedLag::advance),
                 config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
@@ -72,6 +77,9 @@ public final class IngestApp implements AutoCloseable {
     public void close() {
         runtime.close();
         writers.close();
+        if (sealedLag != null) {
+            sealedLag.close();
+        }
         http.close();
         table.close();
         registry.close();

@@ -40,6 +40,8 @@ public final class IngestConfig {
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
     public static final String REGISTRY_WAIT_MS = "rollout.registry.wait.ms";
+    public static final String SEALED_LAG_GROUP = "rollout.lag.sealed.group";
+    static final String SEALED_LAG_GROUP_DEFAULT = "<application.id>-sealed";
     public static final String HEALTH_STUCK_AFTER_MS = "rollout.health.stuck.after.ms";
     public static final String FAULT_HALT_AFTER_WRITES = "rollout.fault.halt.after.writes";
     public static final String FAULT_UNWRITABLE_RECORD_ID_PREFIX = "rollout.fault.unwritable.record.id.prefix";
@@ -78,6 +80,10 @@ public final class IngestConfig {
                             + " payload-too-large). Keep it below the broker's message.max.bytes and the topic's"
                             + " max.message.bytes (1048588 by default) or the broker refuses such records before this"
                             + " check can see them; raise all three together for larger payloads")
+            .define(SEALED_LAG_GROUP, STRING, SEALED_LAG_GROUP_DEFAULT, null, MEDIUM,
+                    "Consumer group (no consumer ever joins it) whose committed offsets are each input partition's first"
+                            + " offset not yet in the table: standard lag tools show it as the records not yet sealed."
+                            + " Empty disables")
             .define(REGISTRY_WAIT_MS, LONG, 60_000L, ConfigDef.Range.between(0, 240_000), LOW,
                     "How long a record waits for a schema registry that cannot answer (down, 401/403, 429) before the"
                             + " stream thread is replaced; such records are retried, never dead-lettered. Keep it under"
@@ -176,6 +182,21 @@ public final class IngestConfig {
         return parsed.getString(FAULT_UNWRITABLE_RECORD_ID_PREFIX);
     }
 
+    /** The sealed-lag group's id, or empty when disabled. */
+    public String sealedLagGroup() {
+        String configured = parsed.getString(SEALED_LAG_GROUP).trim();
+        return configured.equals(SEALED_LAG_GROUP_DEFAULT) ? parsed.getString(APPLICATION_ID) + "-sealed" : configured;
+    }
+
+    public long lagPublishIntervalMs() {
+        return parsed.getLong(LAG_PUBLISH_INTERVAL_MS);
+    }
+
+    /** Settings for this app's admin clients and extra consumers: brokers and security. */
+    public Map<String, Object> clientConfig() {
+        return ConfigSources.clientConfig(bootstrapServers(), raw);
+    }
+
     public long registryWaitMs() {
         return parsed.getLong(REGISTRY_WAIT_MS);
     }
@@ -223,13 +244,6 @@ public final class IngestConfig {
 
     /** For the recovery reader: the same brokers and any client security settings. */
     public Map<String, Object> recoveryConsumerConfig() {
-        Map<String, Object> consumer = new HashMap<>();
-        consumer.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
-        ConfigSources.withPrefix(raw, ConfigSources.STREAMS_PREFIX).forEach((k, v) -> {
-            if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")) {
-                consumer.put(k, v);
-            }
-        });
-        return consumer;
+        return clientConfig();
     }
 }

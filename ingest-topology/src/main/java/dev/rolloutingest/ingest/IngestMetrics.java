@@ -39,6 +39,18 @@ public final class IngestMetrics {
         this.droppedFieldRecords = Counter.builder("rollout.ingest.dropped.fields.records")
                 .description("Records whose writer schema has fields the table lacks (values dropped by schema resolution)")
                 .register(registry);
+        // Visible at 0 from the start, so dashboards and alerts have the series before the first failure.
+        for (String cause : new String[] {"storage", "data"}) {
+            Counter.builder("rollout.ingest.seal.failures").tag("cause", cause)
+                    .description("Seal attempts that failed: storage (the write as a whole) or data (rows refused)")
+                    .register(registry);
+        }
+        for (String reason : new String[] {"registry-unavailable", "registry-error"}) {
+            Counter.builder("rollout.ingest.registry.waits").tag("reason", reason)
+                    .description("Records that waited for a schema registry that could not answer").register(registry);
+        }
+        Counter.builder("rollout.ingest.expired.records")
+                .description("Records retention removed before they were sealed: lost").register(registry);
         Gauge.builder("rollout.ingest.inflight.bytes", budget, InflightBudget::total).baseUnit("bytes")
                 .description("Bytes buffered for sealing across partitions").register(registry);
     }

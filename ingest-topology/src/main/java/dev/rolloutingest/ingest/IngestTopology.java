@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.ObjLongConsumer;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -41,14 +42,14 @@ public final class IngestTopology {
 
     /** The production wiring: registry-backed serdes, a real consumer for re-reading after restarts. */
     public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
-            IngestHealth health, SealWriters writers) {
+            IngestHealth health, SealWriters writers, ObjLongConsumer<TopicPartition> sealedPositions) {
         ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class)
                 .onUnknownFields(metrics::droppedFields);
         rollouts.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
         events.configure(config.serdeConfig(), false);
         return build(config, table, metrics, budget, rollouts, events, tp -> recoveryReader(config), health,
-                IngestFaults.haltAfterWrites(config.faultHaltAfterWrites()), writers);
+                IngestFaults.haltAfterWrites(config.faultHaltAfterWrites()), writers, sealedPositions);
     }
 
     /** For tests: any serdes and re-reader, no fault injection, generations written on the stream thread. */
@@ -56,13 +57,13 @@ public final class IngestTopology {
             Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
         return build(config, table, metrics, budget, rollouts, events, recoveryReader, new IngestHealth(), IngestFaults.NONE,
-                new SealWriters(0));
+                new SealWriters(0), (tp, offset) -> {});
     }
 
     static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
             Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader, IngestHealth health, IngestFaults faults,
-            SealWriters writers) {
+            SealWriters writers, ObjLongConsumer<TopicPartition> sealedPositions) {
         RecordCheck check = new RecordCheck(config.inputTopic(), rollouts, config.maxPayloadBytes(),
                 Duration.ofMillis(config.registryWaitMs()), metrics);
         InputRereader rereader = new InputRereader(recoveryReader, metrics, Duration.ofMinutes(2));
@@ -70,7 +71,8 @@ public final class IngestTopology {
         topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer(), config.inputTopic());
         topology.addProcessor(BATCHER,
-                () -> new PartitionBatcher(config, table, check, metrics, budget, rereader, health, faults, writers), SOURCE);
+                () -> new PartitionBatcher(config, table, check, metrics, budget, rereader, health, faults, writers,
+                        sealedPositions), SOURCE);
         // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(PROGRESS_STORE),
                 Serdes.String(), Serdes.Long()).withCachingEnabled(), BATCHER);

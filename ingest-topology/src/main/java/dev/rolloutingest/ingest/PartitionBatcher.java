@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.ObjLongConsumer;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -61,6 +62,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private final IngestHealth health;
     private final IngestFaults faults;
     private final SealWriters writers;
+    private final ObjLongConsumer<TopicPartition> sealedPositions;
 
     private ProcessorContext<Object, Object> context;
     private KeyValueStore<String, Long> progress;
@@ -79,7 +81,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private SealWrite inFlight;
 
     PartitionBatcher(IngestConfig config, RolloutTable table, RecordCheck check, IngestMetrics metrics,
-            InflightBudget budget, InputRereader rereader, IngestHealth health, IngestFaults faults, SealWriters writers) {
+            InflightBudget budget, InputRereader rereader, IngestHealth health, IngestFaults faults, SealWriters writers,
+            ObjLongConsumer<TopicPartition> sealedPositions) {
         this.config = config;
         this.table = table;
         this.check = check;
@@ -89,6 +92,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.health = health;
         this.faults = faults;
         this.writers = writers;
+        this.sealedPositions = sealedPositions;
     }
 
     @Override
@@ -103,6 +107,9 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.batchStart = sealedUpTo == null ? 0 : sealedUpTo;
         this.recovered = false;
         this.batch = table.newBatch();
+        if (sealedUpTo != null) {
+            sealedPositions.accept(topicPartition, sealedUpTo);
+        }
         context.schedule(Duration.ofMillis(config.sealCheckIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
     }
 
@@ -118,6 +125,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             sealedUpTo = offset;
             batchStart = offset;
             progress.put(SEALED, offset);
+            sealedPositions.accept(topicPartition, offset);
         }
         if (offset < sealedUpTo || offset <= lastOffset) {
             metrics.skippedReplay();
@@ -379,6 +387,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private void advanceTo(long next) {
         sealedUpTo = next;
         progress.put(SEALED, next);
+        sealedPositions.accept(topicPartition, next); // the sealed lag: standard tools show what is not in the table
         if (batchStart < next) {
             batchStart = next;
         }

@@ -72,6 +72,7 @@ class IngestTopologyTest {
     }
 
     private SealWriters writers = new SealWriters(0);
+    private final Map<Integer, Long> sealedPositions = new java.util.concurrent.ConcurrentHashMap<>();
 
     private void start(Map<String, Object> overrides, Function<TopicPartition, Consumer<byte[], byte[]>> reader) {
         Map<String, Object> values = new HashMap<>(Map.of(
@@ -86,7 +87,7 @@ class IngestTopologyTest {
         budget = new InflightBudget(config.maxInflightBlobBytes());
         var topology = IngestTopology.build(config, table, new IngestMetrics(meters, budget), budget,
                 FixedSchemaSerde.rollouts(), FixedSchemaSerde.sealedEvents(), reader, new IngestHealth(), IngestFaults.NONE,
-                writers);
+                writers, (tp, offset) -> sealedPositions.merge(tp.partition(), offset, Math::max));
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props);
@@ -136,6 +137,8 @@ class IngestTopologyTest {
         assertThat(first.getFolder()).isEqualTo("g00000000000000000010-o0-9");
         assertThat(first.getTableUri()).isEqualTo(table.location().uri());
         assertThat(sealed.get(1).value().getFirstOffset()).isEqualTo(10);
+        assertThat(sealedPositions).as("the sealed-lag position: the first offset not in the table")
+                .containsEntry(0, 20L);
         assertThat(table.pendingGenerations(ShardId.of("rollouts", 0))).hasSize(2);
         assertThat(table.countRows()).isEqualTo(20);
         assertThat(counter("rollout.ingest.seals", "trigger", "rows", "result", "success")).isEqualTo(2);

@@ -31,16 +31,34 @@ final class StatusCommand implements Callable<Integer> {
     @Option(names = "--generations-topic", defaultValue = "rollout-generations")
     String generationsTopic;
 
+    @Option(names = "--sealed-group", description = "Group of the sealed lag (default: <ingest-group>-sealed)")
+    String sealedGroup;
+
+    @Option(names = "--merged-group", description = "Group of the merged lag (default: <ingest-group>-merged)")
+    String mergedGroup;
+
+    @Option(names = "--client-setting", description = "Kafka client setting for SASL/SSL clusters, repeatable:"
+            + " security.protocol=SASL_SSL")
+    Map<String, String> clientSettings = new java.util.HashMap<>();
+
     @Override
     public Integer call() throws Exception {
         try (RolloutTable t = RolloutTable.open(table.location(), table.settings(), new SimpleMeterRegistry())) {
             System.out.println(render(t));
         }
         if (bootstrapServers != null) {
-            try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers))) {
-                System.out.println("consumer lag (records) by partition:");
-                System.out.println("  " + ingestGroup + " on " + inputTopic + ": " + ConsumerLag.of(admin, ingestGroup, inputTopic));
-                System.out.println("  " + mergeGroup + " on " + generationsTopic + ": "
+            Map<String, Object> client = new java.util.HashMap<>(clientSettings);
+            client.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+            String sealed = sealedGroup != null ? sealedGroup : ingestGroup + "-sealed";
+            String merged = mergedGroup != null ? mergedGroup : ingestGroup + "-merged";
+            try (Admin admin = Admin.create(client)) {
+                System.out.println("lag (records) by partition of " + inputTopic + ":");
+                System.out.println("  processed  " + ingestGroup + ": " + ConsumerLag.of(admin, ingestGroup, inputTopic));
+                System.out.println("  sealed     " + sealed + ": " + ConsumerLag.of(admin, sealed, inputTopic)
+                        + "   <- not yet in the table (alert on this)");
+                System.out.println("  merged     " + merged + ": " + ConsumerLag.of(admin, merged, inputTopic)
+                        + "   <- in pending generations, not yet in the base");
+                System.out.println("lag of " + mergeGroup + " on " + generationsTopic + ": "
                         + ConsumerLag.of(admin, mergeGroup, generationsTopic));
             }
         }

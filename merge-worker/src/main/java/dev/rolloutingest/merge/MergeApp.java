@@ -5,6 +5,7 @@ import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.runtime.Observability;
+import dev.rolloutingest.runtime.ShadowGroupOffsets;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
@@ -41,6 +42,7 @@ public final class MergeApp implements AutoCloseable {
     private final MergeCoordinator coordinator;
     private final StreamsRuntime runtime;
     private final HttpEndpoint http;
+    private final ShadowGroupOffsets mergedLag;
 
     public MergeApp(MergeConfig config) {
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
@@ -54,8 +56,11 @@ public final class MergeApp implements AutoCloseable {
         ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();
         merges.configure(config.serdeConfig(), false);
         int partitions = partitionsOf(config);
+        this.mergedLag = config.mergedLagGroup().isEmpty() ? null : new ShadowGroupOffsets(config.mergedLagGroup(),
+                MergeConfig.MERGED_LAG_GROUP, config.clientConfig(), java.time.Duration.ofMillis(config.lagPublishIntervalMs()));
         this.runtime = new StreamsRuntime("rollout-merge",
-                MergeTopology.build(config, coordinator, metrics, partitions, events, merges),
+                MergeTopology.build(config, coordinator, metrics, partitions, events, merges,
+                        mergedLag == null ? (tp, offset) -> {} : mergedLag::advance),
                 config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
@@ -77,8 +82,7 @@ public final class MergeApp implements AutoCloseable {
 
     /** The partition count of the events topic: which task owns a shard depends on it. */
     private static int partitionsOf(MergeConfig config) {
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
-                config.streamsProperties().getProperty("bootstrap.servers")))) {
+        try (Admin admin = Admin.create(config.clientConfig())) {
             return admin.describeTopics(List.of(config.generationsTopic())).allTopicNames().get(60, TimeUnit.SECONDS)
                     .get(config.generationsTopic()).partitions().size();
         } catch (Exception e) {
@@ -188,6 +192,9 @@ public final class MergeApp implements AutoCloseable {
     public void close() {
         runtime.close();
         coordinator.close();
+        if (mergedLag != null) {
+            mergedLag.close();
+        }
         http.close();
         table.close();
         registry.close();

@@ -43,6 +43,7 @@ public final class MergeConfig {
     public static final String COOLDOWN_RECORD_TTL_SECS = "task.cooldown.record.ttl.secs";
     public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
     public static final String ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
+    public static final String MERGED_LAG_GROUP = "rollout.lag.merged.group";
     public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String INDEX_MAX_UNINDEXED_ROWS = "rollout.index.max.unindexed.rows";
     public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
@@ -81,6 +82,10 @@ public final class MergeConfig {
                     "TASK_COOLDOWN_MAX_SECS: longest cooldown")
             .define(COOLDOWN_RECORD_TTL_SECS, LONG, 86_400L, ConfigDef.Range.atLeast(1), LOW,
                     "A failure record with no failure for this long (and no active cooldown) is removed")
+            .define(MERGED_LAG_GROUP, STRING, "rollout-ingest-merged", null, MEDIUM,
+                    "Consumer group (no consumer ever joins it) whose committed offsets are each input partition's first"
+                            + " offset not yet in the base table: standard lag tools show it as the records not yet"
+                            + " merged. Name it after the ingest app's application.id (<id>-merged). Empty disables")
             .define(ROUND_MAX_BYTES, LONG, 256L << 20, ConfigDef.Range.atLeast(0), MEDIUM,
                     "Sealed bytes one merge round folds at most over all its shards (one commit); shards past it wait"
                             + " for the next round, so merge memory is bounded by the round (0 = no limit)")
@@ -183,6 +188,19 @@ public final class MergeConfig {
 
     public Duration cooldownRecordTtl() {
         return Duration.ofSeconds(parsed.getLong(COOLDOWN_RECORD_TTL_SECS));
+    }
+
+    public String mergedLagGroup() {
+        return parsed.getString(MERGED_LAG_GROUP).trim();
+    }
+
+    public long lagPublishIntervalMs() {
+        return parsed.getLong(LAG_PUBLISH_INTERVAL_MS);
+    }
+
+    /** Settings for this app's admin clients: brokers and security. */
+    public Map<String, Object> clientConfig() {
+        return ConfigSources.clientConfig(parsed.getString(BOOTSTRAP_SERVERS), raw);
     }
 
     public long roundMaxBytes() {

@@ -5,7 +5,9 @@ import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicLong;
+import io.micrometer.core.instrument.Gauge;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /** The merge-worker's meters. No shard tag (cardinality); tags from fixed sets only. */
 public final class MergeMetrics {
@@ -13,7 +15,7 @@ public final class MergeMetrics {
     private final Counter cooldowns;
     private final Counter skippedCoolingDown;
     private final Counter mergedGenerations;
-    private final AtomicLong backlog = new AtomicLong();
+    private final Map<Integer, Long> backlogByTask = new ConcurrentHashMap<>();
 
     public MergeMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -23,7 +25,10 @@ public final class MergeMetrics {
                 .description("Automatic merge triggers skipped because the shard is cooling down").register(registry);
         this.mergedGenerations = Counter.builder("rollout.merge.generations")
                 .description("Generations folded into the base table").register(registry);
-        registry.gauge("rollout.merge.backlog.generations", backlog);
+        // One value per instance: the sum over its tasks (each task owns the shards of one events partition).
+        Gauge.builder("rollout.merge.backlog.generations", backlogByTask,
+                        tasks -> tasks.values().stream().mapToLong(Long::longValue).sum())
+                .description("Pending generations known to this merge-worker, over all its tasks").register(registry);
     }
 
     /** trigger: count | time | manual | reconcile; result: success | failure | empty. */
@@ -61,7 +66,13 @@ public final class MergeMetrics {
         registry.counter("rollout.maintenance.runs", "kind", kind, "result", result).increment();
     }
 
-    void backlog(long generations) {
-        backlog.set(generations);
+    /** The backlog of the task of events partition {@code task}. */
+    void backlog(int task, long generations) {
+        backlogByTask.put(task, generations);
+    }
+
+    /** The task moved to another instance: its backlog is not this instance's any more. */
+    void taskClosed(int task) {
+        backlogByTask.remove(task);
     }
 }

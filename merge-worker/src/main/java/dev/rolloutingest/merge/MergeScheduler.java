@@ -16,6 +16,8 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.ObjLongConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.processor.PunctuationType;
@@ -45,6 +47,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private final CooldownPolicy policy;
     private final MergeMetrics metrics;
     private final int eventPartitions;
+    private final ObjLongConsumer<TopicPartition> mergedPositions;
+    /** Which input partition a shard is, from its events and seals (a shard id is a hash of it). */
+    private final Map<String, TopicPartition> partitionOf = new java.util.HashMap<>();
 
     private ProcessorContext<String, GenerationsMerged> context;
     private KeyValueStore<String, String> backlogs;
@@ -52,7 +57,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private int partition;
     private boolean reconciled;
 
-    MergeScheduler(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics, int eventPartitions) {
+    MergeScheduler(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics, int eventPartitions,
+            ObjLongConsumer<TopicPartition> mergedPositions) {
+        this.mergedPositions = mergedPositions;
         this.config = config;
         this.coordinator = coordinator;
         this.policy = CooldownPolicy.from(config);
@@ -93,6 +100,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         String shard = event.getShardId();
+        partitionOf.put(shard, new TopicPartition(event.getTopic(), event.getPartition()));
         ShardBacklog backlog = backlog(shard);
         if (event.getGeneration() <= backlog.announcedUpTo()) {
             return; // merged and announced already (its event was late, the table told us first)
@@ -123,7 +131,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             maybeTrigger(shard, backlog, now);
             total += backlog.count();
         }
-        metrics.backlog(total);
+        metrics.backlog(partition, total);
         if (partition == 0) {
             for (MergeCoordinator.MaintenanceOutcome outcome : coordinator.drainMaintenance()) {
                 String target = coordinator.table().location().uri();
@@ -180,6 +188,15 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                     outcome.duration().toMillis(), outcome.trigger());
         }
         backlog.mergedUpTo(result.newWatermark());
+        publishMerged(shard, result.newWatermark());
+    }
+
+    /** The merged lag: a watermark is the first offset of its partition not yet in the base table. */
+    private void publishMerged(String shard, long watermark) {
+        TopicPartition tp = partitionOf.get(shard);
+        if (tp != null && watermark > 0) {
+            mergedPositions.accept(tp, watermark);
+        }
     }
 
     /** Announces, as RECONCILE, pending generations the watermark covers that no committed event announced. */
@@ -254,8 +271,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                 apply(outcome, backlog, now);
             }
             announceCovered(shard, backlog, watermark);
+            publishMerged(shard, watermark);
             try {
                 for (SealedGeneration sealed : table.pendingGenerations(shard)) {
+                    partitionOf.putIfAbsent(shard, new TopicPartition(sealed.topic(), sealed.partition()));
                     if (!backlog.pending().containsKey(sealed.generation()) && sealed.generation() > backlog.announcedUpTo()) {
                         backlog.add(sealed.generation(), sealed.sealedAt().toEpochMilli());
                     }
@@ -328,5 +347,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    @Override
+    public void close() {
+        metrics.taskClosed(partition);
     }
 }

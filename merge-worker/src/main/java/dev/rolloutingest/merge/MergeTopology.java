@@ -2,6 +2,8 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
+import java.util.function.ObjLongConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.Serializer;
@@ -27,10 +29,18 @@ public final class MergeTopology {
 
     public static Topology build(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics,
             int eventPartitions, Deserializer<GenerationSealed> events, Serializer<GenerationsMerged> merges) {
+        return build(config, coordinator, metrics, eventPartitions, events, merges, (tp, offset) -> {});
+    }
+
+    /** @param mergedPositions told, per input partition, the first offset not yet in the base table */
+    public static Topology build(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics,
+            int eventPartitions, Deserializer<GenerationSealed> events, Serializer<GenerationsMerged> merges,
+            ObjLongConsumer<TopicPartition> mergedPositions) {
         Topology topology = new Topology();
         topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events,
                 config.generationsTopic());
-        topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, metrics, eventPartitions), SOURCE);
+        topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, metrics, eventPartitions,
+                mergedPositions), SOURCE);
         // Caching: a shard's record reaches the changelog once per commit, however often it changed.
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(BACKLOG_STORE),
                 Serdes.String(), Serdes.String()).withCachingEnabled(), SCHEDULER);
