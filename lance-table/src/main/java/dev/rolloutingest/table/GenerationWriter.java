@@ -73,6 +73,31 @@ final class GenerationWriter {
         return sealed;
     }
 
+    /**
+     * Writes a sealed generation's dataset again after its files were lost, the seal kept as it is: the
+     * rows must be the ones the seal describes (re-read from the topic), checked by their count.
+     */
+    void rewrite(SealedGeneration seal, GenerationBatch batch) {
+        GenerationBatch unique = batch.newestPerKey();
+        try {
+            if (unique.size() != seal.rows()) {
+                throw new RolloutTableException.GenerationConflict(lance.location().uri(), seal.shard(), seal.generation(),
+                        "the seal says " + seal.rows() + " rows, the re-read range holds " + unique.size());
+            }
+            store.delete(seal.datasetPath());
+            String uri = lance.location().resolve(seal.datasetPath());
+            try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
+                log.info("Table {} shard {} generation {}: dataset {} written again from its offsets [{}..{}], {} rows",
+                        lance.location(), seal.shard(), seal.generation(), seal.folder(), seal.firstOffset(),
+                        seal.lastOffset(), unique.size());
+            }
+        } finally {
+            if (unique != batch) {
+                unique.close();
+            }
+        }
+    }
+
     /** A row a write refused on its own, found by {@link #findUnwritableRows}. */
     record UnwritableRow(long offset, String error) {}
 

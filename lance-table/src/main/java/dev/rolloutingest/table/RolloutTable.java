@@ -198,6 +198,18 @@ public final class RolloutTable implements AutoCloseable {
         return sealed;
     }
 
+    /**
+     * Writes a pending generation's dataset again from the rows its seal describes, after its files were lost
+     * (deleted by hand, a bucket lifecycle rule): the seal stays, so the generation keeps its number and place.
+     */
+    public void rewriteGeneration(SealedGeneration seal, GenerationBatch batch) {
+        try {
+            writer.rewrite(seal, batch);
+        } finally {
+            readCatalog.invalidate();
+        }
+    }
+
     /** An empty batch for one partition's rows, in this table's memory; the caller closes it. */
     public GenerationBatch newBatch() {
         return new GenerationBatch(allocator);

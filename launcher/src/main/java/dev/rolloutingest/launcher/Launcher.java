@@ -7,7 +7,8 @@ import picocli.CommandLine.Command;
 @Command(name = "rollout-ingest", mixinStandardHelpOptions = true, version = "rollout-ingest 0.1.0",
         description = "Lands RL rollouts from Kafka in a Lance table.",
         subcommands = {DemoCommand.class, AppCommands.Ingest.class, AppCommands.Merge.class, ProduceCommand.class,
-                ServeCommand.class, ReadCommands.Get.class, ReadCommands.List.class, StatusCommand.class, ReplayCommand.class, BenchCommand.class,
+                ServeCommand.class, ReadCommands.Get.class, ReadCommands.List.class, StatusCommand.class, ReplayCommand.class,
+                RepairCommand.class, BenchCommand.class,
                 ConfigDocsCommand.class})
 public final class Launcher implements Runnable {
     @CommandLine.Spec

@@ -16,7 +16,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -56,12 +55,34 @@ final class ReplayCommand implements Callable<Integer> {
     @Option(names = "--execute", description = "Commit the offsets (without it, only print the plan)")
     boolean execute;
 
+    @Option(names = "--live", required = true, description = "The live ingest app's properties file: the replay must not"
+            + " share its consumer group, generations topic or DLQ topic")
+    Path live;
+
     @Override
     public Integer call() throws Exception {
         IngestConfig ingest = IngestConfig.load(ConfigSources.file(config), System.getenv());
+        IngestConfig liveApp = IngestConfig.load(ConfigSources.file(live), System.getenv());
         String group = ingest.streamsProperties().getProperty("application.id");
         String topic = ingest.inputTopic();
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, ingest.bootstrapServers()))) {
+        List<String> shared = new java.util.ArrayList<>();
+        if (group.equals(liveApp.streamsProperties().getProperty("application.id"))) {
+            shared.add("application.id " + group + " (the replay needs its own consumer group and progress)");
+        }
+        if (ingest.generationsTopic().equals(liveApp.generationsTopic())) {
+            shared.add(IngestConfig.GENERATIONS_TOPIC + " " + ingest.generationsTopic() + " (the live merge-worker would"
+                    + " read the replay's events)");
+        }
+        if (ingest.dlqTopic().equals(liveApp.dlqTopic())) {
+            shared.add(IngestConfig.DLQ_TOPIC + " " + ingest.dlqTopic() + " (old dead letters would be sent again into the"
+                    + " live DLQ)");
+        }
+        if (!shared.isEmpty()) {
+            System.err.println("the replay shares with the live app: " + String.join("; ", shared)
+                    + ". Give the replaying app its own in " + config);
+            return 2;
+        }
+        try (Admin admin = Admin.create(ingest.clientConfig())) {
             ConsumerGroupDescription description = null;
             Map<TopicPartition, OffsetAndMetadata> committed = Map.of();
             try {
@@ -80,13 +101,23 @@ final class ReplayCommand implements Callable<Integer> {
                 return 2;
             }
             Map<TopicPartition, Long> positions = positions(admin, topic);
+            Map<TopicPartition, long[]> ranges = logRanges(admin, positions.keySet());
+            for (Map.Entry<TopicPartition, Long> e : positions.entrySet()) {
+                long[] range = ranges.get(e.getKey());
+                if (e.getValue() < range[0] || e.getValue() > range[1]) {
+                    System.err.printf("partition %d: offset %d is outside the log [%d, %d] (retention removed what is"
+                            + " before, nothing is after)%n", e.getKey().partition(), e.getValue(), range[0], range[1]);
+                    return 2;
+                }
+            }
             Map<String, Long> watermarks = watermarks(ingest);
             System.out.printf("replay plan for group %s on %s:%n", group, topic);
             Map<TopicPartition, Long> ordered = new TreeMap<>(java.util.Comparator.comparingInt(TopicPartition::partition));
             ordered.putAll(positions);
             for (Map.Entry<TopicPartition, Long> e : ordered.entrySet()) {
                 long watermark = watermarks.getOrDefault(ShardId.of(topic, e.getKey().partition()), 0L);
-                System.out.printf("  partition %d from offset %d%s%n", e.getKey().partition(), e.getValue(),
+                System.out.printf("  partition %d from offset %d%s%s%n", e.getKey().partition(), e.getValue(),
+                        unlisted.contains(e.getKey()) ? "  (not given: from the end, nothing replayed)" : "",
                         e.getValue() < watermark ? "  (below the table's merged watermark " + watermark
                                 + ": those generations are ignored by readers; replay into a new table)" : "");
             }
@@ -100,6 +131,24 @@ final class ReplayCommand implements Callable<Integer> {
             System.out.printf("committed; start the app: rollout-ingest ingest %s%n", config);
             return 0;
         }
+    }
+
+    /** Partitions --to-offset did not name: they get their log end, so every partition has a position. */
+    private final java.util.Set<TopicPartition> unlisted = new java.util.HashSet<>();
+
+    private static Map<TopicPartition, long[]> logRanges(Admin admin, java.util.Collection<TopicPartition> partitions)
+            throws Exception {
+        Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        partitions.forEach(tp -> {
+            earliest.put(tp, OffsetSpec.earliest());
+            latest.put(tp, OffsetSpec.latest());
+        });
+        var starts = admin.listOffsets(earliest).all().get(30, TimeUnit.SECONDS);
+        var ends = admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS);
+        Map<TopicPartition, long[]> ranges = new HashMap<>();
+        partitions.forEach(tp -> ranges.put(tp, new long[] {starts.get(tp).offset(), ends.get(tp).offset()}));
+        return ranges;
     }
 
     private Map<TopicPartition, Long> positions(Admin admin, String topic) throws Exception {
@@ -116,6 +165,17 @@ final class ReplayCommand implements Callable<Integer> {
                     throw new IllegalArgumentException(topic + " has no partition " + partition);
                 }
                 positions.put(new TopicPartition(topic, partition), Long.parseLong(parts[1].trim()));
+            }
+            Map<TopicPartition, OffsetSpec> rest = new HashMap<>();
+            partitions.forEach(p -> {
+                TopicPartition tp = new TopicPartition(topic, p.partition());
+                if (!positions.containsKey(tp)) {
+                    rest.put(tp, OffsetSpec.latest());
+                    unlisted.add(tp);
+                }
+            });
+            if (!rest.isEmpty()) {
+                admin.listOffsets(rest).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> positions.put(tp, info.offset()));
             }
             return positions;
         }

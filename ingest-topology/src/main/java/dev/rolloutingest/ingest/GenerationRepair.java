@@ -1,0 +1,64 @@
+package dev.rolloutingest.ingest;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.ConfluentAvroDeserializer;
+import dev.rolloutingest.table.GenerationBatch;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.SealedGeneration;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashSet;
+import java.util.Set;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * Rebuilds a pending generation whose files are gone, from the input topic: the records of its offset range,
+ * checked the way ingest checked them (dead letters and the rows the seal lists as refused left out), written
+ * again under the same seal. A generation's content is a function of its offsets, so this is the generation it
+ * was. Needs the range still in the topic (its retention) and the registry.
+ */
+public final class GenerationRepair {
+    private final IngestConfig config;
+    private final RolloutTable table;
+
+    public GenerationRepair(IngestConfig config, RolloutTable table) {
+        this.config = config;
+        this.table = table;
+    }
+
+    /** Re-reads the seal's range and writes the generation again; returns the rows written. */
+    public int repair(SealedGeneration seal) {
+        ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
+        deserializer.configure(config.serdeConfig(), false);
+        IngestMetrics metrics = new IngestMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
+                new InflightBudget(0));
+        RecordCheck check = new RecordCheck(seal.topic(), deserializer, config.maxPayloadBytes(),
+                Duration.ofMillis(config.registryWaitMs()), metrics);
+        InputRereader rereader = new InputRereader(tp -> IngestTopology.recoveryReader(config), metrics, Duration.ofMinutes(5));
+        Set<Long> refused = new HashSet<>();
+        seal.deadLettered().forEach(d -> refused.add(d.offset()));
+        TopicPartition tp = new TopicPartition(seal.topic(), seal.partition());
+        try (GenerationBatch batch = table.newBatch()) {
+            int read = rereader.reread(tp, seal.firstOffset(), seal.lastOffset() + 1, record -> {
+                if (refused.contains(record.offset())) {
+                    return;
+                }
+                RecordCheck.Result checked = check.check(record.key(), record.value());
+                if (checked.rollout() != null) {
+                    try {
+                        batch.append(checked.rollout(), seal.partition(), record.offset(), Instant.now());
+                    } catch (RolloutTableException.Unrepresentable e) {
+                        // dead-lettered when it was first ingested
+                    }
+                }
+            });
+            if (read == 0) {
+                throw new IllegalStateException("offsets [" + seal.firstOffset() + ", " + seal.lastOffset() + "] of " + tp
+                        + " are no longer in the topic; the generation cannot be rebuilt");
+            }
+            table.rewriteGeneration(seal, batch);
+            return batch.size();
+        }
+    }
+}
