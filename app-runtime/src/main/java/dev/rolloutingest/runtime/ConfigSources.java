@@ -22,12 +22,14 @@ import org.apache.kafka.streams.StreamsConfig;
  *
  * <p>Two open families pass through without declaration: {@code streams.*} (any Kafka Streams or client
  * setting, prefix removed) and {@code rollout.table.storage.*} (Lance storage options such as
- * {@code aws_endpoint}; env {@code ROLLOUT_TABLE_STORAGE_AWS_ENDPOINT}).
+ * {@code aws_endpoint}; env {@code ROLLOUT_TABLE_STORAGE_AWS_ENDPOINT}). The first is also read from
+ * {@code STREAMS_*} env vars ({@code STREAMS_SECURITY_PROTOCOL}).
  */
 public final class ConfigSources {
     public static final String STREAMS_PREFIX = "streams.";
     public static final String STORAGE_PREFIX = "rollout.table.storage.";
     private static final String STORAGE_ENV_PREFIX = "ROLLOUT_TABLE_STORAGE_";
+    private static final String STREAMS_ENV_PREFIX = "STREAMS_";
 
     private ConfigSources() {}
 
@@ -65,7 +67,23 @@ public final class ConfigSources {
             }
         }
         storageOptionsFromEnv(env).forEach((option, value) -> values.put(STORAGE_PREFIX + option, value));
+        streamsSettingsFromEnv(env).forEach((setting, value) -> values.put(STREAMS_PREFIX + setting, value));
         return values;
+    }
+
+    /**
+     * Kafka client settings given as {@code STREAMS_<SETTING>} env vars ({@code STREAMS_SASL_JAAS_CONFIG} is
+     * {@code streams.sasl.jaas.config}): Kafka's own keys are lower case with dots, so the mapping is exact.
+     */
+    public static Map<String, String> streamsSettingsFromEnv(Map<String, String> env) {
+        Map<String, String> settings = new HashMap<>();
+        for (Map.Entry<String, String> e : env.entrySet()) {
+            if (e.getKey().startsWith(STREAMS_ENV_PREFIX) && e.getKey().length() > STREAMS_ENV_PREFIX.length()) {
+                settings.put(e.getKey().substring(STREAMS_ENV_PREFIX.length()).toLowerCase(Locale.ROOT).replace('_', '.'),
+                        e.getValue().trim());
+            }
+        }
+        return settings;
     }
 
     /** Lance storage options given as {@code ROLLOUT_TABLE_STORAGE_<OPTION>} env vars, option names lower-cased. */
@@ -141,8 +159,10 @@ public final class ConfigSources {
         int session = config.getInt(CommonKeys.SESSION_TIMEOUT_MS);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), Math.max(500, session / 5));
-        // There is no global store; this only keeps Streams from warning about it at every start.
+        // There is no global store; this only keeps Streams from warning about it at every start. The
+        // partition assignor builds its own StreamsConfig from the main consumer's settings: it needs it too.
         props.put("processing.exception.handler.global.enabled", "true");
+        props.put(StreamsConfig.mainConsumerPrefix("processing.exception.handler.global.enabled"), "true");
         props.putAll(withPrefix(values, STREAMS_PREFIX));
         return props;
     }

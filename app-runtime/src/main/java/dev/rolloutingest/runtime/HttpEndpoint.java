@@ -1,6 +1,7 @@
 package dev.rolloutingest.runtime;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
@@ -19,7 +20,11 @@ import org.slf4j.LoggerFactory;
  */
 public final class HttpEndpoint implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(HttpEndpoint.class);
-    public static final ObjectMapper JSON = new ObjectMapper().findAndRegisterModules();
+    /**
+     * Modules named, not discovered: discovery also picks up the JAXB module some dependencies bring, whose
+     * javax.xml.bind classes are not on every classpath (the launcher's is one).
+     */
+    public static final ObjectMapper JSON = new ObjectMapper().registerModule(new JavaTimeModule());
 
     /** A route's answer. */
     public record Response(int status, String contentType, byte[] body) {

@@ -60,7 +60,8 @@ public final class ShadowGroupOffsets implements AutoCloseable {
             throw e;
         } catch (Exception e) {
             admin.close();
-            throw new ConfigException(settingKey, group, "cannot read the group's offsets: " + e.getMessage());
+            throw new ConfigException(settingKey, group, "cannot read the group's offsets from " + adminConfig.get("bootstrap.servers")
+                    + " within 30 s (" + e + "); on a SASL/SSL cluster give the client security settings as streams.*");
         }
         this.flusher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "shadow-group-" + group);

@@ -34,12 +34,25 @@ public final class EmbeddedKafka implements AutoCloseable {
     private final Path dataDir;
     private final int brokerPort;
     private final int controllerPort;
+    /** A second listener that only SASL/PLAIN clients can use, or null. */
+    private final SaslPlainListener sasl;
     private KafkaRaftServer server;
 
-    private EmbeddedKafka(Path dataDir, int brokerPort, int controllerPort) {
+    /** A SASL_PLAINTEXT listener with one PLAIN user, for tests of clients on a secured cluster. */
+    public record SaslPlainListener(int port, String user, String password) {
+        /** The settings a Kafka client needs to connect through this listener. */
+        public Map<String, String> clientSettings() {
+            return Map.of("security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "PLAIN", "sasl.jaas.config",
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"" + user
+                            + "\" password=\"" + password + "\";");
+        }
+    }
+
+    private EmbeddedKafka(Path dataDir, int brokerPort, int controllerPort, SaslPlainListener sasl) {
         this.dataDir = dataDir;
         this.brokerPort = brokerPort;
         this.controllerPort = controllerPort;
+        this.sasl = sasl;
     }
 
     /** Formats the directory if new, then starts the broker on free loopback ports. */
@@ -48,9 +61,33 @@ public final class EmbeddedKafka implements AutoCloseable {
     }
 
     public static EmbeddedKafka start(Path dataDir, int brokerPort, int controllerPort) {
-        EmbeddedKafka kafka = new EmbeddedKafka(dataDir.toAbsolutePath(), brokerPort, controllerPort);
+        EmbeddedKafka kafka = new EmbeddedKafka(dataDir.toAbsolutePath(), brokerPort, controllerPort, null);
         kafka.startServer();
         return kafka;
+    }
+
+    /**
+     * A broker with, besides its plaintext listener (for the test's own set-up), a SASL_PLAINTEXT listener
+     * that accepts only the given PLAIN user: a client without the security settings cannot use it.
+     */
+    public static EmbeddedKafka startWithSaslPlain(Path dataDir, String user, String password) {
+        EmbeddedKafka kafka = new EmbeddedKafka(dataDir.toAbsolutePath(), FreePorts.next(), FreePorts.next(),
+                new SaslPlainListener(FreePorts.next(), user, password));
+        kafka.startServer();
+        return kafka;
+    }
+
+    /** The SASL listener's address and credentials; fails if the broker has none. */
+    public SaslPlainListener sasl() {
+        if (sasl == null) {
+            throw new IllegalStateException("this broker has no SASL listener: start it with startWithSaslPlain");
+        }
+        return sasl;
+    }
+
+    /** The SASL listener's bootstrap address. */
+    public String saslBootstrapServers() {
+        return "localhost:" + sasl().port();
     }
 
     public String bootstrapServers() {
@@ -120,11 +157,24 @@ public final class EmbeddedKafka implements AutoCloseable {
         props.put("process.roles", "broker,controller");
         props.put("node.id", "1");
         props.put("controller.quorum.bootstrap.servers", "localhost:" + controllerPort);
-        props.put("listeners", "PLAINTEXT://localhost:" + brokerPort + ",CONTROLLER://localhost:" + controllerPort);
-        props.put("advertised.listeners", "PLAINTEXT://localhost:" + brokerPort);
+        String listeners = "PLAINTEXT://localhost:" + brokerPort + ",CONTROLLER://localhost:" + controllerPort;
+        String advertised = "PLAINTEXT://localhost:" + brokerPort;
+        String protocols = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT";
+        if (sasl != null) {
+            listeners += ",SASL_PLAINTEXT://localhost:" + sasl.port();
+            advertised += ",SASL_PLAINTEXT://localhost:" + sasl.port();
+            protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT";
+            props.put("sasl.enabled.mechanisms", "PLAIN");
+            props.put("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN");
+            props.put("listener.name.sasl_plaintext.plain.sasl.jaas.config",
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required user_" + sasl.user() + "=\""
+                            + sasl.password() + "\";");
+        }
+        props.put("listeners", listeners);
+        props.put("advertised.listeners", advertised);
         props.put("inter.broker.listener.name", "PLAINTEXT");
         props.put("controller.listener.names", "CONTROLLER");
-        props.put("listener.security.protocol.map", "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT");
+        props.put("listener.security.protocol.map", protocols);
         props.put("log.dirs", logDir.toString());
         props.put("offsets.topic.replication.factor", "1");
         props.put("offsets.topic.num.partitions", "4");

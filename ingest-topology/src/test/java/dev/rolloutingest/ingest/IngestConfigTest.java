@@ -37,6 +37,21 @@ class IngestConfigTest {
     }
 
     @Test
+    void securitySettingsFromTheFileOrStreamsEnvVarsReachStreamsAndEveryOtherClient() {
+        Properties file = required();
+        file.put("streams.security.protocol", "SASL_SSL");
+        file.put("streams.ssl.truststore.location", "/etc/kafka/truststore.jks");
+        IngestConfig config = IngestConfig.load(file, Map.of("STREAMS_SASL_MECHANISM", "PLAIN",
+                "STREAMS_SASL_JAAS_CONFIG", "org.apache.kafka.common.security.plain.PlainLoginModule required;"));
+        Map<String, String> expected = Map.of("security.protocol", "SASL_SSL", "sasl.mechanism", "PLAIN",
+                "sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required;",
+                "ssl.truststore.location", "/etc/kafka/truststore.jks");
+        assertThat(config.streamsProperties()).containsAllEntriesOf(expected);
+        assertThat(config.clientConfig()).containsAllEntriesOf(expected).containsEntry("bootstrap.servers", "b:9092");
+        assertThat(config.recoveryConsumerConfig()).containsAllEntriesOf(expected);
+    }
+
+    @Test
     void theInstanceIdIsKeptInTheStateDirectorySoARestartRejoinsAsTheSameStaticMember() {
         Properties file = required();
         file.put("rollout.state.dir", "target/config-test/state-" + java.util.UUID.randomUUID());

@@ -88,6 +88,8 @@ final class DemoCommand implements Callable<Integer> {
             kafka.createTopics(List.of(new NewTopic("rollouts", partitions, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollout-merges", 1, (short) 1),
                     new NewTopic("rollouts-dlq", 1, (short) 1)));
+            say("Kafka bootstrap servers: %s", kafka.bootstrapServers());
+            say("schema registry (Confluent API): %s", registry.confluentUrl());
 
             Map<String, Object> common = new HashMap<>(table);
             common.put("bootstrap.servers", kafka.bootstrapServers());
@@ -158,6 +160,19 @@ final class DemoCommand implements Callable<Integer> {
             System.out.printf("try: curl %s/rollouts/%s-0   or   curl '%s/rollouts?experiment=%s&limit=5'%n",
                     readApi.baseUrl(), EXPERIMENT, readApi.baseUrl(), EXPERIMENT);
             if (keepRunning) {
+                StringBuilder storage = new StringBuilder();
+                table.forEach((k, v) -> {
+                    if (k.startsWith("rollout.table.storage.")) {
+                        storage.append(" --storage ").append(k.substring("rollout.table.storage.".length())).append('=').append(v);
+                    }
+                });
+                say("the broker, registry and table stay up; point other commands at them from another terminal:");
+                System.out.printf("  ./rollout-ingest produce --bootstrap-servers %s --schema-registry-url %s --count 1000%n",
+                        kafka.bootstrapServers(), registry.confluentUrl());
+                System.out.printf("  ./rollout-ingest status --table %s%s --bootstrap-servers %s%n",
+                        table.get("rollout.table.uri"), storage, kafka.bootstrapServers());
+                System.out.printf("  ./rollout-ingest get --table %s%s %s-0%n", table.get("rollout.table.uri"), storage,
+                        EXPERIMENT);
                 Launcher.KeepRunning.request();
                 say("running until Ctrl-C (started %.0f s ago)", (System.nanoTime() - started) / 1e9);
                 CountDownLatch stop = new CountDownLatch(1);

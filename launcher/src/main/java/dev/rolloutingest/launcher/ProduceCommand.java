@@ -3,6 +3,7 @@ package dev.rolloutingest.launcher;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicLong;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(name = "produce", mixinStandardHelpOptions = true,
@@ -32,11 +33,14 @@ final class ProduceCommand implements Callable<Integer> {
     @Option(names = "--experiment", defaultValue = "demo")
     String experiment;
 
+    @Mixin
+    KafkaClientOptions client;
+
     @Override
     public Integer call() throws Exception {
         AtomicLong acked = new AtomicLong();
         long started = System.nanoTime();
-        new RolloutPublisher(bootstrapServers, registryUrl).publish(topic, experiment, count,
+        new RolloutPublisher(client.clientConfig(bootstrapServers), registryUrl).publish(topic, experiment, count,
                 keys == null ? count : keys, payloadBytes, rate, acked);
         double seconds = (System.nanoTime() - started) / 1e9;
         System.out.printf("published %d of %d rollouts to %s in %.1f s (%.0f/s)%n", acked.get(), count, topic, seconds,

@@ -12,11 +12,16 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 /** Publishes generated rollouts, keyed by record_id, in Confluent wire format; optionally rate-limited. */
 final class RolloutPublisher {
-    private final String bootstrapServers;
+    private final Map<String, Object> clientConfig;
     private final String registryUrl;
 
     RolloutPublisher(String bootstrapServers, String registryUrl) {
-        this.bootstrapServers = bootstrapServers;
+        this(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers), registryUrl);
+    }
+
+    /** @param clientConfig the brokers and any security settings */
+    RolloutPublisher(Map<String, Object> clientConfig, String registryUrl) {
+        this.clientConfig = Map.copyOf(clientConfig);
         this.registryUrl = registryUrl;
     }
 
@@ -30,13 +35,11 @@ final class RolloutPublisher {
         serializer.configure(Map.of("schema.registry.url", registryUrl), false);
         RolloutGenerator generator = new RolloutGenerator(experiment, payloadBytes, 20_261_130L);
         long started = System.nanoTime();
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
-                ProducerConfig.ACKS_CONFIG, "all",
-                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
+        Map<String, Object> props = new java.util.HashMap<>(clientConfig);
+        props.putAll(Map.of(ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
                 ProducerConfig.LINGER_MS_CONFIG, 5,
-                ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Math.max(1 << 20, payloadBytes * 2 + 65_536)),
-                new StringSerializer(), serializer)) {
+                ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Math.max(1 << 20, payloadBytes * 2 + 65_536)));
+        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(props, new StringSerializer(), serializer)) {
             for (long i = 0; i < count; i++) {
                 Rollout rollout = generator.rollout(i % keys, (int) (i / keys));
                 producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout), (metadata, error) -> {

@@ -5,7 +5,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -37,9 +36,8 @@ final class StatusCommand implements Callable<Integer> {
     @Option(names = "--merged-group", description = "Group of the merged lag (default: <ingest-group>-merged)")
     String mergedGroup;
 
-    @Option(names = "--client-setting", description = "Kafka client setting for SASL/SSL clusters, repeatable:"
-            + " security.protocol=SASL_SSL")
-    Map<String, String> clientSettings = new java.util.HashMap<>();
+    @Mixin
+    KafkaClientOptions client;
 
     @Override
     public Integer call() throws Exception {
@@ -47,11 +45,9 @@ final class StatusCommand implements Callable<Integer> {
             System.out.println(render(t));
         }
         if (bootstrapServers != null) {
-            Map<String, Object> client = new java.util.HashMap<>(clientSettings);
-            client.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
             String sealed = sealedGroup != null ? sealedGroup : ingestGroup + "-sealed";
             String merged = mergedGroup != null ? mergedGroup : ingestGroup + "-merged";
-            try (Admin admin = Admin.create(client)) {
+            try (Admin admin = Admin.create(client.clientConfig(bootstrapServers))) {
                 System.out.println("lag (records) by partition of " + inputTopic + ":");
                 System.out.println("  processed  " + ingestGroup + ": " + ConsumerLag.of(admin, ingestGroup, inputTopic));
                 System.out.println("  sealed     " + sealed + ": " + ConsumerLag.of(admin, sealed, inputTopic)

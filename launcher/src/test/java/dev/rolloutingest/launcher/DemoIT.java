@@ -2,7 +2,6 @@ package dev.rolloutingest.launcher;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.rolloutingest.embedded.ChildJvm;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -14,9 +13,13 @@ import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
 
-/** `rollout-ingest demo` end to end as a separate process, its summary checked against an independent read. */
+/**
+ * `./rollout-ingest demo` end to end exactly as a user runs it (the script, the packaged jar and its lib/
+ * classpath), its summary checked against an independent read, its console free of WARN and ERROR lines.
+ */
 class DemoIT {
     private static final Pattern SUMMARY = Pattern.compile("summary: (.*)");
+    private static final Pattern LOG_PROBLEM = Pattern.compile("(?m)^.*\\b(WARN|ERROR)\\b.*$");
 
     private static Map<String, String> runDemo(String name, String... extra) throws Exception {
         Path work = Path.of("target", "it-demo", name).toAbsolutePath();
@@ -25,10 +28,26 @@ class DemoIT {
         List<String> args = new java.util.ArrayList<>(List.of("demo", "--records", "400", "--partitions", "3",
                 "--payload-bytes", "200", "--data-dir", work.resolve("data").toString(), "--timeout", "240"));
         args.addAll(List.of(extra));
-        ChildJvm demo = ChildJvm.start(Launcher.class, args, Map.of(), log);
-        assertThat(demo.waitFor(300)).as("demo exit code; output in %s", log).isZero();
+        List<String> command = new java.util.ArrayList<>(List.of(Path.of("..", "rollout-ingest").toAbsolutePath().toString()));
+        command.addAll(args);
+        Files.createDirectories(work);
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment().put("ROLLOUT_JAVA_OPTS", "-Xmx768m");
+        builder.environment().remove("LANCE_LOG"); // the script's own setting, as on a user's machine
+        Process demo = builder.start();
+        try {
+            assertThat(demo.waitFor(300, java.util.concurrent.TimeUnit.SECONDS)).as("demo finished; output in %s", log).isTrue();
+        } finally {
+            demo.destroyForcibly();
+        }
+        assertThat(demo.exitValue()).as("demo exit code; output in %s", log).isZero();
         String output = Files.readString(log);
-        assertThat(output).contains("demo: publishing 400 rollouts").contains("readable");
+        assertThat(output).contains("demo: publishing 400 rollouts").contains("readable")
+                .containsPattern("Kafka bootstrap servers: localhost:\\d+")
+                .containsPattern("schema registry \\(Confluent API\\): http://127\\.0\\.0\\.1:\\d+/apis/ccompat/v7");
+        List<String> problems = LOG_PROBLEM.matcher(output).results().map(r -> r.group()).toList();
+        assertThat(problems).as("WARN/ERROR lines in a healthy demo (%s)", log).isEmpty();
         Matcher m = SUMMARY.matcher(output);
         assertThat(m.find()).as("summary line in %s", log).isTrue();
         Map<String, String> summary = new HashMap<>();
