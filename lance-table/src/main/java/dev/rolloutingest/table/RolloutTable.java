@@ -265,6 +265,15 @@ public final class RolloutTable implements AutoCloseable {
                 .sum();
     }
 
+    /**
+     * The shard's sealed generations in (above, upTo], ascending, merged ones included until GC removes them:
+     * one listing, no seal reads. How a merge-worker names what a pass merged whose announcement was lost.
+     */
+    public List<Long> sealedGenerationsBetween(String shard, long above, long upTo) {
+        return catalog.sealed(ShardId.requireValid(shard)).stream().map(GenerationCatalog.Listed::generation)
+                .filter(g -> Long.compareUnsigned(g, above) > 0 && Long.compareUnsigned(g, upTo) <= 0).sorted().toList();
+    }
+
     /** Pending generation count of a shard: one listing, no seal reads. */
     public int pendingCount(String shard, long watermark) {
         return catalog.pending(ShardId.requireValid(shard), watermark).size();

@@ -199,11 +199,23 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
     }
 
-    /** Announces, as RECONCILE, pending generations the watermark covers that no committed event announced. */
+    /**
+     * Announces, as RECONCILE, generations the watermark covers that no committed event announced: a pass
+     * committed them but its worker died before its event. Their sealed events may not have been re-read yet
+     * (the backlog does not know them), so the table's listing names them too.
+     */
     private void announceCovered(String shard, ShardBacklog backlog, long watermark) {
-        List<Long> covered = backlog.unannouncedUpTo(watermark);
-        if (!covered.isEmpty()) {
-            emit(shard, backlog, covered, watermark, 0, 0, MergeTrigger.RECONCILE);
+        if (Long.compareUnsigned(watermark, backlog.announcedUpTo()) > 0) {
+            java.util.TreeSet<Long> covered = new java.util.TreeSet<>(backlog.unannouncedUpTo(watermark));
+            try {
+                covered.addAll(coordinator.table().sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
+            } catch (RuntimeException e) {
+                log.warn("Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
+                        coordinator.table().location(), shard, watermark, e.getMessage());
+            }
+            if (!covered.isEmpty()) {
+                emit(shard, backlog, List.copyOf(covered), watermark, 0, 0, MergeTrigger.RECONCILE);
+            }
         }
         backlog.mergedUpTo(watermark);
     }

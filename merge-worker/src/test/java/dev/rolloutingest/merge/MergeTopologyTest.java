@@ -275,6 +275,30 @@ class MergeTopologyTest {
         assertThat(backlog(0).count()).isZero();
     }
 
+    @Test
+    void aLostMergeIsAnnouncedEvenWhenALaterPassIsAnnouncedBeforeItsSealedEventsAreReadAgain() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 1));
+        seal(0);
+        settle();
+        assertThat(merged.readValue().getTrigger()).isEqualTo(MergeTrigger.COUNT);
+        // A worker merged two generations and died before announcing them or committing their sealed events.
+        SealedGeneration lostA = sealQuietly(0);
+        SealedGeneration lostB = sealQuietly(0);
+        table.mergePass(lostA.shard(), 8, 0);
+        // The next generation's event arrives first: its pass runs (the watermark is past lostA and lostB) ...
+        seal(0);
+        settle();
+        List<GenerationsMerged> events = merged.readValuesToList();
+        assertThat(events).extracting(GenerationsMerged::getTrigger).contains(MergeTrigger.RECONCILE);
+        assertThat(events).filteredOn(e -> e.getTrigger() == MergeTrigger.RECONCILE).singleElement()
+                .satisfies(e -> assertThat(e.getMergedGenerations()).containsExactly(lostA.generation(), lostB.generation()));
+        // ... and the re-read sealed events of the lost generations change nothing.
+        announce(lostA);
+        announce(lostB);
+        settle();
+        assertThat(merged.isEmpty()).isTrue();
+    }
+
     private ShardBacklog backlog(int partition) {
         KeyValueStore<String, String> store = driver.getKeyValueStore(MergeTopology.BACKLOG_STORE);
         return MergeScheduler.read(store.get(ShardId.of(TOPIC, partition)), ShardBacklog.class);
