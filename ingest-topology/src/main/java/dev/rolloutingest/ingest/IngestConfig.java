@@ -44,6 +44,7 @@ public final class IngestConfig {
     static final String SEALED_LAG_GROUP_DEFAULT = "<application.id>-sealed";
     public static final String HEALTH_STUCK_AFTER_MS = "rollout.health.stuck.after.ms";
     public static final String FAULT_HALT_AFTER_WRITES = "rollout.fault.halt.after.writes";
+    public static final String FAULT_HALT_DURING_WRITE = "rollout.fault.halt.during.write";
     public static final String FAULT_UNWRITABLE_RECORD_ID_PREFIX = "rollout.fault.unwritable.record.id.prefix";
 
     public static final ConfigDef DEFINITION = CommonKeys.define("rollout-ingest", "data/ingest-state", 8090,
@@ -94,6 +95,9 @@ public final class IngestConfig {
             .defineInternal(FAULT_HALT_AFTER_WRITES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth generation write, before the"
                             + " generation is announced or its offsets committed (0 = never)")
+            .defineInternal(FAULT_HALT_DURING_WRITE, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+                    "Fault injection for crash tests: halt this JVM 5 ms into its Nth generation write, while the write"
+                            + " runs on its writer thread and the stream thread goes on (0 = never)")
             .defineInternal(FAULT_UNWRITABLE_RECORD_ID_PREFIX, STRING, "", null, LOW,
                     "Fault injection for tests: every generation write holding a record_id with this prefix fails as"
                             + " if the table refused the row (empty = never)");
@@ -176,6 +180,10 @@ public final class IngestConfig {
 
     public int faultHaltAfterWrites() {
         return parsed.getInt(FAULT_HALT_AFTER_WRITES);
+    }
+
+    public int faultHaltDuringWrite() {
+        return parsed.getInt(FAULT_HALT_DURING_WRITE);
     }
 
     public String faultUnwritableRecordIdPrefix() {

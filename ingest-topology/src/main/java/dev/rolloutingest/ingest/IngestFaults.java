@@ -1,5 +1,6 @@
 package dev.rolloutingest.ingest;
 
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -8,22 +9,51 @@ import org.slf4j.LoggerFactory;
  * {@code rollout.fault.*} settings build the test variant.
  */
 interface IngestFaults {
-    IngestFaults NONE = () -> {};
+    IngestFaults NONE = new IngestFaults() {};
 
     /** Called right after a generation is durable and before its event or offsets are committed. */
-    void afterGenerationWrite();
+    default void afterGenerationWrite() {}
 
-    /** Halts the JVM right after its Nth generation write (0 = never): the crash exactly-once must survive. */
-    static IngestFaults haltAfterWrites(int n) {
-        if (n <= 0) {
+    /** Called on the writer thread as a generation write starts. */
+    default void generationWriteStarting() {}
+
+    /**
+     * Halts the JVM right after its Nth generation write ({@code afterWrites}), or 5 ms into its Nth write
+     * while it is in flight ({@code duringWrite}); 0 = never. The crashes exactly-once must survive.
+     */
+    static IngestFaults of(int afterWrites, int duringWrite) {
+        if (afterWrites <= 0 && duringWrite <= 0) {
             return NONE;
         }
         Logger log = LoggerFactory.getLogger(IngestFaults.class);
-        java.util.concurrent.atomic.AtomicInteger writes = new java.util.concurrent.atomic.AtomicInteger();
-        return () -> {
-            if (writes.incrementAndGet() == n) {
-                log.warn("Fault injection ({}={}): halting after a generation write", IngestConfig.FAULT_HALT_AFTER_WRITES, n);
-                Runtime.getRuntime().halt(137);
+        AtomicInteger written = new AtomicInteger();
+        AtomicInteger started = new AtomicInteger();
+        return new IngestFaults() {
+            @Override
+            public void afterGenerationWrite() {
+                if (written.incrementAndGet() == afterWrites) {
+                    log.warn("Fault injection ({}={}): halting after a generation write", IngestConfig.FAULT_HALT_AFTER_WRITES,
+                            afterWrites);
+                    Runtime.getRuntime().halt(137);
+                }
+            }
+
+            @Override
+            public void generationWriteStarting() {
+                if (started.incrementAndGet() == duringWrite) {
+                    Thread halter = new Thread(() -> {
+                        try {
+                            Thread.sleep(5);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        log.warn("Fault injection ({}={}): halting with a generation write in flight",
+                                IngestConfig.FAULT_HALT_DURING_WRITE, duringWrite);
+                        Runtime.getRuntime().halt(137);
+                    }, "fault-halt-during-write");
+                    halter.setDaemon(true);
+                    halter.start();
+                }
             }
         };
     }

@@ -49,7 +49,7 @@ public final class IngestTopology {
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
         events.configure(config.serdeConfig(), false);
         return build(config, table, metrics, budget, rollouts, events, tp -> recoveryReader(config), health,
-                IngestFaults.haltAfterWrites(config.faultHaltAfterWrites()), writers, sealedPositions);
+                IngestFaults.of(config.faultHaltAfterWrites(), config.faultHaltDuringWrite()), writers, sealedPositions);
     }
 
     /** For tests: any serdes and re-reader, no fault injection, generations written on the stream thread. */

@@ -300,6 +300,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
      * was refused.
      */
     private Optional<SealedGeneration> writeWithRetries(SealWrite write) {
+        faults.generationWriteStarting();
         long backoff = 200;
         for (int attempt = 1; ; attempt++) {
             if (write.batch.isEmpty()) {

@@ -88,6 +88,33 @@ final class IngestCluster implements AutoCloseable {
         }
     }
 
+    /** As fast as the broker takes them: sends without waiting, then waits for every acknowledgement. */
+    void produceUnthrottled(String topic, int from, int to, int keys, Map<String, Long> latestVersion, AtomicLong produced) {
+        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        RolloutGenerator generator = new RolloutGenerator("exp", 256, 11);
+        List<java.util.concurrent.Future<?>> sends = new java.util.ArrayList<>();
+        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.LINGER_MS_CONFIG, 10,
+                ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true),
+                new StringSerializer(), serializer)) {
+            for (int i = from; i < to; i++) {
+                Rollout rollout = generator.rollout(i % keys, i);
+                sends.add(producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout)));
+                synchronized (latestVersion) {
+                    latestVersion.put(rollout.getRecordId(), (long) i);
+                }
+            }
+            producer.flush();
+            for (var send : sends) {
+                send.get();
+                produced.incrementAndGet();
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     Path writeConfig(Path dir, Map<String, String> extra) throws IOException {
         Files.createDirectories(dir);
         Properties props = new Properties();

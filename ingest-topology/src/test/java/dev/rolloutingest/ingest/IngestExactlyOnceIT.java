@@ -59,6 +59,7 @@ import org.junit.jupiter.api.Test;
 class IngestExactlyOnceIT {
     private static final Path ROOT = Path.of("target", "it-ingest").toAbsolutePath();
     private static final int PARTITIONS = 3;
+    private static final int FAST_RECORDS = 15_000;
     private static IngestCluster cluster;
 
     @BeforeAll
@@ -103,6 +104,14 @@ class IngestExactlyOnceIT {
         // B: a crash right after a generation write, before its event and offsets commit: adopted on restart.
         app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "2"), log);
         assertThat(app.waitFor(120)).as("the fault-injected run halts itself").isEqualTo(137);
+        // B2: at full speed (a backlog produced unthrottled), killed while a generation write is in flight on its
+        // writer thread and the stream thread is consuming the next batch.
+        int fastFrom = records;
+        cluster.produceUnthrottled(input, fastFrom, fastFrom + FAST_RECORDS, keys, latestVersion, produced);
+        app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_DURING_WRITE", "4",
+                "ROLLOUT_SEAL_MAX_ROWS", "1500"), log);
+        assertThat(app.waitFor(120)).as("halted with a write in flight").isEqualTo(137);
+        assertThat(Files.readString(log)).contains("halting with a generation write in flight");
         // C: SIGKILLs at random points while producers keep writing.
         Thread producer = new Thread(() -> cluster.produce(input, firstWave, records, keys, latestVersion, produced, 150),
                 "producer");
@@ -114,7 +123,7 @@ class IngestExactlyOnceIT {
             app.kill();
         }
         producer.join(180_000);
-        assertThat(produced.get()).isEqualTo(records);
+        assertThat(produced.get()).isEqualTo(records + FAST_RECORDS);
         // D: a clean run to the end.
         app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), log);
         try {

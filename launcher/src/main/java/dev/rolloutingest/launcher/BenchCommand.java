@@ -40,7 +40,8 @@ final class BenchCommand implements Callable<Integer> {
             description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
                     + " backlog and shard count at two base sizes, merge passes and lists at both), merge (draining a"
                     + " backlog with 1, 2, 4 merge threads), ingest (the topology against a plain consumer, a plain write and both"
-                    + " pipelined; freshness)")
+                    + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
+                    + " per shard, merge capacity / ingest, 0 lost / 0 duplicated)")
     String suite;
 
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
@@ -88,8 +89,21 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--fresh-seconds", defaultValue = "20", description = "ingest: length of the freshness run")
     int freshSeconds;
 
+    @Option(names = "--rss-backlogs", defaultValue = "10,400", split = ",",
+            description = "merge: backlogs (generations of one shard) whose drain's peak RSS is compared; empty to skip")
+    int[] rssBacklogs;
+
+    @Option(names = "--seconds", defaultValue = "300", description = "sustained: length of the run")
+    int seconds;
+
     @Override
     public Integer call() throws Exception {
+        if (suite.equals("sustained")) {
+            System.out.printf("machine: %d cores, java %s%n", Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("java.version"));
+            new SustainedBench(dir, seconds, partitions, payloadBytes).run();
+            return 0;
+        }
         if (suite.equals("ingest")) {
             System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
                     System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
@@ -99,7 +113,11 @@ final class BenchCommand implements Callable<Integer> {
         if (suite.equals("merge")) {
             System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
                     System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
-            new MergeBench(dir, shards, generations, rows, threads, instances).run();
+            MergeBench bench = new MergeBench(dir, shards, generations, rows, threads, instances);
+            bench.run();
+            if (rssBacklogs.length > 0) {
+                bench.rssByBacklog(rssBacklogs);
+            }
             return 0;
         }
         if (suite.equals("reads")) {

@@ -424,7 +424,7 @@ final class IngestBench {
         return statusField(pid, "VmRSS:");
     }
 
-    private static long hwmMiB(long pid) {
+    static long hwmMiB(long pid) {
         return statusField(pid, "VmHWM:");
     }
 

@@ -83,19 +83,7 @@ final class MergeBench {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path),
                 TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
-            RolloutGenerator generator = new RolloutGenerator("bench", 1024, 3);
-            for (int p = 0; p < shards; p++) {
-                for (int g = 0; g < generations; g++) {
-                    long first = (long) g * rows;
-                    List<RolloutRow> batch = new ArrayList<>(rows);
-                    for (long o = first; o < first + rows; o++) {
-                        Rollout rollout = generator.rollout(o % (rows * 4L), (int) o);
-                        rollout.setRecordId("p" + p + "-" + (o % (rows * 4L)));
-                        batch.add(new RolloutRow(rollout, p, o, Instant.now()));
-                    }
-                    table.writeGeneration(TOPIC, p, first, first + rows - 1, batch, rows * 1100L);
-                }
-            }
+            writeBacklog(table, shards, generations, rows);
             MergeMetrics metrics = new MergeMetrics(meters);
             List<RolloutTable> tables = new ArrayList<>();
             List<MergeCoordinator> coordinators = new ArrayList<>();
@@ -138,6 +126,82 @@ final class MergeBench {
             return new Result(seconds, shards * (double) generations * rows / seconds,
                     (long) meters.counter("rollout.merge.rounds").count(), (long) meters.counter("rollout.merge.commits").count(),
                     commitTimes);
+        }
+    }
+
+    /** shards x generations x rows, a quarter of each shard's ids rewritten by every later generation. */
+    static void writeBacklog(RolloutTable table, int shards, int generations, int rows) {
+        RolloutGenerator generator = new RolloutGenerator("bench", 1024, 3);
+        for (int p = 0; p < shards; p++) {
+            for (int g = 0; g < generations; g++) {
+                long first = (long) g * rows;
+                List<RolloutRow> batch = new ArrayList<>(rows);
+                for (long o = first; o < first + rows; o++) {
+                    Rollout rollout = generator.rollout(o % (rows * 4L), (int) o);
+                    rollout.setRecordId("p" + p + "-" + (o % (rows * 4L)));
+                    batch.add(new RolloutRow(rollout, p, o, Instant.now()));
+                }
+                table.writeGeneration(TOPIC, p, first, first + rows - 1, batch, rows * 1100L);
+            }
+        }
+    }
+
+    /**
+     * Peak RSS of draining a backlog of each size, each drained by a fresh JVM (so nothing of writing the
+     * backlog, or of an earlier drain, is counted). The heap is fixed and pre-touched, so what differs is
+     * what grows with the backlog: native memory (Lance, Arrow) and anything retained.
+     */
+    void rssByBacklog(int[] backlogs) throws Exception {
+        System.out.printf("%npeak RSS draining a backlog of one shard (1,000-row generations, 2 merge threads), each in a"
+                + " fresh JVM with -Xms512m -Xmx512m -XX:+AlwaysPreTouch:%n%n");
+        System.out.println("| pending generations | drain time | peak RSS | vs the smallest |");
+        System.out.println("|---|---|---|---|");
+        long smallest = 0;
+        for (int generations : backlogs) {
+            Path path = dir.toAbsolutePath().resolve("rss-" + generations);
+            FileTrees.deleteRecursively(path);
+            try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path),
+                    TableSettings.DEFAULTS.withPendingLimits(0, 0), new SimpleMeterRegistry())) {
+                writeBacklog(table, 1, generations, rows);
+            }
+            Path log = path.resolve("drain.log");
+            try (dev.rolloutingest.embedded.ChildJvm drain = dev.rolloutingest.embedded.ChildJvm.start(Drain.class,
+                    List.of(path.toString()), java.util.Map.of(), log, "-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch")) {
+                if (drain.waitFor(1800) != 0) {
+                    throw new IllegalStateException("the drain failed; see " + log);
+                }
+            }
+            String out = Files.readString(log);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("drained in ([0-9.]+) s, peak RSS (\\d+) MiB").matcher(out);
+            if (!m.find()) {
+                throw new IllegalStateException("no result in " + log);
+            }
+            long rss = Long.parseLong(m.group(2));
+            smallest = smallest == 0 ? rss : smallest;
+            System.out.printf("| %d | %s s | %d MiB | %.2fx |%n", generations, m.group(1), rss, rss / (double) smallest);
+        }
+    }
+
+    /** Drains one table's backlog with the merge-worker's coordinator; prints time and peak RSS. */
+    static final class Drain {
+        public static void main(String[] args) throws Exception {
+            SimpleMeterRegistry meters = new SimpleMeterRegistry();
+            long started = System.nanoTime();
+            try (RolloutTable table = RolloutTable.open(TableLocation.local(Path.of(args[0])),
+                    TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
+                MergeCoordinator coordinator = new MergeCoordinator(table, 8, 0, 256L << 20, 2, new MergeMetrics(meters), 0);
+                try {
+                    String shard = ShardId.of(TOPIC, 0);
+                    while (!table.pendingGenerations(shard).isEmpty()) {
+                        coordinator.drain(shard);
+                        coordinator.submit(shard, MergeTrigger.COUNT);
+                        Thread.sleep(20);
+                    }
+                } finally {
+                    coordinator.close();
+                }
+            }
+            System.out.printf("drained in %.1f s, peak RSS %d MiB%n", (System.nanoTime() - started) / 1e9, peakRssMiB());
         }
     }
 

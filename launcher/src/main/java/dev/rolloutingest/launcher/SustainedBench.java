@@ -1,0 +1,285 @@
+package dev.rolloutingest.launcher;
+
+import dev.rolloutingest.embedded.ApicurioRegistry;
+import dev.rolloutingest.embedded.ChildJvm;
+import dev.rolloutingest.embedded.EmbeddedKafka;
+import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.embedded.FreePorts;
+import dev.rolloutingest.ingest.IngestApp;
+import dev.rolloutingest.merge.MergeApp;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.Writer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.lance.Dataset;
+import org.lance.ipc.ScanOptions;
+
+/**
+ * The sustained run: an unthrottled producer, the ingest app and the merge-worker (each in its own JVM,
+ * default settings) on the embedded services for a fixed time. Every second it samples each shard's pending
+ * generations; at the end it drains, then checks every produced record is in the base exactly once. Merge
+ * capacity is the rows merged per second of merge work (round prepare + commit time, from the merge-worker's
+ * /metrics), against the rows ingest sealed per second of wall time in the same run.
+ */
+final class SustainedBench {
+    private static final String TOPIC = "rollouts";
+    private static final Pattern SUM = Pattern.compile("(?m)^rollout_merge_round_(prepare|commit)_seconds_sum\\{[^}]*\\} (\\S+)$");
+
+    private final Path dir;
+    private final int seconds;
+    private final int partitions;
+    private final int payloadBytes;
+
+    SustainedBench(Path dir, int seconds, int partitions, int payloadBytes) {
+        this.dir = dir.toAbsolutePath().resolve("sustained");
+        this.seconds = seconds;
+        this.partitions = partitions;
+        this.payloadBytes = payloadBytes;
+    }
+
+    void run() throws Exception {
+        FileTrees.deleteRecursively(dir);
+        Path tableDir = dir.resolve("table");
+        try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
+                ApicurioRegistry registry = ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(120))) {
+            kafka.createTopics(List.of(new NewTopic(TOPIC, partitions, (short) 1), new NewTopic("rollout-generations", 2, (short) 1),
+                    new NewTopic("rollout-merges", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1)));
+            int mergePort = FreePorts.next();
+            Path ingestConfig = config("ingest", kafka, registry, tableDir, FreePorts.next());
+            Path mergeConfig = config("merge", kafka, registry, tableDir, mergePort);
+            int countTrigger = 8; // rollout.merge.after.generations, default
+            System.out.printf("sustained run: %d s, producer unthrottled, %d partitions, %d-byte payloads, ingest and merge-worker"
+                    + " in their own JVMs (-Xmx1g) with default settings%n%n", seconds, partitions, payloadBytes);
+            try (ChildJvm ingest = ChildJvm.start(IngestApp.class, List.of(ingestConfig.toString()), Map.of(),
+                    dir.resolve("ingest.log"), "-Xmx1g");
+                    ChildJvm merge = ChildJvm.start(MergeApp.class, List.of(mergeConfig.toString()), Map.of(),
+                            dir.resolve("merge.log"), "-Xmx1g")) {
+                BitSet acked = new BitSet();
+                AtomicLong produced = new AtomicLong();
+                AtomicBoolean producing = new AtomicBoolean(true);
+                Thread producer = new Thread(() -> produce(kafka, registry, producing, acked, produced), "sustained-producer");
+                RolloutTable table = awaitTable(tableDir, ingest);
+                try {
+                    long start = System.nanoTime();
+                    producer.start();
+                    int maxPending = 0;
+                    String maxPendingShard = "";
+                    int maxPendingAt = 0;
+                    long sealedAtStart = sealed(table);
+                    long baseAtStart = table.countBaseRows();
+                    double busyAtStart = mergeBusySeconds(mergePort);
+                    System.out.println("| t | produced | sealed | in base | pending generations, max over shards |");
+                    System.out.println("|---|---|---|---|---|");
+                    for (int t = 1; t <= seconds; t++) {
+                        long due = start + t * 1_000_000_000L;
+                        long wait = due - System.nanoTime();
+                        if (wait > 0) {
+                            Thread.sleep(wait / 1_000_000);
+                        }
+                        int worst = 0;
+                        String worstShard = "";
+                        Map<String, Long> watermarks = table.watermarks();
+                        for (int p = 0; p < partitions; p++) {
+                            String shard = ShardId.of(TOPIC, p);
+                            int pending = table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                            if (pending > worst) {
+                                worst = pending;
+                                worstShard = shard;
+                            }
+                        }
+                        if (worst > maxPending) {
+                            maxPending = worst;
+                            maxPendingShard = worstShard;
+                            maxPendingAt = t;
+                        }
+                        if (t % 15 == 0 || t == seconds) {
+                            System.out.printf("| %d s | %,d | %,d | %,d | %d |%n", t, produced.get(), sealed(table),
+                                    table.countBaseRows(), worst);
+                        }
+                        if (!ingest.isAlive() || !merge.isAlive()) {
+                            throw new IllegalStateException("an app died; see " + dir);
+                        }
+                    }
+                    double wall = (System.nanoTime() - start) / 1e9;
+                    long sealedInRun = sealed(table) - sealedAtStart;
+                    long mergedInRun = table.countBaseRows() - baseAtStart;
+                    double busy = mergeBusySeconds(mergePort) - busyAtStart;
+                    producing.set(false);
+                    producer.join();
+                    double ingestRate = sealedInRun / wall;
+                    double mergeCapacity = mergedInRun / busy;
+                    System.out.printf("%npending generations per shard, sampled every second: max %d (%s at %d s); count trigger"
+                            + " %d, bound 2x = %d: %s%n", maxPending, maxPendingShard, maxPendingAt, countTrigger,
+                            2 * countTrigger, maxPending <= 2 * countTrigger ? "within" : "EXCEEDED");
+                    System.out.printf("ingest: %,.0f rows/s sealed (wall time); merge: %,d rows in %.1f s of round work ="
+                            + " %,.0f rows/s capacity; merge capacity / ingest = %.2f%n", ingestRate, mergedInRun, busy,
+                            mergeCapacity, mergeCapacity / ingestRate);
+                    System.out.printf("peak RSS: ingest %d MiB, merge-worker %d MiB%n", IngestBench.hwmMiB(ingest.pid()),
+                            IngestBench.hwmMiB(merge.pid()));
+                    verify(table, tableDir, acked, produced.get());
+                } finally {
+                    producing.set(false);
+                    table.close();
+                }
+                ingest.stop();
+                merge.stop();
+            }
+        }
+    }
+
+    /** Waits until every acknowledged record is merged, then counts each id in the base. */
+    private void verify(RolloutTable table, Path tableDir, BitSet acked, long produced) throws Exception {
+        long deadline = System.nanoTime() + 600_000_000_000L;
+        long drainStart = System.nanoTime();
+        while (System.nanoTime() < deadline) {
+            Map<String, Long> watermarks = table.watermarks();
+            int pending = 0;
+            for (int p = 0; p < partitions; p++) {
+                String shard = ShardId.of(TOPIC, p);
+                pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+            }
+            if (pending == 0 && table.countBaseRows() >= acked.cardinality()) {
+                break;
+            }
+            Thread.sleep(1_000);
+        }
+        System.out.printf("drained the rest in %.1f s%n", (System.nanoTime() - drainStart) / 1e9);
+        BitSet seen = new BitSet();
+        long rows = 0;
+        long duplicated = 0;
+        long unknown = 0;
+        try (BufferAllocator allocator = new RootAllocator();
+                Dataset base = Dataset.open(tableDir.toString(), allocator);
+                var scanner = base.newScan(new ScanOptions.Builder().columns(List.of("record_id")).batchSize(65_536).build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector("record_id");
+                for (int i = 0; i < ids.getValueCount(); i++) {
+                    String id = new String(ids.get(i), StandardCharsets.UTF_8);
+                    rows++;
+                    int index = Integer.parseInt(id.substring(id.lastIndexOf('-') + 1));
+                    if (!acked.get(index)) {
+                        unknown++; // sent but not acknowledged: allowed (the send may have landed)
+                    }
+                    if (seen.get(index)) {
+                        duplicated++;
+                    }
+                    seen.set(index);
+                }
+            }
+        }
+        BitSet lost = (BitSet) acked.clone();
+        lost.andNot(seen);
+        System.out.printf("end: %,d records acknowledged (%,d sent), %,d rows in the base: %d lost, %d duplicated"
+                + " (%d rows of sends that were not acknowledged)%n", acked.cardinality(), produced, rows, lost.cardinality(),
+                duplicated, unknown);
+    }
+
+    private static long sealed(RolloutTable table) {
+        long sealed = 0;
+        for (String shard : table.shards()) {
+            sealed += table.sealedRecords(shard);
+        }
+        return sealed;
+    }
+
+    private void produce(EmbeddedKafka kafka, ApicurioRegistry registry, AtomicBoolean producing, BitSet acked,
+            AtomicLong produced) {
+        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        RolloutGenerator generator = new RolloutGenerator("sus", payloadBytes, 11);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all",
+                ProducerConfig.LINGER_MS_CONFIG, 20, ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024),
+                new ByteArraySerializer(), new ByteArraySerializer())) {
+            for (int i = 0; producing.get(); i++) {
+                Rollout rollout = generator.rollout(i, 0);
+                int index = i;
+                producer.send(new ProducerRecord<>(TOPIC, rollout.getRecordId().getBytes(StandardCharsets.UTF_8),
+                        serializer.serialize(TOPIC, rollout)), (metadata, error) -> {
+                            if (error == null) {
+                                synchronized (acked) {
+                                    acked.set(index);
+                                }
+                            }
+                        });
+                produced.incrementAndGet();
+            }
+            producer.flush();
+        }
+    }
+
+    /** Seconds the merge-worker spent preparing and committing rounds, from its /metrics. */
+    private static double mergeBusySeconds(int port) throws Exception {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+                .build(), HttpResponse.BodyHandlers.ofString()).body();
+        double sum = 0;
+        Matcher m = SUM.matcher(body);
+        while (m.find()) {
+            sum += Double.parseDouble(m.group(2));
+        }
+        return sum;
+    }
+
+    private RolloutTable awaitTable(Path tableDir, ChildJvm app) throws Exception {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (true) {
+            try {
+                return RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS.withPendingLimits(0, 0),
+                        new SimpleMeterRegistry());
+            } catch (RuntimeException e) {
+                if (System.nanoTime() > deadline || !app.isAlive()) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
+    private Path config(String app, EmbeddedKafka kafka, ApicurioRegistry registry, Path tableDir, int port) throws Exception {
+        Path work = dir.resolve(app);
+        Files.createDirectories(work);
+        Properties props = new Properties();
+        props.put("bootstrap.servers", kafka.bootstrapServers());
+        props.put("schema.registry.url", registry.confluentUrl());
+        props.put("rollout.table.uri", tableDir.toString());
+        props.put("rollout.state.dir", work.resolve("state").toString());
+        props.put("http.port", Integer.toString(port));
+        Path file = work.resolve(app + ".properties");
+        try (Writer out = Files.newBufferedWriter(file)) {
+            props.store(out, null);
+        }
+        return file;
+    }
+}
