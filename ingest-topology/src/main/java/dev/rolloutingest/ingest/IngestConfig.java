@@ -12,6 +12,7 @@ import static dev.rolloutingest.runtime.CommonKeys.*;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.SerdeConfig;
+import dev.rolloutingest.table.MergeMemory;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import java.util.HashMap;
@@ -57,8 +58,10 @@ public final class IngestConfig {
                     "Dead-letter topic: unusable records with headers naming the reason and source")
             .define(SEAL_MAX_ROWS, INT, 10_000, ConfigDef.Range.atLeast(1), HIGH,
                     "Seal a partition's batch when it holds this many records")
-            .define(SEAL_MAX_BYTES, LONG, 64L << 20, ConfigDef.Range.atLeast(1), HIGH,
-                    "Seal a partition's batch when its records' bytes reach this")
+            .define(SEAL_MAX_BYTES, LONG, 32L << 20, ConfigDef.Range.atLeast(1), HIGH,
+                    "Seal a partition's batch when its records' bytes reach this. At most half of lance-core's merge"
+                            + " memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a generation is merged in one"
+                            + " commit, which holds it there")
             .define(SEAL_MAX_AGE_MS, LONG, 30_000L, ConfigDef.Range.atLeast(1), HIGH,
                     "Seal a partition's batch when its oldest record waited this long (wall clock)")
             .define(SEAL_CHECK_INTERVAL_MS, LONG, 250L, ConfigDef.Range.between(10, 60_000), LOW,
@@ -115,6 +118,10 @@ public final class IngestConfig {
                     ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
         } catch (IllegalArgumentException e) {
             throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
+        }
+        String refusal = MergeMemory.refusal(parsed.getLong(SEAL_MAX_BYTES));
+        if (refusal != null) {
+            throw new ConfigException(SEAL_MAX_BYTES, parsed.getLong(SEAL_MAX_BYTES), refusal);
         }
     }
 

@@ -37,6 +37,14 @@ class IngestConfigTest {
     }
 
     @Test
+    void aSealLargerThanOneMergeCommitCanHoldIsRefusedAtStart() {
+        assertThat(IngestConfig.load(required(), Map.of()).sealMaxBytes()).isLessThanOrEqualTo(50L << 20);
+        assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("ROLLOUT_SEAL_MAX_BYTES", String.valueOf(64L << 20))))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.seal.max.bytes")
+                .hasMessageContaining("LANCE_MEM_POOL_SIZE");
+    }
+
+    @Test
     void securitySettingsFromTheFileOrStreamsEnvVarsReachStreamsAndEveryOtherClient() {
         Properties file = required();
         file.put("streams.security.protocol", "SASL_SSL");

@@ -235,7 +235,7 @@ class IngestTopologyTest {
     void theInflightBudgetSealsEarlyAndHoldsItsCap() {
         long limit = 3L << 20;
         start(Map.of("rollout.max.inflight.blob.bytes", limit, "rollout.seal.max.rows", 1_000,
-                "rollout.seal.max.bytes", 1L << 30, "rollout.max.payload.bytes", 2L << 20));
+                "rollout.seal.max.bytes", 48L << 20, "rollout.max.payload.bytes", 2L << 20));
         RolloutGenerator big = new RolloutGenerator("exp", 1 << 20, 3);
         long maxSeen = 0;
         for (int i = 0; i < 12; i++) {

@@ -158,12 +158,37 @@ public final class MergeRound {
                 }
             }
             MergeSource.resolveAcross(work.stream().map(PreparedMerge::source).toList());
-            commitGroup(work, merged, failed, commits);
+            for (List<PreparedMerge> group : commitGroups(work, MergeMemory.commitBudgetBytes())) {
+                commitGroup(group, merged, failed, commits);
+            }
         } finally {
             prepared.forEach(PreparedMerge::close);
         }
         Duration total = Duration.ofNanos(System.nanoTime() - started);
         return new RoundResult(merged, failed, commits[0], total);
+    }
+
+    /**
+     * The round cut into commits whose sources fit lance-core's merge memory pool (see {@link MergeMemory}):
+     * one commit when they all fit, as they do with the default budgets; a shard over the budget alone.
+     */
+    static List<List<PreparedMerge>> commitGroups(List<PreparedMerge> work, long budgetBytes) {
+        List<List<PreparedMerge>> groups = new ArrayList<>();
+        List<PreparedMerge> current = new ArrayList<>();
+        long bytes = 0;
+        for (PreparedMerge p : work) {
+            if (!current.isEmpty() && bytes + p.memoryBytes() > budgetBytes) {
+                groups.add(current);
+                current = new ArrayList<>();
+                bytes = 0;
+            }
+            current.add(p);
+            bytes += p.memoryBytes();
+        }
+        if (!current.isEmpty()) {
+            groups.add(current);
+        }
+        return groups;
     }
 
     private void commitGroup(List<PreparedMerge> group, Map<String, MergeResult> merged,
@@ -218,7 +243,12 @@ public final class MergeRound {
                 RuntimeException e = LanceIo.unchecked(thrown); // mergeInsert's IOExceptions are undeclared
                 commits[0]++;
                 if (current.size() == 1) {
-                    failed.put(current.get(0).plan().shard(), e);
+                    PreparedMerge alone = current.get(0);
+                    failed.put(alone.plan().shard(), MergeMemory.exhausted(e) ? new RolloutTableException("Table "
+                            + lance.location() + " shard " + alone.plan().shard() + ": a merge of " + alone.rows()
+                            + " rows (" + alone.memoryBytes() + " bytes in memory) ran out of lance-core's merge memory"
+                            + " pool (" + MergeMemory.POOL_ENV + " = " + MergeMemory.poolBytes() + "); lower"
+                            + " rollout.merge.max.bytes or raise " + MergeMemory.POOL_ENV, e) : e);
                     return;
                 }
                 log.warn("Table {}: a merge commit of {} shards failed ({}); committing them in halves to find the shard"

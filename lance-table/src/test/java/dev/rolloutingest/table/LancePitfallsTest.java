@@ -217,4 +217,45 @@ class LancePitfallsTest {
         }
     }
 
+
+    /** A generation of {@code rows} rows of 512-byte payloads on a partition, ids <prefix><partition>-<offset>. */
+    private static void generation(RolloutTable table, int partition, long firstOffset, int rows, String prefix) {
+        RolloutGenerator generator = new RolloutGenerator("pool", 512, partition);
+        List<RolloutRow> batch = new ArrayList<>(rows);
+        for (long offset = firstOffset; offset < firstOffset + rows; offset++) {
+            Rollout rollout = generator.rollout(offset, 0);
+            rollout.setRecordId(prefix + partition + "-" + offset);
+            batch.add(new RolloutRow(rollout, partition, offset, Instant.now()));
+        }
+        table.writeGeneration(TOPIC, partition, firstOffset, firstOffset + rows - 1, batch, rows * 600L);
+    }
+
+    @Test
+    void aRoundLargerThanLanceMergeMemoryPoolIsCommittedInPiecesThatFitIt() {
+        // On an indexed base lance-core's merge-insert collects its whole source into a hash join inside a
+        // 100 MiB pool it cannot spill: two shards of 80,000 rows (~62 MiB each) fail as one commit ("Resources
+        // exhausted ... HashJoinInput"), so the round is cut into commits that fit.
+        try (RolloutTable table = localTable("pool", meters)) {
+            List<String> shards = List.of(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
+            for (int p = 0; p < 2; p++) {
+                generation(table, p, 0, 1_000, "base-");
+                table.mergePass(shards.get(p), 8, 0);
+            }
+            table.optimizeKeyIndex(0);
+            for (int p = 0; p < 2; p++) {
+                generation(table, p, 1_000, 80_000, "new-");
+            }
+            List<MergeRound.PreparedMerge> prepared = new ArrayList<>();
+            for (MergeRound.MergePlan plan : table.planMerge(shards, 8, 0)) {
+                prepared.add(table.prepareMerge(plan));
+            }
+            assertThat(prepared.stream().mapToLong(MergeRound.PreparedMerge::memoryBytes).sum())
+                    .isGreaterThan(MergeMemory.DEFAULT_POOL_BYTES);
+            MergeRound.RoundResult round = table.commitMerge(prepared);
+            assertThat(round.failed()).isEmpty();
+            assertThat(round.commits()).isEqualTo(2); // not a failed commit of both, then one per half
+            assertThat(table.countBaseRows()).isEqualTo(162_000);
+            shards.forEach(s -> assertThat(table.watermarks().get(s)).isEqualTo(81_000L));
+        }
+    }
 }

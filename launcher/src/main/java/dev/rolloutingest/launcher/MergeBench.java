@@ -96,7 +96,7 @@ final class MergeBench {
                     if (c > 0) {
                         tables.add(own);
                     }
-                    coordinators.add(new MergeCoordinator(own, 8, 0, 256L << 20, threadCount, metrics, 0));
+                    coordinators.add(new MergeCoordinator(own, 8, 48L << 20, 48L << 20, threadCount, metrics, 0, 8));
                 }
                 while (true) {
                     boolean pending = false;
@@ -189,7 +189,7 @@ final class MergeBench {
             long started = System.nanoTime();
             try (RolloutTable table = RolloutTable.open(TableLocation.local(Path.of(args[0])),
                     TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
-                MergeCoordinator coordinator = new MergeCoordinator(table, 8, 0, 256L << 20, 2, new MergeMetrics(meters), 0);
+                MergeCoordinator coordinator = new MergeCoordinator(table, 8, 48L << 20, 48L << 20, 2, new MergeMetrics(meters), 0, 8);
                 try {
                     String shard = ShardId.of(TOPIC, 0);
                     while (!table.pendingGenerations(shard).isEmpty()) {

@@ -98,7 +98,7 @@ final class SustainedBench {
                     int maxPendingAt = 0;
                     long sealedAtStart = sealed(table);
                     long baseAtStart = table.countBaseRows();
-                    double busyAtStart = mergeBusySeconds(mergePort);
+                    double busyAtStart = awaitMergeMetrics(mergePort, merge);
                     System.out.println("| t | produced | sealed | in base | pending generations, max over shards |");
                     System.out.println("|---|---|---|---|---|");
                     for (int t = 1; t <= seconds; t++) {
@@ -237,6 +237,21 @@ final class SustainedBench {
                 produced.incrementAndGet();
             }
             producer.flush();
+        }
+    }
+
+    /** The merge-worker's HTTP endpoint starts after the ingest app created the table: wait for it. */
+    private static double awaitMergeMetrics(int port, ChildJvm merge) throws Exception {
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (true) {
+            try {
+                return mergeBusySeconds(port);
+            } catch (java.io.IOException e) {
+                if (System.nanoTime() > deadline || !merge.isAlive()) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
         }
     }
 

@@ -50,7 +50,7 @@ public final class MergeApp implements AutoCloseable {
         this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
         MergeMetrics metrics = new MergeMetrics(registry);
         this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.roundMaxBytes(),
-                config.threads(), metrics, config.faultHaltAfterMerges());
+                config.threads(), metrics, config.faultHaltAfterMerges(), config.afterGenerations());
         ConfluentAvroDeserializer<GenerationSealed> events = new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();

@@ -12,10 +12,12 @@ import static dev.rolloutingest.runtime.CommonKeys.*;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.SerdeConfig;
+import dev.rolloutingest.table.MergeMemory;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -59,8 +61,10 @@ public final class MergeConfig {
                     "Topic of GenerationsMerged events (output), key = shard id")
             .define(MAX_GENERATIONS, INT, 8, ConfigDef.Range.atLeast(0), HIGH,
                     "ROLLOUT_MERGE_MAX_GENERATIONS: at most this many oldest pending generations per pass (0 = unbounded)")
-            .define(MAX_BYTES, LONG, 256L << 20, ConfigDef.Range.atLeast(0), HIGH,
-                    "At most this many sealed bytes per pass; the oldest generation is always taken (0 = unbounded)")
+            .define(MAX_BYTES, LONG, 48L << 20, ConfigDef.Range.atLeast(1), HIGH,
+                    "At most this many sealed bytes per pass; the oldest generation is always taken. At most half of"
+                            + " lance-core's merge memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a merge commit"
+                            + " holds its source there and fails above it")
             .define(AFTER_GENERATIONS, INT, 8, ConfigDef.Range.atLeast(0), HIGH,
                     "ROLLOUT_MERGE_AFTER_GENERATIONS: merge a shard when it has this many pending generations"
                             + " (0 = the count trigger is disabled, not a threshold of 0)")
@@ -86,9 +90,10 @@ public final class MergeConfig {
                     "Consumer group (no consumer ever joins it) whose committed offsets are each input partition's first"
                             + " offset not yet in the base table: standard lag tools show it as the records not yet"
                             + " merged. Name it after the ingest app's application.id (<id>-merged). Empty disables")
-            .define(ROUND_MAX_BYTES, LONG, 256L << 20, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(ROUND_MAX_BYTES, LONG, 48L << 20, ConfigDef.Range.atLeast(1), MEDIUM,
                     "Sealed bytes one merge round folds at most over all its shards (one commit); shards past it wait"
-                            + " for the next round, so merge memory is bounded by the round (0 = no limit)")
+                            + " for the next round, so merge memory is bounded by the round. At most half of lance-core's"
+                            + " merge memory pool (LANCE_MEM_POOL_SIZE)")
             .define(INDEX_OPTIMIZE_INTERVAL_MS, LONG, 2_000L, ConfigDef.Range.atLeast(0), MEDIUM,
                     "How often the merge-worker checks whether the record_id index of the base must take in the"
                             + " fragments merges added (0 = never); rebuilt instead after a compaction")
@@ -123,6 +128,12 @@ public final class MergeConfig {
         }
         if (cooldownMaxSecs() < cooldownBaseSecs()) {
             throw new ConfigException(COOLDOWN_MAX_SECS, cooldownMaxSecs(), "must be >= " + COOLDOWN_BASE_SECS);
+        }
+        for (String key : List.of(MAX_BYTES, ROUND_MAX_BYTES)) {
+            String refusal = MergeMemory.refusal(parsed.getLong(key));
+            if (refusal != null) {
+                throw new ConfigException(key, parsed.getLong(key), refusal);
+            }
         }
     }
 

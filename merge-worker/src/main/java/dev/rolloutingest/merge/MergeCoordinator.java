@@ -71,7 +71,12 @@ public final class MergeCoordinator implements AutoCloseable {
     private final ExecutorService maintenance;
     private final Thread planner;
     private final Thread committer;
-    private final java.util.concurrent.BlockingQueue<PreparedRound> prepared = new java.util.concurrent.ArrayBlockingQueue<>(1);
+    /**
+     * A hand-off, not a buffer: the planner waits here until the committer takes its round, so the next round
+     * is planned while this one commits, from every shard asked for by then (planning further ahead would cut
+     * rounds into one shard each under load, each paying a full commit).
+     */
+    private final java.util.concurrent.SynchronousQueue<PreparedRound> prepared = new java.util.concurrent.SynchronousQueue<>();
     private final Set<String> inRound = ConcurrentHashMap.newKeySet();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition requested = lock.newCondition();
@@ -81,12 +86,13 @@ public final class MergeCoordinator implements AutoCloseable {
     private final Queue<MaintenanceOutcome> maintenanceOutcomes = new ConcurrentLinkedQueue<>();
     private final Set<String> maintenanceRunning = ConcurrentHashMap.newKeySet();
     private final int haltAfterMerges;
+    private final int continueAtLeftover;
     private final AtomicInteger committedRounds = new AtomicInteger();
     private volatile RoundSummary lastRound;
     private volatile boolean closing;
 
     public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, int threads, MergeMetrics metrics) {
-        this(table, maxGenerations, maxBytes, 0, threads, metrics, 0);
+        this(table, maxGenerations, maxBytes, 0, threads, metrics, 0, 0);
     }
 
     /**
@@ -94,9 +100,13 @@ public final class MergeCoordinator implements AutoCloseable {
      *     alone over it still merges, in a round of its own
      * @param threads shards prepared in parallel
      * @param haltAfterMerges fault injection: halt the JVM after this many committed rounds (0 = never)
+     * @param continueAtLeftover an automatic merge that leaves at least this many generations pending asks for
+     *     the shard's next pass at once, in the next round (0 = never): under load a shard does not wait for
+     *     its task's next check to be asked again
      */
     public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, long roundMaxBytes, int threads,
-            MergeMetrics metrics, int haltAfterMerges) {
+            MergeMetrics metrics, int haltAfterMerges, int continueAtLeftover) {
+        this.continueAtLeftover = continueAtLeftover;
         this.table = table;
         this.maxGenerations = maxGenerations;
         this.maxBytes = maxBytes;
@@ -195,8 +205,11 @@ public final class MergeCoordinator implements AutoCloseable {
             }
             try {
                 PreparedRound next = prepareRound(++round, batch);
-                if (next != null) {
-                    prepared.put(next);
+                while (next != null && !prepared.offer(next, 1, TimeUnit.SECONDS)) {
+                    if (closing) {
+                        next.prepared().forEach(MergeRound.PreparedMerge::close);
+                        return;
+                    }
                 }
             } catch (InterruptedException e) {
                 return;
@@ -346,15 +359,23 @@ public final class MergeCoordinator implements AutoCloseable {
             log.warn("Table {} shard {}: {} merge failed{}: {}", table.location(), first.shard(), name(trigger),
                     unavailable ? " (table unavailable)" : "", error.getMessage());
         }
-        inFlight.remove(first.shard());
-        inRound.remove(first.shard());
+        boolean more = error == null && continueAtLeftover > 0 && trigger != MergeTrigger.MANUAL
+                && result.mergedAnything() && result.leftover() >= continueAtLeftover && !closing;
+        outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>()).add(outcome);
         lock.lock();
         try {
+            inRound.remove(first.shard());
+            if (more) {
+                // Still in flight: the shard's task sees it running and leaves the asking to us.
+                requests.computeIfAbsent(first.shard(), s -> new ArrayList<>())
+                        .add(new Request(first.shard(), first.trigger(), null));
+            } else {
+                inFlight.remove(first.shard());
+            }
             requested.signalAll(); // a request waiting for this shard's round can be planned now
         } finally {
             lock.unlock();
         }
-        outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>()).add(outcome);
         shardRequests.stream().map(Request::done).filter(d -> d != null).forEach(d -> d.complete(outcome));
     }
 

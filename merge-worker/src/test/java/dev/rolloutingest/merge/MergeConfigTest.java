@@ -40,4 +40,18 @@ class MergeConfigTest {
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_THREADS", "0")))
                 .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.merge.threads");
     }
+
+    @Test
+    void mergeBudgetsOverHalfOfLanceMemoryPoolAreRefusedAtStartNamingKeyAndPool() {
+        // A merge commit holds its source in lance-core's 100 MiB pool (no LANCE_MEM_POOL_SIZE here) and fails above it.
+        assertThat(MergeConfig.load(required(), Map.of()).maxBytes()).isLessThanOrEqualTo(50L << 20);
+        assertThat(MergeConfig.load(required(), Map.of()).roundMaxBytes()).isLessThanOrEqualTo(50L << 20);
+        assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_MAX_BYTES", String.valueOf(256L << 20))))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.merge.max.bytes")
+                .hasMessageContaining("LANCE_MEM_POOL_SIZE");
+        assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ROUND_MAX_BYTES", "0")))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.merge.round.max.bytes");
+        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ROUND_MAX_BYTES", String.valueOf(50L << 20)))
+                .roundMaxBytes()).isEqualTo(50L << 20);
+    }
 }

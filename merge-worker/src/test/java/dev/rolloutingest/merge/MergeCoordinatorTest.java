@@ -1,0 +1,62 @@
+package dev.rolloutingest.merge;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.schemas.MergeTrigger;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/** The coordinator keeps a shard with a backlog merging without waiting to be asked again. */
+class MergeCoordinatorTest {
+    private static final String TOPIC = "rollouts";
+    private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    private final Path dir = Path.of("target", "coordinator", UUID.randomUUID().toString()).toAbsolutePath();
+
+    private static void generations(RolloutTable table, int count) {
+        RolloutGenerator generator = new RolloutGenerator("exp", 8, 0);
+        for (int g = 0; g < count; g++) {
+            List<RolloutRow> rows = new ArrayList<>();
+            for (long offset = g * 10L; offset < g * 10L + 10; offset++) {
+                Rollout rollout = generator.rollout(offset, 0);
+                rows.add(new RolloutRow(rollout, 0, offset, Instant.now()));
+            }
+            table.writeGeneration(TOPIC, 0, g * 10L, g * 10L + 9, rows, 1000);
+        }
+    }
+
+    @Test
+    void aShardLeavingAFullPassBehindIsMergedAgainAtOnceUntilItsBacklogIsUnderTheTrigger() throws Exception {
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters);
+                MergeCoordinator coordinator = new MergeCoordinator(table, 8, 1L << 20, 1L << 20, 2,
+                        new MergeMetrics(meters), 0, 8)) {
+            generations(table, 28); // 3 full passes of 8, then 4 left: under the trigger of 8
+            assertThat(coordinator.submit(shard, MergeTrigger.COUNT)).isTrue();
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (coordinator.running(shard) && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            assertThat(coordinator.running(shard)).isFalse();
+            List<MergeCoordinator.Outcome> outcomes = coordinator.drain(shard);
+            assertThat(outcomes).hasSize(3).allSatisfy(o -> {
+                assertThat(o.failed()).isFalse();
+                assertThat(o.trigger()).isEqualTo(MergeTrigger.COUNT);
+                assertThat(o.result().mergedGenerations()).hasSize(8);
+            });
+            assertThat(table.watermarks().get(shard)).isEqualTo(240L);
+            assertThat(table.pendingGenerations(shard)).hasSize(4);
+        }
+    }
+}
