@@ -342,13 +342,19 @@ public final class RolloutTable implements AutoCloseable {
 
     /** Brings the record_id index up to date with every fragment merges added (a rebuild after a compaction). */
     public TableMaintenance.IndexResult optimizeKeyIndex() {
-        return optimizeKeyIndex(0);
+        return optimizeKeyIndex(0, DEFAULT_KEY_INDEX_SEGMENTS);
     }
 
-    /** Brings the record_id index up to date once more than {@code maxUnindexedRows} rows wait for it. */
-    public TableMaintenance.IndexResult optimizeKeyIndex(long maxUnindexedRows) {
+    /** Segments the record_id index keeps at most unless told otherwise ({@code rollout.index.max.segments}). */
+    public static final int DEFAULT_KEY_INDEX_SEGMENTS = 8;
+
+    /**
+     * Brings the record_id index up to date once more than {@code maxUnindexedRows} rows wait for it, in
+     * at most {@code maxSegments} segments.
+     */
+    public TableMaintenance.IndexResult optimizeKeyIndex(long maxUnindexedRows, int maxSegments) {
         try {
-            return maintenance.optimizeKeyIndex(maxUnindexedRows);
+            return maintenance.optimizeKeyIndex(maxUnindexedRows, maxSegments);
         } finally {
             readCatalog.invalidate();
         }

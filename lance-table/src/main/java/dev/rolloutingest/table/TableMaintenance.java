@@ -3,6 +3,8 @@ package dev.rolloutingest.table;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Comparator;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -17,7 +19,7 @@ import org.lance.compaction.CompactionOptions;
 import org.lance.index.Index;
 import org.lance.index.IndexParams;
 import org.lance.index.IndexType;
-import org.lance.index.OptimizeOptions;
+import org.lance.index.IndexOptions;
 import org.lance.index.scalar.BTreeIndexParams;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -29,8 +31,12 @@ public final class TableMaintenance {
     /** Fragments of the base table before and after a compaction. */
     public record CompactionResult(int fragmentsBefore, int fragmentsAfter) {}
 
-    /** What bringing the record_id index up to date did: rebuilt (after a compaction) or optimized. */
-    public record IndexResult(boolean rebuilt, boolean optimized, int fragments, long unindexedRowsBefore, long millis) {}
+    /**
+     * What bringing the record_id index up to date did: rebuilt (after a compaction, or when its segments
+     * outgrew the oldest) or took the unindexed fragments up (optimized); segments of the index after it.
+     */
+    public record IndexResult(boolean rebuilt, boolean optimized, int fragments, long unindexedRowsBefore, int segments,
+            long millis) {}
 
     /** Generations whose folders were deleted, and folders left because they are not yet old enough. */
     public record GcResult(int deletedGenerations, int deletedUnsealedFolders, long oldBaseVersionsRemoved) {}
@@ -92,45 +98,95 @@ public final class TableMaintenance {
 
     /**
      * Brings the record_id index up to date: each merge adds a fragment the index does not cover yet, and a
-     * lookup scans such fragments in full (about 0.25 ms per 1,000 rows); optimizing costs ~0.2 s at 1M rows,
-     * so it runs once more than {@code maxUnindexedRows} rows wait (0 = whenever any do). After a compaction
-     * the index is rebuilt instead: see {@link #compact}.
+     * lookup scans such fragments in full (about 0.25 ms per 1,000 rows), so once more than
+     * {@code maxUnindexedRows} rows wait (0 = whenever any do) they get an index segment of their own.
+     *
+     * <p>Why segments: lance-core 7.0.0's {@code optimizeIndices} rewrites the whole BTREE (about 0.3 s per
+     * million rows) and gives it a new id, so the next merge-insert reads every index page cold again; under
+     * sustained load that was most of the merge-worker's time. A segment over only the new fragments costs
+     * 10-60 ms whatever the table size. Segments are tiered: at {@code maxSegments} the newer ones are rebuilt
+     * into one (cost: their rows), and when those outgrow the oldest the whole index is (cost: the table), so
+     * each row is re-indexed O(log) times. {@code optimizeIndices} is never called: in 7.0.0 it fails on an
+     * index with more than one segment ("Index with id ... does not exist") and leaves an orphan directory.
+     * After a compaction the index is rebuilt instead: see {@link #compact}.
      */
-    IndexResult optimizeKeyIndex(long maxUnindexedRows) {
+    IndexResult optimizeKeyIndex(long maxUnindexedRows, int maxSegments) {
         long started = System.nanoTime();
         try (Dataset base = lance.openBase()) {
+            List<Index> segments = base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name())).toList();
             Set<Integer> indexed = new HashSet<>();
-            base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name()))
-                    .forEach(i -> i.fragments().ifPresent(indexed::addAll));
-            Set<Integer> current = new HashSet<>();
+            segments.forEach(i -> i.fragments().ifPresent(indexed::addAll));
+            Map<Integer, Long> rowsOf = new HashMap<>();
+            List<Integer> unindexed = new ArrayList<>();
             long unindexedRows = 0;
             for (org.lance.Fragment fragment : base.getFragments()) {
-                current.add(fragment.getId());
+                long rows = fragment.metadata().getPhysicalRows();
+                rowsOf.put(fragment.getId(), rows);
                 if (!indexed.contains(fragment.getId())) {
-                    unindexedRows += fragment.metadata().getPhysicalRows();
+                    unindexed.add(fragment.getId());
+                    unindexedRows += rows;
                 }
             }
             // A deferred-remap compaction remaps the index's fragments (so they look current) and records the
-            // remapping in a fragment-reuse index whose version is at least the index's: optimizing then would
-            // drop rows, so the index is rebuilt (as compact() does right away; this covers a crash in between).
-            long keyIndexVersion = base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name()))
-                    .mapToLong(Index::datasetVersion).min().orElse(Long.MAX_VALUE);
+            // remapping in a fragment-reuse index whose version is at least the index's: adding to the index then
+            // would drop rows, so it is rebuilt (as compact() does right away; this covers a crash in between).
+            long keyIndexVersion = segments.stream().mapToLong(Index::datasetVersion).min().orElse(Long.MAX_VALUE);
             boolean compactedSince = base.getIndexes().stream().anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name())
                     && i.datasetVersion() >= keyIndexVersion);
-            boolean rebuild = !current.containsAll(indexed) || compactedSince;
-            boolean optimize = !rebuild && unindexedRows > 0 && unindexedRows > maxUnindexedRows;
+            // A new table's index covers no fragment: the first take-up builds it whole (it is small then).
+            boolean rebuild = indexed.isEmpty() ? unindexedRows > maxUnindexedRows
+                    : !rowsOf.keySet().containsAll(indexed) || compactedSince;
+            boolean takeUp = !rebuild && unindexedRows > 0 && unindexedRows > maxUnindexedRows;
+            String how = "";
+            int segmentsAfter = segments.size();
             if (rebuild) {
                 createKeyIndex(base, true);
-            } else if (optimize) {
-                base.optimizeIndices(OptimizeOptions.builder().indexNames(List.of(KEY_INDEX)).build());
+                how = "rebuilt";
+                segmentsAfter = 1;
+            } else if (takeUp) {
+                // The oldest (largest) segment stays; the newer ones are merged with the new fragments at the cap.
+                Index oldest = segments.stream().max(Comparator.comparingLong(i -> rows(i, rowsOf))).orElseThrow();
+                List<Index> newer = segments.stream().filter(i -> i != oldest).toList();
+                long newerRows = newer.stream().mapToLong(i -> rows(i, rowsOf)).sum() + unindexedRows;
+                if (segments.size() + 1 > maxSegments && (maxSegments < 2 || newerRows >= rows(oldest, rowsOf))) {
+                    createKeyIndex(base, true);
+                    how = "rebuilt (segments outgrew the oldest)";
+                    segmentsAfter = 1;
+                } else if (segments.size() + 1 > maxSegments) {
+                    List<Integer> fragments = new ArrayList<>(unindexed);
+                    newer.forEach(i -> i.fragments().ifPresent(fragments::addAll));
+                    addSegment(base, fragments);
+                    how = "merged " + newer.size() + " segments and the new fragments into one";
+                    segmentsAfter = 2;
+                } else {
+                    addSegment(base, unindexed);
+                    how = "added a segment for";
+                    segmentsAfter = segments.size() + 1;
+                }
             }
             long millis = (System.nanoTime() - started) / 1_000_000;
-            if (rebuild || optimize) {
-                log.info("Table {}: {} the {} index ({} fragments, {} rows were not indexed) in {} ms", lance.location(),
-                        rebuild ? "rebuilt" : "optimized", KEY_INDEX, current.size(), unindexedRows, millis);
+            if (rebuild || takeUp) {
+                log.info("Table {}: {} the {} index ({} fragments, {} rows were not indexed; {} segments) in {} ms",
+                        lance.location(), how, KEY_INDEX, rowsOf.size(), unindexedRows, segmentsAfter, millis);
             }
-            return new IndexResult(rebuild, optimize, current.size(), unindexedRows, millis);
+            return new IndexResult(rebuild || how.startsWith("rebuilt"), takeUp, rowsOf.size(), unindexedRows,
+                    segmentsAfter, millis);
         }
+    }
+
+    private static long rows(Index segment, Map<Integer, Long> rowsOf) {
+        return segment.fragments().orElse(List.of()).stream().mapToLong(f -> rowsOf.getOrDefault(f, 0L)).sum();
+    }
+
+    /**
+     * Builds a BTREE segment over exactly these fragments and commits it into the index; segments it covers
+     * whole are replaced (one it covers in part is refused by lance-core, so coverage is never lost).
+     */
+    private static void addSegment(Dataset base, List<Integer> fragments) {
+        IndexParams params = IndexParams.builder().setScalarIndexParams(BTreeIndexParams.builder().build()).build();
+        Index segment = base.createIndex(IndexOptions.builder(List.of(RolloutSchema.RECORD_ID), IndexType.BTREE, params)
+                .withIndexName(KEY_INDEX).withFragmentIds(fragments).replace(true).build());
+        base.commitExistingIndexSegments(KEY_INDEX, RolloutSchema.RECORD_ID, List.of(segment));
     }
 
     private void rebuildKeyIndex() {

@@ -199,6 +199,33 @@ class LancePitfallsTest {
     }
 
     @Test
+    void optimizeIndicesFailsOnASegmentedKeyIndexSoNothingInTheProjectCallsIt() throws IOException {
+        try (RolloutTable table = localTable("segmented", meters)) {
+            for (long g = 0; g < 2; g++) {
+                table.writeGeneration(TOPIC, 0, g, g, List.of(row("seg-" + g, "exp", g)), 100);
+                table.mergePass(shard, 0, 0);
+                table.optimizeKeyIndex(0, 8);
+            }
+            table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("seg-2", "exp", 2)), 100);
+            table.mergePass(shard, 0, 0);
+            try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
+                    org.lance.Dataset base = org.lance.Dataset.open().allocator(allocator).uri(table.location().uri())
+                            .build()) {
+                assertThat(base.getIndexes().stream().filter(i -> TableMaintenance.KEY_INDEX.equals(i.name()))).hasSize(2);
+                assertThatThrownBy(() -> base.optimizeIndices(org.lance.index.OptimizeOptions.builder()
+                        .indexNames(List.of(TableMaintenance.KEY_INDEX)).build())).hasMessageContaining("does not exist");
+            }
+            assertThat(table.optimizeKeyIndex(0, 8).segments()).isEqualTo(3);
+            assertThat(table.get("seg-2")).isPresent();
+        }
+        try (Stream<Path> sources = Files.walk(Path.of("src/main/java"))) {
+            for (Path source : sources.filter(p -> p.toString().endsWith(".java")).toList()) {
+                assertThat(Files.readString(source)).as(source.toString()).doesNotContain(".optimizeIndices(");
+            }
+        }
+    }
+
+    @Test
     void payloadsArePlainLargeBinaryAndRoundTripThroughLsmReadsAndMerges() {
         Field payload = RolloutSchema.SCHEMA.findField(RolloutSchema.BINARY_PAYLOAD);
         assertThat(payload.getMetadata()).doesNotContainKey("lance-encoding:blob");
@@ -241,7 +268,7 @@ class LancePitfallsTest {
                 generation(table, p, 0, 1_000, "base-");
                 table.mergePass(shards.get(p), 8, 0);
             }
-            table.optimizeKeyIndex(0);
+            table.optimizeKeyIndex();
             for (int p = 0; p < 2; p++) {
                 generation(table, p, 1_000, 80_000, "new-");
             }

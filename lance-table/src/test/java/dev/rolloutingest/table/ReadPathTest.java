@@ -158,8 +158,7 @@ class ReadPathTest {
                 table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
             }
             TableMaintenance.IndexResult optimized = table.optimizeKeyIndex();
-            assertThat(optimized.rebuilt()).isFalse();
-            assertThat(optimized.optimized()).isTrue();
+            assertThat(optimized.rebuilt()).as("a new table's index covers no fragment: built whole").isTrue();
             assertThat(optimized.unindexedRowsBefore()).as("merges add fragments the index does not cover yet")
                     .isEqualTo(600);
             assertThat(table.optimizeKeyIndex().optimized()).as("nothing left to take up").isFalse();
@@ -177,11 +176,53 @@ class ReadPathTest {
             }
             write(table, 0, 600, 699, 1_000_000);
             table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
-            assertThat(table.optimizeKeyIndex(100).optimized()).as("100 unindexed rows: not over the bound").isFalse();
-            assertThat(table.optimizeKeyIndex(99).optimized()).isTrue();
+            assertThat(table.optimizeKeyIndex(100, 8).optimized()).as("100 unindexed rows: not over the bound").isFalse();
+            assertThat(table.optimizeKeyIndex(99, 8).optimized()).isTrue();
             assertThat(table.get("exp-650")).isPresent();
             assertThat(table.collectGarbage(java.time.Duration.ZERO).deletedGenerations()).isPositive();
             assertThat(table.get("exp-5")).isPresent();
+        }
+    }
+
+    @Test
+    void newFragmentsGetIndexSegmentsOfTheirOwnTieredUnderTheCapAndEveryKeyStaysFound() {
+        try (RolloutTable table = localTable("segments", meters)) {
+            String shard = ShardId.of(TOPIC, 0);
+            write(table, 0, 0, 999, 1_000_000);
+            table.mergePass(shard, 0, 0);
+            assertThat(table.optimizeKeyIndex(0, 3).segments()).isEqualTo(1);
+            List<Integer> segments = new ArrayList<>();
+            for (long g = 1; g <= 6; g++) {
+                write(table, 0, 1000 + g * 10, 1009 + g * 10, 1_000_000); // small: never outgrows the first 1,000
+                table.mergePass(shard, 0, 0);
+                TableMaintenance.IndexResult result = table.optimizeKeyIndex(0, 3);
+                assertThat(result.optimized()).isTrue();
+                assertThat(result.rebuilt()).isFalse();
+                assertThat(result.unindexedRowsBefore()).isEqualTo(10);
+                segments.add(result.segments());
+                try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
+                        Dataset base = Dataset.open().allocator(allocator).uri(table.location().uri()).build()) {
+                    assertThat(base.getIndexes().stream().filter(i -> TableMaintenance.KEY_INDEX.equals(i.name())))
+                            .hasSize(result.segments());
+                }
+            }
+            // 1 + one per merge up to the cap of 3; then the newer ones are folded into one: 2, 3, 2, 3 ...
+            assertThat(segments).containsExactly(2, 3, 2, 3, 2, 3);
+            assertThat(table.optimizeKeyIndex(0, 3).optimized()).as("every fragment is covered").isFalse();
+            for (int i = 0; i < 1000; i += 41) {
+                assertThat(table.get("exp-" + i)).as("exp-%d", i).isPresent();
+            }
+            for (long g = 1; g <= 6; g++) {
+                assertThat(table.get("exp-" + (1000 + g * 10 + 5))).isPresent();
+            }
+            // Newer segments outgrowing the oldest: the whole index is rebuilt into one.
+            write(table, 0, 2000, 3999, 1_000_000);
+            table.mergePass(shard, 0, 0);
+            TableMaintenance.IndexResult rebuilt = table.optimizeKeyIndex(0, 3);
+            assertThat(rebuilt.rebuilt()).isTrue();
+            assertThat(rebuilt.segments()).isEqualTo(1);
+            assertThat(table.get("exp-3500")).isPresent();
+            assertThat(table.get("exp-7")).isPresent();
         }
     }
 

@@ -13,6 +13,7 @@ import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.MergeMemory;
+import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import java.time.Duration;
@@ -48,6 +49,7 @@ public final class MergeConfig {
     public static final String MERGED_LAG_GROUP = "rollout.lag.merged.group";
     public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String INDEX_MAX_UNINDEXED_ROWS = "rollout.index.max.unindexed.rows";
+    public static final String INDEX_MAX_SEGMENTS = "rollout.index.max.segments";
     public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
     public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
@@ -99,7 +101,11 @@ public final class MergeConfig {
                             + " fragments merges added (0 = never); rebuilt instead after a compaction")
             .define(INDEX_MAX_UNINDEXED_ROWS, LONG, 10_000L, ConfigDef.Range.atLeast(0), MEDIUM,
                     "Merged rows the record_id index may leave uncovered before it is brought up to date: lookups scan"
-                            + " them in full (about 0.25 ms per 1,000 rows), an update costs ~0.2 s at 1M rows")
+                            + " them in full (about 0.25 ms per 1,000 rows); taking them up costs 10-60 ms (a segment)")
+            .define(INDEX_MAX_SEGMENTS, INT, RolloutTable.DEFAULT_KEY_INDEX_SEGMENTS, ConfigDef.Range.between(1, 64), LOW,
+                    "Segments the record_id index keeps at most: new fragments get a segment of their own (cost: their"
+                            + " rows), at this many the newer ones are rebuilt into one, and the whole index once they"
+                            + " outgrow the oldest; each segment adds ~0.05 ms to a lookup")
             .define(COMPACTION_INTERVAL_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
                     "Compact the base table this often (0 = never)")
             .define(COMPACTION_TARGET_ROWS, LONG, 1_000_000L, ConfigDef.Range.atLeast(1), LOW,
@@ -220,6 +226,10 @@ public final class MergeConfig {
 
     public long indexMaxUnindexedRows() {
         return parsed.getLong(INDEX_MAX_UNINDEXED_ROWS);
+    }
+
+    public int indexMaxSegments() {
+        return parsed.getInt(INDEX_MAX_SEGMENTS);
     }
 
     public long indexOptimizeIntervalMs() {

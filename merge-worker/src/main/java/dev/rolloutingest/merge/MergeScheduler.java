@@ -313,7 +313,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         RolloutTable table = coordinator.table();
         coordinator.submitMaintenance(kind, () -> switch (kind) {
             case "compact" -> table.compact(config.compactionTargetRows()).toString();
-            case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows()).toString();
+            case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows(), config.indexMaxSegments()).toString();
             default -> table.collectGarbage(config.gcGrace()).toString();
         });
     }
