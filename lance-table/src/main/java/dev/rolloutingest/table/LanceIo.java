@@ -28,6 +28,7 @@ final class LanceIo {
     LanceIo(TableLocation location, BufferAllocator allocator, long cacheBytes) {
         this.location = location;
         this.allocator = allocator;
+        LanceNativeCopies.sweepOnce();
         this.session = Session.builder().indexCacheSizeBytes(cacheBytes / 4 * 3).metadataCacheSizeBytes(cacheBytes / 4)
                 .build();
     }

@@ -156,6 +156,8 @@ final class SustainedBench {
                 merge.stop();
             }
         }
+        // A 300 s run leaves ~30 GB (broker log, generations, base): only a failed run keeps it, to look at.
+        FileTrees.deleteRecursively(dir);
     }
 
     /** Waits until every acknowledged record is merged, then counts each id in the base. */
