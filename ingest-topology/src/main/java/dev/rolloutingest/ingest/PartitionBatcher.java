@@ -54,6 +54,10 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     static final String PROCESSED = "processed";
 
     private final IngestConfig config;
+    /** Read once: a config getter per record was ~1 % of the stream thread. */
+    private final int sealMaxRows;
+    private final long sealMaxBytes;
+    private final long largeBlobLogBytes;
     private final RolloutTable table;
     private final RecordCheck check;
     private final IngestMetrics metrics;
@@ -84,6 +88,9 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             InflightBudget budget, InputRereader rereader, IngestHealth health, IngestFaults faults, SealWriters writers,
             ObjLongConsumer<TopicPartition> sealedPositions) {
         this.config = config;
+        this.sealMaxRows = config.sealMaxRows();
+        this.sealMaxBytes = config.sealMaxBytes();
+        this.largeBlobLogBytes = config.largeBlobLogBytes();
         this.table = table;
         this.check = check;
         this.metrics = metrics;
@@ -134,9 +141,9 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         metrics.recordIn();
         accept(record.key(), record.value(), record.headers(), record.timestamp(), offset, true);
         progress.put(PROCESSED, offset + 1);
-        if (batch.size() >= config.sealMaxRows()) {
+        if (batch.size() >= sealMaxRows) {
             seal("rows");
-        } else if (batchBytes >= config.sealMaxBytes()) {
+        } else if (batchBytes >= sealMaxBytes) {
             seal("bytes");
         } else if (budget.over()) {
             // The largest buffer seals at its next check; this one seals now so the total stays bounded.
@@ -172,11 +179,11 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
         int payload = checked.rollout().getBinaryPayload() == null ? 0 : checked.rollout().getBinaryPayload().remaining();
         if (live) {
-            boolean large = config.largeBlobLogBytes() > 0 && payload >= config.largeBlobLogBytes();
+            boolean large = largeBlobLogBytes > 0 && payload >= largeBlobLogBytes;
             metrics.blob(payload, large);
             if (large) {
                 log.warn("Large payload: {} bytes (warn at {}) in experiment {} record_id {}", payload,
-                        config.largeBlobLogBytes(), checked.rollout().getExperiment(), checked.rollout().getRecordId());
+                        largeBlobLogBytes, checked.rollout().getExperiment(), checked.rollout().getRecordId());
             }
         }
         long bytes = value.length + (key == null ? 0 : key.length);

@@ -22,6 +22,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 public final class GenerationBatch implements AutoCloseable {
     private final BufferAllocator allocator;
     private final VectorSchemaRoot root;
+    private final ArrowRows.RowWriter writer;
     private final List<String> recordIds = new ArrayList<>();
     private long[] offsets = new long[64];
     private int size;
@@ -31,6 +32,7 @@ public final class GenerationBatch implements AutoCloseable {
         this.allocator = allocator;
         this.root = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
         this.root.allocateNew();
+        this.writer = new ArrowRows.RowWriter(root);
     }
 
     /** A table-independent batch (tests, the bench); the caller closes both. */
@@ -51,7 +53,7 @@ public final class GenerationBatch implements AutoCloseable {
         if (size > 0 && sourceOffset <= offsets[size - 1]) {
             throw new IllegalArgumentException("offset " + sourceOffset + " is not above the batch's last " + offsets[size - 1]);
         }
-        ArrowRows.write(root, size, rollout, sourcePartition, sourceOffset, ingestedAt);
+        writer.write(size, rollout, sourcePartition, sourceOffset, ingestedAt);
         if (size == offsets.length) {
             offsets = Arrays.copyOf(offsets, size * 2);
         }
