@@ -40,6 +40,7 @@ public final class MergeApp implements AutoCloseable {
     private final PrometheusMeterRegistry registry;
     private final RolloutTable table;
     private final MergeCoordinator coordinator;
+    private final TableMaintenanceRunner maintenance;
     private final StreamsRuntime runtime;
     private final HttpEndpoint http;
     private final ShadowGroupOffsets mergedLag;
@@ -51,6 +52,7 @@ public final class MergeApp implements AutoCloseable {
         MergeMetrics metrics = new MergeMetrics(registry);
         this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.roundMaxBytes(),
                 config.threads(), metrics, config.faultHaltAfterMerges(), config.afterGenerations());
+        this.maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
         ConfluentAvroDeserializer<GenerationSealed> events = new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();
@@ -59,7 +61,7 @@ public final class MergeApp implements AutoCloseable {
         this.mergedLag = config.mergedLagGroup().isEmpty() ? null : new ShadowGroupOffsets(config.mergedLagGroup(),
                 MergeConfig.MERGED_LAG_GROUP, config.clientConfig(), java.time.Duration.ofMillis(config.lagPublishIntervalMs()));
         this.runtime = new StreamsRuntime("rollout-merge",
-                MergeTopology.build(config, coordinator, metrics, partitions, events, merges,
+                MergeTopology.build(config, coordinator, maintenance, metrics, partitions, events, merges,
                         mergedLag == null ? (tp, offset) -> {} : mergedLag::advance),
                 config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
@@ -192,6 +194,7 @@ public final class MergeApp implements AutoCloseable {
     public void close() {
         runtime.close();
         coordinator.close();
+        maintenance.close();
         if (mergedLag != null) {
             mergedLag.close();
         }

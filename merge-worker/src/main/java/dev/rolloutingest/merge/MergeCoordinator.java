@@ -34,8 +34,8 @@ import org.slf4j.LoggerFactory;
  * do not grow with the number of shards and passes of different shards no longer race for the base
  * manifest. A round holds at most {@code rollout.merge.round.max.bytes} of sealed input (the shards over it
  * wait for the next round), so memory is bounded by the round, never by the backlog. Finished shards wait in
- * a per-shard queue until the owning task applies them on its own thread. Compaction, index upkeep and GC
- * run one at a time on a separate worker.
+ * a per-shard queue until the owning task applies them on its own thread. Table upkeep runs apart, in
+ * {@link TableMaintenanceRunner}.
  */
 public final class MergeCoordinator implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(MergeCoordinator.class);
@@ -53,9 +53,6 @@ public final class MergeCoordinator implements AutoCloseable {
         }
     }
 
-    /** A finished maintenance run (kind = compact | index | gc). */
-    public record MaintenanceOutcome(String kind, Throwable error, String summary) {}
-
     /** What the last round did, for /pending and the logs. */
     public record RoundSummary(long round, int shards, int mergedShards, int failedShards, long rows, int commits,
             long commitMs, long prepareMs, long finishedAtMs) {}
@@ -68,7 +65,6 @@ public final class MergeCoordinator implements AutoCloseable {
     private final long roundMaxBytes;
     private final MergeMetrics metrics;
     private final ExecutorService preparers;
-    private final ExecutorService maintenance;
     private final Thread planner;
     private final Thread committer;
     /**
@@ -83,8 +79,6 @@ public final class MergeCoordinator implements AutoCloseable {
     private final LinkedHashMap<String, List<Request>> requests = new LinkedHashMap<>();
     private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
     private final Map<String, Queue<Outcome>> outcomes = new ConcurrentHashMap<>();
-    private final Queue<MaintenanceOutcome> maintenanceOutcomes = new ConcurrentLinkedQueue<>();
-    private final Set<String> maintenanceRunning = ConcurrentHashMap.newKeySet();
     private final int haltAfterMerges;
     private final int continueAtLeftover;
     private final AtomicInteger committedRounds = new AtomicInteger();
@@ -115,7 +109,6 @@ public final class MergeCoordinator implements AutoCloseable {
         this.haltAfterMerges = haltAfterMerges;
         AtomicInteger n = new AtomicInteger();
         this.preparers = Executors.newFixedThreadPool(threads, r -> daemon(r, "merge-prepare-" + n.incrementAndGet()));
-        this.maintenance = Executors.newSingleThreadExecutor(r -> daemon(r, "table-maintenance"));
         this.planner = daemon(this::prepareRounds, "merge-planner");
         this.committer = daemon(this::commitRounds, "merge-committer");
         this.planner.start();
@@ -391,35 +384,6 @@ public final class MergeCoordinator implements AutoCloseable {
         return drained;
     }
 
-    /** Runs compaction, index upkeep or GC unless the same kind is still running. */
-    public boolean submitMaintenance(String kind, java.util.function.Supplier<String> work) {
-        if (!maintenanceRunning.add(kind)) {
-            return false;
-        }
-        maintenance.execute(() -> {
-            try {
-                String summary = work.get();
-                maintenanceOutcomes.add(new MaintenanceOutcome(kind, null, summary));
-                metrics.maintenance(kind, "success");
-            } catch (Exception e) {
-                log.warn("Table {}: {} failed: {}", table.location(), kind, e.getMessage());
-                maintenanceOutcomes.add(new MaintenanceOutcome(kind, e, null));
-                metrics.maintenance(kind, "failure");
-            } finally {
-                maintenanceRunning.remove(kind);
-            }
-        });
-        return true;
-    }
-
-    public List<MaintenanceOutcome> drainMaintenance() {
-        List<MaintenanceOutcome> drained = new ArrayList<>();
-        for (MaintenanceOutcome o; (o = maintenanceOutcomes.poll()) != null; ) {
-            drained.add(o);
-        }
-        return drained;
-    }
-
     static String name(MergeTrigger trigger) {
         return trigger.name().toLowerCase(Locale.ROOT);
     }
@@ -442,9 +406,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 abandoned.prepared().forEach(MergeRound.PreparedMerge::close);
             }
             preparers.shutdown();
-            maintenance.shutdown();
             preparers.awaitTermination(60, TimeUnit.SECONDS);
-            maintenance.awaitTermination(60, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -44,6 +44,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private final MergeConfig config;
     private final MergeCoordinator coordinator;
+    private final TableMaintenanceRunner maintenance;
     private final CooldownPolicy policy;
     private final MergeMetrics metrics;
     private final int eventPartitions;
@@ -57,8 +58,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private int partition;
     private boolean reconciled;
 
-    MergeScheduler(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics, int eventPartitions,
-            ObjLongConsumer<TopicPartition> mergedPositions) {
+    MergeScheduler(MergeConfig config, MergeCoordinator coordinator, TableMaintenanceRunner maintenance,
+            MergeMetrics metrics, int eventPartitions, ObjLongConsumer<TopicPartition> mergedPositions) {
+        this.maintenance = maintenance;
         this.mergedPositions = mergedPositions;
         this.config = config;
         this.coordinator = coordinator;
@@ -133,7 +135,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         metrics.backlog(partition, total);
         if (partition == 0) {
-            for (MergeCoordinator.MaintenanceOutcome outcome : coordinator.drainMaintenance()) {
+            for (TableMaintenanceRunner.Outcome outcome : maintenance.drain()) {
                 String target = coordinator.table().location().uri();
                 if (outcome.error() == null) {
                     cooldowns.delete(Cooldown.key(outcome.kind(), target));
@@ -311,7 +313,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         RolloutTable table = coordinator.table();
-        coordinator.submitMaintenance(kind, () -> switch (kind) {
+        maintenance.submit(kind, () -> switch (kind) {
             case "compact" -> table.compact(config.compactionTargetRows()).toString();
             case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows(), config.indexMaxSegments()).toString();
             default -> table.collectGarbage(config.gcGrace()).toString();

@@ -27,20 +27,21 @@ public final class MergeTopology {
 
     private MergeTopology() {}
 
-    public static Topology build(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics,
-            int eventPartitions, Deserializer<GenerationSealed> events, Serializer<GenerationsMerged> merges) {
-        return build(config, coordinator, metrics, eventPartitions, events, merges, (tp, offset) -> {});
+    static Topology build(MergeConfig config, MergeCoordinator coordinator, TableMaintenanceRunner maintenance,
+            MergeMetrics metrics, int eventPartitions, Deserializer<GenerationSealed> events,
+            Serializer<GenerationsMerged> merges) {
+        return build(config, coordinator, maintenance, metrics, eventPartitions, events, merges, (tp, offset) -> {});
     }
 
     /** @param mergedPositions told, per input partition, the first offset not yet in the base table */
-    public static Topology build(MergeConfig config, MergeCoordinator coordinator, MergeMetrics metrics,
-            int eventPartitions, Deserializer<GenerationSealed> events, Serializer<GenerationsMerged> merges,
-            ObjLongConsumer<TopicPartition> mergedPositions) {
+    static Topology build(MergeConfig config, MergeCoordinator coordinator, TableMaintenanceRunner maintenance,
+            MergeMetrics metrics, int eventPartitions, Deserializer<GenerationSealed> events,
+            Serializer<GenerationsMerged> merges, ObjLongConsumer<TopicPartition> mergedPositions) {
         Topology topology = new Topology();
         topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events,
                 config.generationsTopic());
-        topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, metrics, eventPartitions,
-                mergedPositions), SOURCE);
+        topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, maintenance, metrics,
+                eventPartitions, mergedPositions), SOURCE);
         // Caching: a shard's record reaches the changelog once per commit, however often it changed.
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(BACKLOG_STORE),
                 Serdes.String(), Serdes.String()).withCachingEnabled(), SCHEDULER);

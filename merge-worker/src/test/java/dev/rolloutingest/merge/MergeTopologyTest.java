@@ -43,6 +43,7 @@ class MergeTopologyTest {
     private final Path dir = Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
     private RolloutTable table;
     private MergeCoordinator coordinator;
+    private TableMaintenanceRunner maintenance;
     private TopologyTestDriver driver;
     private TestInputTopic<String, GenerationSealed> sealed;
     private TestOutputTopic<String, GenerationsMerged> merged;
@@ -67,7 +68,8 @@ class MergeTopologyTest {
         MergeMetrics metrics = new MergeMetrics(meters);
         coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), 2, metrics);
         // Avro single-object encoding stands in for the registry serde here; the ITs use the real one.
-        var topology = MergeTopology.build(config, coordinator, metrics, 1,
+        maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
+        var topology = MergeTopology.build(config, coordinator, maintenance, metrics, 1,
                 (topic, bytes) -> decode(() -> GenerationSealed.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))),
                 (topic, event) -> decode(() -> event.toByteBuffer().array()));
         Properties props = config.streamsProperties();
@@ -98,6 +100,9 @@ class MergeTopologyTest {
         }
         if (coordinator != null) {
             coordinator.close();
+        }
+        if (maintenance != null) {
+            maintenance.close();
         }
         if (table != null) {
             table.close();

@@ -1,0 +1,81 @@
+package dev.rolloutingest.merge;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs the table-wide upkeep (compaction, record_id index, GC) one job at a time on a thread of its own, off
+ * the stream threads and apart from merge rounds; a kind still running is not started twice. Finished jobs
+ * wait until the owning task applies them (cooldowns) on its own thread.
+ */
+final class TableMaintenanceRunner implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(TableMaintenanceRunner.class);
+
+    /** A finished run (kind = compact | index | gc): its summary, or the error that failed it. */
+    record Outcome(String kind, Throwable error, String summary) {}
+
+    private final String table;
+    private final MergeMetrics metrics;
+    private final ExecutorService worker;
+    private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
+    private final Set<String> running = ConcurrentHashMap.newKeySet();
+
+    TableMaintenanceRunner(String table, MergeMetrics metrics) {
+        this.table = table;
+        this.metrics = metrics;
+        this.worker = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "table-maintenance");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Starts a run of this kind unless one is still running; false when it is. */
+    boolean submit(String kind, Supplier<String> work) {
+        if (!running.add(kind)) {
+            return false;
+        }
+        worker.execute(() -> {
+            try {
+                outcomes.add(new Outcome(kind, null, work.get()));
+                metrics.maintenance(kind, "success");
+            } catch (Exception e) {
+                log.warn("Table {}: {} failed: {}", table, kind, e.getMessage());
+                outcomes.add(new Outcome(kind, e, null));
+                metrics.maintenance(kind, "failure");
+            } finally {
+                running.remove(kind);
+            }
+        });
+        return true;
+    }
+
+    /** Finished runs, oldest first, removed from the queue. */
+    List<Outcome> drain() {
+        List<Outcome> drained = new ArrayList<>();
+        for (Outcome o; (o = outcomes.poll()) != null; ) {
+            drained.add(o);
+        }
+        return drained;
+    }
+
+    @Override
+    public void close() {
+        worker.shutdown();
+        try {
+            worker.awaitTermination(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
