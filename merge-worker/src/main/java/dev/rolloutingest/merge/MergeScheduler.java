@@ -1,6 +1,5 @@
 package dev.rolloutingest.merge;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.schemas.MergeTrigger;
@@ -9,8 +8,6 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -39,7 +36,6 @@ import org.slf4j.LoggerFactory;
  */
 final class MergeScheduler implements Processor<String, GenerationSealed, String, GenerationsMerged> {
     private static final Logger log = LoggerFactory.getLogger(MergeScheduler.class);
-    private static final ObjectMapper JSON = new ObjectMapper();
     static final String MERGE = "merge";
 
     private final MergeConfig config;
@@ -53,8 +49,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private final Map<String, TopicPartition> partitionOf = new java.util.HashMap<>();
 
     private ProcessorContext<String, GenerationsMerged> context;
-    private KeyValueStore<String, String> backlogs;
-    private KeyValueStore<String, String> cooldowns;
+    private KeyValueStore<String, ShardBacklog> backlogs;
+    private KeyValueStore<String, Cooldown> cooldowns;
     private int partition;
     private boolean reconciled;
 
@@ -72,8 +68,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     @Override
     public void init(ProcessorContext<String, GenerationsMerged> context) {
         this.context = context;
-        this.backlogs = context.getStateStore(MergeTopology.BACKLOG_STORE);
-        this.cooldowns = context.getStateStore(MergeTopology.COOLDOWN_STORE);
+        this.backlogs = MergeStores.backlogs(context);
+        this.cooldowns = MergeStores.cooldowns(context);
         this.partition = context.taskId().partition();
         context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
         context.schedule(Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
@@ -118,7 +114,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         long total = 0;
         List<String> shards = new ArrayList<>();
-        try (KeyValueIterator<String, String> all = backlogs.all()) {
+        try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
             all.forEachRemaining(kv -> shards.add(kv.key));
         }
         for (String shard : shards) {
@@ -225,7 +221,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private void recordFailure(String kind, String target, Throwable error, long now) {
         Cooldown previous = cooldown(kind, target);
         Cooldown next = policy.onFailure(previous, kind, target, String.valueOf(error.getMessage()), now);
-        cooldowns.put(next.key(), json(next));
+        cooldowns.put(next.key(), next);
         if (next.activeAt(now)) {
             metrics.cooldown();
             log.warn("{} of {} failed {} times in a row; automatic runs skip it until {} (cooldown {} s). Last error: {}",
@@ -266,7 +262,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         java.util.Set<String> owned = new java.util.TreeSet<>();
-        try (KeyValueIterator<String, String> all = backlogs.all()) {
+        try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
             all.forEachRemaining(kv -> owned.add(kv.key));
         }
         for (String shard : tableShards) {
@@ -322,10 +318,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private void expireCooldowns(long now) {
         List<String> expired = new ArrayList<>();
-        try (KeyValueIterator<String, String> all = cooldowns.all()) {
+        try (KeyValueIterator<String, Cooldown> all = cooldowns.all()) {
             while (all.hasNext()) {
-                KeyValue<String, String> kv = all.next();
-                if (policy.expired(read(kv.value, Cooldown.class), now)) {
+                KeyValue<String, Cooldown> kv = all.next();
+                if (policy.expired(kv.value, now)) {
                     expired.add(kv.key);
                 }
             }
@@ -334,33 +330,16 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     }
 
     private ShardBacklog backlog(String shard) {
-        String value = backlogs.get(shard);
-        return value == null ? ShardBacklog.empty() : read(value, ShardBacklog.class);
+        ShardBacklog backlog = backlogs.get(shard);
+        return backlog == null ? ShardBacklog.empty() : backlog;
     }
 
     private void put(String shard, ShardBacklog backlog) {
-        backlogs.put(shard, json(backlog));
+        backlogs.put(shard, backlog);
     }
 
     private Cooldown cooldown(String kind, String target) {
-        String value = cooldowns.get(Cooldown.key(kind, target));
-        return value == null ? null : read(value, Cooldown.class);
-    }
-
-    static String json(Object value) {
-        try {
-            return JSON.writeValueAsString(value);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    static <T> T read(String json, Class<T> type) {
-        try {
-            return JSON.readValue(json, type);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return cooldowns.get(Cooldown.key(kind, target));
     }
 
     @Override

@@ -5,12 +5,10 @@ import dev.rolloutingest.schemas.GenerationsMerged;
 import java.util.function.ObjLongConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Deserializer;
-import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.state.Stores;
 
 /**
  * The merge-worker topology, built by a function the app and the tests share:
@@ -22,8 +20,6 @@ public final class MergeTopology {
     static final String SOURCE = "generations-source";
     static final String SCHEDULER = "scheduler";
     static final String SINK = "merges-sink";
-    public static final String BACKLOG_STORE = "merge-backlog";
-    public static final String COOLDOWN_STORE = "merge-cooldowns";
 
     private MergeTopology() {}
 
@@ -42,11 +38,7 @@ public final class MergeTopology {
                 config.generationsTopic());
         topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, maintenance, metrics,
                 eventPartitions, mergedPositions), SOURCE);
-        // Caching: a shard's record reaches the changelog once per commit, however often it changed.
-        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(BACKLOG_STORE),
-                Serdes.String(), Serdes.String()).withCachingEnabled(), SCHEDULER);
-        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(COOLDOWN_STORE),
-                Serdes.String(), Serdes.String()).withCachingEnabled(), SCHEDULER);
+        MergeStores.addTo(topology, SCHEDULER);
         topology.addSink(SINK, config.mergesTopic(), new StringSerializer(), merges, SCHEDULER);
         return topology;
     }

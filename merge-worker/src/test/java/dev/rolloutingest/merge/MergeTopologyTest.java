@@ -225,8 +225,8 @@ class MergeTopologyTest {
             seal(1);
             settle();
         }
-        KeyValueStore<String, String> cooldowns = driver.getKeyValueStore(MergeTopology.COOLDOWN_STORE);
-        Cooldown cooldown = MergeScheduler.read(cooldowns.get(Cooldown.key("merge", poison)), Cooldown.class);
+        KeyValueStore<String, Cooldown> cooldowns = driver.getKeyValueStore(MergeStores.COOLDOWN_STORE);
+        Cooldown cooldown = cooldowns.get(Cooldown.key("merge", poison));
         assertThat(cooldown.failures()).isEqualTo(3);
         assertThat(cooldown.activeAt(System.currentTimeMillis())).isTrue();
         assertThat(cooldown.lastError()).contains("generation 10");
@@ -239,7 +239,7 @@ class MergeTopologyTest {
         MergeCoordinator.Outcome manual = coordinator.manual(poison).get();
         assertThat(manual.failed()).isTrue();
         settle();
-        assertThat(MergeScheduler.read(cooldowns.get(Cooldown.key("merge", poison)), Cooldown.class).failures()).isEqualTo(4);
+        assertThat(cooldowns.get(Cooldown.key("merge", poison)).failures()).isEqualTo(4);
     }
 
     @Test
@@ -250,7 +250,7 @@ class MergeTopologyTest {
         Path aside = folder.resolveSibling("aside");
         Files.move(folder, aside);
         settle();
-        KeyValueStore<String, String> cooldowns = driver.getKeyValueStore(MergeTopology.COOLDOWN_STORE);
+        KeyValueStore<String, Cooldown> cooldowns = driver.getKeyValueStore(MergeStores.COOLDOWN_STORE);
         assertThat(cooldowns.get(Cooldown.key("merge", g.shard()))).isNotNull();
         Files.move(aside, folder);
         // Retried on every check, the shard may already be cooling down: the manual pass is never gated.
@@ -305,8 +305,8 @@ class MergeTopologyTest {
     }
 
     private ShardBacklog backlog(int partition) {
-        KeyValueStore<String, String> store = driver.getKeyValueStore(MergeTopology.BACKLOG_STORE);
-        return MergeScheduler.read(store.get(ShardId.of(TOPIC, partition)), ShardBacklog.class);
+        KeyValueStore<String, ShardBacklog> store = driver.getKeyValueStore(MergeStores.BACKLOG_STORE);
+        return store.get(ShardId.of(TOPIC, partition));
     }
 
 }

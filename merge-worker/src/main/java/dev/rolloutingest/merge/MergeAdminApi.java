@@ -1,0 +1,123 @@
+package dev.rolloutingest.merge;
+
+import dev.rolloutingest.runtime.HttpEndpoint;
+import dev.rolloutingest.runtime.StreamsRuntime;
+import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.ShardId;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.BiFunction;
+import org.apache.kafka.streams.StoreQueryParameters;
+import org.apache.kafka.streams.errors.InvalidStateStoreException;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+
+/**
+ * The merge-worker's admin API on its HTTP endpoint:
+ * <pre>
+ * GET  /cooldowns       every cooldown record: kind, target, failures, until, active, last error
+ * GET  /pending         per shard: pending generations and the oldest's age; the last round
+ * POST /merge/{shard}   a manual merge, never gated by a cooldown                400 not a shard id
+ * </pre>
+ */
+final class MergeAdminApi {
+    private final StreamsRuntime runtime;
+    private final MergeCoordinator coordinator;
+
+    MergeAdminApi(StreamsRuntime runtime, MergeCoordinator coordinator) {
+        this.runtime = runtime;
+        this.coordinator = coordinator;
+    }
+
+    void mount(HttpEndpoint http) {
+        http.route("/cooldowns", exchange -> HttpEndpoint.Response.json(200, cooldowns()));
+        http.route("/pending", exchange -> HttpEndpoint.Response.json(200, pending()));
+        http.route("/merge/", exchange -> {
+            if (!"POST".equals(exchange.getRequestMethod())) {
+                return HttpEndpoint.Response.error(405, "POST /merge/{shard}");
+            }
+            String shard = exchange.getRequestURI().getPath().substring("/merge/".length());
+            if (!ShardId.isValid(shard)) {
+                return HttpEndpoint.Response.error(400, "not a shard id (lowercase hyphenated UUID): " + shard);
+            }
+            return manual(shard);
+        });
+    }
+
+    private HttpEndpoint.Response manual(String shard) throws Exception {
+        try {
+            MergeCoordinator.Outcome outcome = coordinator.manual(shard).get(10, TimeUnit.MINUTES);
+            if (outcome.failed()) {
+                String why = outcome.error() instanceof RolloutTableException.GenerationUnreadable unreadable
+                        ? ": generation " + unreadable.generation() + " cannot be read" : "";
+                return HttpEndpoint.Response.failure(500, "merge of shard " + shard + " failed" + why, outcome.error());
+            }
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("shard", shard);
+            body.put("merged_generations", outcome.result().mergedGenerations());
+            body.put("previous_watermark", outcome.result().previousWatermark());
+            body.put("new_watermark", outcome.result().newWatermark());
+            body.put("rows", outcome.result().rows());
+            body.put("left_pending", outcome.result().leftover());
+            body.put("duration_ms", outcome.duration().toMillis());
+            return HttpEndpoint.Response.json(200, body);
+        } catch (TimeoutException e) {
+            return HttpEndpoint.Response.error(202, "merge of shard " + shard + " still running");
+        }
+    }
+
+    private <V, T> List<T> readStore(String store, BiFunction<String, V, T> map) {
+        ReadOnlyKeyValueStore<String, V> view = runtime.streams().store(
+                StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.<String, V>keyValueStore()));
+        List<T> out = new ArrayList<>();
+        try (KeyValueIterator<String, V> all = view.all()) {
+            all.forEachRemaining(kv -> out.add(map.apply(kv.key, kv.value)));
+        }
+        return out;
+    }
+
+    List<Map<String, Object>> cooldowns() {
+        long now = System.currentTimeMillis();
+        try {
+            return this.<Cooldown, Map<String, Object>>readStore(MergeStores.COOLDOWN_STORE, (key, c) -> {
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("kind", c.kind());
+                row.put("target", c.target());
+                row.put("failures", c.failures());
+                row.put("until", c.untilMs() == 0 ? null : Instant.ofEpochMilli(c.untilMs()).toString());
+                row.put("active", c.activeAt(now));
+                row.put("last_error", c.lastError());
+                return row;
+            });
+        } catch (InvalidStateStoreException e) {
+            return List.of();
+        }
+    }
+
+    Map<String, Object> pending() {
+        long now = System.currentTimeMillis();
+        List<Map<String, Object>> shards;
+        try {
+            shards = this.<ShardBacklog, Map<String, Object>>readStore(MergeStores.BACKLOG_STORE, (shard, backlog) -> {
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("shard", shard);
+                row.put("pending", backlog.count());
+                row.put("oldest_age_ms", backlog.oldestAgeMs(now));
+                return row;
+            });
+        } catch (InvalidStateStoreException e) {
+            shards = List.of();
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("total", shards.stream().mapToInt(s -> (int) s.get("pending")).sum());
+        body.put("shards", shards);
+        body.put("last_round", coordinator.lastRound());
+        return body;
+    }
+}
