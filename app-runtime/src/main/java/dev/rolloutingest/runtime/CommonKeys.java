@@ -44,55 +44,145 @@ public final class CommonKeys {
     }
 
     /** A ConfigDef holding the common keys; the app adds its own to it. */
-    public static ConfigDef define(String defaultApplicationId, String defaultStateDir, int defaultHttpPort,
-            String httpRoutes) {
+    public static ConfigDef define(
+            String defaultApplicationId, String defaultStateDir, int defaultHttpPort, String httpRoutes) {
         return new ConfigDef()
-                .define(BOOTSTRAP_SERVERS, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                .define(
+                        BOOTSTRAP_SERVERS,
+                        STRING,
+                        ConfigDef.NO_DEFAULT_VALUE,
+                        new ConfigDef.NonEmptyString(),
+                        HIGH,
                         "Kafka brokers, host:port[,host:port]")
-                .define(SCHEMA_REGISTRY_URL, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                .define(
+                        SCHEMA_REGISTRY_URL,
+                        STRING,
+                        ConfigDef.NO_DEFAULT_VALUE,
+                        new ConfigDef.NonEmptyString(),
+                        HIGH,
                         "Confluent-compatible schema registry base URL (Apicurio: http://host:port/apis/ccompat/v7)")
-                .define(TABLE_URI, STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(), HIGH,
+                .define(
+                        TABLE_URI,
+                        STRING,
+                        ConfigDef.NO_DEFAULT_VALUE,
+                        new ConfigDef.NonEmptyString(),
+                        HIGH,
                         "Lance table: a local path or s3://bucket/prefix; storage options as rollout.table.storage.<option>")
-                .define(APPLICATION_ID, STRING, defaultApplicationId, new ConfigDef.NonEmptyString(), MEDIUM,
+                .define(
+                        APPLICATION_ID,
+                        STRING,
+                        defaultApplicationId,
+                        new ConfigDef.NonEmptyString(),
+                        MEDIUM,
                         "Kafka Streams application id (also the consumer group)")
-                .define(STATE_DIR, STRING, defaultStateDir, new ConfigDef.NonEmptyString(), LOW,
+                .define(
+                        STATE_DIR,
+                        STRING,
+                        defaultStateDir,
+                        new ConfigDef.NonEmptyString(),
+                        LOW,
                         "Kafka Streams state directory")
-                .define(HTTP_HOST, STRING, "127.0.0.1", new ConfigDef.NonEmptyString(), LOW,
+                .define(
+                        HTTP_HOST,
+                        STRING,
+                        "127.0.0.1",
+                        new ConfigDef.NonEmptyString(),
+                        LOW,
                         "Address of the HTTP endpoint (" + httpRoutes + ")")
-                .define(HTTP_PORT, INT, defaultHttpPort, ConfigDef.Range.between(0, 65535), LOW,
+                .define(
+                        HTTP_PORT,
+                        INT,
+                        defaultHttpPort,
+                        ConfigDef.Range.between(0, 65535),
+                        LOW,
                         "Port of the HTTP endpoint (0 = any free port)")
-                .define(INSTANCE_ID, STRING, "", null, MEDIUM,
+                .define(
+                        INSTANCE_ID,
+                        STRING,
+                        "",
+                        null,
+                        MEDIUM,
                         "This instance's stable identity in the consumer group (static membership: a restarted instance"
                                 + " takes its partitions back at once, without a rebalance). Empty = an id kept in the"
                                 + " state directory, so each state directory is one instance; set it when the state"
                                 + " directory does not survive a restart (e.g. the pod name)")
-                .define(SESSION_TIMEOUT_MS, INT, 15_000, ConfigDef.Range.between(6_000, 300_000), MEDIUM,
+                .define(
+                        SESSION_TIMEOUT_MS,
+                        INT,
+                        15_000,
+                        ConfigDef.Range.between(6_000, 300_000),
+                        MEDIUM,
                         "How long the group waits for an instance that stopped heartbeating before its partitions go to"
                                 + " the others (a crashed instance that does not come back); shorter means faster"
                                 + " takeover and more spurious rebalances on long GC pauses")
-                .define(COMMIT_INTERVAL_MS, LONG, 1_000L, ConfigDef.Range.between(10, 60_000), LOW,
+                .define(
+                        COMMIT_INTERVAL_MS,
+                        LONG,
+                        1_000L,
+                        ConfigDef.Range.between(10, 60_000),
+                        LOW,
                         "Exactly-once commit interval: input offsets, state and output events commit together this"
                                 + " often (each commit is a transaction; the records after the last one are redone after"
                                 + " a crash)")
-                .define(LAG_PUBLISH_INTERVAL_MS, LONG, 1_000L, ConfigDef.Range.between(100, 60_000), LOW,
+                .define(
+                        LAG_PUBLISH_INTERVAL_MS,
+                        LONG,
+                        1_000L,
+                        ConfigDef.Range.between(100, 60_000),
+                        LOW,
                         "How often the positions of the lag groups (sealed, merged) are committed when they moved")
-                .define(PENDING_WARN_GENERATIONS, INT, TableSettings.DEFAULTS.pendingWarnGenerations(),
-                        ConfigDef.Range.atLeast(0), MEDIUM, "Reads warn once per shard at this many pending (unmerged)"
+                .define(
+                        PENDING_WARN_GENERATIONS,
+                        INT,
+                        TableSettings.DEFAULTS.pendingWarnGenerations(),
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Reads warn once per shard at this many pending (unmerged)"
                                 + " generations, with the table and shard (0 = no warn; the metric is always sampled)")
-                .define(PENDING_MAX_GENERATIONS, INT, TableSettings.DEFAULTS.pendingMaxGenerations(),
-                        ConfigDef.Range.atLeast(0), MEDIUM, "Reads fail fast (the read API answers 503) when a shard has"
+                .define(
+                        PENDING_MAX_GENERATIONS,
+                        INT,
+                        TableSettings.DEFAULTS.pendingMaxGenerations(),
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Reads fail fast (the read API answers 503) when a shard has"
                                 + " more pending generations than this (0 = no cap)")
-                .define(READ_REFRESH_MS, LONG, TableSettings.DEFAULTS.readRefreshMs(), ConfigDef.Range.between(0, 60_000),
-                        MEDIUM, "Readers see generations sealed and merges committed by other processes at most this"
+                .define(
+                        READ_REFRESH_MS,
+                        LONG,
+                        TableSettings.DEFAULTS.readRefreshMs(),
+                        ConfigDef.Range.between(0, 60_000),
+                        MEDIUM,
+                        "Readers see generations sealed and merges committed by other processes at most this"
                                 + " late: how often the cached catalog of seals and the base handle are refreshed")
-                .define(READ_CACHE_BYTES, LONG, TableSettings.DEFAULTS.readCacheBytes(), ConfigDef.Range.atLeast(1L << 20),
-                        LOW, "Memory for lance-core's index and metadata caches of this process's table reads")
-                .define(READ_OPEN_GENERATIONS, INT, TableSettings.DEFAULTS.readOpenGenerations(), ConfigDef.Range.atLeast(0),
-                        LOW, "Pending generation datasets kept open for lookups (least recently used closed first)")
-                .define(HEALTH_MAX_THREAD_REPLACEMENTS, INT, 3, ConfigDef.Range.atLeast(0), LOW,
+                .define(
+                        READ_CACHE_BYTES,
+                        LONG,
+                        TableSettings.DEFAULTS.readCacheBytes(),
+                        ConfigDef.Range.atLeast(1L << 20),
+                        LOW,
+                        "Memory for lance-core's index and metadata caches of this process's table reads")
+                .define(
+                        READ_OPEN_GENERATIONS,
+                        INT,
+                        TableSettings.DEFAULTS.readOpenGenerations(),
+                        ConfigDef.Range.atLeast(0),
+                        LOW,
+                        "Pending generation datasets kept open for lookups (least recently used closed first)")
+                .define(
+                        HEALTH_MAX_THREAD_REPLACEMENTS,
+                        INT,
+                        3,
+                        ConfigDef.Range.atLeast(0),
+                        LOW,
                         "/health answers 503 when more stream threads than this failed and were replaced within "
                                 + HEALTH_THREAD_REPLACEMENT_WINDOW_MS + " (0 = never)")
-                .define(HEALTH_THREAD_REPLACEMENT_WINDOW_MS, LONG, 600_000L, ConfigDef.Range.atLeast(1), LOW,
+                .define(
+                        HEALTH_THREAD_REPLACEMENT_WINDOW_MS,
+                        LONG,
+                        600_000L,
+                        ConfigDef.Range.atLeast(1),
+                        LOW,
                         "The window over which stream-thread replacements are counted for /health");
     }
 }

@@ -79,7 +79,11 @@ public final class ConfigSources {
         Map<String, String> settings = new HashMap<>();
         for (Map.Entry<String, String> e : env.entrySet()) {
             if (e.getKey().startsWith(STREAMS_ENV_PREFIX) && e.getKey().length() > STREAMS_ENV_PREFIX.length()) {
-                settings.put(e.getKey().substring(STREAMS_ENV_PREFIX.length()).toLowerCase(Locale.ROOT).replace('_', '.'),
+                settings.put(
+                        e.getKey()
+                                .substring(STREAMS_ENV_PREFIX.length())
+                                .toLowerCase(Locale.ROOT)
+                                .replace('_', '.'),
                         e.getValue().trim());
             }
         }
@@ -128,7 +132,9 @@ public final class ConfigSources {
     public static Map<String, Object> serdeSettings(Map<String, Object> values) {
         Map<String, Object> serde = new HashMap<>();
         values.forEach((k, v) -> {
-            if (k.startsWith("schema.registry.") || k.startsWith("basic.auth.") || k.equals("auto.register.schemas")
+            if (k.startsWith("schema.registry.")
+                    || k.startsWith("basic.auth.")
+                    || k.equals("auto.register.schemas")
                     || k.equals("use.latest.version")) {
                 serde.put(k, v);
             }
@@ -154,11 +160,13 @@ public final class ConfigSources {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, config.getLong(CommonKeys.COMMIT_INTERVAL_MS));
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         // Streams appends the stream thread's index to it, so each thread is its own static member.
-        props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG),
+        props.put(
+                StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG),
                 applicationId + "-" + instanceId(config.getString(CommonKeys.INSTANCE_ID), Path.of(stateDir)));
         int session = config.getInt(CommonKeys.SESSION_TIMEOUT_MS);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), Math.max(500, session / 5));
+        props.put(
+                StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), Math.max(500, session / 5));
         // There is no global store; this only keeps Streams from warning about it at every start. The
         // partition assignor builds its own StreamsConfig from the main consumer's settings: it needs it too.
         props.put("processing.exception.handler.global.enabled", "true");
@@ -188,7 +196,9 @@ public final class ConfigSources {
             Files.writeString(file, created);
             return created;
         } catch (IOException e) {
-            throw new ConfigException(CommonKeys.STATE_DIR, stateDir.toString(),
+            throw new ConfigException(
+                    CommonKeys.STATE_DIR,
+                    stateDir.toString(),
                     "cannot keep the instance id there (" + e.getMessage() + "); set " + CommonKeys.INSTANCE_ID);
         }
     }

@@ -68,8 +68,10 @@ public final class HttpEndpoint implements AutoCloseable {
         try {
             this.server = HttpServer.create(new InetSocketAddress(host, port), 64);
         } catch (IOException e) {
-            throw new UncheckedIOException("Cannot bind the HTTP endpoint to " + host + ":" + port + " (" + e.getMessage()
-                    + "); choose another with http.host / http.port (HTTP_HOST / HTTP_PORT)", e);
+            throw new UncheckedIOException(
+                    "Cannot bind the HTTP endpoint to " + host + ":" + port + " (" + e.getMessage()
+                            + "); choose another with http.host / http.port (HTTP_HOST / HTTP_PORT)",
+                    e);
         }
         this.executor = Executors.newFixedThreadPool(4, r -> {
             Thread t = new Thread(r, "http-" + port);
@@ -86,8 +88,11 @@ public final class HttpEndpoint implements AutoCloseable {
             try {
                 response = route.handle(exchange);
             } catch (Exception e) {
-                response = Response.failure(500, "internal error while serving " + exchange.getRequestMethod() + " "
-                        + exchange.getRequestURI().getPath(), e);
+                response = Response.failure(
+                        500,
+                        "internal error while serving " + exchange.getRequestMethod() + " "
+                                + exchange.getRequestURI().getPath(),
+                        e);
             }
             send(exchange, response);
         });

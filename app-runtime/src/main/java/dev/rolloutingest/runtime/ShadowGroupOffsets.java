@@ -48,7 +48,9 @@ public final class ShadowGroupOffsets implements AutoCloseable {
         this.admin = Admin.create(adminConfig);
         try {
             refuseIfItHasMembers();
-            admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS)
+            admin.listConsumerGroupOffsets(group)
+                    .partitionsToOffsetAndMetadata()
+                    .get(30, TimeUnit.SECONDS)
                     .forEach((tp, offset) -> {
                         if (offset != null) {
                             committed.put(tp, offset.offset());
@@ -60,8 +62,11 @@ public final class ShadowGroupOffsets implements AutoCloseable {
             throw e;
         } catch (Exception e) {
             admin.close();
-            throw new ConfigException(settingKey, group, "cannot read the group's offsets from " + adminConfig.get("bootstrap.servers")
-                    + " within 30 s (" + e + "); on a SASL/SSL cluster give the client security settings as streams.*");
+            throw new ConfigException(
+                    settingKey,
+                    group,
+                    "cannot read the group's offsets from " + adminConfig.get("bootstrap.servers") + " within 30 s ("
+                            + e + "); on a SASL/SSL cluster give the client security settings as streams.*");
         }
         this.flusher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "shadow-group-" + group);
@@ -73,11 +78,16 @@ public final class ShadowGroupOffsets implements AutoCloseable {
 
     private void refuseIfItHasMembers() throws Exception {
         try {
-            ConsumerGroupDescription description = admin.describeConsumerGroups(List.of(group)).describedGroups().get(group)
+            ConsumerGroupDescription description = admin.describeConsumerGroups(List.of(group))
+                    .describedGroups()
+                    .get(group)
                     .get(30, TimeUnit.SECONDS);
             if (!description.members().isEmpty()) {
-                throw new ConfigException(settingKey, group, "the consumer group has " + description.members().size()
-                        + " member(s); it must be a group no consumer joins (choose another name, or empty to disable)");
+                throw new ConfigException(
+                        settingKey,
+                        group,
+                        "the consumer group has " + description.members().size()
+                                + " member(s); it must be a group no consumer joins (choose another name, or empty to disable)");
             }
         } catch (java.util.concurrent.ExecutionException e) {
             if (!(e.getCause() instanceof GroupIdNotFoundException)) {
@@ -116,7 +126,10 @@ public final class ShadowGroupOffsets implements AutoCloseable {
             changed.forEach((tp, offset) -> committed.put(tp, offset.offset()));
         } catch (Exception e) {
             // Next interval again; the positions are kept. A group some consumer joined refuses the write.
-            log.warn("Could not commit the positions of group {} ({} partitions): {}", group, changed.size(),
+            log.warn(
+                    "Could not commit the positions of group {} ({} partitions): {}",
+                    group,
+                    changed.size(),
                     e.getMessage());
         }
     }

@@ -46,7 +46,12 @@ public final class StreamsRuntime implements AutoCloseable {
      *     {@code replacementWindowMs} (0 = never): a thread that keeps failing on the same work is stuck,
      *     however RUNNING the state looks
      */
-    public StreamsRuntime(String name, Topology topology, Properties props, MeterRegistry registry, int maxReplacements,
+    public StreamsRuntime(
+            String name,
+            Topology topology,
+            Properties props,
+            MeterRegistry registry,
+            int maxReplacements,
             long replacementWindowMs) {
         this.name = name;
         this.maxReplacements = maxReplacements;
@@ -56,7 +61,11 @@ public final class StreamsRuntime implements AutoCloseable {
                 .register(registry);
         this.streams = new KafkaStreams(topology, props);
         this.streams.setUncaughtExceptionHandler(error -> {
-            log.error("{}: stream thread failed, replacing it (uncommitted work is redone): {}", name, error.toString(), error);
+            log.error(
+                    "{}: stream thread failed, replacing it (uncommitted work is redone): {}",
+                    name,
+                    error.toString(),
+                    error);
             replacementCounter.increment();
             lastThreadError = rootMessage(error);
             synchronized (replacements) {
@@ -90,7 +99,8 @@ public final class StreamsRuntime implements AutoCloseable {
     public List<String> problems() {
         List<String> problems = new ArrayList<>();
         KafkaStreams.State state = streams.state();
-        if (!(state == KafkaStreams.State.RUNNING || state == KafkaStreams.State.REBALANCING
+        if (!(state == KafkaStreams.State.RUNNING
+                || state == KafkaStreams.State.REBALANCING
                 || state == KafkaStreams.State.CREATED)) {
             problems.add("Kafka Streams is " + state);
         }
@@ -116,15 +126,17 @@ public final class StreamsRuntime implements AutoCloseable {
         while (root.getCause() != null && root.getCause() != root) {
             root = root.getCause();
         }
-        return root == error ? String.valueOf(error.getMessage()) : error.getMessage() + " (cause: " + root.getMessage() + ")";
+        return root == error
+                ? String.valueOf(error.getMessage())
+                : error.getMessage() + " (cause: " + root.getMessage() + ")";
     }
 
     /** Input partitions assigned to this instance's active tasks. */
     public Set<TopicPartition> assignedPartitions() {
         Set<TopicPartition> assigned = new HashSet<>();
         try {
-            streams.metadataForLocalThreads().forEach(thread -> thread.activeTasks()
-                    .forEach(task -> assigned.addAll(task.topicPartitions())));
+            streams.metadataForLocalThreads()
+                    .forEach(thread -> thread.activeTasks().forEach(task -> assigned.addAll(task.topicPartitions())));
         } catch (RuntimeException e) {
             // not running: nothing is assigned
         }
@@ -161,7 +173,9 @@ public final class StreamsRuntime implements AutoCloseable {
      *
      * @param appProblems the app's own checks (e.g. partitions that cannot seal)
      */
-    public void mountHealth(HttpEndpoint http, java.util.function.Supplier<Map<String, Object>> details,
+    public void mountHealth(
+            HttpEndpoint http,
+            java.util.function.Supplier<Map<String, Object>> details,
             java.util.function.Supplier<List<String>> appProblems) {
         http.route("/health", exchange -> {
             Map<String, Object> body = new LinkedHashMap<>();
@@ -178,14 +192,17 @@ public final class StreamsRuntime implements AutoCloseable {
     /** Blocks until SIGTERM/SIGINT, then closes the app: the body of both apps' main(). */
     public static void runUntilTerminated(AutoCloseable app, String name) throws InterruptedException {
         java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            try {
-                app.close();
-            } catch (Exception e) {
-                log.warn("{}: error while stopping: {}", name, e.toString());
-            }
-            stopped.countDown();
-        }, name + "-shutdown"));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            try {
+                                app.close();
+                            } catch (Exception e) {
+                                log.warn("{}: error while stopping: {}", name, e.toString());
+                            }
+                            stopped.countDown();
+                        },
+                        name + "-shutdown"));
         stopped.await();
     }
 
@@ -193,7 +210,8 @@ public final class StreamsRuntime implements AutoCloseable {
     public void close() {
         // Leave the group explicitly: a static member that just stops would keep its partitions until the
         // session timeout; leaving hands them to the other instances at once.
-        streams.close(new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(30)).leaveGroup(true));
+        streams.close(
+                new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(30)).leaveGroup(true));
         metrics.close();
     }
 }

@@ -55,16 +55,26 @@ public final class ApicurioRegistry implements AutoCloseable {
             throw new UncheckedIOException("Could not create " + tmp, e);
         }
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:+UseSerialGC",
-                "-Dquarkus.http.host=127.0.0.1", "-Dquarkus.http.port=" + port,
-                "-Dquarkus.log.level=WARN", "-Dquarkus.banner.enabled=false",
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-Dquarkus.http.host=127.0.0.1",
+                "-Dquarkus.http.port=" + port,
+                "-Dquarkus.log.level=WARN",
+                "-Dquarkus.banner.enabled=false",
                 // Quarkus/Vert.x write caches to the temp dir: keep them inside workDir.
-                "-Djava.io.tmpdir=" + tmp, "-Dvertx.cacheDirBase=" + tmp.resolve("vertx-cache"),
-                "-jar", runner.getFileName().toString()));
+                "-Djava.io.tmpdir=" + tmp,
+                "-Dvertx.cacheDirBase=" + tmp.resolve("vertx-cache"),
+                "-jar",
+                runner.getFileName().toString()));
         Process process;
         try {
-            process = new ProcessBuilder(command).directory(runner.getParent().toFile())
-                    .redirectErrorStream(true).redirectOutput(logFile.toFile()).start();
+            process = new ProcessBuilder(command)
+                    .directory(runner.getParent().toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(logFile.toFile())
+                    .start();
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start Apicurio Registry: " + command, e);
         }
@@ -96,19 +106,27 @@ public final class ApicurioRegistry implements AutoCloseable {
     }
 
     private void awaitReady(Duration timeout) {
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        HttpClient http =
+                HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
         long started = System.nanoTime();
         long deadline = started + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
-                throw new IllegalStateException("Apicurio Registry exited with " + process.exitValue()
-                        + " during start; log: " + tail());
+                throw new IllegalStateException(
+                        "Apicurio Registry exited with " + process.exitValue() + " during start; log: " + tail());
             }
             try {
-                HttpResponse<Void> response = http.send(HttpRequest.newBuilder(URI.create(confluentUrl() + "/subjects"))
-                        .timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.discarding());
+                HttpResponse<Void> response = http.send(
+                        HttpRequest.newBuilder(URI.create(confluentUrl() + "/subjects"))
+                                .timeout(Duration.ofSeconds(2))
+                                .GET()
+                                .build(),
+                        HttpResponse.BodyHandlers.discarding());
                 if (response.statusCode() == 200) {
-                    log.info("Schema registry up at {} in {} ms", confluentUrl(), (System.nanoTime() - started) / 1_000_000);
+                    log.info(
+                            "Schema registry up at {} in {} ms",
+                            confluentUrl(),
+                            (System.nanoTime() - started) / 1_000_000);
                     return;
                 }
             } catch (IOException e) {
@@ -163,7 +181,8 @@ public final class ApicurioRegistry implements AutoCloseable {
             FileTrees.deleteRecursively(staging);
             Files.createDirectories(staging);
             Process tar = new ProcessBuilder("tar", "-xzf", bundle.toString(), "-C", staging.toString())
-                    .redirectErrorStream(true).start();
+                    .redirectErrorStream(true)
+                    .start();
             String output = new String(tar.getInputStream().readAllBytes());
             if (!tar.waitFor(5, TimeUnit.MINUTES) || tar.exitValue() != 0) {
                 throw new IllegalStateException("Unpacking " + bundle + " failed: " + output);
@@ -188,7 +207,9 @@ public final class ApicurioRegistry implements AutoCloseable {
             return null;
         }
         try (var files = Files.walk(dir, 3)) {
-            return files.filter(p -> p.getFileName().toString().endsWith("-runner.jar")).findFirst().orElse(null);
+            return files.filter(p -> p.getFileName().toString().endsWith("-runner.jar"))
+                    .findFirst()
+                    .orElse(null);
         }
     }
 

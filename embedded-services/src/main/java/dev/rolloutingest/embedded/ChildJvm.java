@@ -23,7 +23,8 @@ public final class ChildJvm implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(new Thread(process::destroyForcibly));
     }
 
-    public static ChildJvm start(Class<?> main, List<String> args, Map<String, String> env, Path log, String... jvmArgs) {
+    public static ChildJvm start(
+            Class<?> main, List<String> args, Map<String, String> env, Path log, String... jvmArgs) {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(List.of(java, "-Xmx512m", "--add-opens=java.base/java.nio=ALL-UNNAMED"));
         command.addAll(List.of(jvmArgs));
@@ -31,7 +32,8 @@ public final class ChildJvm implements AutoCloseable {
         command.addAll(args);
         try {
             Files.createDirectories(log.getParent());
-            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+            ProcessBuilder builder = new ProcessBuilder(command)
+                    .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
             builder.environment().putAll(env);
             return new ChildJvm(builder.start(), log);

@@ -36,13 +36,19 @@ public final class EmbeddedKafka implements AutoCloseable {
     private final int controllerPort;
     /** A second listener that only SASL/PLAIN clients can use, or null. */
     private final SaslPlainListener sasl;
+
     private KafkaRaftServer server;
 
     /** A SASL_PLAINTEXT listener with one PLAIN user, for tests of clients on a secured cluster. */
     public record SaslPlainListener(int port, String user, String password) {
         /** The settings a Kafka client needs to connect through this listener. */
         public Map<String, String> clientSettings() {
-            return Map.of("security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "PLAIN", "sasl.jaas.config",
+            return Map.of(
+                    "security.protocol",
+                    "SASL_PLAINTEXT",
+                    "sasl.mechanism",
+                    "PLAIN",
+                    "sasl.jaas.config",
                     "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"" + user
                             + "\" password=\"" + password + "\";");
         }
@@ -71,7 +77,10 @@ public final class EmbeddedKafka implements AutoCloseable {
      * that accepts only the given PLAIN user: a client without the security settings cannot use it.
      */
     public static EmbeddedKafka startWithSaslPlain(Path dataDir, String user, String password) {
-        EmbeddedKafka kafka = new EmbeddedKafka(dataDir.toAbsolutePath(), FreePorts.next(), FreePorts.next(),
+        EmbeddedKafka kafka = new EmbeddedKafka(
+                dataDir.toAbsolutePath(),
+                FreePorts.next(),
+                FreePorts.next(),
                 new SaslPlainListener(FreePorts.next(), user, password));
         kafka.startServer();
         return kafka;
@@ -135,7 +144,10 @@ public final class EmbeddedKafka implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("Could not prepare broker directory " + dataDir, e);
         }
-        log.info("Kafka broker up at {} (data {}) in {} ms", bootstrapServers(), dataDir,
+        log.info(
+                "Kafka broker up at {} (data {}) in {} ms",
+                bootstrapServers(),
+                dataDir,
                 (System.nanoTime() - started) / 1_000_000);
     }
 
@@ -143,12 +155,15 @@ public final class EmbeddedKafka implements AutoCloseable {
         ByteArrayOutputStream output = new ByteArrayOutputStream();
         int code;
         try (PrintStream print = new PrintStream(output, true, StandardCharsets.UTF_8)) {
-            code = StorageTool.execute(new String[] {"format", "--standalone", "-t", Uuid.randomUuid().toString(),
-                    "-c", config.toString()}, print);
+            code = StorageTool.execute(
+                    new String[] {
+                        "format", "--standalone", "-t", Uuid.randomUuid().toString(), "-c", config.toString()
+                    },
+                    print);
         }
         if (code != 0) {
-            throw new IllegalStateException("Formatting the broker storage failed (" + code + "): "
-                    + output.toString(StandardCharsets.UTF_8));
+            throw new IllegalStateException(
+                    "Formatting the broker storage failed (" + code + "): " + output.toString(StandardCharsets.UTF_8));
         }
     }
 
@@ -166,7 +181,8 @@ public final class EmbeddedKafka implements AutoCloseable {
             protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT";
             props.put("sasl.enabled.mechanisms", "PLAIN");
             props.put("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN");
-            props.put("listener.name.sasl_plaintext.plain.sasl.jaas.config",
+            props.put(
+                    "listener.name.sasl_plaintext.plain.sasl.jaas.config",
                     "org.apache.kafka.common.security.plain.PlainLoginModule required user_" + sasl.user() + "=\""
                             + sasl.password() + "\";");
         }

@@ -33,8 +33,14 @@ public final class EmbeddedS3 implements AutoCloseable {
     private final String accessKey;
     private final String secretKey;
 
-    private EmbeddedS3(S3Proxy proxy, BlobStore blobStore, AtomicLong operations, AtomicBoolean refusing, String bucket,
-            String accessKey, String secretKey) {
+    private EmbeddedS3(
+            S3Proxy proxy,
+            BlobStore blobStore,
+            AtomicLong operations,
+            AtomicBoolean refusing,
+            String bucket,
+            String accessKey,
+            String secretKey) {
         this.proxy = proxy;
         this.blobStore = blobStore;
         this.operations = operations;
@@ -53,7 +59,8 @@ public final class EmbeddedS3 implements AutoCloseable {
         try {
             Files.createDirectories(baseDir);
             Properties props = new Properties();
-            props.setProperty("jclouds.filesystem.basedir", baseDir.toAbsolutePath().toString());
+            props.setProperty(
+                    "jclouds.filesystem.basedir", baseDir.toAbsolutePath().toString());
             props.setProperty("jclouds.identity", accessKey);
             props.setProperty("jclouds.credential", secretKey);
             BlobStore blobStore = BlobStores.create("filesystem", props);
@@ -73,7 +80,11 @@ public final class EmbeddedS3 implements AutoCloseable {
                 Thread.sleep(10);
             }
             EmbeddedS3 s3 = new EmbeddedS3(proxy, blobStore, operations, refusing, bucket, accessKey, secretKey);
-            log.info("S3 API up at {} (bucket {}, data {}) in {} ms", s3.endpoint(), bucket, baseDir,
+            log.info(
+                    "S3 API up at {} (bucket {}, data {}) in {} ms",
+                    s3.endpoint(),
+                    bucket,
+                    baseDir,
                     (System.nanoTime() - started) / 1_000_000);
             return s3;
         } catch (IOException e) {
@@ -140,12 +151,18 @@ public final class EmbeddedS3 implements AutoCloseable {
     /** The storage options Lance needs to talk to this server. */
     public Map<String, String> lanceStorageOptions() {
         return Map.of(
-                "aws_access_key_id", accessKey,
-                "aws_secret_access_key", secretKey,
-                "aws_endpoint", endpoint(),
-                "aws_region", "us-east-1",
-                "allow_http", "true",
-                "aws_virtual_hosted_style_request", "false");
+                "aws_access_key_id",
+                accessKey,
+                "aws_secret_access_key",
+                secretKey,
+                "aws_endpoint",
+                endpoint(),
+                "aws_region",
+                "us-east-1",
+                "allow_http",
+                "true",
+                "aws_virtual_hosted_style_request",
+                "false");
     }
 
     public BlobStore blobStore() {

@@ -25,12 +25,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * losing its state.
  */
 public final class SwitchableHttpProxy implements AutoCloseable {
-    private static final Set<String> HOP_BY_HOP = Set.of("connection", "content-length", "host", "transfer-encoding",
-            "upgrade", "keep-alive", "expect");
+    private static final Set<String> HOP_BY_HOP =
+            Set.of("connection", "content-length", "host", "transfer-encoding", "upgrade", "keep-alive", "expect");
 
     private final HttpServer server;
     private final ExecutorService executor;
-    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final HttpClient client =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final URI target;
     private final AtomicInteger answerWith = new AtomicInteger(0);
     private final AtomicLong refused = new AtomicLong();
@@ -82,7 +83,8 @@ public final class SwitchableHttpProxy implements AutoCloseable {
             int status = answerWith.get();
             if (status != 0) {
                 refused.incrementAndGet();
-                byte[] body = ("{\"error_code\":" + status + ",\"message\":\"switched off by the test proxy\"}").getBytes();
+                byte[] body =
+                        ("{\"error_code\":" + status + ",\"message\":\"switched off by the test proxy\"}").getBytes();
                 exchange.getResponseHeaders().set("Content-Type", "application/json");
                 exchange.sendResponseHeaders(status, body.length);
                 try (OutputStream out = exchange.getResponseBody()) {
@@ -95,9 +97,13 @@ public final class SwitchableHttpProxy implements AutoCloseable {
                 requestBody = in.readAllBytes();
             }
             URI uri = target.resolve(exchange.getRequestURI().toString());
-            HttpRequest.Builder request = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30))
-                    .method(exchange.getRequestMethod(), requestBody.length == 0
-                            ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(requestBody));
+            HttpRequest.Builder request = HttpRequest.newBuilder(uri)
+                    .timeout(Duration.ofSeconds(30))
+                    .method(
+                            exchange.getRequestMethod(),
+                            requestBody.length == 0
+                                    ? HttpRequest.BodyPublishers.noBody()
+                                    : HttpRequest.BodyPublishers.ofByteArray(requestBody));
             exchange.getRequestHeaders().forEach((name, values) -> {
                 if (!HOP_BY_HOP.contains(name.toLowerCase())) {
                     values.forEach(v -> request.header(name, v));

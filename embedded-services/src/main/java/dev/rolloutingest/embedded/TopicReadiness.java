@@ -31,7 +31,8 @@ public final class TopicReadiness {
                     admin.createTopics(List.of(topic)).all().get();
                 } catch (ExecutionException e) {
                     if (!(e.getCause() instanceof TopicExistsException)) {
-                        throw new IllegalStateException("Could not create topic " + topic.name() + ": " + e.getCause(), e.getCause());
+                        throw new IllegalStateException(
+                                "Could not create topic " + topic.name() + ": " + e.getCause(), e.getCause());
                     }
                 }
             }
@@ -48,12 +49,14 @@ public final class TopicReadiness {
         Exception last = null;
         while (System.nanoTime() < deadline) {
             try {
-                Map<String, TopicDescription> descriptions = admin.describeTopics(topicNames).allTopicNames().get();
+                Map<String, TopicDescription> descriptions =
+                        admin.describeTopics(topicNames).allTopicNames().get();
                 Map<TopicPartition, OffsetSpec> request = new HashMap<>();
                 boolean allLed = true;
                 for (TopicDescription description : descriptions.values()) {
                     for (var partition : description.partitions()) {
-                        allLed &= partition.leader() != null && !partition.leader().isEmpty();
+                        allLed &= partition.leader() != null
+                                && !partition.leader().isEmpty();
                         request.put(new TopicPartition(description.name(), partition.partition()), OffsetSpec.latest());
                     }
                 }
@@ -74,7 +77,9 @@ public final class TopicReadiness {
                 throw new IllegalStateException("Interrupted while waiting for topics " + topicNames, e);
             }
         }
-        throw new IllegalStateException("Topics " + topicNames + " not ready (leader + offsets) within " + timeout
-                + (last == null ? "" : ": " + last.getCause()), last);
+        throw new IllegalStateException(
+                "Topics " + topicNames + " not ready (leader + offsets) within " + timeout
+                        + (last == null ? "" : ": " + last.getCause()),
+                last);
     }
 }

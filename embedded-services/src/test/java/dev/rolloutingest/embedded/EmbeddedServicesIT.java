@@ -41,23 +41,31 @@ class EmbeddedServicesIT {
         int produced = 2_000;
         try (EmbeddedKafka kafka = EmbeddedKafka.start(dir)) {
             kafka.createTopics(List.of(new NewTopic("probe", 3, (short) 1)));
-            try (KafkaProducer<String, String> producer = new KafkaProducer<>(Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ProducerConfig.ACKS_CONFIG, "all",
-                    ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
-                    ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 60_000),
-                    new StringSerializer(), new StringSerializer())) {
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(
+                    Map.of(
+                            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                            kafka.bootstrapServers(),
+                            ProducerConfig.ACKS_CONFIG,
+                            "all",
+                            ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                            true,
+                            ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG,
+                            60_000),
+                    new StringSerializer(),
+                    new StringSerializer())) {
                 for (int i = 0; i < produced; i++) {
                     producer.send(new ProducerRecord<>("probe", "k" + i, "v" + i));
                 }
                 producer.flush();
             }
             List<ConsumerRecord<String, String>> seen = new ArrayList<>();
-            try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ConsumerConfig.GROUP_ID_CONFIG, "probe-reader",
-                    ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"),
-                    new StringDeserializer(), new StringDeserializer())) {
+            try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(
+                    Map.of(
+                            ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
+                            ConsumerConfig.GROUP_ID_CONFIG, "probe-reader",
+                            ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"),
+                    new StringDeserializer(),
+                    new StringDeserializer())) {
                 consumer.subscribe(List.of("probe"));
                 long deadline = System.currentTimeMillis() + 30_000;
                 while (seen.size() < produced && System.currentTimeMillis() < deadline) {
@@ -65,7 +73,8 @@ class EmbeddedServicesIT {
                 }
             }
             assertThat(seen).hasSize(produced);
-            assertThat(seen.stream().map(ConsumerRecord::key).collect(Collectors.toSet())).hasSize(produced);
+            assertThat(seen.stream().map(ConsumerRecord::key).collect(Collectors.toSet()))
+                    .hasSize(produced);
         }
         assertThat(Files.exists(dir.resolve("log").resolve("meta.properties"))).isTrue();
         assertNoNewNonDaemonThreads(before);
@@ -74,21 +83,24 @@ class EmbeddedServicesIT {
     @Test
     void topicReadinessWaitsForLeadersAndOffsetsAndNamesWhatIsMissing() {
         Path dir = TARGET.resolve("kafka-ready-" + UUID.randomUUID());
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(dir); var admin = kafka.admin()) {
+        try (EmbeddedKafka kafka = EmbeddedKafka.start(dir);
+                var admin = kafka.admin()) {
             // The guard against KAFKA-15591: it returns only once every partition answers listOffsets.
             TopicReadiness.createAndAwait(admin, List.of(new NewTopic("ready", 4, (short) 1)), Duration.ofSeconds(60));
-            var offsets = new java.util.HashMap<org.apache.kafka.common.TopicPartition,
-                    org.apache.kafka.clients.admin.OffsetSpec>();
+            var offsets = new java.util.HashMap<
+                    org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec>();
             for (int p = 0; p < 4; p++) {
-                offsets.put(new org.apache.kafka.common.TopicPartition("ready", p),
+                offsets.put(
+                        new org.apache.kafka.common.TopicPartition("ready", p),
                         org.apache.kafka.clients.admin.OffsetSpec.latest());
             }
             assertThat(admin.listOffsets(offsets).all()).succeedsWithin(Duration.ofSeconds(1));
             // Creating again is fine (exists), and a topic that never appears fails naming it.
             TopicReadiness.createAndAwait(admin, List.of(new NewTopic("ready", 4, (short) 1)), Duration.ofSeconds(30));
             org.assertj.core.api.Assertions.assertThatThrownBy(
-                    () -> TopicReadiness.awaitReady(admin, List.of("never-created"), Duration.ofSeconds(2)))
-                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("never-created");
+                            () -> TopicReadiness.awaitReady(admin, List.of("never-created"), Duration.ofSeconds(2)))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("never-created");
         }
     }
 
@@ -105,7 +117,8 @@ class EmbeddedServicesIT {
         try (EmbeddedKafka again = EmbeddedKafka.start(dir, brokerPort, controllerPort);
                 var admin = again.admin()) {
             TopicReadiness.awaitReady(admin, List.of("kept"), Duration.ofSeconds(30));
-            assertThat(admin.listTopics().names()).succeedsWithin(Duration.ofSeconds(10))
+            assertThat(admin.listTopics().names())
+                    .succeedsWithin(Duration.ofSeconds(10))
                     .satisfies(names -> assertThat(names).contains("kept"));
         }
     }
@@ -118,17 +131,19 @@ class EmbeddedServicesIT {
         try {
             assertThat(registry.confluentUrl()).startsWith("http://127.0.0.1:");
             HttpClient http = HttpClient.newHttpClient();
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(
-                    URI.create(registry.confluentUrl() + "/subjects/probe-value/versions"))
-                    .header("Content-Type", "application/vnd.schemaregistry.v1+json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"schema\":\"\\\"string\\\"\"}")).build(),
+            HttpResponse<String> response = http.send(
+                    HttpRequest.newBuilder(URI.create(registry.confluentUrl() + "/subjects/probe-value/versions"))
+                            .header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                            .POST(HttpRequest.BodyPublishers.ofString("{\"schema\":\"\\\"string\\\"\"}"))
+                            .build(),
                     HttpResponse.BodyHandlers.ofString());
             assertThat(response.statusCode()).isEqualTo(200);
             assertThat(response.body()).contains("\"id\"");
         } finally {
             registry.close();
         }
-        assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).isFalse();
+        assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
+                .isFalse();
         assertThat(dir.resolve("apicurio-registry")).isDirectory();
     }
 
@@ -144,7 +159,8 @@ class EmbeddedServicesIT {
                                 AwsBasicCredentials.create(s3.accessKey(), s3.secretKey())))
                         .build()) {
             client.putObject(b -> b.bucket("rollouts").key("a/b.txt"), RequestBody.fromString("hello"));
-            assertThat(client.getObjectAsBytes(b -> b.bucket("rollouts").key("a/b.txt")).asUtf8String())
+            assertThat(client.getObjectAsBytes(b -> b.bucket("rollouts").key("a/b.txt"))
+                            .asUtf8String())
                     .isEqualTo("hello");
             assertThat(s3.lanceStorageOptions()).containsEntry("aws_endpoint", s3.endpoint());
         }
@@ -157,7 +173,8 @@ class EmbeddedServicesIT {
         for (int i = 0; i < 50; i++) {
             leaked = Thread.getAllStackTraces().keySet().stream()
                     .filter(t -> !before.contains(t) && t.isAlive() && !t.isDaemon())
-                    .map(Thread::getName).toList();
+                    .map(Thread::getName)
+                    .toList();
             if (leaked.isEmpty()) {
                 return;
             }

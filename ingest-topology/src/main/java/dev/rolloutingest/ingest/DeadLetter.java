@@ -23,7 +23,9 @@ record DeadLetter(String reason, String error) {
         Headers headers = new RecordHeaders();
         if (original != null) {
             for (Header header : original) {
-                headers.add(header.key().startsWith(PREFIX) ? PRODUCER_PREFIX + header.key() : header.key(), header.value());
+                headers.add(
+                        header.key().startsWith(PREFIX) ? PRODUCER_PREFIX + header.key() : header.key(),
+                        header.value());
             }
         }
         headers.add(REASON, reason.getBytes(StandardCharsets.UTF_8));

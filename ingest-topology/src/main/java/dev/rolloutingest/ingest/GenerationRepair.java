@@ -31,11 +31,16 @@ public final class GenerationRepair {
     public int repair(SealedGeneration seal) {
         ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
         deserializer.configure(config.serdeConfig(), false);
-        IngestMetrics metrics = new IngestMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
-                new InflightBudget(0));
-        RecordCheck check = new RecordCheck(seal.topic(), deserializer, config.maxPayloadBytes(),
-                Duration.ofMillis(config.registryWaitMs()), metrics);
-        InputRereader rereader = new InputRereader(tp -> IngestTopology.recoveryReader(config), metrics, Duration.ofMinutes(5));
+        IngestMetrics metrics = new IngestMetrics(
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), new InflightBudget(0));
+        RecordCheck check = new RecordCheck(
+                seal.topic(),
+                deserializer,
+                config.maxPayloadBytes(),
+                Duration.ofMillis(config.registryWaitMs()),
+                metrics);
+        InputRereader rereader =
+                new InputRereader(tp -> IngestTopology.recoveryReader(config), metrics, Duration.ofMinutes(5));
         Set<Long> refused = new HashSet<>();
         seal.deadLettered().forEach(d -> refused.add(d.offset()));
         TopicPartition tp = new TopicPartition(seal.topic(), seal.partition());
@@ -54,8 +59,8 @@ public final class GenerationRepair {
                 }
             });
             if (read == 0) {
-                throw new IllegalStateException("offsets [" + seal.firstOffset() + ", " + seal.lastOffset() + "] of " + tp
-                        + " are no longer in the topic; the generation cannot be rebuilt");
+                throw new IllegalStateException("offsets [" + seal.firstOffset() + ", " + seal.lastOffset() + "] of "
+                        + tp + " are no longer in the topic; the generation cannot be rebuilt");
             }
             table.rewriteGeneration(seal, batch);
             return batch.size();

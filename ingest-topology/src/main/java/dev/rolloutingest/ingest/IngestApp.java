@@ -1,11 +1,11 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.runtime.HttpEndpoint;
-import dev.rolloutingest.serde.SchemaRegistryClient;
-import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.runtime.ShadowGroupOffsets;
 import dev.rolloutingest.runtime.StreamsRuntime;
+import dev.rolloutingest.serde.SchemaRegistryClient;
+import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.RolloutTable;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
@@ -36,19 +36,40 @@ public final class IngestApp implements AutoCloseable {
         IngestMetrics metrics = new IngestMetrics(registry, budget);
         IngestHealth health = new IngestHealth();
         this.writers = new SealWriters(config.sealWriteThreads());
-        this.sealedLag = config.sealedLagGroup().isEmpty() ? null : new ShadowGroupOffsets(config.sealedLagGroup(),
-                IngestConfig.SEALED_LAG_GROUP, config.clientConfig(), Duration.ofMillis(config.lagPublishIntervalMs()));
-        this.runtime = new StreamsRuntime("rollout-ingest", IngestTopology.build(config, table, metrics, budget, health,
-                writers, sealedLag == null ? (tp, offset) -> {} : sealedLag::advance),
-                config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
+        this.sealedLag = config.sealedLagGroup().isEmpty()
+                ? null
+                : new ShadowGroupOffsets(
+                        config.sealedLagGroup(),
+                        IngestConfig.SEALED_LAG_GROUP,
+                        config.clientConfig(),
+                        Duration.ofMillis(config.lagPublishIntervalMs()));
+        this.runtime = new StreamsRuntime(
+                "rollout-ingest",
+                IngestTopology.build(
+                        config,
+                        table,
+                        metrics,
+                        budget,
+                        health,
+                        writers,
+                        sealedLag == null ? (tp, offset) -> {} : sealedLag::advance),
+                config.streamsProperties(),
+                registry,
+                config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
         Observability.mountMetrics(http, registry);
-        runtime.mountHealth(http, () -> Map.of("table", table.location().uri(), "inflight_bytes", budget.total()),
-                () -> health.stuck(runtime.assignedPartitions().stream()
-                        .filter(tp -> tp.topic().equals(config.inputTopic())).map(TopicPartition::partition)
-                        .collect(Collectors.toSet()), runtime.state() == KafkaStreams.State.RUNNING,
-                        System.currentTimeMillis(), config.healthStuckAfterMs()));
+        runtime.mountHealth(
+                http,
+                () -> Map.of("table", table.location().uri(), "inflight_bytes", budget.total()),
+                () -> health.stuck(
+                        runtime.assignedPartitions().stream()
+                                .filter(tp -> tp.topic().equals(config.inputTopic()))
+                                .map(TopicPartition::partition)
+                                .collect(Collectors.toSet()),
+                        runtime.state() == KafkaStreams.State.RUNNING,
+                        System.currentTimeMillis(),
+                        config.healthStuckAfterMs()));
     }
 
     public IngestApp start() {

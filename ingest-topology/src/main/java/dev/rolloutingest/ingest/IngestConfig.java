@@ -1,13 +1,12 @@
 package dev.rolloutingest.ingest;
 
+import static dev.rolloutingest.runtime.CommonKeys.*;
 import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
 import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
-
-import static dev.rolloutingest.runtime.CommonKeys.*;
 
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
@@ -18,7 +17,6 @@ import dev.rolloutingest.table.TableSettings;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
@@ -48,60 +46,150 @@ public final class IngestConfig {
     public static final String FAULT_HALT_DURING_WRITE = "rollout.fault.halt.during.write";
     public static final String FAULT_UNWRITABLE_RECORD_ID_PREFIX = "rollout.fault.unwritable.record.id.prefix";
 
-    public static final ConfigDef DEFINITION = CommonKeys.define("rollout-ingest", "data/ingest-state", 8090,
-            "/metrics, /health")
-            .define(INPUT_TOPIC, STRING, "rollouts", new ConfigDef.NonEmptyString(), MEDIUM,
+    public static final ConfigDef DEFINITION = CommonKeys.define(
+                    "rollout-ingest", "data/ingest-state", 8090, "/metrics, /health")
+            .define(
+                    INPUT_TOPIC,
+                    STRING,
+                    "rollouts",
+                    new ConfigDef.NonEmptyString(),
+                    MEDIUM,
                     "Topic of Rollout records, key = record_id")
-            .define(GENERATIONS_TOPIC, STRING, "rollout-generations", new ConfigDef.NonEmptyString(), MEDIUM,
+            .define(
+                    GENERATIONS_TOPIC,
+                    STRING,
+                    "rollout-generations",
+                    new ConfigDef.NonEmptyString(),
+                    MEDIUM,
                     "Topic of GenerationSealed events, key = shard id")
-            .define(DLQ_TOPIC, STRING, "rollouts-dlq", new ConfigDef.NonEmptyString(), MEDIUM,
+            .define(
+                    DLQ_TOPIC,
+                    STRING,
+                    "rollouts-dlq",
+                    new ConfigDef.NonEmptyString(),
+                    MEDIUM,
                     "Dead-letter topic: unusable records with headers naming the reason and source")
-            .define(SEAL_MAX_ROWS, INT, 10_000, ConfigDef.Range.atLeast(1), HIGH,
+            .define(
+                    SEAL_MAX_ROWS,
+                    INT,
+                    10_000,
+                    ConfigDef.Range.atLeast(1),
+                    HIGH,
                     "Seal a partition's batch when it holds this many records")
-            .define(SEAL_MAX_BYTES, LONG, 32L << 20, ConfigDef.Range.atLeast(1), HIGH,
+            .define(
+                    SEAL_MAX_BYTES,
+                    LONG,
+                    32L << 20,
+                    ConfigDef.Range.atLeast(1),
+                    HIGH,
                     "Seal a partition's batch when its records' bytes reach this. At most half of lance-core's merge"
                             + " memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a generation is merged in one"
                             + " commit, which holds it there")
-            .define(SEAL_MAX_AGE_MS, LONG, 30_000L, ConfigDef.Range.atLeast(1), HIGH,
+            .define(
+                    SEAL_MAX_AGE_MS,
+                    LONG,
+                    30_000L,
+                    ConfigDef.Range.atLeast(1),
+                    HIGH,
                     "Seal a partition's batch when its oldest record waited this long (wall clock)")
-            .define(SEAL_CHECK_INTERVAL_MS, LONG, 250L, ConfigDef.Range.between(10, 60_000), LOW,
+            .define(
+                    SEAL_CHECK_INTERVAL_MS,
+                    LONG,
+                    250L,
+                    ConfigDef.Range.between(10, 60_000),
+                    LOW,
                     "How often the age and memory-pressure triggers are checked")
-            .define(SEAL_WRITE_ATTEMPTS, INT, 5, ConfigDef.Range.between(1, 100), LOW,
+            .define(
+                    SEAL_WRITE_ATTEMPTS,
+                    INT,
+                    5,
+                    ConfigDef.Range.between(1, 100),
+                    LOW,
                     "Attempts to write a generation (exponential backoff from 200 ms) before the stream thread fails"
                             + " and is replaced, redoing the batch from the last commit")
-            .define(SEAL_WRITE_THREADS, INT, 2, ConfigDef.Range.between(0, 64), MEDIUM,
+            .define(
+                    SEAL_WRITE_THREADS,
+                    INT,
+                    2,
+                    ConfigDef.Range.between(0, 64),
+                    MEDIUM,
                     "Threads writing sealed batches as generations while the stream threads go on with the next batch"
                             + " (one write per partition at a time; 0 = write on the stream thread)")
-            .define(MAX_INFLIGHT_BLOB_BYTES, LONG, 512L << 20, ConfigDef.Range.atLeast(0), HIGH,
+            .define(
+                    MAX_INFLIGHT_BLOB_BYTES,
+                    LONG,
+                    512L << 20,
+                    ConfigDef.Range.atLeast(0),
+                    HIGH,
                     "ROLLOUT_MAX_INFLIGHT_BLOB_BYTES: bytes buffered for sealing across all partitions of this"
                             + " instance, batches being written included; when reached, the largest buffer seals early"
                             + " (0 = no limit)")
-            .define(LARGE_BLOB_LOG_BYTES, LONG, 16L << 20, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    LARGE_BLOB_LOG_BYTES,
+                    LONG,
+                    16L << 20,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "ROLLOUT_LARGE_BLOB_LOG_BYTES: a payload of at least this size logs a warn with experiment and"
                             + " record_id (inclusive; 0 disables)")
-            .define(MAX_PAYLOAD_BYTES, LONG, 1_000_000L, ConfigDef.Range.atLeast(1), MEDIUM,
+            .define(
+                    MAX_PAYLOAD_BYTES,
+                    LONG,
+                    1_000_000L,
+                    ConfigDef.Range.atLeast(1),
+                    MEDIUM,
                     "Hard limit of one record's serialized value; larger records go to the DLQ (reason"
                             + " payload-too-large). Keep it below the broker's message.max.bytes and the topic's"
                             + " max.message.bytes (1048588 by default) or the broker refuses such records before this"
                             + " check can see them; raise all three together for larger payloads")
-            .define(SEALED_LAG_GROUP, STRING, SEALED_LAG_GROUP_DEFAULT, null, MEDIUM,
+            .define(
+                    SEALED_LAG_GROUP,
+                    STRING,
+                    SEALED_LAG_GROUP_DEFAULT,
+                    null,
+                    MEDIUM,
                     "Consumer group (no consumer ever joins it) whose committed offsets are each input partition's first"
                             + " offset not yet in the table: standard lag tools show it as the records not yet sealed."
                             + " Empty disables")
-            .define(REGISTRY_WAIT_MS, LONG, 60_000L, ConfigDef.Range.between(0, 240_000), LOW,
+            .define(
+                    REGISTRY_WAIT_MS,
+                    LONG,
+                    60_000L,
+                    ConfigDef.Range.between(0, 240_000),
+                    LOW,
                     "How long a record waits for a schema registry that cannot answer (down, 401/403, 429) before the"
                             + " stream thread is replaced; such records are retried, never dead-lettered. Keep it under"
                             + " the consumer's max.poll.interval.ms")
-            .define(HEALTH_STUCK_AFTER_MS, LONG, 0L, ConfigDef.Range.atLeast(0), LOW,
+            .define(
+                    HEALTH_STUCK_AFTER_MS,
+                    LONG,
+                    0L,
+                    ConfigDef.Range.atLeast(0),
+                    LOW,
                     "/health answers 503 when a partition has held unsealed records longer than this (0 = three times "
                             + SEAL_MAX_AGE_MS + ")")
-            .defineInternal(FAULT_HALT_AFTER_WRITES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+            .defineInternal(
+                    FAULT_HALT_AFTER_WRITES,
+                    INT,
+                    0,
+                    ConfigDef.Range.atLeast(0),
+                    LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth generation write, before the"
                             + " generation is announced or its offsets committed (0 = never)")
-            .defineInternal(FAULT_HALT_DURING_WRITE, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+            .defineInternal(
+                    FAULT_HALT_DURING_WRITE,
+                    INT,
+                    0,
+                    ConfigDef.Range.atLeast(0),
+                    LOW,
                     "Fault injection for crash tests: halt this JVM 5 ms into its Nth generation write, while the write"
                             + " runs on its writer thread and the stream thread goes on (0 = never)")
-            .defineInternal(FAULT_UNWRITABLE_RECORD_ID_PREFIX, STRING, "", null, LOW,
+            .defineInternal(
+                    FAULT_UNWRITABLE_RECORD_ID_PREFIX,
+                    STRING,
+                    "",
+                    null,
+                    LOW,
                     "Fault injection for tests: every generation write holding a record_id with this prefix fails as"
                             + " if the table refused the row (empty = never)");
 
@@ -114,8 +202,8 @@ public final class IngestConfig {
         this.parsed = new AbstractConfig(DEFINITION, raw, false);
         SerdeConfig.from(raw); // registry settings fail here, naming their key
         try {
-            this.tableLocation = new TableLocation(parsed.getString(TABLE_URI),
-                    ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
+            this.tableLocation = new TableLocation(
+                    parsed.getString(TABLE_URI), ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
         } catch (IllegalArgumentException e) {
             throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
         }

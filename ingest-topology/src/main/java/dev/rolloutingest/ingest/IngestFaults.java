@@ -32,7 +32,9 @@ interface IngestFaults {
             @Override
             public void afterGenerationWrite() {
                 if (written.incrementAndGet() == afterWrites) {
-                    log.warn("Fault injection ({}={}): halting after a generation write", IngestConfig.FAULT_HALT_AFTER_WRITES,
+                    log.warn(
+                            "Fault injection ({}={}): halting after a generation write",
+                            IngestConfig.FAULT_HALT_AFTER_WRITES,
                             afterWrites);
                     Runtime.getRuntime().halt(137);
                 }
@@ -41,16 +43,20 @@ interface IngestFaults {
             @Override
             public void generationWriteStarting() {
                 if (started.incrementAndGet() == duringWrite) {
-                    Thread halter = new Thread(() -> {
-                        try {
-                            Thread.sleep(5);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                        log.warn("Fault injection ({}={}): halting with a generation write in flight",
-                                IngestConfig.FAULT_HALT_DURING_WRITE, duringWrite);
-                        Runtime.getRuntime().halt(137);
-                    }, "fault-halt-during-write");
+                    Thread halter = new Thread(
+                            () -> {
+                                try {
+                                    Thread.sleep(5);
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                                log.warn(
+                                        "Fault injection ({}={}): halting with a generation write in flight",
+                                        IngestConfig.FAULT_HALT_DURING_WRITE,
+                                        duringWrite);
+                                Runtime.getRuntime().halt(137);
+                            },
+                            "fault-halt-during-write");
                     halter.setDaemon(true);
                     halter.start();
                 }

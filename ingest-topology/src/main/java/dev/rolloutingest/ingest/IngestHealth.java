@@ -19,9 +19,13 @@ public final class IngestHealth {
 
     /** The partition buffers records since {@code sinceMs} unless it already did since earlier; returns the earlier. */
     long buffering(int partition, long sinceMs) {
-        Partition now = partitions.compute(partition, (p, old) -> old == null
-                ? new Partition(sinceMs, null, 0)
-                : old.unsealedSinceMs() > 0 ? old : new Partition(sinceMs, old.lastError(), old.lastErrorAtMs()));
+        Partition now = partitions.compute(
+                partition,
+                (p, old) -> old == null
+                        ? new Partition(sinceMs, null, 0)
+                        : old.unsealedSinceMs() > 0
+                                ? old
+                                : new Partition(sinceMs, old.lastError(), old.lastErrorAtMs()));
         return now.unsealedSinceMs();
     }
 
@@ -56,9 +60,13 @@ public final class IngestHealth {
             // it counts, once the group settled without it here, it is someone else's.
             boolean ours = assigned.contains(partition) || (!settled && state.lastError() != null);
             if (ours && state.unsealedSinceMs() > 0 && nowMs - state.unsealedSinceMs() > boundMs) {
-                problems.add("partition " + partition + " has held unsealed records for " + (nowMs - state.unsealedSinceMs()) / 1000
-                        + " s (bound " + boundMs / 1000 + " s)" + (state.lastError() == null ? ""
-                                : "; last seal error at " + Instant.ofEpochMilli(state.lastErrorAtMs()) + ": " + state.lastError()));
+                problems.add("partition " + partition + " has held unsealed records for "
+                        + (nowMs - state.unsealedSinceMs()) / 1000
+                        + " s (bound " + boundMs / 1000 + " s)"
+                        + (state.lastError() == null
+                                ? ""
+                                : "; last seal error at " + Instant.ofEpochMilli(state.lastErrorAtMs()) + ": "
+                                        + state.lastError()));
             }
         });
         problems.sort(null);

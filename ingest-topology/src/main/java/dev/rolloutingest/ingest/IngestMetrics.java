@@ -21,38 +21,51 @@ public final class IngestMetrics {
 
     public IngestMetrics(MeterRegistry registry, InflightBudget budget) {
         this.registry = registry;
-        this.recordsIn = Counter.builder("rollout.ingest.records").description("Records read from the input topic")
+        this.recordsIn = Counter.builder("rollout.ingest.records")
+                .description("Records read from the input topic")
                 .register(registry);
         this.skippedReplays = Counter.builder("rollout.ingest.replayed.records")
-                .description("Records skipped because their offsets were already sealed").register(registry);
+                .description("Records skipped because their offsets were already sealed")
+                .register(registry);
         // Unlabelled on purpose: one histogram of every inline payload's size.
-        this.blobBytes = DistributionSummary.builder("rollout.blob.bytes").baseUnit("bytes")
+        this.blobBytes = DistributionSummary.builder("rollout.blob.bytes")
+                .baseUnit("bytes")
                 .description("Size of each inline binary_payload")
                 .serviceLevelObjectives(1 << 10, 1 << 14, 1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28)
                 .register(registry);
-        this.largeBlobs = Counter.builder("rollout.blob.large").description("Payloads at or over the large-blob log threshold")
+        this.largeBlobs = Counter.builder("rollout.blob.large")
+                .description("Payloads at or over the large-blob log threshold")
                 .register(registry);
         this.adopted = Counter.builder("rollout.ingest.adopted.generations")
-                .description("Generations written before a restart and announced after it").register(registry);
+                .description("Generations written before a restart and announced after it")
+                .register(registry);
         this.pressureSeals = Counter.builder("rollout.ingest.inflight.pressure")
-                .description("Times the in-flight byte budget forced early seals").register(registry);
+                .description("Times the in-flight byte budget forced early seals")
+                .register(registry);
         this.droppedFieldRecords = Counter.builder("rollout.ingest.dropped.fields.records")
-                .description("Records whose writer schema has fields the table lacks (values dropped by schema resolution)")
+                .description(
+                        "Records whose writer schema has fields the table lacks (values dropped by schema resolution)")
                 .register(registry);
         // Visible at 0 from the start, so dashboards and alerts have the series before the first failure.
         for (String cause : new String[] {"storage", "data"}) {
-            Counter.builder("rollout.ingest.seal.failures").tag("cause", cause)
+            Counter.builder("rollout.ingest.seal.failures")
+                    .tag("cause", cause)
                     .description("Seal attempts that failed: storage (the write as a whole) or data (rows refused)")
                     .register(registry);
         }
         for (String reason : new String[] {"registry-unavailable", "registry-error"}) {
-            Counter.builder("rollout.ingest.registry.waits").tag("reason", reason)
-                    .description("Records that waited for a schema registry that could not answer").register(registry);
+            Counter.builder("rollout.ingest.registry.waits")
+                    .tag("reason", reason)
+                    .description("Records that waited for a schema registry that could not answer")
+                    .register(registry);
         }
         Counter.builder("rollout.ingest.expired.records")
-                .description("Records retention removed before they were sealed: lost").register(registry);
-        Gauge.builder("rollout.ingest.inflight.bytes", budget, InflightBudget::total).baseUnit("bytes")
-                .description("Bytes buffered for sealing across partitions").register(registry);
+                .description("Records retention removed before they were sealed: lost")
+                .register(registry);
+        Gauge.builder("rollout.ingest.inflight.bytes", budget, InflightBudget::total)
+                .baseUnit("bytes")
+                .description("Bytes buffered for sealing across partitions")
+                .register(registry);
     }
 
     void recordIn() {
@@ -99,8 +112,12 @@ public final class IngestMetrics {
     void droppedFields(int schemaId, java.util.List<String> fields) {
         droppedFieldRecords.increment();
         if (schemasWithDroppedFields.add(schemaId)) {
-            org.slf4j.LoggerFactory.getLogger(IngestMetrics.class).warn("Records written with schema id {} carry fields"
-                    + " the table does not have; their values are dropped: {}", schemaId, fields);
+            org.slf4j.LoggerFactory.getLogger(IngestMetrics.class)
+                    .warn(
+                            "Records written with schema id {} carry fields"
+                                    + " the table does not have; their values are dropped: {}",
+                            schemaId,
+                            fields);
         }
     }
 
@@ -110,8 +127,12 @@ public final class IngestMetrics {
 
     /** trigger: rows | bytes | age | pressure | recovery; result: success | failure | empty. */
     void seal(String trigger, String result, Duration duration) {
-        registry.counter("rollout.ingest.seals", "trigger", trigger, "result", result).increment();
-        Timer.builder("rollout.ingest.seal.duration").tag("trigger", trigger).tag("result", result)
-                .register(registry).record(duration);
+        registry.counter("rollout.ingest.seals", "trigger", trigger, "result", result)
+                .increment();
+        Timer.builder("rollout.ingest.seal.duration")
+                .tag("trigger", trigger)
+                .tag("result", result)
+                .register(registry)
+                .record(duration);
     }
 }

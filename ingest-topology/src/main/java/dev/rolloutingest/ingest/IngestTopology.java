@@ -41,41 +41,93 @@ public final class IngestTopology {
     private IngestTopology() {}
 
     /** The production wiring: registry-backed serdes, a real consumer for re-reading after restarts. */
-    public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
-            IngestHealth health, SealWriters writers, ObjLongConsumer<TopicPartition> sealedPositions) {
-        ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class)
-                .onUnknownFields(metrics::droppedFields);
+    public static Topology build(
+            IngestConfig config,
+            RolloutTable table,
+            IngestMetrics metrics,
+            InflightBudget budget,
+            IngestHealth health,
+            SealWriters writers,
+            ObjLongConsumer<TopicPartition> sealedPositions) {
+        ConfluentAvroDeserializer<Rollout> rollouts =
+                new ConfluentAvroDeserializer<>(null, Rollout.class).onUnknownFields(metrics::droppedFields);
         rollouts.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
         events.configure(config.serdeConfig(), false);
-        return build(config, table, metrics, budget, rollouts, events, tp -> recoveryReader(config), health,
-                IngestFaults.of(config.faultHaltAfterWrites(), config.faultHaltDuringWrite()), writers, sealedPositions);
+        return build(
+                config,
+                table,
+                metrics,
+                budget,
+                rollouts,
+                events,
+                tp -> recoveryReader(config),
+                health,
+                IngestFaults.of(config.faultHaltAfterWrites(), config.faultHaltDuringWrite()),
+                writers,
+                sealedPositions);
     }
 
     /** For tests: any serdes and re-reader, no fault injection, generations written on the stream thread. */
-    public static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
-            Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
+    public static Topology build(
+            IngestConfig config,
+            RolloutTable table,
+            IngestMetrics metrics,
+            InflightBudget budget,
+            Deserializer<Rollout> rollouts,
+            Serializer<GenerationSealed> events,
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
-        return build(config, table, metrics, budget, rollouts, events, recoveryReader, new IngestHealth(), IngestFaults.NONE,
-                new SealWriters(0), (tp, offset) -> {});
+        return build(
+                config,
+                table,
+                metrics,
+                budget,
+                rollouts,
+                events,
+                recoveryReader,
+                new IngestHealth(),
+                IngestFaults.NONE,
+                new SealWriters(0),
+                (tp, offset) -> {});
     }
 
-    static Topology build(IngestConfig config, RolloutTable table, IngestMetrics metrics, InflightBudget budget,
-            Deserializer<Rollout> rollouts, Serializer<GenerationSealed> events,
-            Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader, IngestHealth health, IngestFaults faults,
-            SealWriters writers, ObjLongConsumer<TopicPartition> sealedPositions) {
-        RecordCheck check = new RecordCheck(config.inputTopic(), rollouts, config.maxPayloadBytes(),
-                Duration.ofMillis(config.registryWaitMs()), metrics);
+    static Topology build(
+            IngestConfig config,
+            RolloutTable table,
+            IngestMetrics metrics,
+            InflightBudget budget,
+            Deserializer<Rollout> rollouts,
+            Serializer<GenerationSealed> events,
+            Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader,
+            IngestHealth health,
+            IngestFaults faults,
+            SealWriters writers,
+            ObjLongConsumer<TopicPartition> sealedPositions) {
+        RecordCheck check = new RecordCheck(
+                config.inputTopic(),
+                rollouts,
+                config.maxPayloadBytes(),
+                Duration.ofMillis(config.registryWaitMs()),
+                metrics);
         InputRereader rereader = new InputRereader(recoveryReader, metrics, Duration.ofMinutes(2));
         Topology topology = new Topology();
-        topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new ByteArrayDeserializer(),
-                new ByteArrayDeserializer(), config.inputTopic());
-        topology.addProcessor(BATCHER,
-                () -> new PartitionBatcher(config, table, check, metrics, budget, rereader, health, faults, writers,
-                        sealedPositions), SOURCE);
+        topology.addSource(
+                Topology.AutoOffsetReset.EARLIEST,
+                SOURCE,
+                new ByteArrayDeserializer(),
+                new ByteArrayDeserializer(),
+                config.inputTopic());
+        topology.addProcessor(
+                BATCHER,
+                () -> new PartitionBatcher(
+                        config, table, check, metrics, budget, rereader, health, faults, writers, sealedPositions),
+                SOURCE);
         // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
-        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(PROGRESS_STORE),
-                Serdes.String(), Serdes.Long()).withCachingEnabled(), BATCHER);
+        topology.addStateStore(
+                Stores.keyValueStoreBuilder(
+                                Stores.persistentKeyValueStore(PROGRESS_STORE), Serdes.String(), Serdes.Long())
+                        .withCachingEnabled(),
+                BATCHER);
         topology.addSink(GENERATIONS_SINK, config.generationsTopic(), new StringSerializer(), events, BATCHER);
         topology.addSink(DLQ_SINK, config.dlqTopic(), new ByteArraySerializer(), new ByteArraySerializer(), BATCHER);
         return topology;

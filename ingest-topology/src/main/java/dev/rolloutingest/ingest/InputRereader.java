@@ -32,7 +32,8 @@ final class InputRereader {
     private final IngestMetrics metrics;
     private final Duration timeout;
 
-    InputRereader(Function<TopicPartition, Consumer<byte[], byte[]>> consumers, IngestMetrics metrics, Duration timeout) {
+    InputRereader(
+            Function<TopicPartition, Consumer<byte[], byte[]>> consumers, IngestMetrics metrics, Duration timeout) {
         this.consumers = consumers;
         this.metrics = metrics;
         this.timeout = timeout;
@@ -62,8 +63,12 @@ final class InputRereader {
                     long earliest = reader.beginningOffsets(List.of(tp)).get(tp);
                     long resumeAt = Math.min(earliest, to);
                     metrics.expired(resumeAt - reader.position(tp));
-                    log.error("{}: records [{}, {}) expired from the topic before they were sealed and are LOST; raise"
-                            + " the topic's retention above the seal age", tp, reader.position(tp), resumeAt);
+                    log.error(
+                            "{}: records [{}, {}) expired from the topic before they were sealed and are LOST; raise"
+                                    + " the topic's retention above the seal age",
+                            tp,
+                            reader.position(tp),
+                            resumeAt);
                     reader.seek(tp, resumeAt);
                     continue;
                 }

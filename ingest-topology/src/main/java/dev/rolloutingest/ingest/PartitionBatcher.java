@@ -14,11 +14,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.function.ObjLongConsumer;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.ObjLongConsumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
@@ -56,6 +56,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private final IngestConfig config;
     /** Read once: a config getter per record was ~1 % of the stream thread. */
     private final int sealMaxRows;
+
     private final long sealMaxBytes;
     private final long largeBlobLogBytes;
     private final RolloutTable table;
@@ -84,8 +85,16 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private long batchStartedAtMs;
     private SealWrite inFlight;
 
-    PartitionBatcher(IngestConfig config, RolloutTable table, RecordCheck check, IngestMetrics metrics,
-            InflightBudget budget, InputRereader rereader, IngestHealth health, IngestFaults faults, SealWriters writers,
+    PartitionBatcher(
+            IngestConfig config,
+            RolloutTable table,
+            RecordCheck check,
+            IngestMetrics metrics,
+            InflightBudget budget,
+            InputRereader rereader,
+            IngestHealth health,
+            IngestFaults faults,
+            SealWriters writers,
             ObjLongConsumer<TopicPartition> sealedPositions) {
         this.config = config;
         this.sealMaxRows = config.sealMaxRows();
@@ -149,8 +158,14 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             // The largest buffer seals at its next check; this one seals now so the total stays bounded.
             metrics.pressure();
             int largest = budget.requestLargest();
-            log.info("Shard {} ({}/{}): in-flight budget of {} bytes reached ({} buffered); largest buffer is partition {}",
-                    shard, topic, partition, budget.limit(), budget.total(), largest);
+            log.info(
+                    "Shard {} ({}/{}): in-flight budget of {} bytes reached ({} buffered); largest buffer is partition {}",
+                    shard,
+                    topic,
+                    partition,
+                    budget.limit(),
+                    budget.total(),
+                    largest);
             seal("pressure");
         }
     }
@@ -177,13 +192,19 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             }
             return;
         }
-        int payload = checked.rollout().getBinaryPayload() == null ? 0 : checked.rollout().getBinaryPayload().remaining();
+        int payload = checked.rollout().getBinaryPayload() == null
+                ? 0
+                : checked.rollout().getBinaryPayload().remaining();
         if (live) {
             boolean large = largeBlobLogBytes > 0 && payload >= largeBlobLogBytes;
             metrics.blob(payload, large);
             if (large) {
-                log.warn("Large payload: {} bytes (warn at {}) in experiment {} record_id {}", payload,
-                        largeBlobLogBytes, checked.rollout().getExperiment(), checked.rollout().getRecordId());
+                log.warn(
+                        "Large payload: {} bytes (warn at {}) in experiment {} record_id {}",
+                        payload,
+                        largeBlobLogBytes,
+                        checked.rollout().getExperiment(),
+                        checked.rollout().getRecordId());
             }
         }
         long bytes = value.length + (key == null ? 0 : key.length);
@@ -193,8 +214,10 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     private void deadLetter(byte[] key, byte[] value, Headers headers, long timestamp, long offset, DeadLetter dead) {
         metrics.dlq(dead.reason());
-        log.warn("Shard {}: {}/{}@{} to the DLQ ({}): {}", shard, topic, partition, offset, dead.reason(), dead.error());
-        context.forward(new Record<Object, Object>(key, value, timestamp, dead.headers(headers, topic, partition, offset)),
+        log.warn(
+                "Shard {}: {}/{}@{} to the DLQ ({}): {}", shard, topic, partition, offset, dead.reason(), dead.error());
+        context.forward(
+                new Record<Object, Object>(key, value, timestamp, dead.headers(headers, topic, partition, offset)),
                 IngestTopology.DLQ_SINK);
     }
 
@@ -290,9 +313,18 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             faults.afterGenerationWrite();
             announce(sealed.get());
             metrics.seal(write.trigger, "success", Duration.ofNanos(System.nanoTime() - write.startedNanos));
-            log.info("Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms", shard, topic,
-                    partition, sealed.get().generation(), write.first, write.last, sealed.get().rows(),
-                    sealed.get().bytes(), write.trigger, millis);
+            log.info(
+                    "Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms",
+                    shard,
+                    topic,
+                    partition,
+                    sealed.get().generation(),
+                    write.first,
+                    write.last,
+                    sealed.get().rows(),
+                    sealed.get().bytes(),
+                    write.trigger,
+                    millis);
         } else {
             metrics.seal(write.trigger, "empty", Duration.ofNanos(System.nanoTime() - write.startedNanos));
         }
@@ -314,8 +346,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 return Optional.empty();
             }
             try {
-                return Optional.of(table.writeGeneration(topic, partition, write.first, write.last, write.batch, write.bytes,
-                        write.refused));
+                return Optional.of(table.writeGeneration(
+                        topic, partition, write.first, write.last, write.batch, write.bytes, write.refused));
             } catch (RuntimeException e) {
                 if (attempt >= 2 && takeOutUnwritableRows(write)) {
                     attempt = 0;
@@ -325,11 +357,19 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 metrics.sealFailure("storage");
                 health.sealFailed(partition, e.getMessage(), System.currentTimeMillis());
                 if (attempt >= config.sealWriteAttempts()) {
-                    throw new IllegalStateException("Table " + table.location() + " shard " + shard + ": writing generation "
-                            + (write.last + 1) + " failed " + attempt + " times: " + e.getMessage(), e);
+                    throw new IllegalStateException(
+                            "Table " + table.location() + " shard " + shard + ": writing generation " + (write.last + 1)
+                                    + " failed " + attempt + " times: " + e.getMessage(),
+                            e);
                 }
-                log.warn("Table {} shard {}: writing generation {} failed (attempt {}/{}), retrying in {} ms: {}",
-                        table.location(), shard, write.last + 1, attempt, config.sealWriteAttempts(), backoff,
+                log.warn(
+                        "Table {} shard {}: writing generation {} failed (attempt {}/{}), retrying in {} ms: {}",
+                        table.location(),
+                        shard,
+                        write.last + 1,
+                        attempt,
+                        config.sealWriteAttempts(),
+                        backoff,
                         e.getMessage());
                 sleep(backoff);
                 backoff = Math.min(backoff * 2, 10_000);
@@ -347,8 +387,14 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
         metrics.sealFailure("data");
         unwritable.forEach((offset, error) -> {
-            log.warn("Shard {} generation {}: the record at {}/{}@{} cannot be written and goes to the DLQ: {}", shard,
-                    generation, topic, partition, offset, error);
+            log.warn(
+                    "Shard {} generation {}: the record at {}/{}@{} cannot be written and goes to the DLQ: {}",
+                    shard,
+                    generation,
+                    topic,
+                    partition,
+                    offset,
+                    error);
             refused.add(new SealedGeneration.DeadLettered(offset, "unwritable", error));
         });
         GenerationBatch rest = write.batch.without(unwritable.keySet());
@@ -381,13 +427,20 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     private void announce(SealedGeneration sealed) {
         GenerationSealed event = GenerationSealed.newBuilder()
-                .setShardId(sealed.shard()).setTopic(sealed.topic()).setPartition(sealed.partition())
-                .setGeneration(sealed.generation()).setFolder(sealed.folder())
-                .setFirstOffset(sealed.firstOffset()).setLastOffset(sealed.lastOffset())
-                .setRows(sealed.rows()).setBytes(sealed.bytes()).setSealedAt(sealed.sealedAt())
+                .setShardId(sealed.shard())
+                .setTopic(sealed.topic())
+                .setPartition(sealed.partition())
+                .setGeneration(sealed.generation())
+                .setFolder(sealed.folder())
+                .setFirstOffset(sealed.firstOffset())
+                .setLastOffset(sealed.lastOffset())
+                .setRows(sealed.rows())
+                .setBytes(sealed.bytes())
+                .setSealedAt(sealed.sealedAt())
                 .setTableUri(table.location().uri())
                 .build();
-        context.forward(new Record<Object, Object>(sealed.shard(), event, System.currentTimeMillis()),
+        context.forward(
+                new Record<Object, Object>(sealed.shard(), event, System.currentTimeMillis()),
                 IngestTopology.GENERATIONS_SINK);
     }
 
@@ -423,8 +476,14 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         Optional<SealedGeneration> orphan;
         while ((orphan = table.sealedStartingAt(shard, sealedUpTo)).isPresent()) {
             SealedGeneration sealed = orphan.get();
-            log.info("Shard {} ({}/{}): adopting generation {} [{}..{}] written before a restart", shard, topic, partition,
-                    sealed.generation(), sealed.firstOffset(), sealed.lastOffset());
+            log.info(
+                    "Shard {} ({}/{}): adopting generation {} [{}..{}] written before a restart",
+                    shard,
+                    topic,
+                    partition,
+                    sealed.generation(),
+                    sealed.firstOffset(),
+                    sealed.lastOffset());
             deadLetterRefused(sealed.deadLettered());
             announce(sealed);
             metrics.adopted();
@@ -444,8 +503,15 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         });
         // Offsets between the last record and `processed` (transaction markers) belong to the batch too.
         lastOffset = Math.max(lastOffset, processed - 1);
-        log.info("Shard {} ({}/{}): re-read {} unsealed records [{}..{}) from the input topic in {} ms", shard, topic,
-                partition, reread, from, processed, (System.nanoTime() - started) / 1_000_000);
+        log.info(
+                "Shard {} ({}/{}): re-read {} unsealed records [{}..{}) from the input topic in {} ms",
+                shard,
+                topic,
+                partition,
+                reread,
+                from,
+                processed,
+                (System.nanoTime() - started) / 1_000_000);
     }
 
     private static void sleep(long ms) {
@@ -466,7 +532,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 write.result.get(60, TimeUnit.SECONDS);
                 write.batch.close();
             } catch (TimeoutException e) {
-                log.warn("Shard {}: a generation write still runs at close; its batch's memory is left to the writer",
+                log.warn(
+                        "Shard {}: a generation write still runs at close; its batch's memory is left to the writer",
                         shard);
             } catch (ExecutionException e) {
                 write.batch.close();

@@ -38,7 +38,11 @@ final class RecordCheck {
      *     thread gives up (and is replaced, redoing its work from the last commit); keep it well under
      *     max.poll.interval.ms
      */
-    RecordCheck(String topic, Deserializer<Rollout> deserializer, long maxPayloadBytes, Duration registryWait,
+    RecordCheck(
+            String topic,
+            Deserializer<Rollout> deserializer,
+            long maxPayloadBytes,
+            Duration registryWait,
             IngestMetrics metrics) {
         this.topic = topic;
         this.deserializer = deserializer;
@@ -52,8 +56,10 @@ final class RecordCheck {
             return Result.rejected("null-value", "record has no value (tombstone)");
         }
         if (value.length > maxPayloadBytes) {
-            return Result.rejected("payload-too-large", "value of " + value.length + " bytes exceeds "
-                    + IngestConfig.MAX_PAYLOAD_BYTES + "=" + maxPayloadBytes);
+            return Result.rejected(
+                    "payload-too-large",
+                    "value of " + value.length + " bytes exceeds " + IngestConfig.MAX_PAYLOAD_BYTES + "="
+                            + maxPayloadBytes);
         }
         Rollout rollout;
         try {
@@ -70,12 +76,13 @@ final class RecordCheck {
             return Result.rejected("missing-record-id", "record_id is empty");
         }
         if (key == null) {
-            return Result.rejected("missing-key", "record has no key; the key must equal record_id " + rollout.getRecordId());
+            return Result.rejected(
+                    "missing-key", "record has no key; the key must equal record_id " + rollout.getRecordId());
         }
         String recordKey = new String(key, StandardCharsets.UTF_8);
         if (!recordKey.equals(rollout.getRecordId())) {
-            return Result.rejected("key-mismatch", "key '" + recordKey + "' differs from record_id '"
-                    + rollout.getRecordId() + "'");
+            return Result.rejected(
+                    "key-mismatch", "key '" + recordKey + "' differs from record_id '" + rollout.getRecordId() + "'");
         }
         return Result.accepted(rollout);
     }
@@ -102,7 +109,9 @@ final class RecordCheck {
                 }
                 if (now - lastLog > 10_000_000_000L) {
                     lastLog = now;
-                    log.warn("Schema registry cannot answer ({}); the record waits, it is not dead-lettered: {}", e.reason(),
+                    log.warn(
+                            "Schema registry cannot answer ({}); the record waits, it is not dead-lettered: {}",
+                            e.reason(),
                             e.getMessage());
                 }
                 try {

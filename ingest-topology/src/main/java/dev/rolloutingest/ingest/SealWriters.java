@@ -18,11 +18,13 @@ final class SealWriters implements AutoCloseable {
 
     SealWriters(int threads) {
         AtomicInteger n = new AtomicInteger();
-        this.pool = threads == 0 ? null : Executors.newFixedThreadPool(threads, r -> {
-            Thread t = new Thread(r, "seal-writer-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        this.pool = threads == 0
+                ? null
+                : Executors.newFixedThreadPool(threads, r -> {
+                    Thread t = new Thread(r, "seal-writer-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
     }
 
     <T> Future<T> submit(Callable<T> write) {

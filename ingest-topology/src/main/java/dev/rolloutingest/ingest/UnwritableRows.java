@@ -15,7 +15,8 @@ final class UnwritableRows {
             VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
             for (int i = 0; i < batch.getRowCount(); i++) {
                 if (!ids.isNull(i) && new String(ids.get(i), StandardCharsets.UTF_8).startsWith(prefix)) {
-                    return "injected fault: the table refuses record_id " + new String(ids.get(i), StandardCharsets.UTF_8);
+                    return "injected fault: the table refuses record_id "
+                            + new String(ids.get(i), StandardCharsets.UTF_8);
                 }
             }
             return null;

@@ -80,14 +80,15 @@ class BadInputIT {
     }
 
     /** One record the test sends: its bytes, and what must become of it. */
-    private record Sent(String kind, byte[] key, byte[] value, RecordHeaders headers, Set<String> dlqReasons,
-            String landsAs) {
+    private record Sent(
+            String kind, byte[] key, byte[] value, RecordHeaders headers, Set<String> dlqReasons, String landsAs) {
         static Sent bad(String kind, byte[] key, byte[] value, String... reasons) {
             return new Sent(kind, key, value, new RecordHeaders(), Set.of(reasons), null);
         }
 
         static Sent good(String kind, Rollout rollout, byte[] value) {
-            return new Sent(kind, bytes(rollout.getRecordId()), value, new RecordHeaders(), Set.of(), rollout.getRecordId());
+            return new Sent(
+                    kind, bytes(rollout.getRecordId()), value, new RecordHeaders(), Set.of(), rollout.getRecordId());
         }
     }
 
@@ -96,21 +97,45 @@ class BadInputIT {
             throws Exception {
         String run = "bad-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka.createTopics(List.of(new NewTopic(input, 1, (short) 1), new NewTopic(run + "-generations", 1, (short) 1),
+        cluster.kafka.createTopics(List.of(
+                new NewTopic(input, 1, (short) 1),
+                new NewTopic(run + "-generations", 1, (short) 1),
                 new NewTopic(run + "-dlq", 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Map<String, Object> props = new HashMap<>(Map.of(
-                "bootstrap.servers", cluster.kafka.bootstrapServers(), "schema.registry.url", cluster.registry.confluentUrl(),
-                "rollout.table.uri", tableDir.toString(), "application.id", run, "rollout.input.topic", input,
-                "rollout.generations.topic", run + "-generations", "rollout.dlq.topic", run + "-dlq",
-                "rollout.state.dir", work.resolve("state").toString(), "http.port", "0"));
-        props.putAll(Map.of("rollout.seal.max.rows", "100", "rollout.seal.max.age.ms", "500",
-                "rollout.seal.check.interval.ms", "100", "rollout.max.payload.bytes", "100000",
-                "streams.commit.interval.ms", "200"));
+                "bootstrap.servers",
+                cluster.kafka.bootstrapServers(),
+                "schema.registry.url",
+                cluster.registry.confluentUrl(),
+                "rollout.table.uri",
+                tableDir.toString(),
+                "application.id",
+                run,
+                "rollout.input.topic",
+                input,
+                "rollout.generations.topic",
+                run + "-generations",
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.state.dir",
+                work.resolve("state").toString(),
+                "http.port",
+                "0"));
+        props.putAll(Map.of(
+                "rollout.seal.max.rows",
+                "100",
+                "rollout.seal.max.age.ms",
+                "500",
+                "rollout.seal.check.interval.ms",
+                "100",
+                "rollout.max.payload.bytes",
+                "100000",
+                "streams.commit.interval.ms",
+                "200"));
 
-        SchemaRegistryClient registry = new SchemaRegistryClient(SerdeConfig.from(Map.of("schema.registry.url",
-                cluster.registry.confluentUrl())));
+        SchemaRegistryClient registry = new SchemaRegistryClient(
+                SerdeConfig.from(Map.of("schema.registry.url", cluster.registry.confluentUrl())));
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", cluster.registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("battery", 64, 5);
@@ -122,52 +147,89 @@ class BadInputIT {
         byte[] wrongMagic = good.clone();
         wrongMagic[0] = 1;
         tricky.add(Sent.bad("wrong magic byte", bytes("battery-0"), wrongMagic, "bad-magic-byte"));
-        tricky.add(Sent.bad("unknown schema id", bytes("battery-0"), WireFormat.frame(987_654, new byte[] {2, 4}),
+        tricky.add(Sent.bad(
+                "unknown schema id",
+                bytes("battery-0"),
+                WireFormat.frame(987_654, new byte[] {2, 4}),
                 "unknown-schema-id"));
-        tricky.add(Sent.bad("truncated", bytes("battery-0"), java.util.Arrays.copyOf(good, good.length / 2), "not-avro"));
+        tricky.add(
+                Sent.bad("truncated", bytes("battery-0"), java.util.Arrays.copyOf(good, good.length / 2), "not-avro"));
         byte[] random = new byte[300];
         new Random(7).nextBytes(random);
-        tricky.add(Sent.bad("random body", bytes("r"), WireFormat.frame(rolloutId, random), "not-avro", "trailing-bytes",
-                "key-mismatch", "missing-record-id"));
+        tricky.add(Sent.bad(
+                "random body",
+                bytes("r"),
+                WireFormat.frame(rolloutId, random),
+                "not-avro",
+                "trailing-bytes",
+                "key-mismatch",
+                "missing-record-id"));
         tricky.add(Sent.bad("empty value", bytes("e"), new byte[0], "truncated"));
         tricky.add(Sent.bad("tombstone", bytes("battery-0"), null, "null-value"));
         Rollout noKey = tricked(generator, "no-key");
         tricky.add(Sent.bad("null key", null, serializer.serialize(input, noKey), "missing-key"));
         Rollout otherKey = tricked(generator, "key-differs");
-        tricky.add(Sent.bad("key differs from record_id", bytes("something-else"), serializer.serialize(input, otherKey),
+        tricky.add(Sent.bad(
+                "key differs from record_id",
+                bytes("something-else"),
+                serializer.serialize(input, otherKey),
                 "key-mismatch"));
         Rollout emptyId = tricked(generator, "");
         tricky.add(Sent.bad("empty record_id", bytes(""), serializer.serialize(input, emptyId), "missing-record-id"));
-        Schema intId = SchemaBuilder.record("Rollout").namespace("dev.rolloutingest.schemas").fields()
-                .requiredInt("record_id").requiredString("experiment").endRecord();
+        Schema intId = SchemaBuilder.record("Rollout")
+                .namespace("dev.rolloutingest.schemas")
+                .fields()
+                .requiredInt("record_id")
+                .requiredString("experiment")
+                .endRecord();
         GenericRecord intRecord = new GenericData.Record(intId);
         intRecord.put("record_id", 5);
         intRecord.put("experiment", "battery");
-        tricky.add(Sent.bad("writer schema with record_id as int", bytes("5"),
-                WireFormat.frame(registry.register(run + "-other-value", intId), avro(intId, intRecord)), "schema-incompatible"));
-        Schema noRole = SchemaBuilder.record("Rollout").namespace("dev.rolloutingest.schemas").fields()
-                .requiredString("record_id").requiredString("experiment").endRecord();
+        tricky.add(Sent.bad(
+                "writer schema with record_id as int",
+                bytes("5"),
+                WireFormat.frame(registry.register(run + "-other-value", intId), avro(intId, intRecord)),
+                "schema-incompatible"));
+        Schema noRole = SchemaBuilder.record("Rollout")
+                .namespace("dev.rolloutingest.schemas")
+                .fields()
+                .requiredString("record_id")
+                .requiredString("experiment")
+                .endRecord();
         GenericRecord noRoleRecord = new GenericData.Record(noRole);
         noRoleRecord.put("record_id", "battery-no-role");
         noRoleRecord.put("experiment", "battery");
-        tricky.add(Sent.bad("writer schema missing required fields", bytes("battery-no-role"),
+        tricky.add(Sent.bad(
+                "writer schema missing required fields",
+                bytes("battery-no-role"),
                 WireFormat.frame(registry.register(run + "-third-value", noRole), avro(noRole, noRoleRecord)),
                 "schema-incompatible"));
         Rollout huge = new RolloutGenerator("battery", 150_000, 1).rollout(900_000, 0);
-        tricky.add(Sent.bad("payload over the limit", bytes(huge.getRecordId()), serializer.serialize(input, huge),
+        tricky.add(Sent.bad(
+                "payload over the limit",
+                bytes(huge.getRecordId()),
+                serializer.serialize(input, huge),
                 "payload-too-large"));
         byte[] trailing = java.util.Arrays.copyOf(good, good.length + 1);
         tricky.add(Sent.bad("trailing bytes", bytes("battery-0"), trailing, "trailing-bytes"));
-        Sent spoofedBad = Sent.bad("bad record with a spoofed DLQ header", bytes("s"), bytes("not avro at all"),
-                "bad-magic-byte");
+        Sent spoofedBad = Sent.bad(
+                "bad record with a spoofed DLQ header", bytes("s"), bytes("not avro at all"), "bad-magic-byte");
         spoofedBad.headers().add("rollout.dlq.reason", bytes("all-fine"));
         tricky.add(spoofedBad);
 
-        for (String id : List.of("sql-'; DROP TABLE rollouts; --", "url-a/b?c=d&e#f%20g+h", "emoji-\uD83D\uDE00\uD83D\uDE80",
-                "nul-\u0000-byte", "cjk-\u4E2D\u6587", "rtl-\u200F\u05E9\u05DC\u05D5\u05DD", "long-" + "y".repeat(10_240))) {
+        for (String id : List.of(
+                "sql-'; DROP TABLE rollouts; --",
+                "url-a/b?c=d&e#f%20g+h",
+                "emoji-\uD83D\uDE00\uD83D\uDE80",
+                "nul-\u0000-byte",
+                "cjk-\u4E2D\u6587",
+                "rtl-\u200F\u05E9\u05DC\u05D5\u05DD",
+                "long-" + "y".repeat(10_240))) {
             Rollout rollout = tricked(generator, id);
             rollout.setExperiment("exp/" + id.substring(0, Math.min(40, id.length())));
-            tricky.add(Sent.good("record_id " + id.substring(0, Math.min(12, id.length())), rollout,
+            tricky.add(Sent.good(
+                    "record_id " + id.substring(0, Math.min(12, id.length())),
+                    rollout,
                     serializer.serialize(input, rollout)));
         }
         Rollout nan = tricked(generator, "nan-reward");
@@ -177,10 +239,10 @@ class BadInputIT {
         inf.setReward(Float.POSITIVE_INFINITY);
         inf.setAdvantage(Float.NEGATIVE_INFINITY);
         tricky.add(Sent.good("infinite reward and advantage", inf, serializer.serialize(input, inf)));
-        Instant earliest = Instant.ofEpochSecond(Math.floorDiv(Long.MIN_VALUE, 1_000_000L),
-                Math.floorMod(Long.MIN_VALUE, 1_000_000L) * 1_000L);
-        Instant latest = Instant.ofEpochSecond(Math.floorDiv(Long.MAX_VALUE, 1_000_000L),
-                Math.floorMod(Long.MAX_VALUE, 1_000_000L) * 1_000L);
+        Instant earliest = Instant.ofEpochSecond(
+                Math.floorDiv(Long.MIN_VALUE, 1_000_000L), Math.floorMod(Long.MIN_VALUE, 1_000_000L) * 1_000L);
+        Instant latest = Instant.ofEpochSecond(
+                Math.floorDiv(Long.MAX_VALUE, 1_000_000L), Math.floorMod(Long.MAX_VALUE, 1_000_000L) * 1_000L);
         Rollout early = tricked(generator, "created-at-min");
         early.setCreatedAt(earliest);
         tricky.add(Sent.good("created_at = Long.MIN_VALUE micros", early, serializer.serialize(input, early)));
@@ -198,13 +260,15 @@ class BadInputIT {
         for (int version = 1; version <= 3; version++) {
             Rollout again = tricked(generator, "same-id-three-times");
             again.setPolicyVersion((long) version);
-            tricky.add(Sent.good("same record_id three times (version " + version + ")", again,
-                    serializer.serialize(input, again)));
+            tricky.add(Sent.good(
+                    "same record_id three times (version " + version + ")", again, serializer.serialize(input, again)));
         }
         Schema evolved = evolvedRolloutSchema();
         Rollout evolvedRollout = tricked(generator, "evolved-schema");
         int evolvedId = registry.register(input + "-value", evolved);
-        tricky.add(Sent.good("evolved producer schema with an extra field", evolvedRollout,
+        tricky.add(Sent.good(
+                "evolved producer schema with an extra field",
+                evolvedRollout,
                 WireFormat.frame(evolvedId, avroWithExtraField(evolved, evolvedRollout))));
         assertThat(tricky.size()).as("kinds of input").isGreaterThanOrEqualTo(28);
 
@@ -224,11 +288,16 @@ class BadInputIT {
         try (IngestApp app = new IngestApp(IngestConfig.of(props)).start();
                 KafkaProducer<byte[], byte[]> producer = rawProducer()) {
             for (Sent sent : sends) {
-                producer.send(new ProducerRecord<>(input, null, sent.key(), sent.value(), sent.headers())).get();
+                producer.send(new ProducerRecord<>(input, null, sent.key(), sent.value(), sent.headers()))
+                        .get();
             }
             cluster.awaitAllSealed(run, input, 1, tableDir, 120);
-            assertThat(app.registry().find("rollout.ingest.dropped.fields.records").counter().count())
-                    .as("the evolved schema's extra field is counted, not silently dropped").isEqualTo(1);
+            assertThat(app.registry()
+                            .find("rollout.ingest.dropped.fields.records")
+                            .counter()
+                            .count())
+                    .as("the evolved schema's extra field is counted, not silently dropped")
+                    .isEqualTo(1);
         }
 
         Map<Long, Sent> byOffset = new TreeMap<>();
@@ -238,7 +307,9 @@ class BadInputIT {
         Map<Long, ConsumerRecord<byte[], byte[]>> dead = new TreeMap<>();
         for (ConsumerRecord<byte[], byte[]> record : readAll(run + "-dlq")) {
             long offset = Long.parseLong(header(record, "rollout.dlq.source.offset"));
-            assertThat(dead.put(offset, record)).as("dead-lettered once: offset %d", offset).isNull();
+            assertThat(dead.put(offset, record))
+                    .as("dead-lettered once: offset %d", offset)
+                    .isNull();
         }
         Map<String, String> wrong = new LinkedHashMap<>();
         byOffset.forEach((offset, sent) -> {
@@ -249,7 +320,9 @@ class BadInputIT {
                 if (letter == null) {
                     wrong.put(sent.kind(), "not in the DLQ");
                 } else if (!sent.dlqReasons().contains(header(letter, "rollout.dlq.reason"))) {
-                    wrong.put(sent.kind(), "reason " + header(letter, "rollout.dlq.reason") + ", expected " + sent.dlqReasons());
+                    wrong.put(
+                            sent.kind(),
+                            "reason " + header(letter, "rollout.dlq.reason") + ", expected " + sent.dlqReasons());
                 } else if (!java.util.Arrays.equals(letter.value(), sent.value())) {
                     wrong.put(sent.kind(), "DLQ value is not the producer's bytes");
                 }
@@ -260,8 +333,8 @@ class BadInputIT {
         assertThat(header(spoofed, "producer.rollout.dlq.reason")).isEqualTo("all-fine");
         assertThat(lastHeader(spoofed, "rollout.dlq.reason")).isEqualTo("bad-magic-byte");
 
-        try (RolloutTable table = RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry())) {
+        try (RolloutTable table =
+                RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             Map<String, Rollout> expected = new LinkedHashMap<>();
             for (Sent sent : sends) {
                 if (sent.landsAs() != null) {
@@ -270,18 +343,30 @@ class BadInputIT {
             }
             assertThat(table.countRows()).isEqualTo(expected.size());
             expected.forEach((id, rollout) -> {
-                RolloutRow row = table.get(id).orElseThrow(() -> new AssertionError("not readable: " + id.substring(0,
-                        Math.min(40, id.length()))));
+                RolloutRow row = table.get(id)
+                        .orElseThrow(() ->
+                                new AssertionError("not readable: " + id.substring(0, Math.min(40, id.length()))));
                 assertThat(row.rollout().getPolicyVersion()).isEqualTo(rollout.getPolicyVersion());
                 assertThat(row.rollout().getCreatedAt()).isEqualTo(rollout.getCreatedAt());
                 assertThat(row.rollout().getExperiment()).isEqualTo(rollout.getExperiment());
             });
-            assertThat(table.get("battery-nan-reward").orElseThrow().rollout().getReward()).isNaN();
-            assertThat(table.get("battery-inf-reward").orElseThrow().rollout().getAdvantage()).isEqualTo(Float.NEGATIVE_INFINITY);
-            assertThat(table.get("battery-same-id-three-times").orElseThrow().rollout().getPolicyVersion()).isEqualTo(3L);
-            assertThat(table.get("battery-created-at-min").orElseThrow().rollout().getCreatedAt()).isEqualTo(earliest);
-            assertThat(table.list(dev.rolloutingest.table.ListQuery.all(10).withExperiment(
-                    "exp/emoji-\uD83D\uDE00\uD83D\uDE80"))).hasSize(1);
+            assertThat(table.get("battery-nan-reward").orElseThrow().rollout().getReward())
+                    .isNaN();
+            assertThat(table.get("battery-inf-reward").orElseThrow().rollout().getAdvantage())
+                    .isEqualTo(Float.NEGATIVE_INFINITY);
+            assertThat(table.get("battery-same-id-three-times")
+                            .orElseThrow()
+                            .rollout()
+                            .getPolicyVersion())
+                    .isEqualTo(3L);
+            assertThat(table.get("battery-created-at-min")
+                            .orElseThrow()
+                            .rollout()
+                            .getCreatedAt())
+                    .isEqualTo(earliest);
+            assertThat(table.list(dev.rolloutingest.table.ListQuery.all(10)
+                            .withExperiment("exp/emoji-\uD83D\uDE00\uD83D\uDE80")))
+                    .hasSize(1);
             // The partition kept sealing: its generations reach the last offset.
             var pending = table.pendingGenerations(ShardId.of(input, 0));
             assertThat(pending.get(pending.size() - 1).lastOffset()).isEqualTo(sends.size() - 1);
@@ -289,20 +374,33 @@ class BadInputIT {
     }
 
     @Test
-    void aRecordTheTableRefusesIsDeadLetteredExactlyOnceEvenWhenTheAppDiesRightAfterSealingTheRest()
-            throws Exception {
+    void aRecordTheTableRefusesIsDeadLetteredExactlyOnceEvenWhenTheAppDiesRightAfterSealingTheRest() throws Exception {
         String run = "refused-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
         String dlq = run + "-dlq";
-        cluster.kafka.createTopics(List.of(new NewTopic(input, 1, (short) 1), new NewTopic(run + "-generations", 1, (short) 1),
+        cluster.kafka.createTopics(List.of(
+                new NewTopic(input, 1, (short) 1),
+                new NewTopic(run + "-generations", 1, (short) 1),
                 new NewTopic(dlq, 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Path config = cluster.writeConfig(work, Map.of("rollout.input.topic", input,
-                "rollout.generations.topic", run + "-generations", "rollout.dlq.topic", dlq,
-                "rollout.table.uri", tableDir.toString(), "application.id", run,
-                "rollout.state.dir", work.resolve("state").toString(),
-                "rollout.fault.unwritable.record.id.prefix", "poison-"));
+        Path config = cluster.writeConfig(
+                work,
+                Map.of(
+                        "rollout.input.topic",
+                        input,
+                        "rollout.generations.topic",
+                        run + "-generations",
+                        "rollout.dlq.topic",
+                        dlq,
+                        "rollout.table.uri",
+                        tableDir.toString(),
+                        "application.id",
+                        run,
+                        "rollout.state.dir",
+                        work.resolve("state").toString(),
+                        "rollout.fault.unwritable.record.id.prefix",
+                        "poison-"));
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", cluster.registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("ok", 32, 3);
@@ -311,17 +409,19 @@ class BadInputIT {
             for (int i = 0; i < 50; i++) {
                 Rollout rollout = generator.rollout(i, 0);
                 if (i < poisonIds.size()) {
-                    rollout.setRecordId(poisonIds.get(i)); // offsets 0 and 1: in the first generation, whatever its size
+                    rollout.setRecordId(
+                            poisonIds.get(i)); // offsets 0 and 1: in the first generation, whatever its size
                 }
-                producer.send(new ProducerRecord<>(input, bytes(rollout.getRecordId()), serializer.serialize(input, rollout)))
+                producer.send(new ProducerRecord<>(
+                                input, bytes(rollout.getRecordId()), serializer.serialize(input, rollout)))
                         .get();
             }
         }
         Path log = work.resolve("ingest.log");
         // The first write (the batch without the refused rows) is durable, then the JVM halts before its
         // dead letters, event and offsets commit.
-        ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()),
-                Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "1"), log);
+        ChildJvm app = ChildJvm.start(
+                IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "1"), log);
         assertThat(app.waitFor(120)).as("the fault-injected run halts itself").isEqualTo(137);
         app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), log);
         List<ConsumerRecord<byte[], byte[]>> dead;
@@ -336,11 +436,13 @@ class BadInputIT {
         } finally {
             app.stop();
         }
-        assertThat(dead).extracting(r -> new String(r.key(), StandardCharsets.UTF_8))
+        assertThat(dead)
+                .extracting(r -> new String(r.key(), StandardCharsets.UTF_8))
                 .containsExactlyInAnyOrderElementsOf(poisonIds);
-        assertThat(dead).allSatisfy(r -> assertThat(header(r, "rollout.dlq.reason")).isEqualTo("unwritable"));
-        try (RolloutTable table = RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry())) {
+        assertThat(dead)
+                .allSatisfy(r -> assertThat(header(r, "rollout.dlq.reason")).isEqualTo("unwritable"));
+        try (RolloutTable table =
+                RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             assertThat(table.countRows()).isEqualTo(48);
             assertThat(table.get("poison-1")).isEmpty();
             assertThat(table.get(RolloutGenerator.recordId("ok", 49))).isPresent();
@@ -351,20 +453,50 @@ class BadInputIT {
     void aPartitionThatCannotSealTurnsHealthUnhealthyNamingItUntilItSealsAgain() throws Exception {
         String run = "stuck-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka.createTopics(List.of(new NewTopic(input, 2, (short) 1), new NewTopic(run + "-generations", 1, (short) 1),
+        cluster.kafka.createTopics(List.of(
+                new NewTopic(input, 2, (short) 1),
+                new NewTopic(run + "-generations", 1, (short) 1),
                 new NewTopic(run + "-dlq", 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Map<String, Object> props = new HashMap<>(Map.of(
-                "bootstrap.servers", cluster.kafka.bootstrapServers(), "schema.registry.url", cluster.registry.confluentUrl(),
-                "rollout.table.uri", tableDir.toString(), "application.id", run, "rollout.input.topic", input,
-                "rollout.generations.topic", run + "-generations", "rollout.dlq.topic", run + "-dlq",
-                "rollout.state.dir", work.resolve("state").toString(), "http.port", "0"));
-        props.putAll(Map.of("rollout.seal.max.age.ms", "300", "rollout.seal.check.interval.ms", "100",
-                "rollout.seal.write.attempts", "2", "rollout.health.stuck.after.ms", "2000",
-                "rollout.health.max.thread.replacements", "1", "rollout.health.thread.replacement.window.ms", "25000",
-                "streams.commit.interval.ms", "200", "streams.session.timeout.ms", "6000",
-                "streams.heartbeat.interval.ms", "1000"));
+                "bootstrap.servers",
+                cluster.kafka.bootstrapServers(),
+                "schema.registry.url",
+                cluster.registry.confluentUrl(),
+                "rollout.table.uri",
+                tableDir.toString(),
+                "application.id",
+                run,
+                "rollout.input.topic",
+                input,
+                "rollout.generations.topic",
+                run + "-generations",
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.state.dir",
+                work.resolve("state").toString(),
+                "http.port",
+                "0"));
+        props.putAll(Map.of(
+                "rollout.seal.max.age.ms",
+                "300",
+                "rollout.seal.check.interval.ms",
+                "100",
+                "rollout.seal.write.attempts",
+                "2",
+                "rollout.health.stuck.after.ms",
+                "2000",
+                "rollout.health.max.thread.replacements",
+                "1",
+                "rollout.health.thread.replacement.window.ms",
+                "25000",
+                "streams.commit.interval.ms",
+                "200",
+                "streams.session.timeout.ms",
+                "6000",
+                "streams.heartbeat.interval.ms",
+                "1000"));
         try (IngestApp app = new IngestApp(IngestConfig.of(props)).start()) {
             app.runtime().awaitRunning(Duration.ofSeconds(60));
             assertThat(health(app).statusCode()).isEqualTo(200);
@@ -374,7 +506,8 @@ class BadInputIT {
             cluster.produce(input, 0, 40, 40, new TreeMap<>(), new AtomicLong(), 0);
             HttpResponse<String> stuck = awaitHealth(app, 503, 60);
             long deadline = System.currentTimeMillis() + 60_000;
-            while (!(stuck.body().contains("has held unsealed records for") && stuck.body().contains("were replaced"))
+            while (!(stuck.body().contains("has held unsealed records for")
+                            && stuck.body().contains("were replaced"))
                     && System.currentTimeMillis() < deadline) {
                 Thread.sleep(200);
                 stuck = health(app);
@@ -383,11 +516,24 @@ class BadInputIT {
             assertThat(stuck.body()).containsPattern("partition [01] has held unsealed records for");
             assertThat(stuck.body()).contains("last seal error");
             assertThat(stuck.body()).contains("stream threads failed and were replaced");
-            assertThat(app.registry().find("rollout.streams.thread.replacements").counter().count()).isGreaterThan(1);
-            assertThat(app.registry().find("rollout.ingest.seal.failures").tag("cause", "storage").counter().count())
+            assertThat(app.registry()
+                            .find("rollout.streams.thread.replacements")
+                            .counter()
+                            .count())
+                    .isGreaterThan(1);
+            assertThat(app.registry()
+                            .find("rollout.ingest.seal.failures")
+                            .tag("cause", "storage")
+                            .counter()
+                            .count())
                     .isPositive();
-            assertThat(app.registry().find("rollout.ingest.seal.failures").tag("cause", "data").counter().count())
-                    .as("a store that refuses writes is not the data's fault").isZero();
+            assertThat(app.registry()
+                            .find("rollout.ingest.seal.failures")
+                            .tag("cause", "data")
+                            .counter()
+                            .count())
+                    .as("a store that refuses writes is not the data's fault")
+                    .isZero();
             Files.delete(memWal);
             assertThat(awaitHealth(app, 200, 90).body()).contains("\"problems\":[]");
             cluster.awaitAllSealed(run, input, 2, tableDir, 60);
@@ -395,7 +541,9 @@ class BadInputIT {
     }
 
     private static HttpResponse<String> health(IngestApp app) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create(app.http().baseUrl() + "/health")).build(),
+        return HTTP.send(
+                HttpRequest.newBuilder(URI.create(app.http().baseUrl() + "/health"))
+                        .build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -413,8 +561,13 @@ class BadInputIT {
     private static Rollout tricked(RolloutGenerator generator, String id) {
         Rollout rollout = generator.rollout(id.hashCode() & 0xffff, 0);
         rollout.setRecordId(id.isEmpty() ? "" : "battery-" + id);
-        if (id.startsWith("sql-") || id.startsWith("url-") || id.startsWith("emoji-") || id.startsWith("nul-")
-                || id.startsWith("cjk-") || id.startsWith("rtl-") || id.startsWith("long-")) {
+        if (id.startsWith("sql-")
+                || id.startsWith("url-")
+                || id.startsWith("emoji-")
+                || id.startsWith("nul-")
+                || id.startsWith("cjk-")
+                || id.startsWith("rtl-")
+                || id.startsWith("long-")) {
             rollout.setRecordId(id);
         }
         return rollout;
@@ -424,7 +577,8 @@ class BadInputIT {
         // What the sender meant to land: the Rollout fields (the evolved record's extra field is dropped).
         Rollout rollout = new Rollout();
         try {
-            var decoder = org.apache.avro.io.DecoderFactory.get().binaryDecoder(sent.value(), 5, sent.value().length - 5, null);
+            var decoder = org.apache.avro.io.DecoderFactory.get()
+                    .binaryDecoder(sent.value(), 5, sent.value().length - 5, null);
             Schema writer = sent.kind().startsWith("evolved") ? evolvedRolloutSchema() : Rollout.getClassSchema();
             return new org.apache.avro.specific.SpecificDatumReader<Rollout>(writer, Rollout.getClassSchema())
                     .read(rollout, decoder);
@@ -439,8 +593,11 @@ class BadInputIT {
         for (Schema.Field f : base.getFields()) {
             fields.add(new Schema.Field(f, f.schema()));
         }
-        fields.add(new Schema.Field("logprob_mask", Schema.createUnion(Schema.create(Schema.Type.NULL),
-                Schema.create(Schema.Type.STRING)), "added by a newer producer", Schema.Field.NULL_DEFAULT_VALUE));
+        fields.add(new Schema.Field(
+                "logprob_mask",
+                Schema.createUnion(Schema.create(Schema.Type.NULL), Schema.create(Schema.Type.STRING)),
+                "added by a newer producer",
+                Schema.Field.NULL_DEFAULT_VALUE));
         return Schema.createRecord(base.getName(), base.getDoc(), base.getNamespace(), false, fields);
     }
 
@@ -463,23 +620,40 @@ class BadInputIT {
     }
 
     private static long offsetOf(Map<Long, Sent> byOffset, Sent sent) {
-        return byOffset.entrySet().stream().filter(e -> e.getValue() == sent).findFirst().orElseThrow().getKey();
+        return byOffset.entrySet().stream()
+                .filter(e -> e.getValue() == sent)
+                .findFirst()
+                .orElseThrow()
+                .getKey();
     }
 
     private static KafkaProducer<byte[], byte[]> rawProducer() {
-        return new KafkaProducer<>(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.kafka.bootstrapServers(),
-                ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 1_000_000),
-                new ByteArraySerializer(), new ByteArraySerializer());
+        return new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        cluster.kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all",
+                        ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+                        1_000_000),
+                new ByteArraySerializer(),
+                new ByteArraySerializer());
     }
 
     private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
         List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.kafka.bootstrapServers(),
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-                ConsumerConfig.GROUP_ID_CONFIG, "verify-" + UUID.randomUUID()),
-                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        cluster.kafka.bootstrapServers(),
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                        "read_committed",
+                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                        "earliest",
+                        ConsumerConfig.GROUP_ID_CONFIG,
+                        "verify-" + UUID.randomUUID()),
+                new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
             consumer.subscribe(List.of(topic));
             long quietSince = System.currentTimeMillis();
             while (System.currentTimeMillis() - quietSince < 3_000) {
@@ -494,7 +668,8 @@ class BadInputIT {
 
     /** The first header of that name: the one a DLQ reader that trusts ours would find. */
     private static String header(ConsumerRecord<byte[], byte[]> record, String name) {
-        Header header = record.headers().headers(name).iterator().hasNext() ? record.headers().headers(name).iterator().next()
+        Header header = record.headers().headers(name).iterator().hasNext()
+                ? record.headers().headers(name).iterator().next()
                 : null;
         return header == null ? null : new String(header.value(), StandardCharsets.UTF_8);
     }

@@ -3,7 +3,6 @@ package dev.rolloutingest.ingest;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.embedded.ApicurioRegistry;
-import dev.rolloutingest.embedded.ChildJvm;
 import dev.rolloutingest.embedded.EmbeddedKafka;
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.Rollout;
@@ -28,12 +27,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Random;
-import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -63,18 +59,31 @@ final class IngestCluster implements AutoCloseable {
         kafka.close();
     }
 
-    void produce(String topic, int from, int to, int keys, Map<String, Long> latestVersion, AtomicLong produced,
+    void produce(
+            String topic,
+            int from,
+            int to,
+            int keys,
+            Map<String, Long> latestVersion,
+            AtomicLong produced,
             long pauseEvery50Ms) {
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("exp", 256, 11);
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true),
-                new StringSerializer(), serializer)) {
+        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all",
+                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                        true),
+                new StringSerializer(),
+                serializer)) {
             for (int i = from; i < to; i++) {
                 Rollout rollout = generator.rollout(i % keys, i);
-                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout)).get();
+                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout))
+                        .get();
                 synchronized (latestVersion) {
                     latestVersion.put(rollout.getRecordId(), (long) i);
                 }
@@ -89,15 +98,24 @@ final class IngestCluster implements AutoCloseable {
     }
 
     /** As fast as the broker takes them: sends without waiting, then waits for every acknowledgement. */
-    void produceUnthrottled(String topic, int from, int to, int keys, Map<String, Long> latestVersion, AtomicLong produced) {
+    void produceUnthrottled(
+            String topic, int from, int to, int keys, Map<String, Long> latestVersion, AtomicLong produced) {
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("exp", 256, 11);
         List<java.util.concurrent.Future<?>> sends = new java.util.ArrayList<>();
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.LINGER_MS_CONFIG, 10,
-                ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true),
-                new StringSerializer(), serializer)) {
+        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ProducerConfig.LINGER_MS_CONFIG,
+                        10,
+                        ProducerConfig.ACKS_CONFIG,
+                        "all",
+                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                        true),
+                new StringSerializer(),
+                serializer)) {
             for (int i = from; i < to; i++) {
                 Rollout rollout = generator.rollout(i % keys, i);
                 sends.add(producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout)));
@@ -142,9 +160,13 @@ final class IngestCluster implements AutoCloseable {
                     request.put(new TopicPartition(topic, p), OffsetSpec.latest());
                 }
                 var ends = admin.listOffsets(request).all().get();
-                var committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-                if (ends.entrySet().stream().allMatch(e -> committed.get(e.getKey()) != null
-                        && committed.get(e.getKey()).offset() >= e.getValue().offset())) {
+                var committed = admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata()
+                        .get();
+                if (ends.entrySet().stream()
+                        .allMatch(e -> committed.get(e.getKey()) != null
+                                && committed.get(e.getKey()).offset()
+                                        >= e.getValue().offset())) {
                     return;
                 }
                 Thread.sleep(200);
@@ -161,20 +183,26 @@ final class IngestCluster implements AutoCloseable {
             for (int p = 0; p < partitions; p++) {
                 request.put(new TopicPartition(topic, p), OffsetSpec.latest());
             }
-            var ends = admin.listOffsets(request, new org.apache.kafka.clients.admin.ListOffsetsOptions(
-                    IsolationLevel.READ_COMMITTED)).all().get();
+            var ends = admin.listOffsets(
+                            request,
+                            new org.apache.kafka.clients.admin.ListOffsetsOptions(IsolationLevel.READ_COMMITTED))
+                    .all()
+                    .get();
             while (System.currentTimeMillis() < deadline) {
-                Map<TopicPartition, OffsetAndMetadata> committed =
-                        admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+                Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata()
+                        .get();
                 boolean done = true;
-                try (RolloutTable table = RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS,
-                        new SimpleMeterRegistry())) {
+                try (RolloutTable table = RolloutTable.open(
+                        TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                     for (int p = 0; p < partitions; p++) {
                         TopicPartition tp = new TopicPartition(topic, p);
                         long end = ends.get(tp).offset();
                         OffsetAndMetadata c = committed.get(tp);
                         List<SealedGeneration> sealed = table.pendingGenerations(ShardId.of(topic, p));
-                        long sealedEnd = sealed.isEmpty() ? 0 : sealed.get(sealed.size() - 1).lastOffset() + 1;
+                        long sealedEnd = sealed.isEmpty()
+                                ? 0
+                                : sealed.get(sealed.size() - 1).lastOffset() + 1;
                         done &= c != null && c.offset() >= end && sealedEnd >= end;
                     }
                 }
@@ -189,25 +217,34 @@ final class IngestCluster implements AutoCloseable {
     }
 
     Map<String, List<GenerationSealed>> readEvents(String topic) {
-        ConfluentAvroDeserializer<GenerationSealed> deserializer = new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
+        ConfluentAvroDeserializer<GenerationSealed> deserializer =
+                new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         Map<String, List<GenerationSealed>> byShard = new HashMap<>();
-        try (KafkaConsumer<String, GenerationSealed> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-                ConsumerConfig.GROUP_ID_CONFIG, "verify-" + UUID.randomUUID()),
-                new StringDeserializer(), deserializer)) {
+        try (KafkaConsumer<String, GenerationSealed> consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                        "read_committed",
+                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                        "earliest",
+                        ConsumerConfig.GROUP_ID_CONFIG,
+                        "verify-" + UUID.randomUUID()),
+                new StringDeserializer(),
+                deserializer)) {
             consumer.subscribe(List.of(topic));
             long quietSince = System.currentTimeMillis();
             while (System.currentTimeMillis() - quietSince < 3_000) {
                 for (ConsumerRecord<String, GenerationSealed> record : consumer.poll(Duration.ofMillis(300))) {
-                    byShard.computeIfAbsent(record.key(), k -> new ArrayList<>()).add(record.value());
+                    byShard.computeIfAbsent(record.key(), k -> new ArrayList<>())
+                            .add(record.value());
                     quietSince = System.currentTimeMillis();
                 }
             }
         }
-        byShard.values().forEach(list -> list.sort(java.util.Comparator.comparingLong(GenerationSealed::getGeneration)));
+        byShard.values()
+                .forEach(list -> list.sort(java.util.Comparator.comparingLong(GenerationSealed::getGeneration)));
         return byShard;
     }
 
@@ -216,12 +253,14 @@ final class IngestCluster implements AutoCloseable {
      * partition tile [0, end) with no gap and no overlap, one event per generation.
      */
     void verify(Path tableDir, String topic, int partitions, String eventsTopic, Map<String, Long> latestVersion) {
-        try (RolloutTable table = RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry())) {
+        try (RolloutTable table =
+                RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             List<RolloutRow> rows = table.list(ListQuery.all(100_000));
             Map<String, Long> seen = new HashMap<>();
             for (RolloutRow row : rows) {
-                assertThat(seen.put(row.recordId(), row.rollout().getPolicyVersion())).as("duplicate " + row.recordId()).isNull();
+                assertThat(seen.put(row.recordId(), row.rollout().getPolicyVersion()))
+                        .as("duplicate " + row.recordId())
+                        .isNull();
             }
             assertThat(seen).isEqualTo(latestVersion);
         }
@@ -230,11 +269,14 @@ final class IngestCluster implements AutoCloseable {
             String shard = ShardId.of(topic, p);
             long next = 0;
             for (GenerationSealed event : announced.getOrDefault(shard, List.of())) {
-                assertThat(event.getFirstOffset()).as("shard %s generation %d starts where the previous ended", shard,
-                        event.getGeneration()).isEqualTo(next);
+                assertThat(event.getFirstOffset())
+                        .as("shard %s generation %d starts where the previous ended", shard, event.getGeneration())
+                        .isEqualTo(next);
                 next = event.getLastOffset() + 1;
             }
-            assertThat(next).as("announced generations of partition %d reach its records", p).isPositive();
+            assertThat(next)
+                    .as("announced generations of partition %d reach its records", p)
+                    .isPositive();
         }
     }
 }

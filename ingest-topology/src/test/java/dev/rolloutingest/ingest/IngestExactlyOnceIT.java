@@ -2,14 +2,8 @@ package dev.rolloutingest.ingest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.rolloutingest.embedded.ApicurioRegistry;
 import dev.rolloutingest.embedded.ChildJvm;
-import dev.rolloutingest.embedded.EmbeddedKafka;
 import dev.rolloutingest.schemas.GenerationSealed;
-import dev.rolloutingest.schemas.Rollout;
-import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.serde.ConfluentAvroDeserializer;
-import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.table.ListQuery;
 import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
@@ -18,34 +12,16 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.io.IOException;
-import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.IsolationLevel;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -78,14 +54,27 @@ class IngestExactlyOnceIT {
         String input = run + "-rollouts";
         String events = run + "-generations";
         String dlq = run + "-dlq";
-        cluster.kafka.createTopics(List.of(new NewTopic(input, PARTITIONS, (short) 1), new NewTopic(events, 1, (short) 1),
+        cluster.kafka.createTopics(List.of(
+                new NewTopic(input, PARTITIONS, (short) 1),
+                new NewTopic(events, 1, (short) 1),
                 new NewTopic(dlq, 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Path config = cluster.writeConfig(work, Map.of(
-                "rollout.input.topic", input, "rollout.generations.topic", events, "rollout.dlq.topic", dlq,
-                "rollout.table.uri", tableDir.toString(), "application.id", run,
-                "rollout.state.dir", work.resolve("state").toString()));
+        Path config = cluster.writeConfig(
+                work,
+                Map.of(
+                        "rollout.input.topic",
+                        input,
+                        "rollout.generations.topic",
+                        events,
+                        "rollout.dlq.topic",
+                        dlq,
+                        "rollout.table.uri",
+                        tableDir.toString(),
+                        "application.id",
+                        run,
+                        "rollout.state.dir",
+                        work.resolve("state").toString()));
 
         int records = 3_000;
         int keys = 1_100;
@@ -97,24 +86,31 @@ class IngestExactlyOnceIT {
         // A: every record processed and its offset committed, nothing sealed, then SIGKILL. The restart must
         // re-read the buffered records from the topic: Streams already committed their offsets.
         cluster.produce(input, 0, firstWave, keys, latestVersion, produced, 0);
-        ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()),
-                Map.of("ROLLOUT_SEAL_MAX_ROWS", "1000000", "ROLLOUT_SEAL_MAX_AGE_MS", "3600000"), log);
+        ChildJvm app = ChildJvm.start(
+                IngestApp.class,
+                List.of(config.toString()),
+                Map.of("ROLLOUT_SEAL_MAX_ROWS", "1000000", "ROLLOUT_SEAL_MAX_AGE_MS", "3600000"),
+                log);
         cluster.awaitCommitted(run, input, PARTITIONS, 120);
         app.kill();
         // B: a crash right after a generation write, before its event and offsets commit: adopted on restart.
-        app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "2"), log);
+        app = ChildJvm.start(
+                IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "2"), log);
         assertThat(app.waitFor(120)).as("the fault-injected run halts itself").isEqualTo(137);
         // B2: at full speed (a backlog produced unthrottled), killed while a generation write is in flight on its
         // writer thread and the stream thread is consuming the next batch.
         int fastFrom = records;
         cluster.produceUnthrottled(input, fastFrom, fastFrom + FAST_RECORDS, keys, latestVersion, produced);
-        app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_DURING_WRITE", "4",
-                "ROLLOUT_SEAL_MAX_ROWS", "1500"), log);
+        app = ChildJvm.start(
+                IngestApp.class,
+                List.of(config.toString()),
+                Map.of("ROLLOUT_FAULT_HALT_DURING_WRITE", "4", "ROLLOUT_SEAL_MAX_ROWS", "1500"),
+                log);
         assertThat(app.waitFor(120)).as("halted with a write in flight").isEqualTo(137);
         assertThat(Files.readString(log)).contains("halting with a generation write in flight");
         // C: SIGKILLs at random points while producers keep writing.
-        Thread producer = new Thread(() -> cluster.produce(input, firstWave, records, keys, latestVersion, produced, 150),
-                "producer");
+        Thread producer = new Thread(
+                () -> cluster.produce(input, firstWave, records, keys, latestVersion, produced, 150), "producer");
         producer.start();
         Random random = new Random(42);
         for (int kill = 0; kill < 3; kill++) {
@@ -138,7 +134,9 @@ class IngestExactlyOnceIT {
             assertThat(rows).hasSize(keys);
             Map<String, Long> seen = new HashMap<>();
             for (RolloutRow row : rows) {
-                assertThat(seen.put(row.recordId(), row.rollout().getPolicyVersion())).as("duplicate " + row.recordId()).isNull();
+                assertThat(seen.put(row.recordId(), row.rollout().getPolicyVersion()))
+                        .as("duplicate " + row.recordId())
+                        .isNull();
             }
             assertThat(seen).isEqualTo(latestVersion);
 
@@ -148,12 +146,16 @@ class IngestExactlyOnceIT {
                 List<SealedGeneration> sealed = table.pendingGenerations(shard);
                 List<GenerationSealed> shardEvents = announced.getOrDefault(shard, List.of());
                 // Exactly one event per sealed generation, and the generations tile [0, end) of the partition.
-                assertThat(shardEvents).extracting(GenerationSealed::getGeneration)
-                        .containsExactlyElementsOf(sealed.stream().map(SealedGeneration::generation).toList());
+                assertThat(shardEvents)
+                        .extracting(GenerationSealed::getGeneration)
+                        .containsExactlyElementsOf(sealed.stream()
+                                .map(SealedGeneration::generation)
+                                .toList());
                 long next = 0;
                 for (SealedGeneration g : sealed) {
-                    assertThat(g.firstOffset()).as("shard %s generation %d starts where the previous ended", shard,
-                            g.generation()).isEqualTo(next);
+                    assertThat(g.firstOffset())
+                            .as("shard %s generation %d starts where the previous ended", shard, g.generation())
+                            .isEqualTo(next);
                     next = g.lastOffset() + 1;
                 }
             }
@@ -163,30 +165,48 @@ class IngestExactlyOnceIT {
         }
     }
 
-
     @Test
     void recordsRetentionRemovedBeforeTheyWereSealedAreReportedLostNotSkippedSilently() throws Exception {
         String run = "ret-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka.createTopics(List.of(new NewTopic(input, 1, (short) 1), new NewTopic(run + "-generations", 1, (short) 1),
+        cluster.kafka.createTopics(List.of(
+                new NewTopic(input, 1, (short) 1),
+                new NewTopic(run + "-generations", 1, (short) 1),
                 new NewTopic(run + "-dlq", 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Path config = cluster.writeConfig(work, Map.of("rollout.input.topic", input,
-                "rollout.generations.topic", run + "-generations", "rollout.dlq.topic", run + "-dlq",
-                "rollout.table.uri", tableDir.toString(), "application.id", run,
-                "rollout.state.dir", work.resolve("state").toString()));
+        Path config = cluster.writeConfig(
+                work,
+                Map.of(
+                        "rollout.input.topic",
+                        input,
+                        "rollout.generations.topic",
+                        run + "-generations",
+                        "rollout.dlq.topic",
+                        run + "-dlq",
+                        "rollout.table.uri",
+                        tableDir.toString(),
+                        "application.id",
+                        run,
+                        "rollout.state.dir",
+                        work.resolve("state").toString()));
         Map<String, Long> latest = new TreeMap<>();
         cluster.produce(input, 0, 200, 200, latest, new AtomicLong(), 0);
         Path log = work.resolve("ingest.log");
-        ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()),
-                Map.of("ROLLOUT_SEAL_MAX_ROWS", "1000000", "ROLLOUT_SEAL_MAX_AGE_MS", "3600000"), log);
+        ChildJvm app = ChildJvm.start(
+                IngestApp.class,
+                List.of(config.toString()),
+                Map.of("ROLLOUT_SEAL_MAX_ROWS", "1000000", "ROLLOUT_SEAL_MAX_AGE_MS", "3600000"),
+                log);
         cluster.awaitCommitted(run, input, 1, 120);
         app.kill();
         // Retention takes the first 120 records while they were processed but not sealed.
         try (var admin = cluster.kafka.admin()) {
-            admin.deleteRecords(Map.of(new org.apache.kafka.common.TopicPartition(input, 0),
-                    org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(120))).all().get();
+            admin.deleteRecords(Map.of(
+                            new org.apache.kafka.common.TopicPartition(input, 0),
+                            org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(120)))
+                    .all()
+                    .get();
         }
         app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), log);
         try {
@@ -195,10 +215,11 @@ class IngestExactlyOnceIT {
             app.stop();
         }
         assertThat(Files.readString(log)).contains("records [0, 120) expired from the topic before they were sealed");
-        try (RolloutTable table = RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry())) {
+        try (RolloutTable table =
+                RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             assertThat(table.countRows()).isEqualTo(80);
-            assertThat(table.pendingGenerations(ShardId.of(input, 0)).get(0).firstOffset()).isEqualTo(0);
+            assertThat(table.pendingGenerations(ShardId.of(input, 0)).get(0).firstOffset())
+                    .isEqualTo(0);
         }
     }
 }

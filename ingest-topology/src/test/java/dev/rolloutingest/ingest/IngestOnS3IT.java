@@ -54,30 +54,50 @@ class IngestOnS3IT {
 
     @Test
     void anIndependentProducersRecordsLandInAnS3TableAndBadOnesInTheDlq() throws Exception {
-        Path root = Path.of("target", "it-ingest-s3", UUID.randomUUID().toString()).toAbsolutePath();
+        Path root =
+                Path.of("target", "it-ingest-s3", UUID.randomUUID().toString()).toAbsolutePath();
         try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120));
                 EmbeddedS3 s3 = EmbeddedS3.start(root.resolve("s3"), "rollouts")) {
-            kafka.createTopics(List.of(new NewTopic("rollouts", 2, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1)));
+            kafka.createTopics(List.of(
+                    new NewTopic("rollouts", 2, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1)));
             Map<String, Object> props = new HashMap<>(Map.of(
-                    "bootstrap.servers", kafka.bootstrapServers(), "schema.registry.url", registry.confluentUrl(),
-                    "rollout.table.uri", s3.uri("table"), "rollout.seal.max.rows", "50",
-                    "rollout.seal.max.age.ms", "500", "rollout.state.dir", root.resolve("state").toString(),
-                    "http.port", "0"));
+                    "bootstrap.servers",
+                    kafka.bootstrapServers(),
+                    "schema.registry.url",
+                    registry.confluentUrl(),
+                    "rollout.table.uri",
+                    s3.uri("table"),
+                    "rollout.seal.max.rows",
+                    "50",
+                    "rollout.seal.max.age.ms",
+                    "500",
+                    "rollout.state.dir",
+                    root.resolve("state").toString(),
+                    "http.port",
+                    "0"));
             s3.lanceStorageOptions().forEach((k, v) -> props.put("rollout.table.storage." + k, v));
             TableLocation location = new TableLocation(s3.uri("table"), s3.lanceStorageOptions());
 
-            int schemaId = register(registry.confluentUrl() + "/subjects/rollouts-value/versions",
+            int schemaId = register(
+                    registry.confluentUrl() + "/subjects/rollouts-value/versions",
                     Rollout.getClassSchema().toString());
             RolloutGenerator generator = new RolloutGenerator("indep", 300, 5);
             try (IngestApp app = new IngestApp(IngestConfig.of(props)).start();
-                    KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
-                            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                            ProducerConfig.ACKS_CONFIG, "all"), new ByteArraySerializer(), new ByteArraySerializer())) {
+                    KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                            Map.of(
+                                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                                    kafka.bootstrapServers(),
+                                    ProducerConfig.ACKS_CONFIG,
+                                    "all"),
+                            new ByteArraySerializer(),
+                            new ByteArraySerializer())) {
                 for (int i = 0; i < 200; i++) {
                     Rollout rollout = generator.rollout(i, 0);
-                    producer.send(new ProducerRecord<>("rollouts", bytes(rollout.getRecordId()), frame(schemaId, rollout)));
+                    producer.send(
+                            new ProducerRecord<>("rollouts", bytes(rollout.getRecordId()), frame(schemaId, rollout)));
                 }
                 Rollout orphan = generator.rollout(999, 0);
                 producer.send(new ProducerRecord<>("rollouts", 0, bytes("x"), bytes("{\"not\": \"avro\"}")));
@@ -94,22 +114,36 @@ class IngestOnS3IT {
                 assertThat(readable).isEqualTo(200);
             }
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
-                assertThat(table.list(ListQuery.all(1000))).hasSize(200)
+                assertThat(table.list(ListQuery.all(1000)))
+                        .hasSize(200)
                         .allSatisfy(r -> assertThat(r.rollout().getExperiment()).isEqualTo("indep"));
-                assertThat(table.get("indep-17").orElseThrow().rollout().getBinaryPayload().remaining()).isEqualTo(300);
+                assertThat(table.get("indep-17")
+                                .orElseThrow()
+                                .rollout()
+                                .getBinaryPayload()
+                                .remaining())
+                        .isEqualTo(300);
                 assertThat(table.get("indep-999")).isEmpty();
             }
             List<String> reasons = new ArrayList<>();
-            try (KafkaConsumer<byte[], byte[]> dlq = new KafkaConsumer<>(Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                    ConsumerConfig.GROUP_ID_CONFIG, "dlq-reader", ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-                    ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"),
-                    new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            try (KafkaConsumer<byte[], byte[]> dlq = new KafkaConsumer<>(
+                    Map.of(
+                            ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                            kafka.bootstrapServers(),
+                            ConsumerConfig.GROUP_ID_CONFIG,
+                            "dlq-reader",
+                            ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                            "earliest",
+                            ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                            "read_committed"),
+                    new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer())) {
                 dlq.subscribe(List.of("rollouts-dlq"));
                 long deadline = System.currentTimeMillis() + 30_000;
                 while (reasons.size() < 3 && System.currentTimeMillis() < deadline) {
                     for (ConsumerRecord<byte[], byte[]> r : dlq.poll(Duration.ofMillis(300))) {
-                        reasons.add(new String(r.headers().lastHeader("rollout.dlq.reason").value(), StandardCharsets.UTF_8));
+                        reasons.add(new String(
+                                r.headers().lastHeader("rollout.dlq.reason").value(), StandardCharsets.UTF_8));
                     }
                 }
             }
@@ -122,10 +156,15 @@ class IngestOnS3IT {
     }
 
     private static int register(String url, String schema) throws Exception {
-        HttpResponse<String> response = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url))
-                .header("Content-Type", "application/vnd.schemaregistry.v1+json")
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.createObjectNode().put("schema", schema).toString()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create(url))
+                                .header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                                .POST(HttpRequest.BodyPublishers.ofString(JSON.createObjectNode()
+                                        .put("schema", schema)
+                                        .toString()))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
         assertThat(response.statusCode()).isEqualTo(200);
         return JSON.readTree(response.body()).get("id").asInt();
     }
@@ -149,6 +188,10 @@ class IngestOnS3IT {
     }
 
     private static byte[] frameRaw(int schemaId, byte[] body) {
-        return ByteBuffer.allocate(5 + body.length).put((byte) 0).putInt(schemaId).put(body).array();
+        return ByteBuffer.allocate(5 + body.length)
+                .put((byte) 0)
+                .putInt(schemaId)
+                .put(body)
+                .array();
     }
 }

@@ -7,20 +7,19 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
-import dev.rolloutingest.table.SealedGeneration;
-import java.time.Instant;
 import java.util.function.Function;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -40,7 +39,8 @@ import org.junit.jupiter.api.Test;
 
 class IngestTopologyTest {
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    private final Path dir = Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
+    private final Path dir =
+            Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
     private final RolloutGenerator generator = new RolloutGenerator("exp", 16, 7);
     private RolloutTable table;
     private TopologyTestDriver driver;
@@ -76,24 +76,38 @@ class IngestTopologyTest {
 
     private void start(Map<String, Object> overrides, Function<TopicPartition, Consumer<byte[], byte[]>> reader) {
         Map<String, Object> values = new HashMap<>(Map.of(
-                "bootstrap.servers", "unused:9092",
-                "schema.registry.url", "http://unused:8081",
-                "rollout.table.uri", dir.resolve("table").toString(),
-                "rollout.state.dir", dir.resolve("state").toString(),
-                "rollout.seal.max.age.ms", 60_000L));
+                "bootstrap.servers",
+                "unused:9092",
+                "schema.registry.url",
+                "http://unused:8081",
+                "rollout.table.uri",
+                dir.resolve("table").toString(),
+                "rollout.state.dir",
+                dir.resolve("state").toString(),
+                "rollout.seal.max.age.ms",
+                60_000L));
         values.putAll(overrides);
         IngestConfig config = IngestConfig.of(values);
         table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, meters);
         budget = new InflightBudget(config.maxInflightBlobBytes());
-        var topology = IngestTopology.build(config, table, new IngestMetrics(meters, budget), budget,
-                FixedSchemaSerde.rollouts(), FixedSchemaSerde.sealedEvents(), reader, new IngestHealth(), IngestFaults.NONE,
-                writers, (tp, offset) -> sealedPositions.merge(tp.partition(), offset, Math::max));
+        var topology = IngestTopology.build(
+                config,
+                table,
+                new IngestMetrics(meters, budget),
+                budget,
+                FixedSchemaSerde.rollouts(),
+                FixedSchemaSerde.sealedEvents(),
+                reader,
+                new IngestHealth(),
+                IngestFaults.NONE,
+                writers,
+                (tp, offset) -> sealedPositions.merge(tp.partition(), offset, Math::max));
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props);
         input = driver.createInputTopic("rollouts", new ByteArraySerializer(), new ByteArraySerializer());
-        events = driver.createOutputTopic("rollout-generations", new StringDeserializer(),
-                FixedSchemaSerde.sealedEventsReader());
+        events = driver.createOutputTopic(
+                "rollout-generations", new StringDeserializer(), FixedSchemaSerde.sealedEventsReader());
         dlq = driver.createOutputTopic("rollouts-dlq", new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
@@ -137,11 +151,13 @@ class IngestTopologyTest {
         assertThat(first.getFolder()).isEqualTo("g00000000000000000010-o0-9");
         assertThat(first.getTableUri()).isEqualTo(table.location().uri());
         assertThat(sealed.get(1).value().getFirstOffset()).isEqualTo(10);
-        assertThat(sealedPositions).as("the sealed-lag position: the first offset not in the table")
+        assertThat(sealedPositions)
+                .as("the sealed-lag position: the first offset not in the table")
                 .containsEntry(0, 20L);
         assertThat(table.pendingGenerations(ShardId.of("rollouts", 0))).hasSize(2);
         assertThat(table.countRows()).isEqualTo(20);
-        assertThat(counter("rollout.ingest.seals", "trigger", "rows", "result", "success")).isEqualTo(2);
+        assertThat(counter("rollout.ingest.seals", "trigger", "rows", "result", "success"))
+                .isEqualTo(2);
     }
 
     @Test
@@ -177,7 +193,11 @@ class IngestTopologyTest {
             send(generator.rollout(2, version));
         }
         assertThat(events.readValue().getRows()).isEqualTo(2);
-        assertThat(table.get(RolloutGenerator.recordId("exp", 1)).orElseThrow().rollout().getPolicyVersion()).isEqualTo(2L);
+        assertThat(table.get(RolloutGenerator.recordId("exp", 1))
+                        .orElseThrow()
+                        .rollout()
+                        .getPolicyVersion())
+                .isEqualTo(2L);
     }
 
     @Test
@@ -185,23 +205,31 @@ class IngestTopologyTest {
         start(Map.of("rollout.seal.max.rows", 3, "rollout.max.payload.bytes", 4_000L));
         Rollout good = generator.rollout(1, 0);
         byte[] goodBytes = FixedSchemaSerde.rollout(good);
-        input.pipeInput("x".getBytes(), "plain text, not Avro".getBytes());                    // offset 0
+        input.pipeInput("x".getBytes(), "plain text, not Avro".getBytes()); // offset 0
         input.pipeInput("x".getBytes(), dev.rolloutingest.serde.WireFormat.frame(99, new byte[] {2})); // 1
-        input.pipeInput((byte[]) null, goodBytes);                                              // 2
-        input.pipeInput("other-id".getBytes(), goodBytes);                                      // 3
+        input.pipeInput((byte[]) null, goodBytes); // 2
+        input.pipeInput("other-id".getBytes(), goodBytes); // 3
         Rollout big = new RolloutGenerator("exp", 8_000, 1).rollout(5, 0);
-        input.pipeInput(big.getRecordId().getBytes(), FixedSchemaSerde.rollout(big));           // 4
-        input.pipeInput("x".getBytes(), (byte[]) null);                                         // 5
+        input.pipeInput(big.getRecordId().getBytes(), FixedSchemaSerde.rollout(big)); // 4
+        input.pipeInput("x".getBytes(), (byte[]) null); // 5
         byte[] truncated = java.util.Arrays.copyOf(goodBytes, goodBytes.length - 8);
-        input.pipeInput(good.getRecordId().getBytes(), truncated);                              // 6
+        input.pipeInput(good.getRecordId().getBytes(), truncated); // 6
         for (int i = 10; i < 13; i++) {
-            send(generator.rollout(i, 0));                                                      // 7, 8, 9
+            send(generator.rollout(i, 0)); // 7, 8, 9
         }
         List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
-        assertThat(dead).extracting(r -> header(r, "rollout.dlq.reason")).containsExactly(
-                "bad-magic-byte", "unknown-schema-id", "missing-key", "key-mismatch", "payload-too-large", "null-value",
-                "not-avro");
-        assertThat(dead).extracting(r -> header(r, "rollout.dlq.source.offset"))
+        assertThat(dead)
+                .extracting(r -> header(r, "rollout.dlq.reason"))
+                .containsExactly(
+                        "bad-magic-byte",
+                        "unknown-schema-id",
+                        "missing-key",
+                        "key-mismatch",
+                        "payload-too-large",
+                        "null-value",
+                        "not-avro");
+        assertThat(dead)
+                .extracting(r -> header(r, "rollout.dlq.source.offset"))
                 .containsExactly("0", "1", "2", "3", "4", "5", "6");
         assertThat(dead).allSatisfy(r -> {
             assertThat(header(r, "rollout.dlq.source.topic")).isEqualTo("rollouts");
@@ -214,7 +242,8 @@ class IngestTopologyTest {
         assertThat(sealed.getFirstOffset()).isZero(); // the range covers the dead letters too
         assertThat(sealed.getLastOffset()).isEqualTo(9);
         assertThat(sealed.getRows()).isEqualTo(3);
-        assertThat(counter("rollout.ingest.dlq.records", "reason", "key-mismatch")).isEqualTo(1);
+        assertThat(counter("rollout.ingest.dlq.records", "reason", "key-mismatch"))
+                .isEqualTo(1);
         assertThat(counter("rollout.ingest.dlq.records")).isEqualTo(7);
     }
 
@@ -234,8 +263,15 @@ class IngestTopologyTest {
     @Test
     void theInflightBudgetSealsEarlyAndHoldsItsCap() {
         long limit = 3L << 20;
-        start(Map.of("rollout.max.inflight.blob.bytes", limit, "rollout.seal.max.rows", 1_000,
-                "rollout.seal.max.bytes", 48L << 20, "rollout.max.payload.bytes", 2L << 20));
+        start(Map.of(
+                "rollout.max.inflight.blob.bytes",
+                limit,
+                "rollout.seal.max.rows",
+                1_000,
+                "rollout.seal.max.bytes",
+                48L << 20,
+                "rollout.max.payload.bytes",
+                2L << 20));
         RolloutGenerator big = new RolloutGenerator("exp", 1 << 20, 3);
         long maxSeen = 0;
         for (int i = 0; i < 12; i++) {
@@ -244,8 +280,10 @@ class IngestTopologyTest {
         }
         assertThat(maxSeen).isLessThanOrEqualTo(limit + (1 << 20) + 4096);
         assertThat(counter("rollout.ingest.inflight.pressure")).isGreaterThanOrEqualTo(3);
-        assertThat(counter("rollout.ingest.seals", "trigger", "pressure", "result", "success")).isGreaterThanOrEqualTo(3);
-        assertThat(events.readValuesToList()).extracting(GenerationSealed::getRows)
+        assertThat(counter("rollout.ingest.seals", "trigger", "pressure", "result", "success"))
+                .isGreaterThanOrEqualTo(3);
+        assertThat(events.readValuesToList())
+                .extracting(GenerationSealed::getRows)
                 .allSatisfy(rows -> assertThat(rows).isLessThanOrEqualTo(4L));
     }
 
@@ -269,10 +307,12 @@ class IngestTopologyTest {
         assertThat(first.getLastOffset()).isEqualTo(9);
         assertThat(first.getRows()).isEqualTo(9);
         assertThat(table.pendingGenerations(ShardId.of("rollouts", 0)).get(0).deadLettered())
-                .extracting(SealedGeneration.DeadLettered::offset).containsExactly(4L);
+                .extracting(SealedGeneration.DeadLettered::offset)
+                .containsExactly(4L);
         assertThat(table.get(poison.getRecordId())).isEmpty();
         assertThat(counter("rollout.ingest.seal.failures", "cause", "data")).isEqualTo(1);
-        assertThat(counter("rollout.ingest.dlq.records", "reason", "unwritable")).isEqualTo(1);
+        assertThat(counter("rollout.ingest.dlq.records", "reason", "unwritable"))
+                .isEqualTo(1);
         // The partition keeps sealing.
         for (int i = 10; i < 20; i++) {
             Rollout rollout = generator.rollout(i, 0);
@@ -296,8 +336,9 @@ class IngestTopologyTest {
                 pipe(rollout.getRecordId().getBytes(StandardCharsets.UTF_8), FixedSchemaSerde.rollout(rollout));
             }
             Rollout fifth = generator.rollout(4, 0);
-            assertThatThrownBy(() -> pipe(fifth.getRecordId().getBytes(StandardCharsets.UTF_8),
-                    FixedSchemaSerde.rollout(fifth))).hasStackTraceContaining("failed 2 times");
+            assertThatThrownBy(() ->
+                            pipe(fifth.getRecordId().getBytes(StandardCharsets.UTF_8), FixedSchemaSerde.rollout(fifth)))
+                    .hasStackTraceContaining("failed 2 times");
         } catch (java.io.IOException e) {
             throw new AssertionError(e);
         }
@@ -314,7 +355,8 @@ class IngestTopologyTest {
         headers.add("trace", "t1".getBytes());
         input.pipeInput(new TestRecord<>("x".getBytes(), "not avro".getBytes(), headers, Instant.now()));
         TestRecord<byte[], byte[]> dead = dlq.readRecord();
-        assertThat(dead.headers().headers("rollout.dlq.reason")).extracting(h -> new String(h.value()))
+        assertThat(dead.headers().headers("rollout.dlq.reason"))
+                .extracting(h -> new String(h.value()))
                 .containsExactly("bad-magic-byte");
         assertThat(header(dead, "producer.rollout.dlq.reason")).isEqualTo("all-good");
         assertThat(header(dead, "trace")).isEqualTo("t1");
@@ -339,7 +381,8 @@ class IngestTopologyTest {
             send(generator.rollout(i, 0)); // the 5th seals; 6..9 fill the next batch while it is written
         }
         assertThat(events.isEmpty()).as("not announced while the write runs").isTrue();
-        assertThat(budget.total()).as("the batch being written still counts against the budget")
+        assertThat(budget.total())
+                .as("the batch being written still counts against the budget")
                 .isGreaterThan(5 * 20L);
         release.countDown();
         long deadline = System.currentTimeMillis() + 10_000;

@@ -41,16 +41,33 @@ class IngestZombieIT {
         String run = "zb-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
         String events = run + "-generations";
-        cluster.kafka.createTopics(List.of(new NewTopic(input, PARTITIONS, (short) 1), new NewTopic(events, 1, (short) 1),
+        cluster.kafka.createTopics(List.of(
+                new NewTopic(input, PARTITIONS, (short) 1),
+                new NewTopic(events, 1, (short) 1),
                 new NewTopic(run + "-dlq", 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Map<String, String> common = Map.of(
-                "rollout.input.topic", input, "rollout.generations.topic", events, "rollout.dlq.topic", run + "-dlq",
-                "rollout.table.uri", tableDir.toString(), "application.id", run,
-                "streams.consumer.session.timeout.ms", "6000", "streams.consumer.heartbeat.interval.ms", "1000");
-        Path configA = cluster.writeConfig(work.resolve("a"), with(common, "rollout.state.dir", work.resolve("state-a").toString()));
-        Path configB = cluster.writeConfig(work.resolve("b"), with(common, "rollout.state.dir", work.resolve("state-b").toString()));
+                "rollout.input.topic",
+                input,
+                "rollout.generations.topic",
+                events,
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.table.uri",
+                tableDir.toString(),
+                "application.id",
+                run,
+                "streams.consumer.session.timeout.ms",
+                "6000",
+                "streams.consumer.heartbeat.interval.ms",
+                "1000");
+        Path configA = cluster.writeConfig(
+                work.resolve("a"),
+                with(common, "rollout.state.dir", work.resolve("state-a").toString()));
+        Path configB = cluster.writeConfig(
+                work.resolve("b"),
+                with(common, "rollout.state.dir", work.resolve("state-b").toString()));
 
         int records = 2_400;
         int keys = 700;
@@ -58,8 +75,10 @@ class IngestZombieIT {
         AtomicLong produced = new AtomicLong();
         Thread producer = new Thread(() -> cluster.produce(input, 0, records, keys, latest, produced, 120), "producer");
         producer.start();
-        try (ChildJvm a = ChildJvm.start(IngestApp.class, List.of(configA.toString()), Map.of(), work.resolve("a.log"));
-                ChildJvm b = ChildJvm.start(IngestApp.class, List.of(configB.toString()), Map.of(), work.resolve("b.log"))) {
+        try (ChildJvm a =
+                        ChildJvm.start(IngestApp.class, List.of(configA.toString()), Map.of(), work.resolve("a.log"));
+                ChildJvm b =
+                        ChildJvm.start(IngestApp.class, List.of(configB.toString()), Map.of(), work.resolve("b.log"))) {
             Thread.sleep(8_000);
             signal("STOP", a.pid());
             Thread.sleep(14_000); // past the session timeout: b owns every partition now
@@ -82,6 +101,10 @@ class IngestZombieIT {
     }
 
     private static void signal(String signal, long pid) throws Exception {
-        assertThat(new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start().waitFor()).isZero();
+        assertThat(new ProcessBuilder("kill", "-" + signal, Long.toString(pid))
+                        .inheritIO()
+                        .start()
+                        .waitFor())
+                .isZero();
     }
 }

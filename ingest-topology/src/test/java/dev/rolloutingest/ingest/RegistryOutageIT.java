@@ -63,8 +63,11 @@ class RegistryOutageIT {
         for (Schema.Field f : base.getFields()) {
             fields.add(new Schema.Field(f, f.schema()));
         }
-        fields.add(new Schema.Field(extraField, Schema.createUnion(Schema.create(Schema.Type.NULL),
-                Schema.create(Schema.Type.STRING)), null, Schema.Field.NULL_DEFAULT_VALUE));
+        fields.add(new Schema.Field(
+                extraField,
+                Schema.createUnion(Schema.create(Schema.Type.NULL), Schema.create(Schema.Type.STRING)),
+                null,
+                Schema.Field.NULL_DEFAULT_VALUE));
         return Schema.createRecord(base.getName(), base.getDoc(), base.getNamespace(), false, fields);
     }
 
@@ -80,12 +83,18 @@ class RegistryOutageIT {
 
     private static void produce(String topic, int schemaId, int from, int to) throws Exception {
         RolloutGenerator generator = new RolloutGenerator("outage", 64, 3);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all"),
-                new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        cluster.kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all"),
+                new ByteArraySerializer(),
+                new ByteArraySerializer())) {
             for (int i = from; i < to; i++) {
                 Rollout rollout = generator.rollout(i, 0);
-                producer.send(new ProducerRecord<>(topic, rollout.getRecordId().getBytes(), encode(schemaId, rollout))).get();
+                producer.send(new ProducerRecord<>(topic, rollout.getRecordId().getBytes(), encode(schemaId, rollout)))
+                        .get();
             }
         }
     }
@@ -95,21 +104,45 @@ class RegistryOutageIT {
         String run = "reg-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
         String dlq = run + "-dlq";
-        cluster.kafka.createTopics(List.of(new NewTopic(input, 2, (short) 1), new NewTopic(run + "-generations", 1, (short) 1),
+        cluster.kafka.createTopics(List.of(
+                new NewTopic(input, 2, (short) 1),
+                new NewTopic(run + "-generations", 1, (short) 1),
                 new NewTopic(dlq, 1, (short) 1)));
         Path tableDir = ROOT.resolve(run).resolve("table");
-        SchemaRegistryClient direct = new SchemaRegistryClient(SerdeConfig.from(Map.of("schema.registry.url",
-                cluster.registry.confluentUrl())));
-        try (SwitchableHttpProxy proxy = SwitchableHttpProxy.start(URI.create("http://127.0.0.1:" + cluster.registry.port()))) {
+        SchemaRegistryClient direct = new SchemaRegistryClient(
+                SerdeConfig.from(Map.of("schema.registry.url", cluster.registry.confluentUrl())));
+        try (SwitchableHttpProxy proxy =
+                SwitchableHttpProxy.start(URI.create("http://127.0.0.1:" + cluster.registry.port()))) {
             Map<String, Object> props = new HashMap<>(Map.of(
-                    "bootstrap.servers", cluster.kafka.bootstrapServers(),
-                    "schema.registry.url", proxy.url(cluster.registry.confluentUrl()),
-                    "rollout.table.uri", tableDir.toString(), "application.id", run, "rollout.input.topic", input,
-                    "rollout.generations.topic", run + "-generations", "rollout.dlq.topic", dlq,
-                    "rollout.state.dir", ROOT.resolve(run).resolve("state").toString(), "http.port", "0"));
-            props.putAll(Map.of("rollout.seal.max.rows", "50", "rollout.seal.max.age.ms", "500",
-                    "rollout.seal.check.interval.ms", "100", "rollout.commit.interval.ms", "200",
-                    "schema.registry.retry.backoff.ms", "100"));
+                    "bootstrap.servers",
+                    cluster.kafka.bootstrapServers(),
+                    "schema.registry.url",
+                    proxy.url(cluster.registry.confluentUrl()),
+                    "rollout.table.uri",
+                    tableDir.toString(),
+                    "application.id",
+                    run,
+                    "rollout.input.topic",
+                    input,
+                    "rollout.generations.topic",
+                    run + "-generations",
+                    "rollout.dlq.topic",
+                    dlq,
+                    "rollout.state.dir",
+                    ROOT.resolve(run).resolve("state").toString(),
+                    "http.port",
+                    "0"));
+            props.putAll(Map.of(
+                    "rollout.seal.max.rows",
+                    "50",
+                    "rollout.seal.max.age.ms",
+                    "500",
+                    "rollout.seal.check.interval.ms",
+                    "100",
+                    "rollout.commit.interval.ms",
+                    "200",
+                    "schema.registry.retry.backoff.ms",
+                    "100"));
             try (IngestApp app = new IngestApp(IngestConfig.of(props)).start()) {
                 app.runtime().awaitRunning(Duration.ofSeconds(60));
                 int first = direct.register(input + "-value", evolved("first"));
@@ -121,13 +154,17 @@ class RegistryOutageIT {
                 proxy.answerEveryRequestWith(503);
                 produce(input, second, 100, 300);
                 Thread.sleep(20_000);
-                assertThat(proxy.refusedRequests()).as("the app did ask the registry meanwhile").isPositive();
-                assertThat(countRows(tableDir)).as("nothing of the second schema landed while the registry was down")
+                assertThat(proxy.refusedRequests())
+                        .as("the app did ask the registry meanwhile")
+                        .isPositive();
+                assertThat(countRows(tableDir))
+                        .as("nothing of the second schema landed while the registry was down")
                         .isEqualTo(100);
                 long back = System.nanoTime();
                 proxy.passThrough();
                 cluster.awaitAllSealed(run, input, 2, tableDir, 60);
-                System.out.printf("registry outage: ingest resumed %.1f s after the registry answered again%n",
+                System.out.printf(
+                        "registry outage: ingest resumed %.1f s after the registry answered again%n",
                         (System.nanoTime() - back) / 1e9);
 
                 // Then it refuses our credentials (401) for 8 s: not the records' fault either.
@@ -138,26 +175,41 @@ class RegistryOutageIT {
                 proxy.passThrough();
                 cluster.awaitAllSealed(run, input, 2, tableDir, 60);
 
-                assertThat(app.registry().find("rollout.ingest.registry.waits").tag("reason", "registry-unavailable")
-                        .counter().count()).isPositive();
-                assertThat(app.registry().find("rollout.ingest.registry.waits").tag("reason", "registry-error")
-                        .counter().count()).isPositive();
-                assertThat(app.registry().find("rollout.ingest.dlq.records").counters()).isEmpty();
+                assertThat(app.registry()
+                                .find("rollout.ingest.registry.waits")
+                                .tag("reason", "registry-unavailable")
+                                .counter()
+                                .count())
+                        .isPositive();
+                assertThat(app.registry()
+                                .find("rollout.ingest.registry.waits")
+                                .tag("reason", "registry-error")
+                                .counter()
+                                .count())
+                        .isPositive();
+                assertThat(app.registry().find("rollout.ingest.dlq.records").counters())
+                        .isEmpty();
             }
         }
         assertThat(countRows(tableDir)).isEqualTo(400);
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.kafka.bootstrapServers(),
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted"), new ByteArrayDeserializer(),
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        cluster.kafka.bootstrapServers(),
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                        "read_uncommitted"),
+                new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             var tp = new org.apache.kafka.common.TopicPartition(dlq, 0);
-            assertThat(consumer.endOffsets(List.of(tp)).get(tp)).as("nothing was ever written to the DLQ").isZero();
+            assertThat(consumer.endOffsets(List.of(tp)).get(tp))
+                    .as("nothing was ever written to the DLQ")
+                    .isZero();
         }
     }
 
     private static long countRows(Path tableDir) {
-        try (RolloutTable table = RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry())) {
+        try (RolloutTable table =
+                RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             return table.countRows();
         }
     }

@@ -11,12 +11,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.Float4Vector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.LargeVarBinaryVector;
-import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -234,7 +234,10 @@ public final class ArrowRows {
                 .setExperiment(orEmpty(string(root, EXPERIMENT, i)))
                 .setRolloutId(orEmpty(string(root, ROLLOUT_ID, i)))
                 .setProblemId(string(root, PROBLEM_ID, i))
-                .setSequenceOrder(root.getVector(SEQUENCE_ORDER) == null ? 0 : ((IntVector) root.getVector(SEQUENCE_ORDER)).get(i))
+                .setSequenceOrder(
+                        root.getVector(SEQUENCE_ORDER) == null
+                                ? 0
+                                : ((IntVector) root.getVector(SEQUENCE_ORDER)).get(i))
                 .setRole(orEmpty(string(root, ROLE, i)))
                 .setCreatedAt(timestamp(root, CREATED_AT, i))
                 .setContent(string(root, CONTENT, i))
@@ -243,16 +246,21 @@ public final class ArrowRows {
                 .setOutputLogprobs(list(root, OUTPUT_LOGPROBS, i))
                 .setReward(floatOrNull(root, REWARD, i))
                 .setAdvantage(floatOrNull(root, ADVANTAGE, i))
-                .setPolicyVersion(root.getVector(POLICY_VERSION) == null || root.getVector(POLICY_VERSION).isNull(i)
-                        ? null : ((BigIntVector) root.getVector(POLICY_VERSION)).get(i))
+                .setPolicyVersion(
+                        root.getVector(POLICY_VERSION) == null
+                                        || root.getVector(POLICY_VERSION).isNull(i)
+                                ? null
+                                : ((BigIntVector) root.getVector(POLICY_VERSION)).get(i))
                 .setIncludeInTraining(root.getVector(INCLUDE_IN_TRAINING) == null
                         || ((BitVector) root.getVector(INCLUDE_IN_TRAINING)).get(i) == 1)
                 .setMetadata(metadataAt(root, i));
         FieldVector payload = root.getVector(BINARY_PAYLOAD);
-        b.setBinaryPayload(payload == null || payload.isNull(i) ? null
-                : ByteBuffer.wrap(((LargeVarBinaryVector) payload).get(i)));
-        int partition = root.getVector(SOURCE_PARTITION) == null ? -1 : ((IntVector) root.getVector(SOURCE_PARTITION)).get(i);
-        long offset = root.getVector(SOURCE_OFFSET) == null ? -1 : ((BigIntVector) root.getVector(SOURCE_OFFSET)).get(i);
+        b.setBinaryPayload(
+                payload == null || payload.isNull(i) ? null : ByteBuffer.wrap(((LargeVarBinaryVector) payload).get(i)));
+        int partition =
+                root.getVector(SOURCE_PARTITION) == null ? -1 : ((IntVector) root.getVector(SOURCE_PARTITION)).get(i);
+        long offset =
+                root.getVector(SOURCE_OFFSET) == null ? -1 : ((BigIntVector) root.getVector(SOURCE_OFFSET)).get(i);
         return new RolloutRow(b.build(), partition, offset, timestamp(root, INGESTED_AT, i));
     }
 
@@ -303,7 +311,8 @@ public final class ArrowRows {
         int start = list.getElementStartIndex(i);
         int end = list.getElementEndIndex(i);
         for (int k = start; k < end; k++) {
-            map.put(new String(keys.get(k), StandardCharsets.UTF_8),
+            map.put(
+                    new String(keys.get(k), StandardCharsets.UTF_8),
                     vals.isNull(k) ? null : new String(vals.get(k), StandardCharsets.UTF_8));
         }
         return map;

@@ -51,7 +51,8 @@ public final class GenerationBatch implements AutoCloseable {
             throw new RolloutTableException.Unrepresentable(rollout.getRecordId(), sourceOffset, reason);
         }
         if (size > 0 && sourceOffset <= offsets[size - 1]) {
-            throw new IllegalArgumentException("offset " + sourceOffset + " is not above the batch's last " + offsets[size - 1]);
+            throw new IllegalArgumentException(
+                    "offset " + sourceOffset + " is not above the batch's last " + offsets[size - 1]);
         }
         writer.write(size, rollout, sourcePartition, sourceOffset, ingestedAt);
         if (size == offsets.length) {

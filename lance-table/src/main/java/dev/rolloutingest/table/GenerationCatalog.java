@@ -64,8 +64,13 @@ final class GenerationCatalog {
         Map<Long, Listed> byGeneration = new LinkedHashMap<>();
         for (Listed listed : seals) {
             byGeneration.merge(listed.generation(), listed, (a, b) -> {
-                log.warn("Table {} shard {} generation {} has two seals ({}, {}); reading the wider range",
-                        tableUri, shard, a.generation(), a.folder(), b.folder());
+                log.warn(
+                        "Table {} shard {} generation {} has two seals ({}, {}); reading the wider range",
+                        tableUri,
+                        shard,
+                        a.generation(),
+                        a.folder(),
+                        b.folder());
                 return a.firstOffset() <= b.firstOffset() ? a : b;
             });
         }
@@ -111,25 +116,29 @@ final class GenerationCatalog {
         }
         String folder = fileName.substring(0, fileName.length() - ".json".length());
         SealedGeneration.FolderName name = SealedGeneration.FolderName.parse(folder);
-        return name == null ? null : new Listed(shard, name.generation(), folder, name.firstOffset(), name.lastOffset());
+        return name == null
+                ? null
+                : new Listed(shard, name.generation(), folder, name.firstOffset(), name.lastOffset());
     }
 
     /** Sealed generations above the watermark, ascending: exactly the ones a reader must open. */
     List<Listed> pending(String shard, long watermark) {
-        return sealed(shard).stream().filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0).toList();
+        return sealed(shard).stream()
+                .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0)
+                .toList();
     }
 
     SealedGeneration seal(Listed listed) {
         byte[] json = store.get(listed.sealPath());
         if (json == null) {
-            throw new RolloutTableException.GenerationUnreadable(tableUri, listed.shard(), listed.generation(),
-                    listed.folder(), null);
+            throw new RolloutTableException.GenerationUnreadable(
+                    tableUri, listed.shard(), listed.generation(), listed.folder(), null);
         }
         try {
             return SealedGeneration.fromJson(json);
         } catch (IOException | RuntimeException e) {
-            throw new RolloutTableException.GenerationUnreadable(tableUri, listed.shard(), listed.generation(),
-                    listed.folder(), e);
+            throw new RolloutTableException.GenerationUnreadable(
+                    tableUri, listed.shard(), listed.generation(), listed.folder(), e);
         }
     }
 

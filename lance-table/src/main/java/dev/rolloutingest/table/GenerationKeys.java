@@ -25,8 +25,11 @@ final class GenerationKeys {
     static GenerationKeys load(Dataset generation) {
         long[] hashes = new long[1024];
         int count = 0;
-        try (LanceScanner scanner = generation.newScan(new ScanOptions.Builder().columns(java.util.List.of(
-                RolloutSchema.RECORD_ID)).batchSize(8192).build()); ArrowReader reader = scanner.scanBatches()) {
+        try (LanceScanner scanner = generation.newScan(new ScanOptions.Builder()
+                        .columns(java.util.List.of(RolloutSchema.RECORD_ID))
+                        .batchSize(8192)
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
             while (reader.loadNextBatch()) {
                 VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector(RolloutSchema.RECORD_ID);
                 for (int i = 0; i < ids.getValueCount(); i++) {

@@ -28,21 +28,37 @@ final class GenerationWriter {
         this.store = store;
         this.meters = meters;
         this.writeTimer = Timer.builder("rollout.generation.write")
-                .description("Time to write one generation dataset and its seal").register(meters);
+                .description("Time to write one generation dataset and its seal")
+                .register(meters);
     }
 
-    SealedGeneration write(String topic, int partition, long firstOffset, long lastOffset, GenerationBatch batch,
-            long bytes, List<SealedGeneration.DeadLettered> deadLettered) {
+    SealedGeneration write(
+            String topic,
+            int partition,
+            long firstOffset,
+            long lastOffset,
+            GenerationBatch batch,
+            long bytes,
+            List<SealedGeneration.DeadLettered> deadLettered) {
         if (batch.isEmpty()) {
             throw new IllegalArgumentException("a generation needs at least one row");
         }
         if (batch.offsetAt(0) < firstOffset || batch.offsetAt(batch.size() - 1) > lastOffset) {
-            throw new IllegalArgumentException("rows at offsets [" + batch.offsetAt(0) + ", " + batch.offsetAt(batch.size() - 1)
-                    + "] lie outside the batch " + partition + "/[" + firstOffset + ", " + lastOffset + "]");
+            throw new IllegalArgumentException(
+                    "rows at offsets [" + batch.offsetAt(0) + ", " + batch.offsetAt(batch.size() - 1)
+                            + "] lie outside the batch " + partition + "/[" + firstOffset + ", " + lastOffset + "]");
         }
         java.util.Set<String> keys = batch.recordIds();
-        SealedGeneration sealed = SealedGeneration.of(topic, partition, firstOffset, lastOffset, keys.size(), bytes,
-                Instant.now(), deadLettered, KeyFilter.of(keys));
+        SealedGeneration sealed = SealedGeneration.of(
+                topic,
+                partition,
+                firstOffset,
+                lastOffset,
+                keys.size(),
+                bytes,
+                Instant.now(),
+                deadLettered,
+                KeyFilter.of(keys));
         return writeTimer.record(() -> writeAndSeal(sealed, batch));
     }
 
@@ -59,8 +75,11 @@ final class GenerationWriter {
                 meters.counter("rollout.generation.rows").increment(unique.size());
             } catch (RuntimeException e) {
                 if (!LanceIo.isAlreadyExists(e)) {
-                    throw new RolloutTableException("Table " + lance.location() + " shard " + sealed.shard() + " generation "
-                            + sealed.generation() + ": writing " + sealed.folder() + " failed: " + e.getMessage(), e);
+                    throw new RolloutTableException(
+                            "Table " + lance.location() + " shard " + sealed.shard() + " generation "
+                                    + sealed.generation() + ": writing " + sealed.folder() + " failed: "
+                                    + e.getMessage(),
+                            e);
                 }
                 adoptUnsealedDataset(sealed, unique, uri);
             }
@@ -81,15 +100,24 @@ final class GenerationWriter {
         GenerationBatch unique = batch.newestPerKey();
         try {
             if (unique.size() != seal.rows()) {
-                throw new RolloutTableException.GenerationConflict(lance.location().uri(), seal.shard(), seal.generation(),
+                throw new RolloutTableException.GenerationConflict(
+                        lance.location().uri(),
+                        seal.shard(),
+                        seal.generation(),
                         "the seal says " + seal.rows() + " rows, the re-read range holds " + unique.size());
             }
             store.delete(seal.datasetPath());
             String uri = lance.location().resolve(seal.datasetPath());
             try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
-                log.info("Table {} shard {} generation {}: dataset {} written again from its offsets [{}..{}], {} rows",
-                        lance.location(), seal.shard(), seal.generation(), seal.folder(), seal.firstOffset(),
-                        seal.lastOffset(), unique.size());
+                log.info(
+                        "Table {} shard {} generation {}: dataset {} written again from its offsets [{}..{}], {} rows",
+                        lance.location(),
+                        seal.shard(),
+                        seal.generation(),
+                        seal.folder(),
+                        seal.firstOffset(),
+                        seal.lastOffset(),
+                        unique.size());
             }
         } finally {
             if (unique != batch) {
@@ -145,19 +173,32 @@ final class GenerationWriter {
         try (Dataset existing = lance.open(uri)) {
             rows = existing.countRows();
         } catch (RuntimeException unreadable) {
-            log.warn("Table {} shard {} generation {}: unsealed folder {} is unreadable ({}); rewriting it",
-                    lance.location(), sealed.shard(), sealed.generation(), sealed.folder(), unreadable.getMessage());
+            log.warn(
+                    "Table {} shard {} generation {}: unsealed folder {} is unreadable ({}); rewriting it",
+                    lance.location(),
+                    sealed.shard(),
+                    sealed.generation(),
+                    sealed.folder(),
+                    unreadable.getMessage());
             store.delete(sealed.datasetPath());
             try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
                 return;
             }
         }
         if (rows != unique.size()) {
-            throw new RolloutTableException.GenerationConflict(lance.location().uri(), sealed.shard(), sealed.generation(),
-                    "unsealed folder " + sealed.folder() + " holds " + rows + " rows, the replayed batch " + unique.size());
+            throw new RolloutTableException.GenerationConflict(
+                    lance.location().uri(),
+                    sealed.shard(),
+                    sealed.generation(),
+                    "unsealed folder " + sealed.folder() + " holds " + rows + " rows, the replayed batch "
+                            + unique.size());
         }
-        log.info("Table {} shard {} generation {}: adopted the unsealed dataset {} written before a restart",
-                lance.location(), sealed.shard(), sealed.generation(), sealed.folder());
+        log.info(
+                "Table {} shard {} generation {}: adopted the unsealed dataset {} written before a restart",
+                lance.location(),
+                sealed.shard(),
+                sealed.generation(),
+                sealed.folder());
     }
 
     private SealedGeneration acceptReplay(SealedGeneration expected, byte[] sealJson) {
@@ -165,18 +206,28 @@ final class GenerationWriter {
         try {
             existing = SealedGeneration.fromJson(sealJson);
         } catch (java.io.IOException e) {
-            throw new RolloutTableException.GenerationConflict(lance.location().uri(), expected.shard(),
-                    expected.generation(), "seal file " + expected.sealPath() + " is corrupt: " + e.getMessage());
+            throw new RolloutTableException.GenerationConflict(
+                    lance.location().uri(),
+                    expected.shard(),
+                    expected.generation(),
+                    "seal file " + expected.sealPath() + " is corrupt: " + e.getMessage());
         }
-        if (existing.firstOffset() != expected.firstOffset() || existing.lastOffset() != expected.lastOffset()
+        if (existing.firstOffset() != expected.firstOffset()
+                || existing.lastOffset() != expected.lastOffset()
                 || existing.rows() != expected.rows()) {
-            throw new RolloutTableException.GenerationConflict(lance.location().uri(), expected.shard(),
-                    expected.generation(), "already sealed with offsets [" + existing.firstOffset() + ", "
+            throw new RolloutTableException.GenerationConflict(
+                    lance.location().uri(),
+                    expected.shard(),
+                    expected.generation(),
+                    "already sealed with offsets [" + existing.firstOffset() + ", "
                             + existing.lastOffset() + "] and " + existing.rows() + " rows; the replay has ["
                             + expected.firstOffset() + ", " + expected.lastOffset() + "] and " + expected.rows());
         }
-        log.info("Table {} shard {} generation {}: already sealed with the same offsets, replay accepted",
-                lance.location(), expected.shard(), expected.generation());
+        log.info(
+                "Table {} shard {} generation {}: already sealed with the same offsets, replay accepted",
+                lance.location(),
+                expected.shard(),
+                expected.generation());
         return existing;
     }
 }

@@ -160,22 +160,35 @@ public final class KeyFilter {
         long k2 = 0;
         int tail = blocks * 16;
         switch (data.length & 15) {
-            case 15: k2 ^= (long) (data[tail + 14] & 0xff) << 48;
-            case 14: k2 ^= (long) (data[tail + 13] & 0xff) << 40;
-            case 13: k2 ^= (long) (data[tail + 12] & 0xff) << 32;
-            case 12: k2 ^= (long) (data[tail + 11] & 0xff) << 24;
-            case 11: k2 ^= (long) (data[tail + 10] & 0xff) << 16;
-            case 10: k2 ^= (long) (data[tail + 9] & 0xff) << 8;
+            case 15:
+                k2 ^= (long) (data[tail + 14] & 0xff) << 48;
+            case 14:
+                k2 ^= (long) (data[tail + 13] & 0xff) << 40;
+            case 13:
+                k2 ^= (long) (data[tail + 12] & 0xff) << 32;
+            case 12:
+                k2 ^= (long) (data[tail + 11] & 0xff) << 24;
+            case 11:
+                k2 ^= (long) (data[tail + 10] & 0xff) << 16;
+            case 10:
+                k2 ^= (long) (data[tail + 9] & 0xff) << 8;
             case 9:
                 k2 ^= data[tail + 8] & 0xff;
                 h2 ^= mixK2(k2);
-            case 8: k1 ^= (long) (data[tail + 7] & 0xff) << 56;
-            case 7: k1 ^= (long) (data[tail + 6] & 0xff) << 48;
-            case 6: k1 ^= (long) (data[tail + 5] & 0xff) << 40;
-            case 5: k1 ^= (long) (data[tail + 4] & 0xff) << 32;
-            case 4: k1 ^= (long) (data[tail + 3] & 0xff) << 24;
-            case 3: k1 ^= (long) (data[tail + 2] & 0xff) << 16;
-            case 2: k1 ^= (long) (data[tail + 1] & 0xff) << 8;
+            case 8:
+                k1 ^= (long) (data[tail + 7] & 0xff) << 56;
+            case 7:
+                k1 ^= (long) (data[tail + 6] & 0xff) << 48;
+            case 6:
+                k1 ^= (long) (data[tail + 5] & 0xff) << 40;
+            case 5:
+                k1 ^= (long) (data[tail + 4] & 0xff) << 32;
+            case 4:
+                k1 ^= (long) (data[tail + 3] & 0xff) << 24;
+            case 3:
+                k1 ^= (long) (data[tail + 2] & 0xff) << 16;
+            case 2:
+                k1 ^= (long) (data[tail + 1] & 0xff) << 8;
             case 1:
                 k1 ^= data[tail] & 0xff;
                 h1 ^= mixK1(k1);

@@ -29,7 +29,9 @@ final class LanceIo {
         this.location = location;
         this.allocator = allocator;
         LanceNativeCopies.sweepOnce();
-        this.session = Session.builder().indexCacheSizeBytes(cacheBytes / 4 * 3).metadataCacheSizeBytes(cacheBytes / 4)
+        this.session = Session.builder()
+                .indexCacheSizeBytes(cacheBytes / 4 * 3)
+                .metadataCacheSizeBytes(cacheBytes / 4)
                 .build();
     }
 
@@ -52,8 +54,13 @@ final class LanceIo {
 
     Dataset open(String uri) {
         try {
-            return Dataset.open().allocator(allocator).uri(uri).session(session)
-                    .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).build())
+            return Dataset.open()
+                    .allocator(allocator)
+                    .uri(uri)
+                    .session(session)
+                    .readOptions(new ReadOptions.Builder()
+                            .setStorageOptions(location.storageOptions())
+                            .build())
                     .build();
         } catch (Exception e) {
             throw unchecked(e);
@@ -74,8 +81,13 @@ final class LanceIo {
      */
     Dataset openGeneration(String uri) {
         try {
-            return Dataset.open().allocator(allocator).uri(uri).session(session)
-                    .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).setVersion(1)
+            return Dataset.open()
+                    .allocator(allocator)
+                    .uri(uri)
+                    .session(session)
+                    .readOptions(new ReadOptions.Builder()
+                            .setStorageOptions(location.storageOptions())
+                            .setVersion(1)
                             .build())
                     .build();
         } catch (Exception e) {
@@ -107,7 +119,10 @@ final class LanceIo {
     private Dataset create(String uri, VectorSchemaRoot batch, Map<String, String> storageOptions) {
         checkWriteFault(batch);
         try (ArrowReader reader = new BatchReader(allocator, batch)) {
-            return Dataset.write().allocator(allocator).reader(reader).uri(uri)
+            return Dataset.write()
+                    .allocator(allocator)
+                    .reader(reader)
+                    .uri(uri)
                     .mode(WriteParams.WriteMode.CREATE)
                     .storageOptions(storageOptions)
                     .execute();
@@ -137,7 +152,9 @@ final class LanceIo {
 
     static boolean isNotFound(RuntimeException e) {
         String message = String.valueOf(e.getMessage());
-        return message.contains("not found") || message.contains("NotFound") || message.contains("No such file")
+        return message.contains("not found")
+                || message.contains("NotFound")
+                || message.contains("No such file")
                 || message.contains("does not exist");
     }
 }

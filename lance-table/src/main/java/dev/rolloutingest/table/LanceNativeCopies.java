@@ -21,6 +21,7 @@ final class LanceNativeCopies {
     private static final Logger log = LoggerFactory.getLogger(LanceNativeCopies.class);
     /** Younger copies may be another process's, between writing and loading it. */
     static final Duration MIN_AGE = Duration.ofMinutes(1);
+
     private static final AtomicBoolean SWEPT = new AtomicBoolean();
 
     private LanceNativeCopies() {}
@@ -54,8 +55,11 @@ final class LanceNativeCopies {
             log.debug("Cannot look for leftover lance-core library copies in {}: {}", dir, e.toString());
         }
         if (deleted > 0) {
-            log.info("Deleted {} copies of lance-core's native library ({} MiB) left in {} by processes that were killed",
-                    deleted, bytes >> 20, dir);
+            log.info(
+                    "Deleted {} copies of lance-core's native library ({} MiB) left in {} by processes that were killed",
+                    deleted,
+                    bytes >> 20,
+                    dir);
         }
         return deleted;
     }

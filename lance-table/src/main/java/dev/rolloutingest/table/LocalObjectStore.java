@@ -44,7 +44,9 @@ final class LocalObjectStore implements ObjectStore {
             return List.of();
         }
         try (Stream<Path> paths = Files.walk(dir)) {
-            return paths.filter(Files::isRegularFile).map(p -> dir.relativize(p).toString().replace('\\', '/')).toList();
+            return paths.filter(Files::isRegularFile)
+                    .map(p -> dir.relativize(p).toString().replace('\\', '/'))
+                    .toList();
         } catch (NoSuchFileException e) {
             return List.of();
         } catch (IOException e) {
@@ -57,7 +59,8 @@ final class LocalObjectStore implements ObjectStore {
         Path target = root.resolve(path);
         try {
             Files.createDirectories(target.getParent());
-            Path tmp = target.resolveSibling(target.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+            Path tmp = target.resolveSibling(
+                    target.getFileName() + ".tmp-" + ProcessHandle.current().pid());
             Files.write(tmp, bytes);
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);

@@ -54,13 +54,19 @@ final class LsmReader {
                 .serviceLevelObjectives(8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
                 .register(meters);
         this.backlogWarnings = Counter.builder("rollout.wal.pending.warnings")
-                .description("Reads that found a shard at or over the pending warn threshold").register(meters);
+                .description("Reads that found a shard at or over the pending warn threshold")
+                .register(meters);
         this.backlogRejections = Counter.builder("rollout.wal.pending.rejections")
-                .description("Reads refused because a shard was over the pending hard cap").register(meters);
-        this.generationsOpened = Counter.builder("rollout.read.generations").tag("result", "opened")
-                .description("Pending generations a point lookup opened or skipped by their key filter").register(meters);
-        this.generationsSkipped = Counter.builder("rollout.read.generations").tag("result", "skipped")
-                .description("Pending generations a point lookup opened or skipped by their key filter").register(meters);
+                .description("Reads refused because a shard was over the pending hard cap")
+                .register(meters);
+        this.generationsOpened = Counter.builder("rollout.read.generations")
+                .tag("result", "opened")
+                .description("Pending generations a point lookup opened or skipped by their key filter")
+                .register(meters);
+        this.generationsSkipped = Counter.builder("rollout.read.generations")
+                .tag("result", "skipped")
+                .description("Pending generations a point lookup opened or skipped by their key filter")
+                .register(meters);
     }
 
     /** Samples and checks every shard's pending count: what each read does before it reads. */
@@ -72,14 +78,23 @@ final class LsmReader {
         pendingPerShard.record(pending);
         if (settings.pendingWarnGenerations() > 0 && pending >= settings.pendingWarnGenerations()) {
             backlogWarnings.increment();
-            log.warn("Table {} shard {} has {} pending generations (warn at {}, {}): list reads open all of them;"
-                    + " check the merge-worker", lance.location(), shard, pending, settings.pendingWarnGenerations(),
+            log.warn(
+                    "Table {} shard {} has {} pending generations (warn at {}, {}): list reads open all of them;"
+                            + " check the merge-worker",
+                    lance.location(),
+                    shard,
+                    pending,
+                    settings.pendingWarnGenerations(),
                     TableSettings.PENDING_WARN_KEY);
         }
         if (settings.pendingMaxGenerations() > 0 && pending > settings.pendingMaxGenerations()) {
             backlogRejections.increment();
-            throw new RolloutTableException.PendingBacklogTooLarge(lance.location().uri(), shard, pending,
-                    settings.pendingMaxGenerations(), TableSettings.PENDING_MAX_KEY);
+            throw new RolloutTableException.PendingBacklogTooLarge(
+                    lance.location().uri(),
+                    shard,
+                    pending,
+                    settings.pendingMaxGenerations(),
+                    TableSettings.PENDING_MAX_KEY);
         }
     }
 
@@ -124,8 +139,8 @@ final class LsmReader {
                     }
                 }
             }
-            Optional<RolloutRow> base = first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row,
-                    true));
+            Optional<RolloutRow> base =
+                    first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row, true));
             if (base.isPresent()) {
                 newest = newer(base.get(), newest);
             }
@@ -156,8 +171,8 @@ final class LsmReader {
         } catch (RolloutTableException e) {
             throw e;
         } catch (Exception e) {
-            throw new RolloutTableException.GenerationUnreadable(lance.location().uri(), generation.shard(),
-                    generation.generation(), generation.folder(), e);
+            throw new RolloutTableException.GenerationUnreadable(
+                    lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
         }
     }
 
@@ -174,7 +189,8 @@ final class LsmReader {
      */
     List<RolloutRow> list(ListQuery query) {
         int limit = Math.min(query.limit(), settings.maxListLimit());
-        List<String> columns = query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
+        List<String> columns =
+                query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
         Page page = new Page(query, limit);
         try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
             observe(snapshot);
@@ -216,12 +232,15 @@ final class LsmReader {
         Map<String, RolloutRow> byKey = new HashMap<>();
         rows.forEach(r -> byKey.put(r.recordId(), r));
         List<String> keys = new ArrayList<>(byKey.keySet());
-        List<String> provenance = List.of(RolloutSchema.RECORD_ID, RolloutSchema.SOURCE_PARTITION, RolloutSchema.SOURCE_OFFSET,
+        List<String> provenance = List.of(
+                RolloutSchema.RECORD_ID,
+                RolloutSchema.SOURCE_PARTITION,
+                RolloutSchema.SOURCE_OFFSET,
                 RolloutSchema.INGESTED_AT);
         for (int from = 0; from < keys.size(); from += 256) {
             List<String> chunk = keys.subList(from, Math.min(keys.size(), from + 256));
-            String in = RolloutSchema.RECORD_ID + " IN (" + String.join(", ", chunk.stream().map(LsmReader::sqlString).toList())
-                    + ")";
+            String in = RolloutSchema.RECORD_ID + " IN ("
+                    + String.join(", ", chunk.stream().map(LsmReader::sqlString).toList()) + ")";
             forEachRow(base, in, provenance, row -> {
                 if (RowOrder.newer(row, byKey.get(row.recordId()))) {
                     newer.add(row.recordId());
@@ -237,8 +256,10 @@ final class LsmReader {
         Map<String, RolloutRow> newest = new LinkedHashMap<>();
         for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
             forEachRow(generation.listed(), null, columns, row -> {
-                newest.merge(row.recordId(), row, (current, candidate) -> RowOrder.newer(candidate, current) ? candidate
-                        : current);
+                newest.merge(
+                        row.recordId(),
+                        row,
+                        (current, candidate) -> RowOrder.newer(candidate, current) ? candidate : current);
                 return true;
             });
         }
@@ -294,8 +315,10 @@ final class LsmReader {
     }
 
     /** The first row a row source yields, stopping it there. */
-    private static Optional<RolloutRow> first(java.util.function.Consumer<java.util.function.Predicate<RolloutRow>> source) {
-        java.util.concurrent.atomic.AtomicReference<RolloutRow> found = new java.util.concurrent.atomic.AtomicReference<>();
+    private static Optional<RolloutRow> first(
+            java.util.function.Consumer<java.util.function.Predicate<RolloutRow>> source) {
+        java.util.concurrent.atomic.AtomicReference<RolloutRow> found =
+                new java.util.concurrent.atomic.AtomicReference<>();
         source.accept(row -> {
             found.set(row);
             return false;
@@ -303,25 +326,32 @@ final class LsmReader {
         return Optional.ofNullable(found.get());
     }
 
-    private void forEachRow(GenerationCatalog.Listed generation, String filter, List<String> columns,
+    private void forEachRow(
+            GenerationCatalog.Listed generation,
+            String filter,
+            List<String> columns,
             java.util.function.Predicate<RolloutRow> consumer) {
         forEachRow(generation, filter, columns, consumer, false);
     }
 
-    private void forEachRow(GenerationCatalog.Listed generation, String filter, List<String> columns,
-            java.util.function.Predicate<RolloutRow> consumer, boolean pointLookup) {
+    private void forEachRow(
+            GenerationCatalog.Listed generation,
+            String filter,
+            List<String> columns,
+            java.util.function.Predicate<RolloutRow> consumer,
+            boolean pointLookup) {
         try (DatasetHandles.Lease lease = catalog.generation(generation)) {
             forEachRow(lease.dataset(), filter, columns, consumer, pointLookup);
         } catch (RolloutTableException e) {
             throw e;
         } catch (Exception e) {
-            throw new RolloutTableException.GenerationUnreadable(lance.location().uri(), generation.shard(),
-                    generation.generation(), generation.folder(), e);
+            throw new RolloutTableException.GenerationUnreadable(
+                    lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
         }
     }
 
-    private void forEachRow(Dataset dataset, String filter, List<String> columns,
-            java.util.function.Predicate<RolloutRow> consumer) {
+    private void forEachRow(
+            Dataset dataset, String filter, List<String> columns, java.util.function.Predicate<RolloutRow> consumer) {
         forEachRow(dataset, filter, columns, consumer, false);
     }
 
@@ -329,8 +359,12 @@ final class LsmReader {
      * Streams rows in batches; the consumer returns false to stop early. A point lookup (at most one row
      * matches) stops the scan at the first row and reads ahead no further batch.
      */
-    private void forEachRow(Dataset dataset, String filter, List<String> columns,
-            java.util.function.Predicate<RolloutRow> consumer, boolean pointLookup) {
+    private void forEachRow(
+            Dataset dataset,
+            String filter,
+            List<String> columns,
+            java.util.function.Predicate<RolloutRow> consumer,
+            boolean pointLookup) {
         ScanOptions.Builder options = new ScanOptions.Builder().columns(columns).batchSize(1024);
         if (pointLookup) {
             options.limit(1).prefilter(true).batchReadahead(1);
@@ -338,7 +372,8 @@ final class LsmReader {
         if (filter != null) {
             options.filter(filter);
         }
-        try (LanceScanner scanner = dataset.newScan(options.build()); ArrowReader reader = scanner.scanBatches()) {
+        try (LanceScanner scanner = dataset.newScan(options.build());
+                ArrowReader reader = scanner.scanBatches()) {
             while (reader.loadNextBatch()) {
                 VectorSchemaRoot root = reader.getVectorSchemaRoot();
                 for (int i = 0; i < root.getRowCount(); i++) {

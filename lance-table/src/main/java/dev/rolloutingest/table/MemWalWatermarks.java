@@ -137,7 +137,8 @@ public final class MemWalWatermarks {
                 in.position(in.position() + length);
             }
             case 5 -> in.position(in.position() + 4);
-            default -> throw new IllegalStateException("unsupported protobuf wire type " + wireType + " in " + INDEX_NAME);
+            default -> throw new IllegalStateException(
+                    "unsupported protobuf wire type " + wireType + " in " + INDEX_NAME);
         }
     }
 }

@@ -13,6 +13,7 @@ import java.util.Map;
 public final class MergeMemory {
     /** lance-core's default pool when {@code LANCE_MEM_POOL_SIZE} is not set. */
     public static final long DEFAULT_POOL_BYTES = 100L << 20;
+
     public static final String POOL_ENV = "LANCE_MEM_POOL_SIZE";
 
     private MergeMemory() {}

@@ -9,8 +9,16 @@ import java.util.List;
  * @param mergedGenerations ascending; empty when nothing was pending above the watermark
  * @param leftover pending generations the pass left for the next one (over the count or byte cap)
  */
-public record MergeResult(String shard, List<Long> mergedGenerations, long previousWatermark, long newWatermark,
-        long rows, long bytes, Duration readDuration, Duration commitDuration, int leftover) {
+public record MergeResult(
+        String shard,
+        List<Long> mergedGenerations,
+        long previousWatermark,
+        long newWatermark,
+        long rows,
+        long bytes,
+        Duration readDuration,
+        Duration commitDuration,
+        int leftover) {
 
     public boolean mergedAnything() {
         return !mergedGenerations.isEmpty();

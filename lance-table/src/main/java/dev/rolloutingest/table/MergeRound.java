@@ -48,10 +48,12 @@ public final class MergeRound {
         this.lance = lance;
         this.catalog = catalog;
         this.settings = settings;
-        this.readPhase = Timer.builder("rollout.merge.phase").tag("phase", "read")
+        this.readPhase = Timer.builder("rollout.merge.phase")
+                .tag("phase", "read")
                 .description("Time of a merge's phases: reading one shard's generations, committing a round")
                 .register(meters);
-        this.commitPhase = Timer.builder("rollout.merge.phase").tag("phase", "commit")
+        this.commitPhase = Timer.builder("rollout.merge.phase")
+                .tag("phase", "commit")
                 .description("Time of a merge's phases: reading one shard's generations, committing a round")
                 .register(meters);
     }
@@ -80,7 +82,8 @@ public final class MergeRound {
             ShardId.requireValid(shard);
             long watermark = watermarks.getOrDefault(shard, 0L);
             List<GenerationCatalog.Listed> pending = sealed.getOrDefault(shard, List.of()).stream()
-                    .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0).toList();
+                    .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0)
+                    .toList();
             List<SealedGeneration> chosen = new ArrayList<>();
             long bytes = 0;
             RuntimeException failure = null;
@@ -118,7 +121,9 @@ public final class MergeRound {
                 String uri = lance.location().resolve(generation.datasetPath());
                 try (Dataset dataset = lance.openGeneration(uri);
                         LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
-                                .columns(RolloutSchema.allColumns()).batchSize(4096).build());
+                                .columns(RolloutSchema.allColumns())
+                                .batchSize(4096)
+                                .build());
                         ArrowReader reader = scanner.scanBatches()) {
                     while (reader.loadNextBatch()) {
                         source.addAll(reader.getVectorSchemaRoot(), lance.allocator());
@@ -126,8 +131,12 @@ public final class MergeRound {
                 } catch (RolloutTableException e) {
                     throw e;
                 } catch (Exception e) {
-                    throw new RolloutTableException.GenerationUnreadable(lance.location().uri(), generation.shard(),
-                            generation.generation(), generation.folder(), e);
+                    throw new RolloutTableException.GenerationUnreadable(
+                            lance.location().uri(),
+                            generation.shard(),
+                            generation.generation(),
+                            generation.folder(),
+                            e);
                 }
             }
             Duration read = Duration.ofNanos(System.nanoTime() - started);
@@ -152,7 +161,9 @@ public final class MergeRound {
             List<PreparedMerge> work = new ArrayList<>();
             for (PreparedMerge p : prepared) {
                 if (p.plan().generations().isEmpty()) {
-                    merged.put(p.plan().shard(), MergeResult.nothing(p.plan().shard(), p.plan().watermark()));
+                    merged.put(
+                            p.plan().shard(),
+                            MergeResult.nothing(p.plan().shard(), p.plan().watermark()));
                 } else {
                     work.add(p);
                 }
@@ -191,8 +202,11 @@ public final class MergeRound {
         return groups;
     }
 
-    private void commitGroup(List<PreparedMerge> group, Map<String, MergeResult> merged,
-            Map<String, RuntimeException> failed, int[] commits) {
+    private void commitGroup(
+            List<PreparedMerge> group,
+            Map<String, MergeResult> merged,
+            Map<String, RuntimeException> failed,
+            int[] commits) {
         if (group.isEmpty()) {
             return;
         }
@@ -204,8 +218,8 @@ public final class MergeRound {
             watermarks = MemWalWatermarks.read(base);
         } catch (Exception e) {
             // The table cannot be read at all: nothing any shard did; all fail alike, none is blamed alone.
-            RolloutTableException unavailable = new RolloutTableException.Unavailable(lance.location().uri(),
-                    "committing a merge", e);
+            RolloutTableException unavailable =
+                    new RolloutTableException.Unavailable(lance.location().uri(), "committing a merge", e);
             group.forEach(p -> failed.put(p.plan().shard(), unavailable));
             return;
         }
@@ -215,8 +229,12 @@ public final class MergeRound {
                 long now = watermarks.getOrDefault(p.plan().shard(), 0L);
                 if (now != p.plan().watermark()) {
                     // Merged meanwhile by another committer: the next round plans it afresh.
-                    log.info("Table {} shard {}: watermark moved from {} to {} since the plan; left for the next round",
-                            lance.location(), p.plan().shard(), p.plan().watermark(), now);
+                    log.info(
+                            "Table {} shard {}: watermark moved from {} to {} since the plan; left for the next round",
+                            lance.location(),
+                            p.plan().shard(),
+                            p.plan().watermark(),
+                            now);
                     merged.put(p.plan().shard(), MergeResult.nothing(p.plan().shard(), now));
                 } else {
                     current.add(p);
@@ -233,26 +251,49 @@ public final class MergeRound {
                 for (PreparedMerge p : current) {
                     MergeResult result = p.result(commit);
                     merged.put(p.plan().shard(), result);
-                    log.info("Table {} shard {}: merged {} generations ({}..{}), {} rows, watermark {} -> {}, read {} ms,"
-                            + " round commit of {} shards {} ms, {} left", lance.location(), p.plan().shard(),
-                            result.mergedGenerations().size(), result.mergedGenerations().get(0), result.newWatermark(),
-                            result.rows(), result.previousWatermark(), result.newWatermark(),
-                            result.readDuration().toMillis(), current.size(), commit.toMillis(), result.leftover());
+                    log.info(
+                            "Table {} shard {}: merged {} generations ({}..{}), {} rows, watermark {} -> {}, read {} ms,"
+                                    + " round commit of {} shards {} ms, {} left",
+                            lance.location(),
+                            p.plan().shard(),
+                            result.mergedGenerations().size(),
+                            result.mergedGenerations().get(0),
+                            result.newWatermark(),
+                            result.rows(),
+                            result.previousWatermark(),
+                            result.newWatermark(),
+                            result.readDuration().toMillis(),
+                            current.size(),
+                            commit.toMillis(),
+                            result.leftover());
                 }
             } catch (Exception thrown) {
                 RuntimeException e = LanceIo.unchecked(thrown); // mergeInsert's IOExceptions are undeclared
                 commits[0]++;
                 if (current.size() == 1) {
                     PreparedMerge alone = current.get(0);
-                    failed.put(alone.plan().shard(), MergeMemory.exhausted(e) ? new RolloutTableException("Table "
-                            + lance.location() + " shard " + alone.plan().shard() + ": a merge of " + alone.rows()
-                            + " rows (" + alone.memoryBytes() + " bytes in memory) ran out of lance-core's merge memory"
-                            + " pool (" + MergeMemory.POOL_ENV + " = " + MergeMemory.poolBytes() + "); lower"
-                            + " rollout.merge.max.bytes or raise " + MergeMemory.POOL_ENV, e) : e);
+                    failed.put(
+                            alone.plan().shard(),
+                            MergeMemory.exhausted(e)
+                                    ? new RolloutTableException(
+                                            "Table "
+                                                    + lance.location() + " shard "
+                                                    + alone.plan().shard() + ": a merge of " + alone.rows()
+                                                    + " rows (" + alone.memoryBytes()
+                                                    + " bytes in memory) ran out of lance-core's merge memory"
+                                                    + " pool (" + MergeMemory.POOL_ENV + " = " + MergeMemory.poolBytes()
+                                                    + "); lower"
+                                                    + " rollout.merge.max.bytes or raise " + MergeMemory.POOL_ENV,
+                                            e)
+                                    : e);
                     return;
                 }
-                log.warn("Table {}: a merge commit of {} shards failed ({}); committing them in halves to find the shard"
-                        + " at fault", lance.location(), current.size(), e.getMessage());
+                log.warn(
+                        "Table {}: a merge commit of {} shards failed ({}); committing them in halves to find the shard"
+                                + " at fault",
+                        lance.location(),
+                        current.size(),
+                        e.getMessage());
                 int half = current.size() / 2;
                 commitGroup(current.subList(0, half), merged, failed, commits);
                 commitGroup(current.subList(half, current.size()), merged, failed, commits);
@@ -271,7 +312,9 @@ public final class MergeRound {
     private void commitOnce(Dataset base, List<PreparedMerge> group) {
         List<MergedGeneration> marks = new ArrayList<>();
         for (PreparedMerge p : group) {
-            p.plan().generations().forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
+            p.plan()
+                    .generations()
+                    .forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
         }
         MergeInsertParams params = new MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
                 .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
@@ -279,8 +322,10 @@ public final class MergeRound {
                 .markGenerationsAsMerged(marks)
                 .withConflictRetries(settings.mergeConflictRetries());
         int rows = group.stream().mapToInt(PreparedMerge::rows).sum();
-        List<VectorSchemaRoot> batches = MergeSource.sortedChunks(group.stream().map(PreparedMerge::source).toList(),
-                chunkRows(rows, base.countRows()), lance.allocator());
+        List<VectorSchemaRoot> batches = MergeSource.sortedChunks(
+                group.stream().map(PreparedMerge::source).toList(),
+                chunkRows(rows, base.countRows()),
+                lance.allocator());
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
             batches.forEach(lance::checkWriteFault);
             Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
@@ -296,7 +341,12 @@ public final class MergeRound {
      *
      * @param failure why the shard cannot be planned (an unreadable seal), or null
      */
-    public record MergePlan(String shard, long watermark, List<SealedGeneration> generations, long bytes, int leftover,
+    public record MergePlan(
+            String shard,
+            long watermark,
+            List<SealedGeneration> generations,
+            long bytes,
+            int leftover,
             RuntimeException failure) {}
 
     /** A shard's rows, read and de-duplicated, waiting for the commit. Closing frees them. */
@@ -328,9 +378,19 @@ public final class MergeRound {
         }
 
         MergeResult result(Duration commit) {
-            List<Long> generations = plan.generations().stream().map(SealedGeneration::generation).toList();
-            return new MergeResult(plan.shard(), generations, plan.watermark(), generations.get(generations.size() - 1),
-                    rows(), plan.bytes(), read, commit, plan.leftover());
+            List<Long> generations = plan.generations().stream()
+                    .map(SealedGeneration::generation)
+                    .toList();
+            return new MergeResult(
+                    plan.shard(),
+                    generations,
+                    plan.watermark(),
+                    generations.get(generations.size() - 1),
+                    rows(),
+                    plan.bytes(),
+                    read,
+                    commit,
+                    plan.leftover());
         }
 
         @Override
@@ -343,6 +403,6 @@ public final class MergeRound {
      * One round's outcome: each shard's result (an empty one when it had nothing or was merged meanwhile) or
      * error, and how many commits it took (1 when no shard failed).
      */
-    public record RoundResult(Map<String, MergeResult> merged, Map<String, RuntimeException> failed, int commits,
-            Duration duration) {}
+    public record RoundResult(
+            Map<String, MergeResult> merged, Map<String, RuntimeException> failed, int commits, Duration duration) {}
 }

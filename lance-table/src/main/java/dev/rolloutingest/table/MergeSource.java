@@ -73,7 +73,9 @@ final class MergeSource implements AutoCloseable {
                 dropped.set(row);
             }
         }
-        bytes += batch.getFieldVectors().stream().mapToLong(FieldVector::getBufferSize).sum();
+        bytes += batch.getFieldVectors().stream()
+                .mapToLong(FieldVector::getBufferSize)
+                .sum();
     }
 
     private boolean newer(int candidate, int current) {
@@ -81,8 +83,13 @@ final class MergeSource implements AutoCloseable {
     }
 
     private static boolean newer(MergeSource a, int i, MergeSource b, int j) {
-        return RowOrder.newer(a.partitions[i], a.offsets[i], ArrowRows.instant(a.ingestedMicros[i]),
-                b.partitions[j], b.offsets[j], ArrowRows.instant(b.ingestedMicros[j]));
+        return RowOrder.newer(
+                a.partitions[i],
+                a.offsets[i],
+                ArrowRows.instant(a.ingestedMicros[i]),
+                b.partitions[j],
+                b.offsets[j],
+                ArrowRows.instant(b.ingestedMicros[j]));
     }
 
     private void grow() {
@@ -140,7 +147,9 @@ final class MergeSource implements AutoCloseable {
             for (int i = 0; i < source.size; i++) {
                 if (!source.dropped.get(i)) {
                     Position at = source.positions.get(i);
-                    rows.add(new Row(source.keys.get(i).getBytes(StandardCharsets.UTF_8), source.batches.get(at.batch()),
+                    rows.add(new Row(
+                            source.keys.get(i).getBytes(StandardCharsets.UTF_8),
+                            source.batches.get(at.batch()),
                             at.row()));
                 }
             }

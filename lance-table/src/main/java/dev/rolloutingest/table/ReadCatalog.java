@@ -65,7 +65,10 @@ final class ReadCatalog implements AutoCloseable {
         final long takenAtNanos;
         private final AtomicInteger users = new AtomicInteger(1); // the catalog's own reference
 
-        private Snapshot(BaseHandle handle, long version, Map<String, Long> watermarks,
+        private Snapshot(
+                BaseHandle handle,
+                long version,
+                Map<String, Long> watermarks,
                 Map<String, List<Pending>> pendingByShard) {
             this.handle = handle;
             this.base = handle.dataset;
@@ -141,7 +144,8 @@ final class ReadCatalog implements AutoCloseable {
                     throw e;
                 } catch (Exception e) {
                     // lance-core throws IOException undeclared; the store cannot be read: the caller may retry.
-                    throw new RolloutTableException.Unavailable(lance.location().uri(), "refreshing the read catalog", e);
+                    throw new RolloutTableException.Unavailable(
+                            lance.location().uri(), "refreshing the read catalog", e);
                 } finally {
                     refreshing.unlock();
                 }
@@ -173,7 +177,8 @@ final class ReadCatalog implements AutoCloseable {
         }
         Snapshot next;
         try {
-            Map<String, Long> watermarks = previous != null && previous.version == version ? previous.watermarks
+            Map<String, Long> watermarks = previous != null && previous.version == version
+                    ? previous.watermarks
                     : MemWalWatermarks.read(handle.dataset);
             next = new Snapshot(handle, version, watermarks, pending(watermarks));
         } catch (RuntimeException e) {
@@ -208,7 +213,9 @@ final class ReadCatalog implements AutoCloseable {
         }
         filters.keySet().retainAll(seen.keySet()); // merged generations' filters are not needed any more
         Set<String> live = new HashSet<>();
-        byShard.values().forEach(list -> list.forEach(p -> live.add(lance.location().resolve(p.listed().datasetPath()))));
+        byShard.values()
+                .forEach(list -> list.forEach(
+                        p -> live.add(lance.location().resolve(p.listed().datasetPath()))));
         generations.retainOnly(live);
         return Collections.unmodifiableMap(byShard);
     }
@@ -218,8 +225,12 @@ final class ReadCatalog implements AutoCloseable {
             return new KeyFilterEntry(catalog.seal(listed).keyFilter());
         } catch (RolloutTableException e) {
             // Unreadable seal: no filter, so lookups open the generation and report it if it is broken too.
-            log.warn("Table {} shard {} generation {}: seal unreadable ({}); lookups will open the generation",
-                    lance.location(), listed.shard(), listed.generation(), e.getMessage());
+            log.warn(
+                    "Table {} shard {} generation {}: seal unreadable ({}); lookups will open the generation",
+                    lance.location(),
+                    listed.shard(),
+                    listed.generation(),
+                    e.getMessage());
             return new KeyFilterEntry(null);
         }
     }

@@ -11,6 +11,8 @@ public record RolloutRow(Rollout rollout, int sourcePartition, long sourceOffset
 
     /** Bytes of the inline payload, 0 when absent. */
     public int payloadBytes() {
-        return rollout.getBinaryPayload() == null ? 0 : rollout.getBinaryPayload().remaining();
+        return rollout.getBinaryPayload() == null
+                ? 0
+                : rollout.getBinaryPayload().remaining();
     }
 }

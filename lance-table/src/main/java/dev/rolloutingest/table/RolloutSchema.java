@@ -52,7 +52,10 @@ public final class RolloutSchema {
 
     /** Every column but the payload: what list reads project unless the payload is asked for. */
     public static List<String> columnsWithoutPayload() {
-        return SCHEMA.getFields().stream().map(Field::getName).filter(n -> !n.equals(BINARY_PAYLOAD)).toList();
+        return SCHEMA.getFields().stream()
+                .map(Field::getName)
+                .filter(n -> !n.equals(BINARY_PAYLOAD))
+                .toList();
     }
 
     public static List<String> allColumns() {
@@ -77,7 +80,9 @@ public final class RolloutSchema {
         fields.add(optional(POLICY_VERSION, new ArrowType.Int(64, true)));
         fields.add(required(INCLUDE_IN_TRAINING, ArrowType.Bool.INSTANCE));
         // Avro map<string> as list<struct<key, value>>: every Lance version reads it.
-        Field entry = new Field("entry", FieldType.notNullable(ArrowType.Struct.INSTANCE),
+        Field entry = new Field(
+                "entry",
+                FieldType.notNullable(ArrowType.Struct.INSTANCE),
                 List.of(required("key", UTF8), optional("value", UTF8)));
         fields.add(new Field(METADATA, FieldType.notNullable(ArrowType.List.INSTANCE), List.of(entry)));
         fields.add(optional(BINARY_PAYLOAD, ArrowType.LargeBinary.INSTANCE));
@@ -107,7 +112,9 @@ public final class RolloutSchema {
     }
 
     private static Field list(String name, ArrowType item) {
-        return new Field(name, FieldType.notNullable(ArrowType.List.INSTANCE),
+        return new Field(
+                name,
+                FieldType.notNullable(ArrowType.List.INSTANCE),
                 List.of(new Field("item", FieldType.notNullable(item), null)));
     }
 
@@ -115,12 +122,17 @@ public final class RolloutSchema {
     public static List<String> differences(Schema actual) {
         List<String> diffs = new ArrayList<>();
         for (Field expected : SCHEMA.getFields()) {
-            Field found = actual.getFields().stream().filter(f -> f.getName().equals(expected.getName())).findFirst().orElse(null);
+            Field found = actual.getFields().stream()
+                    .filter(f -> f.getName().equals(expected.getName()))
+                    .findFirst()
+                    .orElse(null);
             if (found == null) {
                 diffs.add("missing column " + expected.getName() + " (" + expected.getType() + ")");
-            } else if (!found.getType().equals(expected.getType()) || found.isNullable() != expected.isNullable()
+            } else if (!found.getType().equals(expected.getType())
+                    || found.isNullable() != expected.isNullable()
                     || !found.getChildren().equals(expected.getChildren())) {
-                diffs.add("column " + expected.getName() + " is " + describe(found) + ", expected " + describe(expected));
+                diffs.add(
+                        "column " + expected.getName() + " is " + describe(found) + ", expected " + describe(expected));
             } else if (expected.getName().equals(RECORD_ID)
                     && !"true".equals(found.getMetadata().get(PRIMARY_KEY_METADATA))) {
                 diffs.add("column record_id lacks field metadata " + PRIMARY_KEY_METADATA + "=true");
@@ -135,7 +147,8 @@ public final class RolloutSchema {
     }
 
     private static String describe(Field field) {
-        return field.getType() + (field.isNullable() ? " nullable" : " not null")
+        return field.getType()
+                + (field.isNullable() ? " nullable" : " not null")
                 + (field.getChildren().isEmpty() ? "" : " " + field.getChildren());
     }
 }

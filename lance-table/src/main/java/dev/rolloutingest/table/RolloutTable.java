@@ -45,8 +45,8 @@ public final class RolloutTable implements AutoCloseable {
         this.lance = new LanceIo(location, allocator, settings.readCacheBytes());
         this.catalog = new GenerationCatalog(store, location.uri());
         this.writer = new GenerationWriter(lance, store, meters);
-        this.readCatalog = new ReadCatalog(lance, catalog, Duration.ofMillis(settings.readRefreshMs()),
-                settings.readOpenGenerations());
+        this.readCatalog = new ReadCatalog(
+                lance, catalog, Duration.ofMillis(settings.readRefreshMs()), settings.readOpenGenerations());
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.merge = new MergeRound(lance, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
@@ -107,9 +107,14 @@ public final class RolloutTable implements AutoCloseable {
 
     private Dataset createBase() {
         try {
-            Dataset created = Dataset.create(allocator, location.uri(), RolloutSchema.SCHEMA,
-                    new WriteParams.Builder().withMode(WriteParams.WriteMode.CREATE)
-                            .withStorageOptions(location.storageOptions()).build());
+            Dataset created = Dataset.create(
+                    allocator,
+                    location.uri(),
+                    RolloutSchema.SCHEMA,
+                    new WriteParams.Builder()
+                            .withMode(WriteParams.WriteMode.CREATE)
+                            .withStorageOptions(location.storageOptions())
+                            .build());
             log.info("Created rollout table {}", location);
             return created;
         } catch (Exception thrown) {
@@ -159,8 +164,11 @@ public final class RolloutTable implements AutoCloseable {
 
     private RuntimeException storageError(String what, RuntimeException e) {
         String message = String.valueOf(e.getMessage());
-        if (message.contains("403") || message.contains("SignatureDoesNotMatch") || message.contains("NoSuchBucket")
-                || message.contains("InvalidAccessKeyId") || message.contains("builder error")) {
+        if (message.contains("403")
+                || message.contains("SignatureDoesNotMatch")
+                || message.contains("NoSuchBucket")
+                || message.contains("InvalidAccessKeyId")
+                || message.contains("builder error")) {
             return new RolloutTableException.StorageAccess(location.uri(), what, e);
         }
         return new RolloutTableException("Table " + location + ": " + what + " failed: " + message, e);
@@ -177,10 +185,12 @@ public final class RolloutTable implements AutoCloseable {
      *     record_id are removed here, highest offset wins
      * @param bytes serialized bytes of the batch, kept in the seal for the merge byte budget
      */
-    public SealedGeneration writeGeneration(String topic, int partition, long firstOffset, long lastOffset,
-            List<RolloutRow> rows, long bytes) {
+    public SealedGeneration writeGeneration(
+            String topic, int partition, long firstOffset, long lastOffset, List<RolloutRow> rows, long bytes) {
         try (GenerationBatch batch = newBatch()) {
-            rows.stream().sorted(java.util.Comparator.comparingLong(RolloutRow::sourceOffset)).forEach(batch::append);
+            rows.stream()
+                    .sorted(java.util.Comparator.comparingLong(RolloutRow::sourceOffset))
+                    .forEach(batch::append);
             return writeGeneration(topic, partition, firstOffset, lastOffset, batch, bytes, List.of());
         }
     }
@@ -191,8 +201,14 @@ public final class RolloutTable implements AutoCloseable {
      *
      * @param deadLettered records of the range the caller left out because a write refused them; kept in the seal
      */
-    public SealedGeneration writeGeneration(String topic, int partition, long firstOffset, long lastOffset,
-            GenerationBatch batch, long bytes, List<SealedGeneration.DeadLettered> deadLettered) {
+    public SealedGeneration writeGeneration(
+            String topic,
+            int partition,
+            long firstOffset,
+            long lastOffset,
+            GenerationBatch batch,
+            long bytes,
+            List<SealedGeneration.DeadLettered> deadLettered) {
         SealedGeneration sealed = writer.write(topic, partition, firstOffset, lastOffset, batch, bytes, deadLettered);
         readCatalog.invalidate(); // this process's own writes are readable at once
         return sealed;
@@ -261,7 +277,8 @@ public final class RolloutTable implements AutoCloseable {
 
     /** Offsets a shard's sealed generations cover (merged ones until GC removes them): one listing, no seal reads. */
     public long sealedRecords(String shard) {
-        return catalog.sealed(ShardId.requireValid(shard)).stream().mapToLong(g -> g.lastOffset() - g.firstOffset() + 1)
+        return catalog.sealed(ShardId.requireValid(shard)).stream()
+                .mapToLong(g -> g.lastOffset() - g.firstOffset() + 1)
                 .sum();
     }
 
@@ -270,8 +287,11 @@ public final class RolloutTable implements AutoCloseable {
      * one listing, no seal reads. How a merge-worker names what a pass merged whose announcement was lost.
      */
     public List<Long> sealedGenerationsBetween(String shard, long above, long upTo) {
-        return catalog.sealed(ShardId.requireValid(shard)).stream().map(GenerationCatalog.Listed::generation)
-                .filter(g -> Long.compareUnsigned(g, above) > 0 && Long.compareUnsigned(g, upTo) <= 0).sorted().toList();
+        return catalog.sealed(ShardId.requireValid(shard)).stream()
+                .map(GenerationCatalog.Listed::generation)
+                .filter(g -> Long.compareUnsigned(g, above) > 0 && Long.compareUnsigned(g, upTo) <= 0)
+                .sorted()
+                .toList();
     }
 
     /** Pending generation count of a shard: one listing, no seal reads. */
@@ -304,7 +324,8 @@ public final class RolloutTable implements AutoCloseable {
      * failed it.
      */
     public MergeResult mergePass(String shard, int maxGenerations, long maxBytes) {
-        MergeRound.MergePlan plan = planMerge(List.of(shard), maxGenerations, maxBytes).get(0);
+        MergeRound.MergePlan plan =
+                planMerge(List.of(shard), maxGenerations, maxBytes).get(0);
         MergeRound.RoundResult round = commitMerge(List.of(prepareMerge(plan)));
         RuntimeException failure = round.failed().get(shard);
         if (failure != null) {
@@ -314,7 +335,8 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     /** What each shard would merge now (see {@link MergeRound#plan}). */
-    public List<MergeRound.MergePlan> planMerge(java.util.Collection<String> shards, int maxGenerations, long maxBytes) {
+    public List<MergeRound.MergePlan> planMerge(
+            java.util.Collection<String> shards, int maxGenerations, long maxBytes) {
         return merge.plan(shards, maxGenerations, maxBytes);
     }
 

@@ -12,7 +12,9 @@ public class RolloutTableException extends RuntimeException {
      */
     public static boolean isStorageFailure(Throwable error) {
         for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
-            if (e instanceof Unavailable || e instanceof StorageAccess || e instanceof java.io.IOException
+            if (e instanceof Unavailable
+                    || e instanceof StorageAccess
+                    || e instanceof java.io.IOException
                     || String.valueOf(e.getMessage()).contains("LanceError(IO)")) {
                 return true;
             }
@@ -47,8 +49,10 @@ public class RolloutTableException extends RuntimeException {
         private final long generation;
 
         public GenerationUnreadable(String tableUri, String shard, long generation, String folder, Throwable cause) {
-            super("Table " + tableUri + " shard " + shard + " generation " + generation + " (folder " + folder
-                    + ") cannot be read: " + (cause == null ? "missing" : cause.getMessage()), cause);
+            super(
+                    "Table " + tableUri + " shard " + shard + " generation " + generation + " (folder " + folder
+                            + ") cannot be read: " + (cause == null ? "missing" : cause.getMessage()),
+                    cause);
             this.shard = shard;
             this.generation = generation;
         }
@@ -70,8 +74,11 @@ public class RolloutTableException extends RuntimeException {
         private final String capKey;
 
         public PendingBacklogTooLarge(String tableUri, String shard, int pending, int cap, String capKey) {
-            super("Table " + tableUri + " shard " + shard + " has " + pending + " pending generations, over the read cap of "
-                    + cap + " (" + capKey + "); merge the shard (POST /merge/" + shard + ") before reading", null);
+            super(
+                    "Table " + tableUri + " shard " + shard + " has " + pending
+                            + " pending generations, over the read cap of " + cap + " (" + capKey
+                            + "); merge the shard (POST /merge/" + shard + ") before reading",
+                    null);
             this.shard = shard;
             this.pending = pending;
             this.cap = cap;
@@ -133,7 +140,9 @@ public class RolloutTableException extends RuntimeException {
     /** The table as a whole cannot be read or written right now (object store down or refusing): retry later. */
     public static final class Unavailable extends RolloutTableException {
         public Unavailable(String tableUri, String what, Throwable cause) {
-            super("Table " + tableUri + " is unavailable while " + what + ": " + (cause == null ? "" : cause.getMessage()),
+            super(
+                    "Table " + tableUri + " is unavailable while " + what + ": "
+                            + (cause == null ? "" : cause.getMessage()),
                     cause);
         }
     }

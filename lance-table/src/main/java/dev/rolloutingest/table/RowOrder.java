@@ -15,8 +15,13 @@ public final class RowOrder {
     private RowOrder() {}
 
     /** True when {@code candidate} replaces {@code current}. */
-    public static boolean newer(int candidatePartition, long candidateOffset, Instant candidateIngestedAt,
-            int currentPartition, long currentOffset, Instant currentIngestedAt) {
+    public static boolean newer(
+            int candidatePartition,
+            long candidateOffset,
+            Instant candidateIngestedAt,
+            int currentPartition,
+            long currentOffset,
+            Instant currentIngestedAt) {
         if (candidatePartition == currentPartition) {
             return candidateOffset > currentOffset;
         }
@@ -25,15 +30,21 @@ public final class RowOrder {
     }
 
     public static boolean newer(RolloutRow candidate, RolloutRow current) {
-        return newer(candidate.sourcePartition(), candidate.sourceOffset(), candidate.ingestedAt(),
-                current.sourcePartition(), current.sourceOffset(), current.ingestedAt());
+        return newer(
+                candidate.sourcePartition(),
+                candidate.sourceOffset(),
+                candidate.ingestedAt(),
+                current.sourcePartition(),
+                current.sourceOffset(),
+                current.ingestedAt());
     }
 
     /**
      * The same rule as a merge-insert condition: a base row is replaced only by a newer source row, so merges
      * of different shards in any order leave the newest value.
      */
-    static final String MERGE_CONDITION = "source." + RolloutSchema.SOURCE_PARTITION + " = target." + RolloutSchema.SOURCE_PARTITION
+    static final String MERGE_CONDITION = "source." + RolloutSchema.SOURCE_PARTITION + " = target."
+            + RolloutSchema.SOURCE_PARTITION
             + " AND source." + RolloutSchema.SOURCE_OFFSET + " > target." + RolloutSchema.SOURCE_OFFSET
             + " OR source." + RolloutSchema.SOURCE_PARTITION + " <> target." + RolloutSchema.SOURCE_PARTITION
             + " AND (source." + RolloutSchema.INGESTED_AT + " > target." + RolloutSchema.INGESTED_AT

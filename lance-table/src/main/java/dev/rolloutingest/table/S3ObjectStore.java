@@ -40,7 +40,8 @@ final class S3ObjectStore implements ObjectStore {
         S3ClientBuilder builder = S3Client.builder()
                 .httpClientBuilder(UrlConnectionHttpClient.builder())
                 .region(Region.of(options.getOrDefault("aws_region", "us-east-1")))
-                .forcePathStyle(!"true".equalsIgnoreCase(options.getOrDefault("aws_virtual_hosted_style_request", "false")));
+                .forcePathStyle(
+                        !"true".equalsIgnoreCase(options.getOrDefault("aws_virtual_hosted_style_request", "false")));
         if (options.containsKey("aws_endpoint")) {
             builder.endpointOverride(URI.create(options.get("aws_endpoint")));
         }
@@ -65,9 +66,14 @@ final class S3ObjectStore implements ObjectStore {
         try {
             do {
                 ListObjectsV2Response page = s3.listObjectsV2(ListObjectsV2Request.builder()
-                        .bucket(bucket).prefix(folderKey).delimiter("/").continuationToken(token).build());
-                page.commonPrefixes().forEach(p -> entries.add(new Entry(
-                        trimSlash(p.prefix().substring(folderKey.length())), true)));
+                        .bucket(bucket)
+                        .prefix(folderKey)
+                        .delimiter("/")
+                        .continuationToken(token)
+                        .build());
+                page.commonPrefixes()
+                        .forEach(
+                                p -> entries.add(new Entry(trimSlash(p.prefix().substring(folderKey.length())), true)));
                 for (S3Object object : page.contents()) {
                     entries.add(new Entry(object.key().substring(folderKey.length()), false));
                 }
@@ -87,7 +93,10 @@ final class S3ObjectStore implements ObjectStore {
         try {
             do {
                 ListObjectsV2Response page = s3.listObjectsV2(ListObjectsV2Request.builder()
-                        .bucket(bucket).prefix(folderKey).continuationToken(token).build());
+                        .bucket(bucket)
+                        .prefix(folderKey)
+                        .continuationToken(token)
+                        .build());
                 for (S3Object object : page.contents()) {
                     paths.add(object.key().substring(folderKey.length()));
                 }
@@ -127,11 +136,16 @@ final class S3ObjectStore implements ObjectStore {
             String token = null;
             do {
                 ListObjectsV2Response page = s3.listObjectsV2(ListObjectsV2Request.builder()
-                        .bucket(bucket).prefix(base + "/").continuationToken(token).build());
+                        .bucket(bucket)
+                        .prefix(base + "/")
+                        .continuationToken(token)
+                        .build());
                 if (!page.contents().isEmpty()) {
                     List<ObjectIdentifier> ids = page.contents().stream()
-                            .map(o -> ObjectIdentifier.builder().key(o.key()).build()).toList();
-                    s3.deleteObjects(b -> b.bucket(bucket).delete(Delete.builder().objects(ids).build()));
+                            .map(o -> ObjectIdentifier.builder().key(o.key()).build())
+                            .toList();
+                    s3.deleteObjects(b -> b.bucket(bucket)
+                            .delete(Delete.builder().objects(ids).build()));
                 }
                 token = page.isTruncated() ? page.nextContinuationToken() : null;
             } while (token != null);

@@ -57,20 +57,46 @@ public record SealedGeneration(
         }
     }
 
-    public SealedGeneration(String shard, long generation, String topic, int partition, long firstOffset,
-            long lastOffset, long rows, long bytes, Instant sealedAt) {
+    public SealedGeneration(
+            String shard,
+            long generation,
+            String topic,
+            int partition,
+            long firstOffset,
+            long lastOffset,
+            long rows,
+            long bytes,
+            Instant sealedAt) {
         this(shard, generation, topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of(), null);
     }
 
-    public static SealedGeneration of(String topic, int partition, long firstOffset, long lastOffset, long rows, long bytes,
-            Instant sealedAt) {
+    public static SealedGeneration of(
+            String topic, int partition, long firstOffset, long lastOffset, long rows, long bytes, Instant sealedAt) {
         return of(topic, partition, firstOffset, lastOffset, rows, bytes, sealedAt, List.of(), null);
     }
 
-    public static SealedGeneration of(String topic, int partition, long firstOffset, long lastOffset, long rows, long bytes,
-            Instant sealedAt, List<DeadLettered> deadLettered, KeyFilter keyFilter) {
-        return new SealedGeneration(ShardId.of(topic, partition), Math.addExact(lastOffset, 1), topic, partition,
-                firstOffset, lastOffset, rows, bytes, sealedAt, deadLettered, keyFilter);
+    public static SealedGeneration of(
+            String topic,
+            int partition,
+            long firstOffset,
+            long lastOffset,
+            long rows,
+            long bytes,
+            Instant sealedAt,
+            List<DeadLettered> deadLettered,
+            KeyFilter keyFilter) {
+        return new SealedGeneration(
+                ShardId.of(topic, partition),
+                Math.addExact(lastOffset, 1),
+                topic,
+                partition,
+                firstOffset,
+                lastOffset,
+                rows,
+                bytes,
+                sealedAt,
+                deadLettered,
+                keyFilter);
     }
 
     /** The folder name: the generation, zero-padded so names sort like numbers, and the offset range. */
@@ -99,7 +125,8 @@ public record SealedGeneration(
                 return null;
             }
             try {
-                return new FolderName(Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)));
+                return new FolderName(
+                        Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)));
             } catch (NumberFormatException e) {
                 return null;
             }
@@ -109,16 +136,24 @@ public record SealedGeneration(
     public byte[] toJson() {
         try {
             ObjectNode node = JSON.createObjectNode()
-                    .put("shard", shard).put("generation", generation).put("folder", folder())
-                    .put("topic", topic).put("partition", partition)
-                    .put("first_offset", firstOffset).put("last_offset", lastOffset)
-                    .put("rows", rows).put("bytes", bytes).put("sealed_at", sealedAt.toString());
+                    .put("shard", shard)
+                    .put("generation", generation)
+                    .put("folder", folder())
+                    .put("topic", topic)
+                    .put("partition", partition)
+                    .put("first_offset", firstOffset)
+                    .put("last_offset", lastOffset)
+                    .put("rows", rows)
+                    .put("bytes", bytes)
+                    .put("sealed_at", sealedAt.toString());
             if (keyFilter != null) {
                 node.put("key_filter", keyFilter.encode());
             }
             if (!deadLettered.isEmpty()) {
                 ArrayNode list = node.putArray("dead_lettered");
-                deadLettered.forEach(d -> list.addObject().put("offset", d.offset()).put("reason", d.reason())
+                deadLettered.forEach(d -> list.addObject()
+                        .put("offset", d.offset())
+                        .put("reason", d.reason())
                         .put("error", d.error()));
             }
             return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(node);
@@ -130,12 +165,24 @@ public record SealedGeneration(
     public static SealedGeneration fromJson(byte[] json) throws IOException {
         var node = JSON.readTree(json);
         List<DeadLettered> deadLettered = new ArrayList<>();
-        node.path("dead_lettered").forEach(d -> deadLettered.add(new DeadLettered(d.path("offset").asLong(),
-                d.path("reason").asText(), d.path("error").asText())));
-        return new SealedGeneration(node.path("shard").asText(), node.path("generation").asLong(),
-                node.path("topic").asText(), node.path("partition").asInt(), node.path("first_offset").asLong(),
-                node.path("last_offset").asLong(), node.path("rows").asLong(), node.path("bytes").asLong(),
-                Instant.parse(node.path("sealed_at").asText()), deadLettered,
-                node.hasNonNull("key_filter") ? KeyFilter.decode(node.get("key_filter").asText()) : null);
+        node.path("dead_lettered")
+                .forEach(d -> deadLettered.add(new DeadLettered(
+                        d.path("offset").asLong(),
+                        d.path("reason").asText(),
+                        d.path("error").asText())));
+        return new SealedGeneration(
+                node.path("shard").asText(),
+                node.path("generation").asLong(),
+                node.path("topic").asText(),
+                node.path("partition").asInt(),
+                node.path("first_offset").asLong(),
+                node.path("last_offset").asLong(),
+                node.path("rows").asLong(),
+                node.path("bytes").asLong(),
+                Instant.parse(node.path("sealed_at").asText()),
+                deadLettered,
+                node.hasNonNull("key_filter")
+                        ? KeyFilter.decode(node.get("key_filter").asText())
+                        : null);
     }
 }

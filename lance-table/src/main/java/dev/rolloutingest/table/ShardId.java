@@ -9,12 +9,14 @@ import java.util.regex.Pattern;
  * anything else with "Invalid shard_id UUID", so ids are validated before any Lance call.
  */
 public final class ShardId {
-    private static final Pattern UUID_FORM = Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+    private static final Pattern UUID_FORM =
+            Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
 
     private ShardId() {}
 
     public static String of(String topic, int partition) {
-        return UUID.nameUUIDFromBytes((topic + "/" + partition).getBytes(StandardCharsets.UTF_8)).toString();
+        return UUID.nameUUIDFromBytes((topic + "/" + partition).getBytes(StandardCharsets.UTF_8))
+                .toString();
     }
 
     public static String requireValid(String shard) {

@@ -2,14 +2,14 @@ package dev.rolloutingest.table;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Comparator;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeSet;
 import org.lance.Dataset;
 import org.lance.Version;
@@ -17,9 +17,9 @@ import org.lance.cleanup.CleanupPolicy;
 import org.lance.cleanup.RemovalStats;
 import org.lance.compaction.CompactionOptions;
 import org.lance.index.Index;
+import org.lance.index.IndexOptions;
 import org.lance.index.IndexParams;
 import org.lance.index.IndexType;
-import org.lance.index.IndexOptions;
 import org.lance.index.scalar.BTreeIndexParams;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,14 +35,15 @@ public final class TableMaintenance {
      * What bringing the record_id index up to date did: rebuilt (after a compaction, or when its segments
      * outgrew the oldest) or took the unindexed fragments up (optimized); segments of the index after it.
      */
-    public record IndexResult(boolean rebuilt, boolean optimized, int fragments, long unindexedRowsBefore, int segments,
-            long millis) {}
+    public record IndexResult(
+            boolean rebuilt, boolean optimized, int fragments, long unindexedRowsBefore, int segments, long millis) {}
 
     /** Generations whose folders were deleted, and folders left because they are not yet old enough. */
     public record GcResult(int deletedGenerations, int deletedUnsealedFolders, long oldBaseVersionsRemoved) {}
 
     /** The scalar index on record_id that point lookups and merge-inserts use. */
     public static final String KEY_INDEX = "record_id_idx";
+
     private static final String FRAGMENT_REUSE_INDEX = "__lance_frag_reuse";
 
     private final LanceIo lance;
@@ -88,8 +89,10 @@ public final class TableMaintenance {
             } catch (RuntimeException e) {
                 // Apps starting together race to create it; the loser sees it exists on the next look.
                 if (attempt >= 10) {
-                    throw new RolloutTableException("Table " + lance.location() + ": creating the " + KEY_INDEX
-                            + " index failed: " + e.getMessage(), e);
+                    throw new RolloutTableException(
+                            "Table " + lance.location() + ": creating the " + KEY_INDEX + " index failed: "
+                                    + e.getMessage(),
+                            e);
                 }
                 sleepQuietly(20L * attempt);
             }
@@ -113,7 +116,9 @@ public final class TableMaintenance {
     IndexResult optimizeKeyIndex(long maxUnindexedRows, int maxSegments) {
         long started = System.nanoTime();
         try (Dataset base = lance.openBase()) {
-            List<Index> segments = base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name())).toList();
+            List<Index> segments = base.getIndexes().stream()
+                    .filter(i -> KEY_INDEX.equals(i.name()))
+                    .toList();
             Set<Integer> indexed = new HashSet<>();
             segments.forEach(i -> i.fragments().ifPresent(indexed::addAll));
             Map<Integer, Long> rowsOf = new HashMap<>();
@@ -130,11 +135,13 @@ public final class TableMaintenance {
             // A deferred-remap compaction remaps the index's fragments (so they look current) and records the
             // remapping in a fragment-reuse index whose version is at least the index's: adding to the index then
             // would drop rows, so it is rebuilt (as compact() does right away; this covers a crash in between).
-            long keyIndexVersion = segments.stream().mapToLong(Index::datasetVersion).min().orElse(Long.MAX_VALUE);
-            boolean compactedSince = base.getIndexes().stream().anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name())
-                    && i.datasetVersion() >= keyIndexVersion);
+            long keyIndexVersion =
+                    segments.stream().mapToLong(Index::datasetVersion).min().orElse(Long.MAX_VALUE);
+            boolean compactedSince = base.getIndexes().stream()
+                    .anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name()) && i.datasetVersion() >= keyIndexVersion);
             // A new table's index covers no fragment: the first take-up builds it whole (it is small then).
-            boolean rebuild = indexed.isEmpty() ? unindexedRows > maxUnindexedRows
+            boolean rebuild = indexed.isEmpty()
+                    ? unindexedRows > maxUnindexedRows
                     : !rowsOf.keySet().containsAll(indexed) || compactedSince;
             boolean takeUp = !rebuild && unindexedRows > 0 && unindexedRows > maxUnindexedRows;
             String how = "";
@@ -145,7 +152,9 @@ public final class TableMaintenance {
                 segmentsAfter = 1;
             } else if (takeUp) {
                 // The oldest (largest) segment stays; the newer ones are merged with the new fragments at the cap.
-                Index oldest = segments.stream().max(Comparator.comparingLong(i -> rows(i, rowsOf))).orElseThrow();
+                Index oldest = segments.stream()
+                        .max(Comparator.comparingLong(i -> rows(i, rowsOf)))
+                        .orElseThrow();
                 List<Index> newer = segments.stream().filter(i -> i != oldest).toList();
                 long newerRows = newer.stream().mapToLong(i -> rows(i, rowsOf)).sum() + unindexedRows;
                 if (segments.size() + 1 > maxSegments && (maxSegments < 2 || newerRows >= rows(oldest, rowsOf))) {
@@ -166,16 +175,25 @@ public final class TableMaintenance {
             }
             long millis = (System.nanoTime() - started) / 1_000_000;
             if (rebuild || takeUp) {
-                log.info("Table {}: {} the {} index ({} fragments, {} rows were not indexed; {} segments) in {} ms",
-                        lance.location(), how, KEY_INDEX, rowsOf.size(), unindexedRows, segmentsAfter, millis);
+                log.info(
+                        "Table {}: {} the {} index ({} fragments, {} rows were not indexed; {} segments) in {} ms",
+                        lance.location(),
+                        how,
+                        KEY_INDEX,
+                        rowsOf.size(),
+                        unindexedRows,
+                        segmentsAfter,
+                        millis);
             }
-            return new IndexResult(rebuild || how.startsWith("rebuilt"), takeUp, rowsOf.size(), unindexedRows,
-                    segmentsAfter, millis);
+            return new IndexResult(
+                    rebuild || how.startsWith("rebuilt"), takeUp, rowsOf.size(), unindexedRows, segmentsAfter, millis);
         }
     }
 
     private static long rows(Index segment, Map<Integer, Long> rowsOf) {
-        return segment.fragments().orElse(List.of()).stream().mapToLong(f -> rowsOf.getOrDefault(f, 0L)).sum();
+        return segment.fragments().orElse(List.of()).stream()
+                .mapToLong(f -> rowsOf.getOrDefault(f, 0L))
+                .sum();
     }
 
     /**
@@ -183,9 +201,14 @@ public final class TableMaintenance {
      * whole are replaced (one it covers in part is refused by lance-core, so coverage is never lost).
      */
     private static void addSegment(Dataset base, List<Integer> fragments) {
-        IndexParams params = IndexParams.builder().setScalarIndexParams(BTreeIndexParams.builder().build()).build();
+        IndexParams params = IndexParams.builder()
+                .setScalarIndexParams(BTreeIndexParams.builder().build())
+                .build();
         Index segment = base.createIndex(IndexOptions.builder(List.of(RolloutSchema.RECORD_ID), IndexType.BTREE, params)
-                .withIndexName(KEY_INDEX).withFragmentIds(fragments).replace(true).build());
+                .withIndexName(KEY_INDEX)
+                .withFragmentIds(fragments)
+                .replace(true)
+                .build());
         base.commitExistingIndexSegments(KEY_INDEX, RolloutSchema.RECORD_ID, List.of(segment));
     }
 
@@ -193,18 +216,25 @@ public final class TableMaintenance {
         long started = System.nanoTime();
         try (Dataset base = lance.openBase()) {
             createKeyIndex(base, true);
-            log.info("Table {}: rebuilt the {} index after compaction in {} ms", lance.location(), KEY_INDEX,
+            log.info(
+                    "Table {}: rebuilt the {} index after compaction in {} ms",
+                    lance.location(),
+                    KEY_INDEX,
                     (System.nanoTime() - started) / 1_000_000);
         }
     }
 
     private static void createKeyIndex(Dataset base, boolean replace) {
-        IndexParams params = IndexParams.builder().setScalarIndexParams(BTreeIndexParams.builder().build()).build();
+        IndexParams params = IndexParams.builder()
+                .setScalarIndexParams(BTreeIndexParams.builder().build())
+                .build();
         base.createIndex(List.of(RolloutSchema.RECORD_ID), IndexType.BTREE, Optional.of(KEY_INDEX), params, replace);
     }
 
     static Optional<Index> keyIndex(Dataset base) {
-        return base.getIndexes().stream().filter(i -> KEY_INDEX.equals(i.name())).findFirst();
+        return base.getIndexes().stream()
+                .filter(i -> KEY_INDEX.equals(i.name()))
+                .findFirst();
     }
 
     private static void sleepQuietly(long ms) {
@@ -224,13 +254,17 @@ public final class TableMaintenance {
     private long cleanupBaseVersions(Instant before) {
         try (Dataset base = lance.openBase()) {
             RemovalStats removed = base.cleanupWithPolicy(CleanupPolicy.builder()
-                    .withBeforeTimestampMillis(before.toEpochMilli()).build());
+                    .withBeforeTimestampMillis(before.toEpochMilli())
+                    .build());
             return removed.getOldVersions();
         }
     }
 
     static CompactionOptions compactionOptions(long targetRowsPerFragment) {
-        return CompactionOptions.builder().withDeferIndexRemap(true).withTargetRowsPerFragment(targetRowsPerFragment).build();
+        return CompactionOptions.builder()
+                .withDeferIndexRemap(true)
+                .withTargetRowsPerFragment(targetRowsPerFragment)
+                .build();
     }
 
     /**
@@ -276,7 +310,8 @@ public final class TableMaintenance {
                 }
             }
             for (SealedGeneration.FolderName folder : catalog.datasetFolders(shard)) {
-                String name = SealedGeneration.folderName(folder.generation(), folder.firstOffset(), folder.lastOffset());
+                String name =
+                        SealedGeneration.folderName(folder.generation(), folder.firstOffset(), folder.lastOffset());
                 if (!sealedFolders.contains(name) && Long.compareUnsigned(folder.generation(), watermark) <= 0) {
                     store.delete(SealedGeneration.MEM_WAL_DIR + "/" + shard + "/" + name);
                     unsealed++;
@@ -285,8 +320,14 @@ public final class TableMaintenance {
         }
         long oldVersions = cleanupBaseVersions(cutoff.minus(grace));
         if (generations + unsealed + oldVersions > 0) {
-            log.info("Table {}: GC deleted {} merged generations, {} stale unsealed folders and {} old base versions"
-                    + " (grace {})", lance.location(), generations, unsealed, oldVersions, grace);
+            log.info(
+                    "Table {}: GC deleted {} merged generations, {} stale unsealed folders and {} old base versions"
+                            + " (grace {})",
+                    lance.location(),
+                    generations,
+                    unsealed,
+                    oldVersions,
+                    grace);
         }
         return new GcResult(generations, unsealed, oldVersions);
     }

@@ -14,8 +14,14 @@ package dev.rolloutingest.table;
  * @param readCacheBytes ROLLOUT_READ_CACHE_BYTES: lance-core's index and metadata caches for reads
  * @param readOpenGenerations ROLLOUT_READ_OPEN_GENERATIONS: pending generation datasets kept open for lookups
  */
-public record TableSettings(int pendingWarnGenerations, int pendingMaxGenerations, int mergeConflictRetries,
-        int maxListLimit, long readRefreshMs, long readCacheBytes, int readOpenGenerations) {
+public record TableSettings(
+        int pendingWarnGenerations,
+        int pendingMaxGenerations,
+        int mergeConflictRetries,
+        int maxListLimit,
+        long readRefreshMs,
+        long readCacheBytes,
+        int readOpenGenerations) {
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
@@ -32,27 +38,46 @@ public record TableSettings(int pendingWarnGenerations, int pendingMaxGeneration
             throw new IllegalArgumentException("mergeConflictRetries must be >= 0 and maxListLimit > 0");
         }
         if (readRefreshMs < 0 || readCacheBytes < (1L << 20) || readOpenGenerations < 0) {
-            throw new IllegalArgumentException("readRefreshMs and readOpenGenerations must be >= 0, readCacheBytes >= 1 MiB");
+            throw new IllegalArgumentException(
+                    "readRefreshMs and readOpenGenerations must be >= 0, readCacheBytes >= 1 MiB");
         }
     }
 
     public TableSettings withPendingLimits(int warn, int max) {
-        return new TableSettings(warn, max, mergeConflictRetries, maxListLimit, readRefreshMs, readCacheBytes,
-                readOpenGenerations);
+        return new TableSettings(
+                warn, max, mergeConflictRetries, maxListLimit, readRefreshMs, readCacheBytes, readOpenGenerations);
     }
 
     public TableSettings withReadRefreshMs(long ms) {
-        return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit, ms,
-                readCacheBytes, readOpenGenerations);
+        return new TableSettings(
+                pendingWarnGenerations,
+                pendingMaxGenerations,
+                mergeConflictRetries,
+                maxListLimit,
+                ms,
+                readCacheBytes,
+                readOpenGenerations);
     }
 
     public TableSettings withReadCacheBytes(long bytes) {
-        return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit,
-                readRefreshMs, bytes, readOpenGenerations);
+        return new TableSettings(
+                pendingWarnGenerations,
+                pendingMaxGenerations,
+                mergeConflictRetries,
+                maxListLimit,
+                readRefreshMs,
+                bytes,
+                readOpenGenerations);
     }
 
     public TableSettings withReadOpenGenerations(int handles) {
-        return new TableSettings(pendingWarnGenerations, pendingMaxGenerations, mergeConflictRetries, maxListLimit,
-                readRefreshMs, readCacheBytes, handles);
+        return new TableSettings(
+                pendingWarnGenerations,
+                pendingMaxGenerations,
+                mergeConflictRetries,
+                maxListLimit,
+                readRefreshMs,
+                readCacheBytes,
+                handles);
     }
 }

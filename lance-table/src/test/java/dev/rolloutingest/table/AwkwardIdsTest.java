@@ -48,10 +48,14 @@ class AwkwardIdsTest {
 
     private static void assertReadable(RolloutTable table) {
         for (String id : AWKWARD) {
-            assertThat(table.get(id)).as("get %s", id.substring(0, Math.min(30, id.length())))
-                    .map(RolloutRow::recordId).contains(id);
-            assertThat(table.list(ListQuery.all(10).withExperiment(id))).as("list experiment %s",
-                    id.substring(0, Math.min(30, id.length()))).extracting(RolloutRow::recordId).containsExactly(id);
+            assertThat(table.get(id))
+                    .as("get %s", id.substring(0, Math.min(30, id.length())))
+                    .map(RolloutRow::recordId)
+                    .contains(id);
+            assertThat(table.list(ListQuery.all(10).withExperiment(id)))
+                    .as("list experiment %s", id.substring(0, Math.min(30, id.length())))
+                    .extracting(RolloutRow::recordId)
+                    .containsExactly(id);
         }
         assertThat(table.get("emoji-\uD83D\uDE00-rocket")).isEmpty();
     }

@@ -47,7 +47,8 @@ class ConcurrentMergesTest {
                 while (merging.get()) {
                     // Every read sees all 80 keys, each at its newest offset (40..59), whatever merges run.
                     assertThat(table.countRows()).isEqualTo(shards * 20L);
-                    assertThat(table.get("p2-exp-7").orElseThrow().sourceOffset()).isEqualTo(47);
+                    assertThat(table.get("p2-exp-7").orElseThrow().sourceOffset())
+                            .isEqualTo(47);
                     count++;
                 }
                 return count;

@@ -26,10 +26,10 @@ class GenerationBatchTest {
 
     @Test
     void timestampsAtBothEndsOfTheMicrosecondRangeLandAndReadBackExactly() {
-        Instant earliest = Instant.ofEpochSecond(Math.floorDiv(Long.MIN_VALUE, 1_000_000L),
-                Math.floorMod(Long.MIN_VALUE, 1_000_000L) * 1_000L);
-        Instant latest = Instant.ofEpochSecond(Math.floorDiv(Long.MAX_VALUE, 1_000_000L),
-                Math.floorMod(Long.MAX_VALUE, 1_000_000L) * 1_000L);
+        Instant earliest = Instant.ofEpochSecond(
+                Math.floorDiv(Long.MIN_VALUE, 1_000_000L), Math.floorMod(Long.MIN_VALUE, 1_000_000L) * 1_000L);
+        Instant latest = Instant.ofEpochSecond(
+                Math.floorDiv(Long.MAX_VALUE, 1_000_000L), Math.floorMod(Long.MAX_VALUE, 1_000_000L) * 1_000L);
         assertThat(ArrowRows.micros(earliest)).isEqualTo(Long.MIN_VALUE);
         assertThat(ArrowRows.micros(latest)).isEqualTo(Long.MAX_VALUE);
         try (RolloutTable table = localTable("extreme-ts", meters)) {
@@ -37,16 +37,24 @@ class GenerationBatchTest {
             early.setCreatedAt(earliest);
             Rollout late = rollout(2);
             late.setCreatedAt(latest);
-            table.writeGeneration(TOPIC, 0, 0, 1, List.of(new RolloutRow(early, 0, 0, Instant.now()),
-                    new RolloutRow(late, 0, 1, Instant.now())), 10);
-            assertThat(table.get(early.getRecordId()).orElseThrow().rollout().getCreatedAt()).isEqualTo(earliest);
-            assertThat(table.get(late.getRecordId()).orElseThrow().rollout().getCreatedAt()).isEqualTo(latest);
+            table.writeGeneration(
+                    TOPIC,
+                    0,
+                    0,
+                    1,
+                    List.of(new RolloutRow(early, 0, 0, Instant.now()), new RolloutRow(late, 0, 1, Instant.now())),
+                    10);
+            assertThat(table.get(early.getRecordId()).orElseThrow().rollout().getCreatedAt())
+                    .isEqualTo(earliest);
+            assertThat(table.get(late.getRecordId()).orElseThrow().rollout().getCreatedAt())
+                    .isEqualTo(latest);
         }
     }
 
     @Test
     void aRowTheTableCannotRepresentIsRefusedOnAppendAndLeavesTheBatchAsItWas() {
-        try (RolloutTable table = localTable("refused", meters); GenerationBatch batch = table.newBatch()) {
+        try (RolloutTable table = localTable("refused", meters);
+                GenerationBatch batch = table.newBatch()) {
             batch.append(rollout(1), 0, 10, Instant.now());
             Rollout outOfRange = rollout(2);
             outOfRange.setCreatedAt(Instant.MAX);
@@ -64,11 +72,14 @@ class GenerationBatchTest {
 
     @Test
     void theProbeFindsExactlyTheRowsAWriteRefusesAndNothingWhenTheStoreIsAtFault() {
-        try (RolloutTable table = localTable("probe", meters); GenerationBatch batch = table.newBatch()) {
+        try (RolloutTable table = localTable("probe", meters);
+                GenerationBatch batch = table.newBatch()) {
             for (long offset = 0; offset < 40; offset++) {
                 batch.append(rollout(offset), 0, offset, Instant.now());
             }
-            assertThat(table.findUnwritableRows(batch)).as("a batch that writes to memory is the store's problem").isEmpty();
+            assertThat(table.findUnwritableRows(batch))
+                    .as("a batch that writes to memory is the store's problem")
+                    .isEmpty();
             String bad7 = rollout(7).getRecordId();
             String bad31 = rollout(31).getRecordId();
             table.injectWriteFault(root -> {
@@ -86,14 +97,24 @@ class GenerationBatchTest {
             assertThat(unwritable.get(7L)).contains(bad7);
             try (GenerationBatch rest = batch.without(unwritable.keySet())) {
                 assertThat(rest.size()).isEqualTo(38);
-                table.writeGeneration(TOPIC, 0, 0, 39, rest, 400, List.of(
-                        new SealedGeneration.DeadLettered(7, "unwritable", unwritable.get(7L)),
-                        new SealedGeneration.DeadLettered(31, "unwritable", unwritable.get(31L))));
+                table.writeGeneration(
+                        TOPIC,
+                        0,
+                        0,
+                        39,
+                        rest,
+                        400,
+                        List.of(
+                                new SealedGeneration.DeadLettered(7, "unwritable", unwritable.get(7L)),
+                                new SealedGeneration.DeadLettered(31, "unwritable", unwritable.get(31L))));
             }
             table.injectWriteFault(null);
-            SealedGeneration sealed = table.pendingGenerations(ShardId.of(TOPIC, 0)).get(0);
+            SealedGeneration sealed =
+                    table.pendingGenerations(ShardId.of(TOPIC, 0)).get(0);
             assertThat(sealed.rows()).isEqualTo(38);
-            assertThat(sealed.deadLettered()).extracting(SealedGeneration.DeadLettered::offset).containsExactly(7L, 31L);
+            assertThat(sealed.deadLettered())
+                    .extracting(SealedGeneration.DeadLettered::offset)
+                    .containsExactly(7L, 31L);
             assertThat(table.get(bad7)).isEmpty();
             assertThat(table.get(rollout(8).getRecordId())).isPresent();
         }
@@ -101,7 +122,8 @@ class GenerationBatchTest {
 
     @Test
     void duplicateKeysKeepTheNewestRowAndTheBatchItselfIsUnchanged() {
-        try (RolloutTable table = localTable("dedup", meters); GenerationBatch batch = table.newBatch()) {
+        try (RolloutTable table = localTable("dedup", meters);
+                GenerationBatch batch = table.newBatch()) {
             batch.append(rollout(1), 0, 0, Instant.now());
             batch.append(rollout(2), 0, 1, Instant.now());
             Rollout newer = rollout(1);
@@ -109,8 +131,11 @@ class GenerationBatchTest {
             batch.append(newer, 0, 2, Instant.now());
             SealedGeneration sealed = table.writeGeneration(TOPIC, 0, 0, 2, batch, 30, List.of());
             assertThat(sealed.rows()).isEqualTo(2);
-            assertThat(batch.size()).as("a failed write could be retried with the same batch").isEqualTo(3);
-            assertThat(table.get(newer.getRecordId()).orElseThrow().rollout().getPolicyVersion()).isEqualTo(99L);
+            assertThat(batch.size())
+                    .as("a failed write could be retried with the same batch")
+                    .isEqualTo(3);
+            assertThat(table.get(newer.getRecordId()).orElseThrow().rollout().getPolicyVersion())
+                    .isEqualTo(99L);
             try (GenerationBatch withoutOffset1 = batch.without(Set.of(1L))) {
                 assertThat(withoutOffset1.size()).isEqualTo(2);
             }

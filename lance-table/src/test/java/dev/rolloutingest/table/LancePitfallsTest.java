@@ -1,10 +1,10 @@
 package dev.rolloutingest.table;
 
-import dev.rolloutingest.embedded.FileTrees;
 import static dev.rolloutingest.table.TableFixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -36,11 +36,14 @@ class LancePitfallsTest {
     @Test
     void duplicateKeysInsideOneBatchKeepTheHighestOffset() {
         try (RolloutTable table = localTable("dup-in-batch", meters)) {
-            List<RolloutRow> batch = List.of(row("k", "e", 0), row("other", "e", 1), row("k", "e", 2), row("k", "e", 3));
+            List<RolloutRow> batch =
+                    List.of(row("k", "e", 0), row("other", "e", 1), row("k", "e", 2), row("k", "e", 3));
             SealedGeneration sealed = table.writeGeneration(TOPIC, 0, 0, 3, batch, 40);
             assertThat(sealed.rows()).isEqualTo(2);
             assertThat(table.get("k").orElseThrow().sourceOffset()).isEqualTo(3);
-            assertThat(table.list(ListQuery.all(10))).extracting(RolloutRow::sourceOffset).containsExactlyInAnyOrder(1L, 3L);
+            assertThat(table.list(ListQuery.all(10)))
+                    .extracting(RolloutRow::sourceOffset)
+                    .containsExactlyInAnyOrder(1L, 3L);
         }
     }
 
@@ -51,7 +54,8 @@ class LancePitfallsTest {
                 table.writeGeneration(TOPIC, 0, offset, offset, List.of(row("k", "e" + offset, offset)), 10);
             }
             assertThat(table.get("k").orElseThrow().rollout().getExperiment()).isEqualTo("e4");
-            assertThat(table.list(ListQuery.all(10))).singleElement()
+            assertThat(table.list(ListQuery.all(10)))
+                    .singleElement()
                     .satisfies(r -> assertThat(r.rollout().getExperiment()).isEqualTo("e4"));
         }
     }
@@ -61,9 +65,11 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("filter-after-dedup", meters)) {
             table.writeGeneration(TOPIC, 0, 0, 1, List.of(row("k", "old-exp", 0), row("stays", "old-exp", 1)), 10);
             table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("k", "new-exp", 2)), 10);
-            assertThat(table.list(ListQuery.all(10).withExperiment("old-exp"))).extracting(RolloutRow::recordId)
+            assertThat(table.list(ListQuery.all(10).withExperiment("old-exp")))
+                    .extracting(RolloutRow::recordId)
                     .containsExactly("stays");
-            assertThat(table.list(ListQuery.all(10).withExperiment("new-exp"))).extracting(RolloutRow::recordId)
+            assertThat(table.list(ListQuery.all(10).withExperiment("new-exp")))
+                    .extracting(RolloutRow::recordId)
                     .containsExactly("k");
         }
     }
@@ -116,7 +122,8 @@ class LancePitfallsTest {
         assertThat(key.getMetadata()).containsEntry(RolloutSchema.PRIMARY_KEY_METADATA, "true");
         try (RolloutTable table = localTable("exact-schema", meters)) {
             SealedGeneration sealed = write(table, 0, 0, 2, 3);
-            try (org.lance.Dataset generation = org.lance.Dataset.open(table.location().resolve(sealed.datasetPath()))) {
+            try (org.lance.Dataset generation =
+                    org.lance.Dataset.open(table.location().resolve(sealed.datasetPath()))) {
                 assertThat(generation.getSchema().getCustomMetadata()).isNullOrEmpty();
                 assertThat(RolloutSchema.differences(generation.getSchema())).isEmpty();
             }
@@ -145,7 +152,8 @@ class LancePitfallsTest {
     @Test
     void malformedShardIdsAndGenerationNumbersFailBeforeReachingLance() {
         try (RolloutTable table = localTable("ids", meters)) {
-            assertThatThrownBy(() -> table.mergePass("Shard-0", 8, 0)).isInstanceOf(IllegalArgumentException.class)
+            assertThatThrownBy(() -> table.mergePass("Shard-0", 8, 0))
+                    .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("lowercase hyphenated UUID");
             assertThatThrownBy(() -> table.mergePass(ShardId.of(TOPIC, 0).toUpperCase(), 8, 0))
                     .isInstanceOf(IllegalArgumentException.class);
@@ -166,12 +174,13 @@ class LancePitfallsTest {
             assertThat(table.countRows()).isEqualTo(10);
             // Same generation number, narrower range (a fenced owner's batch): both exist, the wider is read.
             table.writeGeneration(TOPIC, 0, 5, 9, rows(0, 5, 9, 10), 10);
-            assertThat(table.pendingGenerations(shard)).singleElement()
-                    .satisfies(g -> assertThat(g.firstOffset()).isZero());
+            assertThat(table.pendingGenerations(shard)).singleElement().satisfies(g -> assertThat(g.firstOffset())
+                    .isZero());
             assertThat(table.countRows()).isEqualTo(10);
             // Same folder, different content: refused.
             assertThatThrownBy(() -> table.writeGeneration(TOPIC, 0, 0, 9, rows(0, 0, 9, 3), 10))
-                    .isInstanceOf(RolloutTableException.GenerationConflict.class).hasMessageContaining(shard);
+                    .isInstanceOf(RolloutTableException.GenerationConflict.class)
+                    .hasMessageContaining(shard);
             // A crash between dataset and seal: the replay adopts the whole dataset and seals it.
             SealedGeneration second = write(table, 0, 10, 19, 10);
             Files.delete(Path.of(table.location().resolve(second.sealPath())));
@@ -195,7 +204,9 @@ class LancePitfallsTest {
                 }
             }
         }
-        assertThat(offenders).as("generations are written with Dataset.write, never ShardWriter").isEmpty();
+        assertThat(offenders)
+                .as("generations are written with Dataset.write, never ShardWriter")
+                .isEmpty();
     }
 
     @Test
@@ -209,17 +220,23 @@ class LancePitfallsTest {
             table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("seg-2", "exp", 2)), 100);
             table.mergePass(shard, 0, 0);
             try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
-                    org.lance.Dataset base = org.lance.Dataset.open().allocator(allocator).uri(table.location().uri())
+                    org.lance.Dataset base = org.lance.Dataset.open()
+                            .allocator(allocator)
+                            .uri(table.location().uri())
                             .build()) {
-                assertThat(base.getIndexes().stream().filter(i -> TableMaintenance.KEY_INDEX.equals(i.name()))).hasSize(2);
+                assertThat(base.getIndexes().stream().filter(i -> TableMaintenance.KEY_INDEX.equals(i.name())))
+                        .hasSize(2);
                 assertThatThrownBy(() -> base.optimizeIndices(org.lance.index.OptimizeOptions.builder()
-                        .indexNames(List.of(TableMaintenance.KEY_INDEX)).build())).hasMessageContaining("does not exist");
+                                .indexNames(List.of(TableMaintenance.KEY_INDEX))
+                                .build()))
+                        .hasMessageContaining("does not exist");
             }
             assertThat(table.optimizeKeyIndex(0, 8).segments()).isEqualTo(3);
             assertThat(table.get("seg-2")).isPresent();
         }
         try (Stream<Path> sources = Files.walk(Path.of("src/main/java"))) {
-            for (Path source : sources.filter(p -> p.toString().endsWith(".java")).toList()) {
+            for (Path source :
+                    sources.filter(p -> p.toString().endsWith(".java")).toList()) {
                 assertThat(Files.readString(source)).as(source.toString()).doesNotContain(".optimizeIndices(");
             }
         }
@@ -238,12 +255,15 @@ class LancePitfallsTest {
             table.mergePass(shard, 8, 0);
             assertThat(table.get(big.getRecordId()).orElseThrow().rollout().getBinaryPayload())
                     .isEqualTo(big.getBinaryPayload());
-            assertThat(table.list(ListQuery.all(1)).get(0).rollout().getBinaryPayload()).isNull();
-            assertThat(table.list(ListQuery.all(1).withPayload()).get(0).rollout().getBinaryPayload())
+            assertThat(table.list(ListQuery.all(1)).get(0).rollout().getBinaryPayload())
+                    .isNull();
+            assertThat(table.list(ListQuery.all(1).withPayload())
+                            .get(0)
+                            .rollout()
+                            .getBinaryPayload())
                     .isEqualTo(big.getBinaryPayload());
         }
     }
-
 
     /** A generation of {@code rows} rows of 512-byte payloads on a partition, ids <prefix><partition>-<offset>. */
     private static void generation(RolloutTable table, int partition, long firstOffset, int rows, String prefix) {
@@ -276,7 +296,9 @@ class LancePitfallsTest {
             for (MergeRound.MergePlan plan : table.planMerge(shards, 8, 0)) {
                 prepared.add(table.prepareMerge(plan));
             }
-            assertThat(prepared.stream().mapToLong(MergeRound.PreparedMerge::memoryBytes).sum())
+            assertThat(prepared.stream()
+                            .mapToLong(MergeRound.PreparedMerge::memoryBytes)
+                            .sum())
                     .isGreaterThan(MergeMemory.DEFAULT_POOL_BYTES);
             MergeRound.RoundResult round = table.commitMerge(prepared);
             assertThat(round.failed()).isEmpty();

@@ -30,7 +30,8 @@ class MaintenanceAndErrorsTest {
             SealedGeneration merged = write(table, 0, 0, 9, 10);
             table.mergePass(shard, 8, 0);
             SealedGeneration pending = write(table, 0, 10, 19, 10);
-            assertThat(table.collectGarbage(Duration.ofHours(1)).deletedGenerations()).isZero();
+            assertThat(table.collectGarbage(Duration.ofHours(1)).deletedGenerations())
+                    .isZero();
             Path root = Path.of(table.location().uri());
             assertThat(root.resolve(merged.datasetPath())).exists();
 
@@ -60,7 +61,8 @@ class MaintenanceAndErrorsTest {
             TableMaintenance.GcResult gc = table.collectGarbage(Duration.ofMillis(20));
             try (Dataset base = Dataset.open(table.location().uri())) {
                 assertThat(base.listVersions().size()).isLessThan(before);
-                assertThat(gc.oldBaseVersionsRemoved()).isEqualTo(before - base.listVersions().size());
+                assertThat(gc.oldBaseVersionsRemoved())
+                        .isEqualTo(before - base.listVersions().size());
             }
             assertThat(table.countRows()).isEqualTo(10);
             assertThat(table.get("exp-4").orElseThrow().sourceOffset()).isEqualTo(44);
@@ -96,7 +98,8 @@ class MaintenanceAndErrorsTest {
             FileTrees.deleteRecursively(Path.of(table.location().resolve(gone.datasetPath())));
             assertThatThrownBy(() -> table.mergePass(shard, 8, 0))
                     .isInstanceOf(RolloutTableException.GenerationUnreadable.class)
-                    .hasMessageContaining(shard).hasMessageContaining("generation 10")
+                    .hasMessageContaining(shard)
+                    .hasMessageContaining("generation 10")
                     .hasMessageContaining(table.location().uri());
             assertThat(table.watermarks()).doesNotContainKey(shard);
         }
@@ -106,7 +109,8 @@ class MaintenanceAndErrorsTest {
     void openingAMissingTableIsATypedError() {
         Path nowhere = freshDir("missing");
         assertThatThrownBy(() -> RolloutTable.open(TableLocation.local(nowhere), TableSettings.DEFAULTS, meters))
-                .isInstanceOf(RolloutTableException.NotARolloutTable.class).hasMessageContaining(nowhere.toString());
+                .isInstanceOf(RolloutTableException.NotARolloutTable.class)
+                .hasMessageContaining(nowhere.toString());
         assertThat(nowhere).doesNotExist();
     }
 
@@ -122,7 +126,8 @@ class MaintenanceAndErrorsTest {
         }
         assertThatThrownBy(() -> RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters))
                 .isInstanceOf(RolloutTableException.SchemaMismatch.class)
-                .hasMessageContaining("missing column experiment").hasMessageContaining("unexpected column score")
+                .hasMessageContaining("missing column experiment")
+                .hasMessageContaining("unexpected column score")
                 .hasMessageContaining("unenforced-primary-key");
     }
 
@@ -137,8 +142,8 @@ class MaintenanceAndErrorsTest {
             for (int i = 0; i < apps; i++) {
                 opened.add(pool.submit(() -> {
                     go.await();
-                    try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS,
-                            new SimpleMeterRegistry())) {
+                    try (RolloutTable table = RolloutTable.createOrOpen(
+                            TableLocation.local(dir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                         return table.countBaseRows();
                     }
                 }));
@@ -149,7 +154,9 @@ class MaintenanceAndErrorsTest {
             }
             pool.shutdown();
             try (Dataset base = Dataset.open(dir.toString())) {
-                assertThat(base.getIndexes()).filteredOn(i -> i.name().equals("__lance_mem_wal")).hasSize(1);
+                assertThat(base.getIndexes())
+                        .filteredOn(i -> i.name().equals("__lance_mem_wal"))
+                        .hasSize(1);
             }
         }
     }

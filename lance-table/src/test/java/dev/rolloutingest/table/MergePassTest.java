@@ -28,17 +28,21 @@ class MergePassTest {
                 if (pass.mergedAnything()) {
                     passes.add(pass);
                     assertThat(pass.mergedGenerations()).hasSizeLessThanOrEqualTo(8);
-                    assertThat(pass.leftover()).isEqualTo(table.pendingGenerations(shard).size());
+                    assertThat(pass.leftover())
+                            .isEqualTo(table.pendingGenerations(shard).size());
                 }
             } while (pass.mergedAnything());
             assertThat(passes).hasSize(13); // 12 x 8 + 4
-            List<Long> merged = passes.stream().flatMap(p -> p.mergedGenerations().stream()).toList();
+            List<Long> merged =
+                    passes.stream().flatMap(p -> p.mergedGenerations().stream()).toList();
             assertThat(merged).isSorted().doesNotHaveDuplicates().hasSize(100);
             assertThat(table.watermarks()).containsEntry(shard, 1000L);
             assertThat(table.countBaseRows()).isEqualTo(400);
             Set<String> ids = new HashSet<>();
             for (RolloutRow row : table.list(ListQuery.all(1000))) {
-                assertThat(ids.add(row.recordId())).as("duplicate " + row.recordId()).isTrue();
+                assertThat(ids.add(row.recordId()))
+                        .as("duplicate " + row.recordId())
+                        .isTrue();
                 // Key k is written at offsets k, k + 400, k + 800 (below 1000): the highest one wins.
                 long k = Long.parseLong(row.recordId().substring("exp-".length()));
                 assertThat(row.sourceOffset()).isEqualTo(k + 800 < 1000 ? k + 800 : k + 400);
@@ -79,8 +83,16 @@ class MergePassTest {
             MergeResult result = table.mergePass(shard, 8, 0);
             assertThat(result.readDuration()).isPositive();
             assertThat(result.commitDuration()).isPositive();
-            assertThat(meters.get("rollout.merge.phase").tag("phase", "read").timer().count()).isEqualTo(1);
-            assertThat(meters.get("rollout.merge.phase").tag("phase", "commit").timer().count()).isEqualTo(1);
+            assertThat(meters.get("rollout.merge.phase")
+                            .tag("phase", "read")
+                            .timer()
+                            .count())
+                    .isEqualTo(1);
+            assertThat(meters.get("rollout.merge.phase")
+                            .tag("phase", "commit")
+                            .timer()
+                            .count())
+                    .isEqualTo(1);
         }
     }
 

@@ -43,7 +43,10 @@ class MergeRoundTest {
 
     private static long baseVersion(RolloutTable table) {
         try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
-                Dataset base = Dataset.open().allocator(allocator).uri(table.location().uri()).build()) {
+                Dataset base = Dataset.open()
+                        .allocator(allocator)
+                        .uri(table.location().uri())
+                        .build()) {
             return base.version();
         }
     }
@@ -72,12 +75,15 @@ class MergeRoundTest {
                 assertThat(merged.mergedGenerations()).containsExactly(10L, 20L);
                 assertThat(merged.leftover()).isEqualTo(1);
                 assertThat(table.watermarks().get(shard)).isEqualTo(20L);
-                assertThat(table.pendingGenerations(shard)).extracting(SealedGeneration::generation).containsExactly(30L);
+                assertThat(table.pendingGenerations(shard))
+                        .extracting(SealedGeneration::generation)
+                        .containsExactly(30L);
             }
             assertThat(table.countBaseRows()).isEqualTo(8 * 20);
             assertThat(table.countRows()).isEqualTo(8 * 30);
             MergeRound.RoundResult rest = round(table, shards(8), 2);
-            assertThat(rest.merged().values()).allSatisfy(m -> assertThat(m.mergedGenerations()).containsExactly(30L));
+            assertThat(rest.merged().values())
+                    .allSatisfy(m -> assertThat(m.mergedGenerations()).containsExactly(30L));
             assertThat(round(table, shards(8), 2).merged().values()).noneMatch(MergeResult::mergedAnything);
         }
     }
@@ -102,9 +108,11 @@ class MergeRoundTest {
             String poisoned = ShardId.of(TOPIC, 3);
             assertThat(result.failed()).containsOnlyKeys(poisoned);
             assertThat(result.failed().get(poisoned)).hasMessageContaining("refused");
-            assertThat(result.merged()).hasSize(5).allSatisfy((shard, merged) ->
-                    assertThat(merged.mergedGenerations()).containsExactly(10L, 20L));
-            assertThat(result.commits()).as("one try, then halves down to the poisoned shard").isBetween(3, 6);
+            assertThat(result.merged()).hasSize(5).allSatisfy((shard, merged) -> assertThat(merged.mergedGenerations())
+                    .containsExactly(10L, 20L));
+            assertThat(result.commits())
+                    .as("one try, then halves down to the poisoned shard")
+                    .isBetween(3, 6);
             assertThat(table.pendingGenerations(poisoned)).hasSize(2);
             assertThat(table.get("p2-15")).isPresent();
         }
@@ -121,8 +129,10 @@ class MergeRoundTest {
             }
             table.mergePass(ShardId.of(TOPIC, 0), 2, 0); // another committer merged shard 0 meanwhile
             MergeRound.RoundResult result = table.commitMerge(prepared);
-            assertThat(result.merged().get(ShardId.of(TOPIC, 0)).mergedAnything()).isFalse();
-            assertThat(result.merged().get(ShardId.of(TOPIC, 1)).mergedGenerations()).containsExactly(10L);
+            assertThat(result.merged().get(ShardId.of(TOPIC, 0)).mergedAnything())
+                    .isFalse();
+            assertThat(result.merged().get(ShardId.of(TOPIC, 1)).mergedGenerations())
+                    .containsExactly(10L);
             assertThat(table.watermarks().get(ShardId.of(TOPIC, 0))).isEqualTo(20L);
             assertThat(table.countRows()).isEqualTo(40);
         }
@@ -136,10 +146,15 @@ class MergeRoundTest {
             old.setRecordId("moved");
             Rollout recent = generator.rollout(1, 2);
             recent.setRecordId("moved");
-            table.writeGeneration(TOPIC, 0, 900, 900, List.of(new RolloutRow(old, 0, 900,
-                    Instant.parse("2026-11-30T10:00:00Z"))), 10);
-            table.writeGeneration(TOPIC, 1, 5, 5, List.of(new RolloutRow(recent, 1, 5,
-                    Instant.parse("2026-11-30T10:00:01Z"))), 10);
+            table.writeGeneration(
+                    TOPIC,
+                    0,
+                    900,
+                    900,
+                    List.of(new RolloutRow(old, 0, 900, Instant.parse("2026-11-30T10:00:00Z"))),
+                    10);
+            table.writeGeneration(
+                    TOPIC, 1, 5, 5, List.of(new RolloutRow(recent, 1, 5, Instant.parse("2026-11-30T10:00:01Z"))), 10);
             MergeRound.RoundResult result = round(table, shards(2), 8);
             assertThat(result.failed()).isEmpty();
             assertThat(result.commits()).isEqualTo(1);

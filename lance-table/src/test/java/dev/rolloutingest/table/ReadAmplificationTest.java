@@ -41,8 +41,8 @@ class ReadAmplificationTest {
     }
 
     private RolloutTable table(String name, int warn, int max) {
-        return RolloutTable.createOrOpen(TableLocation.local(freshDir(name)),
-                TableSettings.DEFAULTS.withPendingLimits(warn, max), meters);
+        return RolloutTable.createOrOpen(
+                TableLocation.local(freshDir(name)), TableSettings.DEFAULTS.withPendingLimits(warn, max), meters);
     }
 
     @Test
@@ -59,7 +59,11 @@ class ReadAmplificationTest {
             assertThat(summary.max()).isEqualTo(10);
             assertThat(Arrays.stream(summary.takeSnapshot().histogramCounts()).mapToDouble(CountAtBucket::bucket))
                     .contains(8.0, 4096.0);
-            assertThat(meters.get("rollout.wal.pending.generations").summary().getId().getTags()).isEmpty();
+            assertThat(meters.get("rollout.wal.pending.generations")
+                            .summary()
+                            .getId()
+                            .getTags())
+                    .isEmpty();
         }
     }
 
@@ -69,7 +73,8 @@ class ReadAmplificationTest {
             write(table, 0, 0, 0, 5);
             table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
             Thread.sleep(50);
-            assertThat(table.collectGarbage(java.time.Duration.ofMillis(10)).deletedGenerations()).isEqualTo(1);
+            assertThat(table.collectGarbage(java.time.Duration.ofMillis(10)).deletedGenerations())
+                    .isEqualTo(1);
             table.get("exp-0");
             var summary = meters.get("rollout.wal.pending.generations").summary();
             assertThat(summary.count()).isEqualTo(1);
@@ -87,7 +92,8 @@ class ReadAmplificationTest {
             write(table, 2, 0, 0, 5);
             table.get("exp-2");
             assertThat(warnings).hasSize(2);
-            assertThat(warnings).allSatisfy(w -> assertThat(w).contains(table.location().uri()));
+            assertThat(warnings)
+                    .allSatisfy(w -> assertThat(w).contains(table.location().uri()));
             assertThat(warnings).anySatisfy(w -> assertThat(w).contains(ShardId.of(TOPIC, 0)));
             assertThat(warnings).anySatisfy(w -> assertThat(w).contains(ShardId.of(TOPIC, 1)));
             assertThat(warnings).noneSatisfy(w -> assertThat(w).contains(ShardId.of(TOPIC, 2)));
@@ -102,7 +108,8 @@ class ReadAmplificationTest {
             }
             table.get("exp-1");
             assertThat(warnings).isEmpty();
-            assertThat(meters.get("rollout.wal.pending.generations").summary().count()).isEqualTo(1);
+            assertThat(meters.get("rollout.wal.pending.generations").summary().count())
+                    .isEqualTo(1);
         }
     }
 
@@ -114,7 +121,8 @@ class ReadAmplificationTest {
             }
             assertThatThrownBy(() -> table.get("exp-1"))
                     .isInstanceOf(RolloutTableException.PendingBacklogTooLarge.class)
-                    .hasMessageContaining("5 pending").hasMessageContaining(ShardId.of(TOPIC, 0))
+                    .hasMessageContaining("5 pending")
+                    .hasMessageContaining(ShardId.of(TOPIC, 0))
                     .hasMessageContaining(TableSettings.PENDING_MAX_KEY);
             assertThatThrownBy(() -> table.list(ListQuery.all(5)))
                     .isInstanceOf(RolloutTableException.PendingBacklogTooLarge.class);

@@ -32,8 +32,10 @@ class ReadPathOnS3IT {
     }
 
     private static RolloutTable table(SimpleMeterRegistry meters) {
-        return RolloutTable.createOrOpen(new TableLocation(s3.uri("reads-" + UUID.randomUUID()), s3.lanceStorageOptions()),
-                TableSettings.DEFAULTS.withReadRefreshMs(60_000), meters);
+        return RolloutTable.createOrOpen(
+                new TableLocation(s3.uri("reads-" + UUID.randomUUID()), s3.lanceStorageOptions()),
+                TableSettings.DEFAULTS.withReadRefreshMs(60_000),
+                meters);
     }
 
     /** Object-store operations of one warm lookup of a base key, averaged over 40 lookups. */
@@ -71,10 +73,18 @@ class ReadPathOnS3IT {
                 pendingOfOtherKeys(table, p);
             }
             double manyShards = operationsPerWarmLookup(table);
-            System.out.printf("S3 operations per warm lookup: %.1f with 4 shards, %.1f with 40%n", fewShards, manyShards);
-            assertThat(manyShards).as("requests per lookup do not grow with shards").isLessThanOrEqualTo(fewShards + 1.0);
-            assertThat(manyShards).as("no listing, manifest or seal read per lookup").isLessThan(10.0);
-            double skipped = meters.get("rollout.read.generations").tag("result", "skipped").counter().count();
+            System.out.printf(
+                    "S3 operations per warm lookup: %.1f with 4 shards, %.1f with 40%n", fewShards, manyShards);
+            assertThat(manyShards)
+                    .as("requests per lookup do not grow with shards")
+                    .isLessThanOrEqualTo(fewShards + 1.0);
+            assertThat(manyShards)
+                    .as("no listing, manifest or seal read per lookup")
+                    .isLessThan(10.0);
+            double skipped = meters.get("rollout.read.generations")
+                    .tag("result", "skipped")
+                    .counter()
+                    .count();
             assertThat(skipped).isGreaterThan(40 * 40 * 0.9);
         }
     }
@@ -85,8 +95,10 @@ class ReadPathOnS3IT {
             write(table, 0, 0, 9, 1_000_000);
             SealedGeneration broken = write(table, 0, 10, 19, 1_000_000);
             // The server keeps objects as files: delete the generation's behind its back.
-            String key = table.location().uri().substring(("s3://" + s3.bucket() + "/").length()) + "/" + broken.datasetPath();
-            dev.rolloutingest.embedded.FileTrees.deleteRecursively(ROOT.resolve(s3.bucket()).resolve(key));
+            String key = table.location().uri().substring(("s3://" + s3.bucket() + "/").length()) + "/"
+                    + broken.datasetPath();
+            dev.rolloutingest.embedded.FileTrees.deleteRecursively(
+                    ROOT.resolve(s3.bucket()).resolve(key));
             int readable = 0;
             for (int i = 0; i < 10; i++) {
                 if (table.get("exp-" + i).isPresent()) {
@@ -94,7 +106,8 @@ class ReadPathOnS3IT {
                 }
             }
             assertThat(readable).isGreaterThanOrEqualTo(9);
-            assertThatThrownBy(() -> table.get("exp-12")).isInstanceOf(RolloutTableException.GenerationUnreadable.class)
+            assertThatThrownBy(() -> table.get("exp-12"))
+                    .isInstanceOf(RolloutTableException.GenerationUnreadable.class)
                     .hasMessageContaining("generation " + broken.generation());
         }
     }

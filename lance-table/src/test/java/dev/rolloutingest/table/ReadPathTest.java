@@ -3,7 +3,6 @@ package dev.rolloutingest.table;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
 import static dev.rolloutingest.table.TableFixtures.localTable;
-import static dev.rolloutingest.table.TableFixtures.rows;
 import static dev.rolloutingest.table.TableFixtures.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -29,7 +28,10 @@ class ReadPathTest {
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
     private double generations(String result) {
-        return meters.get("rollout.read.generations").tag("result", result).counter().count();
+        return meters.get("rollout.read.generations")
+                .tag("result", result)
+                .counter()
+                .count();
     }
 
     @Test
@@ -46,7 +48,8 @@ class ReadPathTest {
                 falsePositives++;
             }
         }
-        assertThat(falsePositives / 100_000.0).isBetween(KeyFilter.FALSE_POSITIVE_RATE / 4, KeyFilter.FALSE_POSITIVE_RATE * 2);
+        assertThat(falsePositives / 100_000.0)
+                .isBetween(KeyFilter.FALSE_POSITIVE_RATE / 4, KeyFilter.FALSE_POSITIVE_RATE * 2);
         assertThat(filter.sizeBytes()).isLessThan(19_000); // ~14.4 bits a key
         // Small filters (a generation of 20 keys) keep the rate too.
         int smallFalsePositives = 0;
@@ -95,7 +98,8 @@ class ReadPathTest {
             assertThat(table.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(93);
             table.mergePass(ShardId.of(TOPIC, 0), 4, 0);
             assertThat(table.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(93);
-            assertThat(table.list(ListQuery.all(100))).hasSize(10).allSatisfy(r -> assertThat(r.sourceOffset()).isGreaterThanOrEqualTo(90));
+            assertThat(table.list(ListQuery.all(100))).hasSize(10).allSatisfy(r -> assertThat(r.sourceOffset())
+                    .isGreaterThanOrEqualTo(90));
         }
     }
 
@@ -115,18 +119,19 @@ class ReadPathTest {
                 table.writeGeneration(TOPIC, 0, 500, 500, List.of(row("moved", 0, 500, earlier)), 10);
                 table.writeGeneration(TOPIC, 1, 3, 3, List.of(row("moved", 1, 3, later)), 10);
                 assertThat(table.get("moved").orElseThrow().sourcePartition()).isEqualTo(1);
-                assertThat(table.list(ListQuery.all(10))).singleElement()
-                        .satisfies(r -> assertThat(r.sourcePartition()).isEqualTo(1));
+                assertThat(table.list(ListQuery.all(10))).singleElement().satisfies(r -> assertThat(r.sourcePartition())
+                        .isEqualTo(1));
                 int first = newerShardFirst ? 1 : 0;
                 table.mergePass(ShardId.of(TOPIC, first), 0, 0);
                 assertThat(table.get("moved").orElseThrow().sourcePartition()).isEqualTo(1);
-                assertThat(table.list(ListQuery.all(10))).singleElement()
-                        .satisfies(r -> assertThat(r.sourcePartition()).isEqualTo(1));
+                assertThat(table.list(ListQuery.all(10))).singleElement().satisfies(r -> assertThat(r.sourcePartition())
+                        .isEqualTo(1));
                 table.mergePass(ShardId.of(TOPIC, 1 - first), 0, 0);
-                assertThat(table.get("moved").orElseThrow().sourcePartition()).as("after merging %s first",
-                        newerShardFirst ? "the newer shard" : "the older shard").isEqualTo(1);
-                assertThat(table.list(ListQuery.all(10))).singleElement()
-                        .satisfies(r -> assertThat(r.sourcePartition()).isEqualTo(1));
+                assertThat(table.get("moved").orElseThrow().sourcePartition())
+                        .as("after merging %s first", newerShardFirst ? "the newer shard" : "the older shard")
+                        .isEqualTo(1);
+                assertThat(table.list(ListQuery.all(10))).singleElement().satisfies(r -> assertThat(r.sourcePartition())
+                        .isEqualTo(1));
             }
         }
     }
@@ -146,7 +151,9 @@ class ReadPathTest {
         try (RolloutTable reopened = RolloutTable.open(TableLocation.local(dir), TableSettings.DEFAULTS, meters)) {
             assertThat(reopened.get("exp-4")).isPresent();
             assertThat(reopened.get("exp-absent")).isEmpty();
-            assertThat(generations("opened")).as("no filter: both lookups open it").isEqualTo(2.0);
+            assertThat(generations("opened"))
+                    .as("no filter: both lookups open it")
+                    .isEqualTo(2.0);
         }
     }
 
@@ -158,28 +165,45 @@ class ReadPathTest {
                 table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
             }
             TableMaintenance.IndexResult optimized = table.optimizeKeyIndex();
-            assertThat(optimized.rebuilt()).as("a new table's index covers no fragment: built whole").isTrue();
-            assertThat(optimized.unindexedRowsBefore()).as("merges add fragments the index does not cover yet")
+            assertThat(optimized.rebuilt())
+                    .as("a new table's index covers no fragment: built whole")
+                    .isTrue();
+            assertThat(optimized.unindexedRowsBefore())
+                    .as("merges add fragments the index does not cover yet")
                     .isEqualTo(600);
-            assertThat(table.optimizeKeyIndex().optimized()).as("nothing left to take up").isFalse();
+            assertThat(table.optimizeKeyIndex().optimized())
+                    .as("nothing left to take up")
+                    .isFalse();
             try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
-                    Dataset base = Dataset.open().allocator(allocator).uri(table.location().uri()).build()) {
+                    Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(table.location().uri())
+                            .build()) {
                 assertThat(TableMaintenance.keyIndex(base)).isPresent();
-                assertThat(explain(base, "exp-250")).contains("ScalarIndexQuery").contains(TableMaintenance.KEY_INDEX);
+                assertThat(explain(base, "exp-250"))
+                        .contains("ScalarIndexQuery")
+                        .contains(TableMaintenance.KEY_INDEX);
             }
             table.compact(1_000_000);
             TableMaintenance.IndexResult afterCompaction = table.optimizeKeyIndex();
-            assertThat(afterCompaction.rebuilt()).as("compact() rebuilt it already").isFalse();
+            assertThat(afterCompaction.rebuilt())
+                    .as("compact() rebuilt it already")
+                    .isFalse();
             assertThat(afterCompaction.unindexedRowsBefore()).isZero();
             for (int i = 0; i < 600; i += 37) {
-                assertThat(table.get("exp-" + i)).as("exp-%d after compaction", i).isPresent();
+                assertThat(table.get("exp-" + i))
+                        .as("exp-%d after compaction", i)
+                        .isPresent();
             }
             write(table, 0, 600, 699, 1_000_000);
             table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
-            assertThat(table.optimizeKeyIndex(100, 8).optimized()).as("100 unindexed rows: not over the bound").isFalse();
+            assertThat(table.optimizeKeyIndex(100, 8).optimized())
+                    .as("100 unindexed rows: not over the bound")
+                    .isFalse();
             assertThat(table.optimizeKeyIndex(99, 8).optimized()).isTrue();
             assertThat(table.get("exp-650")).isPresent();
-            assertThat(table.collectGarbage(java.time.Duration.ZERO).deletedGenerations()).isPositive();
+            assertThat(table.collectGarbage(java.time.Duration.ZERO).deletedGenerations())
+                    .isPositive();
             assertThat(table.get("exp-5")).isPresent();
         }
     }
@@ -201,14 +225,19 @@ class ReadPathTest {
                 assertThat(result.unindexedRowsBefore()).isEqualTo(10);
                 segments.add(result.segments());
                 try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
-                        Dataset base = Dataset.open().allocator(allocator).uri(table.location().uri()).build()) {
+                        Dataset base = Dataset.open()
+                                .allocator(allocator)
+                                .uri(table.location().uri())
+                                .build()) {
                     assertThat(base.getIndexes().stream().filter(i -> TableMaintenance.KEY_INDEX.equals(i.name())))
                             .hasSize(result.segments());
                 }
             }
             // 1 + one per merge up to the cap of 3; then the newer ones are folded into one: 2, 3, 2, 3 ...
             assertThat(segments).containsExactly(2, 3, 2, 3, 2, 3);
-            assertThat(table.optimizeKeyIndex(0, 3).optimized()).as("every fragment is covered").isFalse();
+            assertThat(table.optimizeKeyIndex(0, 3).optimized())
+                    .as("every fragment is covered")
+                    .isFalse();
             for (int i = 0; i < 1000; i += 41) {
                 assertThat(table.get("exp-" + i)).as("exp-%d", i).isPresent();
             }
@@ -236,7 +265,10 @@ class ReadPathTest {
             table.optimizeKeyIndex();
             // A compaction whose process died before it rebuilt the index.
             try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
-                    Dataset base = Dataset.open().allocator(allocator).uri(table.location().uri()).build()) {
+                    Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(table.location().uri())
+                            .build()) {
                 base.compact(TableMaintenance.compactionOptions(1_000_000));
             }
             write(table, 0, 500, 599, 1_000_000);
@@ -246,7 +278,9 @@ class ReadPathTest {
             for (int i = 0; i < 600; i += 7) {
                 assertThat(table.get("exp-" + i)).as("exp-%d", i).isPresent();
             }
-            assertThat(table.optimizeKeyIndex().rebuilt()).as("once rebuilt, optimizing is safe again").isFalse();
+            assertThat(table.optimizeKeyIndex().rebuilt())
+                    .as("once rebuilt, optimizing is safe again")
+                    .isFalse();
         }
     }
 
@@ -268,18 +302,23 @@ class ReadPathTest {
         Path dir = freshDir("staleness");
         TableSettings settings = TableSettings.DEFAULTS.withReadRefreshMs(2_000);
         try (RolloutTable writer = RolloutTable.createOrOpen(TableLocation.local(dir), settings, meters);
-                RolloutTable reader = RolloutTable.open(TableLocation.local(dir), settings, new SimpleMeterRegistry())) {
+                RolloutTable reader =
+                        RolloutTable.open(TableLocation.local(dir), settings, new SimpleMeterRegistry())) {
             write(writer, 0, 0, 9, 10);
             long sealedAt = System.nanoTime();
             // The reader's first read takes its snapshot now: the seal exists, so it is visible.
             assertThat(reader.get("exp-3")).isPresent();
             write(writer, 0, 10, 19, 20);
-            assertThat(reader.get("exp-15")).as("within the refresh interval the reader keeps its snapshot").isEmpty();
+            assertThat(reader.get("exp-15"))
+                    .as("within the refresh interval the reader keeps its snapshot")
+                    .isEmpty();
             long deadline = System.nanoTime() + 2_500_000_000L;
             while (reader.get("exp-15").isEmpty() && System.nanoTime() < deadline) {
                 Thread.sleep(50);
             }
-            assertThat(reader.get("exp-15")).as("visible at most the refresh interval later").isPresent();
+            assertThat(reader.get("exp-15"))
+                    .as("visible at most the refresh interval later")
+                    .isPresent();
             assertThat(System.nanoTime() - sealedAt).isLessThan(4_000_000_000L);
         }
     }
@@ -289,7 +328,8 @@ class ReadPathTest {
         try (RolloutTable table = localTable("broken", meters)) {
             write(table, 0, 0, 9, 1_000_000);
             SealedGeneration broken = write(table, 0, 10, 19, 1_000_000);
-            dev.rolloutingest.embedded.FileTrees.deleteRecursively(Path.of(table.location().resolve(broken.datasetPath())));
+            dev.rolloutingest.embedded.FileTrees.deleteRecursively(
+                    Path.of(table.location().resolve(broken.datasetPath())));
             List<String> fine = new ArrayList<>();
             for (int i = 0; i < 10; i++) {
                 fine.add("exp-" + i);
@@ -300,7 +340,9 @@ class ReadPathTest {
                     readable++;
                 }
             }
-            assertThat(readable).as("keys whose filters exclude the broken generation read fine").isGreaterThanOrEqualTo(8);
+            assertThat(readable)
+                    .as("keys whose filters exclude the broken generation read fine")
+                    .isGreaterThanOrEqualTo(8);
             assertThatThrownBy(() -> table.get("exp-15"))
                     .isInstanceOf(RolloutTableException.GenerationUnreadable.class)
                     .hasMessageContaining("generation " + broken.generation());

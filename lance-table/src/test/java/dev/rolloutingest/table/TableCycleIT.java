@@ -41,7 +41,8 @@ class TableCycleIT {
 
     private static TableLocation location(String store) {
         String name = "cycle-" + UUID.randomUUID();
-        return store.equals("s3") ? new TableLocation(s3.uri(name), s3.lanceStorageOptions())
+        return store.equals("s3")
+                ? new TableLocation(s3.uri(name), s3.lanceStorageOptions())
                 : TableLocation.local(freshDir(name));
     }
 
@@ -68,7 +69,8 @@ class TableCycleIT {
             }
             table.compact(1_000_000);
             Thread.sleep(50);
-            assertThat(table.collectGarbage(Duration.ofMillis(10)).deletedGenerations()).isEqualTo(10);
+            assertThat(table.collectGarbage(Duration.ofMillis(10)).deletedGenerations())
+                    .isEqualTo(10);
             for (String shard : table.shards()) {
                 assertThat(table.pendingGenerations(shard)).isEmpty();
             }
@@ -77,13 +79,18 @@ class TableCycleIT {
         }
         // An independent reader: plain lance-core, no code of ours.
         try (RootAllocator allocator = new RootAllocator();
-                Dataset plain = Dataset.open().allocator(allocator).uri(location.uri())
-                        .readOptions(new ReadOptions.Builder().setStorageOptions(location.storageOptions()).build())
+                Dataset plain = Dataset.open()
+                        .allocator(allocator)
+                        .uri(location.uri())
+                        .readOptions(new ReadOptions.Builder()
+                                .setStorageOptions(location.storageOptions())
+                                .build())
                         .build()) {
             assertThat(plain.countRows()).isEqualTo(60);
             assertThat(plain.countRows("record_id = 'exp-29-p0'")).isEqualTo(1);
             assertThat(plain.getIndexes()).anySatisfy(i -> assertThat(i.name()).isEqualTo("__lance_mem_wal"));
-            assertThat(MemWalWatermarks.read(plain)).containsEntry(ShardId.of(TOPIC, 0), 100L)
+            assertThat(MemWalWatermarks.read(plain))
+                    .containsEntry(ShardId.of(TOPIC, 0), 100L)
                     .containsEntry(ShardId.of(TOPIC, 1), 100L);
         }
     }

@@ -35,6 +35,7 @@ final class TableFixtures {
     }
 
     static SealedGeneration write(RolloutTable table, int partition, long first, long last, int keys) {
-        return table.writeGeneration(TOPIC, partition, first, last, rows(partition, first, last, keys), 100 * (last - first + 1));
+        return table.writeGeneration(
+                TOPIC, partition, first, last, rows(partition, first, last, keys), 100 * (last - first + 1));
     }
 }

@@ -11,7 +11,9 @@ import picocli.CommandLine.Parameters;
 final class AppCommands {
     private AppCommands() {}
 
-    @Command(name = "ingest", mixinStandardHelpOptions = true,
+    @Command(
+            name = "ingest",
+            mixinStandardHelpOptions = true,
             description = "Run ingest-topology (config file + env vars; see config-docs).")
     static final class Ingest implements Callable<Integer> {
         @Parameters(index = "0", arity = "0..1", description = "Properties file")
@@ -25,7 +27,9 @@ final class AppCommands {
         }
     }
 
-    @Command(name = "merge", mixinStandardHelpOptions = true,
+    @Command(
+            name = "merge",
+            mixinStandardHelpOptions = true,
             description = "Run merge-worker (config file + env vars; see config-docs).")
     static final class Merge implements Callable<Integer> {
         @Parameters(index = "0", arity = "0..1", description = "Properties file")

@@ -25,7 +25,9 @@ import picocli.CommandLine.Option;
  * lookups and scans against the number of pending generations, and one bounded merge pass. A harness,
  * not a test: numbers are recorded in docs/benchmarks.md with the command that produced them.
  */
-@Command(name = "bench", mixinStandardHelpOptions = true,
+@Command(
+        name = "bench",
+        mixinStandardHelpOptions = true,
         description = "Measure generation writes, reads vs pending generations, and merge passes on a local table.")
 final class BenchCommand implements Callable<Integer> {
     private static final String TOPIC = "bench";
@@ -36,7 +38,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--repeat", defaultValue = "15", description = "Samples per measurement; the median is printed")
     int repeat;
 
-    @picocli.CommandLine.Parameters(index = "0", defaultValue = "table", arity = "0..1",
+    @picocli.CommandLine.Parameters(
+            index = "0",
+            defaultValue = "table",
+            arity = "0..1",
             description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
                     + " backlog and shard count at two base sizes, merge passes and lists at both), merge (draining a"
                     + " backlog with 1, 2, 4 merge threads), ingest (the topology against a plain consumer, a plain write and both"
@@ -65,7 +70,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--threads", defaultValue = "1,2,4", split = ",", description = "merge: merge threads to compare")
     int[] threads;
 
-    @Option(names = "--instances", defaultValue = "2", description = "merge: committers on one table to compare with one")
+    @Option(
+            names = "--instances",
+            defaultValue = "2",
+            description = "merge: committers on one table to compare with one")
     int instances;
 
     @Option(names = "--records", defaultValue = "300000", description = "ingest: rollouts preloaded")
@@ -77,10 +85,15 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--payload-bytes", defaultValue = "1024", description = "ingest: payload of each rollout")
     int payloadBytes;
 
-    @Option(names = "--fresh-rate", defaultValue = "5000", description = "ingest: records/s of the freshness run (0 = skip)")
+    @Option(
+            names = "--fresh-rate",
+            defaultValue = "5000",
+            description = "ingest: records/s of the freshness run (0 = skip)")
     double freshRate;
 
-    @Option(names = "--set", description = "ingest: a setting for the topology's app, repeatable: streams.num.stream.threads=2")
+    @Option(
+            names = "--set",
+            description = "ingest: a setting for the topology's app, repeatable: streams.num.stream.threads=2")
     Map<String, String> topologySettings = new java.util.HashMap<>();
 
     @Option(names = "--no-limits", description = "ingest: measure the topology only, not (a)-(c)")
@@ -89,8 +102,12 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--fresh-seconds", defaultValue = "20", description = "ingest: length of the freshness run")
     int freshSeconds;
 
-    @Option(names = "--rss-backlogs", defaultValue = "10,400", split = ",",
-            description = "merge: backlogs (generations of one shard) whose drain's peak RSS is compared; empty to skip")
+    @Option(
+            names = "--rss-backlogs",
+            defaultValue = "10,400",
+            split = ",",
+            description =
+                    "merge: backlogs (generations of one shard) whose drain's peak RSS is compared; empty to skip")
     int[] rssBacklogs;
 
     @Option(names = "--seconds", defaultValue = "300", description = "sustained: length of the run")
@@ -99,20 +116,36 @@ final class BenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (suite.equals("sustained")) {
-            System.out.printf("machine: %d cores, java %s%n", Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("java.version"));
+            System.out.printf(
+                    "machine: %d cores, java %s%n",
+                    Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
             new SustainedBench(dir, seconds, partitions, payloadBytes).run();
             return 0;
         }
         if (suite.equals("ingest")) {
-            System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
-            new IngestBench(dir, records, partitions, payloadBytes, freshRate, freshSeconds, topologySettings, !noLimits).run();
+            System.out.printf(
+                    "machine: %d cores, java %s, max heap %d MiB%n",
+                    Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("java.version"),
+                    Runtime.getRuntime().maxMemory() >> 20);
+            new IngestBench(
+                            dir,
+                            records,
+                            partitions,
+                            payloadBytes,
+                            freshRate,
+                            freshSeconds,
+                            topologySettings,
+                            !noLimits)
+                    .run();
             return 0;
         }
         if (suite.equals("merge")) {
-            System.out.printf("machine: %d cores, java %s, max heap %d MiB%n", Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
+            System.out.printf(
+                    "machine: %d cores, java %s, max heap %d MiB%n",
+                    Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("java.version"),
+                    Runtime.getRuntime().maxMemory() >> 20);
             MergeBench bench = new MergeBench(dir, shards, generations, rows, threads, instances);
             bench.run();
             if (rssBacklogs.length > 0) {
@@ -121,16 +154,22 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (suite.equals("reads")) {
-            System.out.printf("machine: %d cores, java %s, max heap %d MiB%n%n", Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
+            System.out.printf(
+                    "machine: %d cores, java %s, max heap %d MiB%n%n",
+                    Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("java.version"),
+                    Runtime.getRuntime().maxMemory() >> 20);
             new ReadBench(dir, lookups, largeRows, s3).run();
             return 0;
         }
         if (!suite.equals("table")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "unknown suite " + suite);
         }
-        System.out.printf("machine: %d cores, java %s, max heap %d MiB%n%n", Runtime.getRuntime().availableProcessors(),
-                System.getProperty("java.version"), Runtime.getRuntime().maxMemory() >> 20);
+        System.out.printf(
+                "machine: %d cores, java %s, max heap %d MiB%n%n",
+                Runtime.getRuntime().availableProcessors(),
+                System.getProperty("java.version"),
+                Runtime.getRuntime().maxMemory() >> 20);
         System.out.println("| measurement | median | samples |");
         System.out.println("|---|---|---|");
         writes();
@@ -142,8 +181,8 @@ final class BenchCommand implements Callable<Integer> {
     private RolloutTable fresh(String name) throws Exception {
         Path path = dir.toAbsolutePath().resolve(name);
         FileTrees.deleteRecursively(path);
-        return RolloutTable.createOrOpen(TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0),
-                new SimpleMeterRegistry());
+        return RolloutTable.createOrOpen(
+                TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0), new SimpleMeterRegistry());
     }
 
     private static List<RolloutRow> rows(long first, int count, int keys, int payload) {
@@ -206,7 +245,8 @@ final class BenchCommand implements Callable<Integer> {
             long offset = 0;
             for (int i = 0; i < repeat; i++) {
                 for (int g = 0; g < 8; g++) {
-                    table.writeGeneration(TOPIC, 0, offset, offset + 999, rows(offset, 1000, 20_000, 1024), 1000L * 1100);
+                    table.writeGeneration(
+                            TOPIC, 0, offset, offset + 999, rows(offset, 1000, 20_000, 1024), 1000L * 1100);
                     offset += 1000;
                 }
                 MergeResult result = table.mergePass(shard, 8, 0);

@@ -7,7 +7,9 @@ import java.util.concurrent.Callable;
 import org.apache.kafka.common.config.ConfigDef;
 import picocli.CommandLine.Command;
 
-@Command(name = "config-docs", mixinStandardHelpOptions = true,
+@Command(
+        name = "config-docs",
+        mixinStandardHelpOptions = true,
         description = "Print the configuration tables (Markdown) generated from the config classes, as in the README.")
 final class ConfigDocsCommand implements Callable<Integer> {
     @Override
@@ -28,9 +30,15 @@ final class ConfigDocsCommand implements Callable<Integer> {
                 continue; // fault injection for tests: not a setting for operators
             }
             String fallback = key.hasDefault() ? String.valueOf(key.defaultValue) : "(required)";
-            out.append("| `").append(key.name).append("` | `").append(ConfigSources.envName(key.name)).append("` | ")
-                    .append(fallback.isEmpty() ? "\"\"" : "`" + fallback + "`").append(" | ")
-                    .append(key.documentation.replace("|", "\\|")).append(" |\n");
+            out.append("| `")
+                    .append(key.name)
+                    .append("` | `")
+                    .append(ConfigSources.envName(key.name))
+                    .append("` | ")
+                    .append(fallback.isEmpty() ? "\"\"" : "`" + fallback + "`")
+                    .append(" | ")
+                    .append(key.documentation.replace("|", "\\|"))
+                    .append(" |\n");
         }
         return out.toString();
     }

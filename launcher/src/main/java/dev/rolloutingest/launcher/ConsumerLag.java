@@ -15,13 +15,20 @@ final class ConsumerLag {
     private ConsumerLag() {}
 
     static Map<Integer, Long> of(Admin admin, String group, String topic) throws Exception {
-        var description = admin.describeTopics(java.util.List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
+        var description = admin.describeTopics(java.util.List.of(topic))
+                .allTopicNames()
+                .get(30, TimeUnit.SECONDS)
+                .get(topic);
         Map<TopicPartition, OffsetSpec> request = new HashMap<>();
-        description.partitions().forEach(p -> request.put(new TopicPartition(topic, p.partition()), OffsetSpec.latest()));
-        var ends = admin.listOffsets(request, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).all()
+        description
+                .partitions()
+                .forEach(p -> request.put(new TopicPartition(topic, p.partition()), OffsetSpec.latest()));
+        var ends = admin.listOffsets(request, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED))
+                .all()
                 .get(30, TimeUnit.SECONDS);
         Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
-                .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+                .partitionsToOffsetAndMetadata()
+                .get(30, TimeUnit.SECONDS);
         Map<Integer, Long> lag = new java.util.TreeMap<>();
         for (var end : ends.entrySet()) {
             OffsetAndMetadata c = committed.get(end.getKey());

@@ -33,7 +33,9 @@ import picocli.CommandLine.Option;
  * store (local disk, or a real S3 API with --s3), both apps and the read API, all on loopback; publishes
  * rollouts and shows them land, merge and become readable.
  */
-@Command(name = "demo", mixinStandardHelpOptions = true,
+@Command(
+        name = "demo",
+        mixinStandardHelpOptions = true,
         description = "Start broker, registry and store locally, run the whole pipeline on generated rollouts, "
                 + "print progress and a summary.")
 final class DemoCommand implements Callable<Integer> {
@@ -43,14 +45,23 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--records", defaultValue = "2000", description = "Rollouts to publish (default ${DEFAULT-VALUE})")
     long records;
 
-    @Option(names = "--partitions", defaultValue = "4", description = "Partitions of the rollouts topic = shards (default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--partitions",
+            defaultValue = "4",
+            description = "Partitions of the rollouts topic = shards (default ${DEFAULT-VALUE})")
     int partitions;
 
-    @Option(names = "--payload-bytes", defaultValue = "1024", description = "binary_payload size (default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--payload-bytes",
+            defaultValue = "1024",
+            description = "binary_payload size (default ${DEFAULT-VALUE})")
     int payloadBytes;
 
-    @Option(names = "--data-dir", defaultValue = "data/demo",
-            description = "Where the broker, registry and table keep their files; emptied at start (default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--data-dir",
+            defaultValue = "data/demo",
+            description =
+                    "Where the broker, registry and table keep their files; emptied at start (default ${DEFAULT-VALUE})")
     Path dataDir;
 
     @Option(names = "--s3", description = "Keep the table in the embedded S3 API server instead of on local disk")
@@ -59,7 +70,10 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--keep-running", description = "Stay up with the HTTP endpoints after the summary (Ctrl-C stops)")
     boolean keepRunning;
 
-    @Option(names = "--timeout", defaultValue = "600", description = "Give up after this many seconds (default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--timeout",
+            defaultValue = "600",
+            description = "Give up after this many seconds (default ${DEFAULT-VALUE})")
     long timeoutSeconds;
 
     @Override
@@ -74,7 +88,8 @@ final class DemoCommand implements Callable<Integer> {
             say("starting a Kafka broker (KRaft) in %s", dir.resolve("kafka"));
             EmbeddedKafka kafka = remember(open, EmbeddedKafka.start(dir.resolve("kafka")));
             say("starting the schema registry (Apicurio) ...");
-            ApicurioRegistry registry = remember(open, ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(180)));
+            ApicurioRegistry registry =
+                    remember(open, ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(180)));
             Map<String, String> table = new HashMap<>();
             if (s3) {
                 EmbeddedS3 store = remember(open, EmbeddedS3.start(dir.resolve("s3"), "rollouts"));
@@ -85,8 +100,10 @@ final class DemoCommand implements Callable<Integer> {
                 table.put("rollout.table.uri", dir.resolve("table").toString());
                 say("table on local disk: %s", dir.resolve("table"));
             }
-            kafka.createTopics(List.of(new NewTopic("rollouts", partitions, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollout-merges", 1, (short) 1),
+            kafka.createTopics(List.of(
+                    new NewTopic("rollouts", partitions, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1),
+                    new NewTopic("rollout-merges", 1, (short) 1),
                     new NewTopic("rollouts-dlq", 1, (short) 1)));
             say("Kafka bootstrap servers: %s", kafka.bootstrapServers());
             say("schema registry (Confluent API): %s", registry.confluentUrl());
@@ -112,29 +129,41 @@ final class DemoCommand implements Callable<Integer> {
             RolloutTable reader = ingest.table();
             HttpEndpoint readApi = remember(open, new HttpEndpoint("127.0.0.1", 0));
             new ReadApi(reader).mount(readApi);
-            readApi.route("/health", exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read",
-                    "table", reader.location().uri())));
+            readApi.route(
+                    "/health",
+                    exchange -> HttpEndpoint.Response.json(
+                            200,
+                            Map.of(
+                                    "app",
+                                    "rollout-read",
+                                    "table",
+                                    reader.location().uri())));
             readApi.start();
             say("ingest   /metrics /health  %s", ingest.http().baseUrl());
-            say("merge    /metrics /health /pending /cooldowns /merge/{shard}  %s", merge.http().baseUrl());
+            say(
+                    "merge    /metrics /health /pending /cooldowns /merge/{shard}  %s",
+                    merge.http().baseUrl());
             say("read API /rollouts  %s", readApi.baseUrl());
 
             AtomicLong acked = new AtomicLong();
             AtomicReference<Throwable> publishError = new AtomicReference<>();
-            Thread publisher = new Thread(() -> {
-                try {
-                    new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl())
-                            .publish("rollouts", EXPERIMENT, records, records, payloadBytes, 0, acked);
-                } catch (Throwable e) {
-                    publishError.set(e);
-                }
-            }, "demo-publisher");
+            Thread publisher = new Thread(
+                    () -> {
+                        try {
+                            new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl())
+                                    .publish("rollouts", EXPERIMENT, records, records, payloadBytes, 0, acked);
+                        } catch (Throwable e) {
+                            publishError.set(e);
+                        }
+                    },
+                    "demo-publisher");
             long pipelineStart = System.nanoTime();
             say("publishing %d rollouts (%d-byte payloads) to %d partitions", records, payloadBytes, partitions);
             publisher.start();
 
             Progress last = null;
-            long deadline = System.nanoTime() + Duration.ofSeconds(timeoutSeconds).toNanos();
+            long deadline =
+                    System.nanoTime() + Duration.ofSeconds(timeoutSeconds).toNanos();
             while (true) {
                 Thread.sleep(1000);
                 if (publishError.get() != null) {
@@ -147,32 +176,51 @@ final class DemoCommand implements Callable<Integer> {
                     break;
                 }
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("not done within " + timeoutSeconds + " s: " + now.line(null, records));
+                    throw new IllegalStateException(
+                            "not done within " + timeoutSeconds + " s: " + now.line(null, records));
                 }
             }
             double seconds = (System.nanoTime() - pipelineStart) / 1e9;
-            System.out.printf("%ndone: %d rollouts published, sealed into %d generations, merged, and readable in %.1f s"
-                    + " (%.0f rollouts/s end to end)%n", records, last.generations, seconds, records / seconds);
-            System.out.printf("summary: produced=%d sealed_rows=%d generations=%d merged_generations=%d base_rows=%d "
-                    + "readable=%d pending=%d seconds=%.1f throughput=%.0f table=%s%n", last.produced, last.sealedRows,
-                    last.generations, last.mergedGenerations, last.baseRows, last.readable, last.pending, seconds,
-                    records / seconds, reader.location().uri());
-            System.out.printf("try: curl %s/rollouts/%s-0   or   curl '%s/rollouts?experiment=%s&limit=5'%n",
+            System.out.printf(
+                    "%ndone: %d rollouts published, sealed into %d generations, merged, and readable in %.1f s"
+                            + " (%.0f rollouts/s end to end)%n",
+                    records, last.generations, seconds, records / seconds);
+            System.out.printf(
+                    "summary: produced=%d sealed_rows=%d generations=%d merged_generations=%d base_rows=%d "
+                            + "readable=%d pending=%d seconds=%.1f throughput=%.0f table=%s%n",
+                    last.produced,
+                    last.sealedRows,
+                    last.generations,
+                    last.mergedGenerations,
+                    last.baseRows,
+                    last.readable,
+                    last.pending,
+                    seconds,
+                    records / seconds,
+                    reader.location().uri());
+            System.out.printf(
+                    "try: curl %s/rollouts/%s-0   or   curl '%s/rollouts?experiment=%s&limit=5'%n",
                     readApi.baseUrl(), EXPERIMENT, readApi.baseUrl(), EXPERIMENT);
             if (keepRunning) {
                 StringBuilder storage = new StringBuilder();
                 table.forEach((k, v) -> {
                     if (k.startsWith("rollout.table.storage.")) {
-                        storage.append(" --storage ").append(k.substring("rollout.table.storage.".length())).append('=').append(v);
+                        storage.append(" --storage ")
+                                .append(k.substring("rollout.table.storage.".length()))
+                                .append('=')
+                                .append(v);
                     }
                 });
                 say("the broker, registry and table stay up; point other commands at them from another terminal:");
-                System.out.printf("  ./rollout-ingest produce --bootstrap-servers %s --schema-registry-url %s --count 1000%n",
+                System.out.printf(
+                        "  ./rollout-ingest produce --bootstrap-servers %s --schema-registry-url %s --count 1000%n",
                         kafka.bootstrapServers(), registry.confluentUrl());
-                System.out.printf("  ./rollout-ingest status --table %s%s --bootstrap-servers %s%n",
+                System.out.printf(
+                        "  ./rollout-ingest status --table %s%s --bootstrap-servers %s%n",
                         table.get("rollout.table.uri"), storage, kafka.bootstrapServers());
-                System.out.printf("  ./rollout-ingest get --table %s%s %s-0%n", table.get("rollout.table.uri"), storage,
-                        EXPERIMENT);
+                System.out.printf(
+                        "  ./rollout-ingest get --table %s%s %s-0%n",
+                        table.get("rollout.table.uri"), storage, EXPERIMENT);
                 Launcher.KeepRunning.request();
                 say("running until Ctrl-C (started %.0f s ago)", (System.nanoTime() - started) / 1e9);
                 CountDownLatch stop = new CountDownLatch(1);
@@ -192,32 +240,58 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     /** Counts the demo shows each second. */
-    record Progress(long produced, long sealedRows, long generations, long mergedGenerations, long baseRows,
-            long readable, long pending, double seconds) {
+    record Progress(
+            long produced,
+            long sealedRows,
+            long generations,
+            long mergedGenerations,
+            long baseRows,
+            long readable,
+            long pending,
+            double seconds) {
         static Progress read(long produced, MeterRegistry ingest, MeterRegistry merge, RolloutTable table, long start) {
             long pending = 0;
             Map<String, Long> watermarks = table.watermarks();
             for (String shard : table.shards()) {
                 pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
             }
-            return new Progress(produced, (long) count(ingest, "rollout.generation.rows"),
+            return new Progress(
+                    produced,
+                    (long) count(ingest, "rollout.generation.rows"),
                     (long) ingest.find("rollout.ingest.seals").tag("result", "success").counters().stream()
-                            .mapToDouble(c -> c.count()).sum(),
-                    (long) count(merge, "rollout.merge.generations"), table.countBaseRows(), table.countRows(), pending,
+                            .mapToDouble(c -> c.count())
+                            .sum(),
+                    (long) count(merge, "rollout.merge.generations"),
+                    table.countBaseRows(),
+                    table.countRows(),
+                    pending,
                     (System.nanoTime() - start) / 1e9);
         }
 
         private static double count(MeterRegistry registry, String name) {
-            return registry.find(name).counters().stream().mapToDouble(c -> c.count()).sum();
+            return registry.find(name).counters().stream()
+                    .mapToDouble(c -> c.count())
+                    .sum();
         }
 
         String line(Progress previous, long target) {
             double dt = previous == null ? seconds : Math.max(0.001, seconds - previous.seconds);
             long producedRate = (long) ((produced - (previous == null ? 0 : previous.produced)) / dt);
             long readableRate = (long) ((readable - (previous == null ? 0 : previous.readable)) / dt);
-            return String.format("[%5.1fs] produced %d/%d (%d/s) | sealed %d rows in %d generations | merged %d generations,"
-                    + " base %d rows | readable %d (%d/s) | pending %d generations", seconds, produced, target,
-                    producedRate, sealedRows, generations, mergedGenerations, baseRows, readable, readableRate, pending);
+            return String.format(
+                    "[%5.1fs] produced %d/%d (%d/s) | sealed %d rows in %d generations | merged %d generations,"
+                            + " base %d rows | readable %d (%d/s) | pending %d generations",
+                    seconds,
+                    produced,
+                    target,
+                    producedRate,
+                    sealedRows,
+                    generations,
+                    mergedGenerations,
+                    baseRows,
+                    readable,
+                    readableRate,
+                    pending);
         }
     }
 

@@ -22,7 +22,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -60,8 +59,15 @@ final class IngestBench {
     private final Map<String, String> topologySettings;
     private final boolean limits;
 
-    IngestBench(Path dir, int records, int partitions, int payloadBytes, double freshnessRate, int freshnessSeconds,
-            Map<String, String> topologySettings, boolean limits) {
+    IngestBench(
+            Path dir,
+            int records,
+            int partitions,
+            int payloadBytes,
+            double freshnessRate,
+            int freshnessSeconds,
+            Map<String, String> topologySettings,
+            boolean limits) {
         this.topologySettings = topologySettings;
         this.limits = limits;
         this.dir = dir.toAbsolutePath();
@@ -77,10 +83,13 @@ final class IngestBench {
         Path root = dir.resolve("ingest-bench");
         try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(new NewTopic("rollouts", partitions, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1)));
+            kafka.createTopics(List.of(
+                    new NewTopic("rollouts", partitions, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1)));
             long bytes = preload(kafka, registry);
-            System.out.printf("%,d rollouts, %d-byte payloads, %d partitions, %.1f MB on the topic; generations of %,d rows%n%n",
+            System.out.printf(
+                    "%,d rollouts, %d-byte payloads, %d partitions, %.1f MB on the topic; generations of %,d rows%n%n",
                     records, payloadBytes, partitions, bytes / 1e6, GENERATION_ROWS);
             System.out.println("| program | rows/s | MB/s | vs the limit (c) | notes |");
             System.out.println("|---|---|---|---|---|");
@@ -95,10 +104,18 @@ final class IngestBench {
                 print("(c) consume+decode | write, pipelined = limit", c, bytes, c, "no exactly-once");
             }
             Topology d = topology(kafka, registry, root);
-            print("(d) ingest topology, steady", d.steadyRowsPerSecond, bytes, c, String.format(
-                    "start-up %.1f s, first to last seal %.1f s, tail (age trigger) %.1f s, peak RSS %d MiB%s",
-                    d.startupSeconds, d.runSeconds, d.tailSeconds, d.peakRssMiB,
-                    topologySettings.isEmpty() ? "" : ", " + topologySettings));
+            print(
+                    "(d) ingest topology, steady",
+                    d.steadyRowsPerSecond,
+                    bytes,
+                    c,
+                    String.format(
+                            "start-up %.1f s, first to last seal %.1f s, tail (age trigger) %.1f s, peak RSS %d MiB%s",
+                            d.startupSeconds,
+                            d.runSeconds,
+                            d.tailSeconds,
+                            d.peakRssMiB,
+                            topologySettings.isEmpty() ? "" : ", " + topologySettings));
             if (limits) {
                 System.out.printf("%n(d)/(c) = %.2f%n", d.steadyRowsPerSecond / c);
             }
@@ -109,8 +126,13 @@ final class IngestBench {
     }
 
     private void print(String what, double rowsPerSecond, long bytes, double limit, String notes) {
-        System.out.printf("| %s | %,.0f | %.1f | %s | %s |%n", what, rowsPerSecond, rowsPerSecond * bytes / records / 1e6,
-                limit > 0 ? String.format("%.2f", rowsPerSecond / limit) : "", notes);
+        System.out.printf(
+                "| %s | %,.0f | %.1f | %s | %s |%n",
+                what,
+                rowsPerSecond,
+                rowsPerSecond * bytes / records / 1e6,
+                limit > 0 ? String.format("%.2f", rowsPerSecond / limit) : "",
+                notes);
     }
 
     private long preload(EmbeddedKafka kafka, ApicurioRegistry registry) throws Exception {
@@ -118,10 +140,20 @@ final class IngestBench {
         serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("bench", payloadBytes, 7);
         long bytes = 0;
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all",
-                ProducerConfig.LINGER_MS_CONFIG, 20, ProducerConfig.BATCH_SIZE_CONFIG, 512 * 1024,
-                ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 4 << 20), new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all",
+                        ProducerConfig.LINGER_MS_CONFIG,
+                        20,
+                        ProducerConfig.BATCH_SIZE_CONFIG,
+                        512 * 1024,
+                        ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+                        4 << 20),
+                new ByteArraySerializer(),
+                new ByteArraySerializer())) {
             for (int i = 0; i < records; i++) {
                 Rollout rollout = generator.rollout(i, 0);
                 byte[] value = serializer.serialize("rollouts", rollout);
@@ -135,13 +167,20 @@ final class IngestBench {
     }
 
     private KafkaConsumer<byte[], byte[]> consumer(EmbeddedKafka kafka) {
-        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-                ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 2000,
-                ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 64 << 20,
-                ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 8 << 20),
-                new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                        "read_committed",
+                        ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                        2000,
+                        ConsumerConfig.FETCH_MAX_BYTES_CONFIG,
+                        64 << 20,
+                        ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG,
+                        8 << 20),
+                new ByteArrayDeserializer(),
+                new ByteArrayDeserializer());
         List<TopicPartition> all = new ArrayList<>();
         for (int p = 0; p < partitions; p++) {
             all.add(new TopicPartition("rollouts", p));
@@ -165,7 +204,8 @@ final class IngestBench {
             long checksum = 0;
             while (decoded < records) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
-                    checksum += deserializer.deserialize("rollouts", record.value()).getSequenceOrder();
+                    checksum +=
+                            deserializer.deserialize("rollouts", record.value()).getSequenceOrder();
                     decoded++;
                 }
             }
@@ -176,8 +216,8 @@ final class IngestBench {
 
     /** The same rows, converted to Arrow beforehand (not timed), written one generation after another. */
     private double plainWrite(Path path) throws Exception {
-        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry())) {
+        try (RolloutTable table = RolloutTable.createOrOpen(
+                TableLocation.local(path), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             RolloutGenerator generator = new RolloutGenerator("bench", payloadBytes, 7);
             Instant now = Instant.now();
             long nanos = 0;
@@ -201,21 +241,25 @@ final class IngestBench {
 
     private double pipelined(EmbeddedKafka kafka, ApicurioRegistry registry, Path path) throws Exception {
         ConfluentAvroDeserializer<Rollout> deserializer = deserializer(registry);
-        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry()); KafkaConsumer<byte[], byte[]> consumer = consumer(kafka)) {
+        try (RolloutTable table = RolloutTable.createOrOpen(
+                        TableLocation.local(path), TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                KafkaConsumer<byte[], byte[]> consumer = consumer(kafka)) {
             BlockingQueue<Sealed> queue = new ArrayBlockingQueue<>(2);
             AtomicReference<Throwable> failure = new AtomicReference<>();
-            Thread writer = new Thread(() -> {
-                try {
-                    for (Sealed s; (s = queue.take()).batch() != null; ) {
-                        try (GenerationBatch batch = s.batch()) {
-                            table.writeGeneration("rollouts", s.partition(), s.first(), s.last(), batch, 0, List.of());
+            Thread writer = new Thread(
+                    () -> {
+                        try {
+                            for (Sealed s; (s = queue.take()).batch() != null; ) {
+                                try (GenerationBatch batch = s.batch()) {
+                                    table.writeGeneration(
+                                            "rollouts", s.partition(), s.first(), s.last(), batch, 0, List.of());
+                                }
+                            }
+                        } catch (Throwable e) {
+                            failure.set(e);
                         }
-                    }
-                } catch (Throwable e) {
-                    failure.set(e);
-                }
-            }, "bench-writer");
+                    },
+                    "bench-writer");
             long started = System.nanoTime();
             writer.start();
             Map<Integer, GenerationBatch> batches = new HashMap<>();
@@ -228,16 +272,21 @@ final class IngestBench {
                     GenerationBatch batch = batches.computeIfAbsent(record.partition(), p -> table.newBatch());
                     firsts.putIfAbsent(record.partition(), record.offset());
                     lasts.put(record.partition(), record.offset());
-                    batch.append(deserializer.deserialize("rollouts", record.value()), record.partition(), record.offset(),
+                    batch.append(
+                            deserializer.deserialize("rollouts", record.value()),
+                            record.partition(),
+                            record.offset(),
                             Instant.now());
                     if (batch.size() >= GENERATION_ROWS) {
-                        queue.put(new Sealed(record.partition(), firsts.remove(record.partition()), record.offset(), batch));
+                        queue.put(new Sealed(
+                                record.partition(), firsts.remove(record.partition()), record.offset(), batch));
                         batches.remove(record.partition());
                     }
                 }
             }
             for (Map.Entry<Integer, GenerationBatch> open : batches.entrySet()) {
-                queue.put(new Sealed(open.getKey(), firsts.get(open.getKey()), lasts.get(open.getKey()), open.getValue()));
+                queue.put(new Sealed(
+                        open.getKey(), firsts.get(open.getKey()), lasts.get(open.getKey()), open.getValue()));
             }
             queue.put(new Sealed(-1, 0, 0, null));
             writer.join();
@@ -248,7 +297,11 @@ final class IngestBench {
         }
     }
 
-    private record Topology(double steadyRowsPerSecond, double startupSeconds, double runSeconds, double tailSeconds,
+    private record Topology(
+            double steadyRowsPerSecond,
+            double startupSeconds,
+            double runSeconds,
+            double tailSeconds,
             long peakRssMiB) {}
 
     private Topology topology(EmbeddedKafka kafka, ApicurioRegistry registry, Path root) throws Exception {
@@ -256,8 +309,8 @@ final class IngestBench {
         Path tableDir = work.resolve("table");
         Path config = writeConfig(work, kafka, registry, tableDir, "bench-ingest", 30_000);
         long started = System.nanoTime();
-        try (ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(),
-                work.resolve("ingest.log"), "-Xmx1g")) {
+        try (ChildJvm app = ChildJvm.start(
+                IngestApp.class, List.of(config.toString()), Map.of(), work.resolve("ingest.log"), "-Xmx1g")) {
             // Sealed rows over time, from the seals (the table as any reader sees it).
             List<long[]> samples = new ArrayList<>(); // {nanos, sealed rows}
             long peakRss = 0;
@@ -283,11 +336,19 @@ final class IngestBench {
             long full = samples.get(samples.size() - 1)[0];
             // Steady: from the first seal to the last seal that was not the age-triggered tail.
             long steadyRows = records - (long) partitions * GENERATION_ROWS;
-            long[] steadyEnd = samples.stream().filter(s -> s[1] >= steadyRows).findFirst().orElse(samples.get(samples.size() - 1));
-            long[] steadyStart = samples.stream().filter(s -> s[1] > 0).findFirst().orElseThrow();
+            long[] steadyEnd = samples.stream()
+                    .filter(s -> s[1] >= steadyRows)
+                    .findFirst()
+                    .orElse(samples.get(samples.size() - 1));
+            long[] steadyStart =
+                    samples.stream().filter(s -> s[1] > 0).findFirst().orElseThrow();
             double steadySeconds = (steadyEnd[0] - steadyStart[0]) / 1e9;
             double steady = steadySeconds > 0 ? (steadyEnd[1] - steadyStart[1]) / steadySeconds : 0;
-            return new Topology(steady, (firstSeal - started) / 1e9, (full - firstSeal) / 1e9, (full - steadyEnd[0]) / 1e9,
+            return new Topology(
+                    steady,
+                    (firstSeal - started) / 1e9,
+                    (full - firstSeal) / 1e9,
+                    (full - steadyEnd[0]) / 1e9,
                     Math.max(peakRss, hwmMiB(app.pid())));
         }
     }
@@ -296,7 +357,8 @@ final class IngestBench {
         long deadline = System.nanoTime() + 120_000_000_000L;
         while (true) {
             try {
-                return RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                return RolloutTable.open(
+                        TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry());
             } catch (RuntimeException e) {
                 if (System.nanoTime() > deadline || !app.isAlive()) {
                     throw e;
@@ -306,8 +368,9 @@ final class IngestBench {
         }
     }
 
-    private Path writeConfig(Path work, EmbeddedKafka kafka, ApicurioRegistry registry, Path tableDir, String app,
-            long ageMs) throws Exception {
+    private Path writeConfig(
+            Path work, EmbeddedKafka kafka, ApicurioRegistry registry, Path tableDir, String app, long ageMs)
+            throws Exception {
         Files.createDirectories(work);
         Properties props = new Properties();
         props.put("bootstrap.servers", kafka.bootstrapServers());
@@ -344,8 +407,8 @@ final class IngestBench {
             props.store(out, null);
         }
         Map<String, Long> producedAt = new HashMap<>();
-        try (ChildJvm app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(),
-                work.resolve("ingest.log"))) {
+        try (ChildJvm app =
+                ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), work.resolve("ingest.log"))) {
             try (RolloutTable table = waitForTable(tableDir, app)) {
                 Thread.sleep(5_000); // RUNNING
                 ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
@@ -353,14 +416,23 @@ final class IngestBench {
                 RolloutGenerator generator = new RolloutGenerator("fresh", payloadBytes, 9);
                 long total = (long) (freshnessRate * freshnessSeconds);
                 long started = System.nanoTime();
-                try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.LINGER_MS_CONFIG, 5),
-                        new ByteArraySerializer(), new ByteArraySerializer())) {
+                try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                        Map.of(
+                                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                                kafka.bootstrapServers(),
+                                ProducerConfig.LINGER_MS_CONFIG,
+                                5),
+                        new ByteArraySerializer(),
+                        new ByteArraySerializer())) {
                     for (long i = 0; i < total; i++) {
                         Rollout rollout = generator.rollout(i, 0);
                         long now = System.currentTimeMillis();
                         producedAt.put(rollout.getRecordId(), now);
-                        producer.send(new ProducerRecord<>(topic, null, now, rollout.getRecordId().getBytes(),
+                        producer.send(new ProducerRecord<>(
+                                topic,
+                                null,
+                                now,
+                                rollout.getRecordId().getBytes(),
                                 serializer.serialize(topic, rollout)));
                         long due = started + (long) ((i + 1) * 1e9 / freshnessRate);
                         long wait = due - System.nanoTime();
@@ -376,9 +448,10 @@ final class IngestBench {
                     latencies.clear();
                     for (int p = 0; p < partitions; p++) {
                         for (SealedGeneration g : table.pendingGenerations(ShardId.of(topic, p))) {
-                            try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
-                                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()),
-                                    new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+                            try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
+                                    Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()),
+                                    new ByteArrayDeserializer(),
+                                    new ByteArrayDeserializer())) {
                                 TopicPartition tp = new TopicPartition(topic, p);
                                 consumer.assign(List.of(tp));
                                 consumer.seek(tp, g.firstOffset());
@@ -399,11 +472,17 @@ final class IngestBench {
                     }
                     Thread.sleep(1_000);
                 }
-                long[] sorted = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
-                System.out.printf("%nfreshness at %,.0f records/s for %d s (rollout.seal.max.age.ms=%d): %,d records,"
-                        + " produce-to-readable (seal file written) p50 %.2f s, p99 %.2f s, max %.2f s; readers in other processes see a seal"
-                        + " at most rollout.read.refresh.ms (1 s) later%n", freshnessRate, freshnessSeconds, ageMs,
-                        sorted.length, sorted[sorted.length / 2] / 1000.0,
+                long[] sorted =
+                        latencies.stream().mapToLong(Long::longValue).sorted().toArray();
+                System.out.printf(
+                        "%nfreshness at %,.0f records/s for %d s (rollout.seal.max.age.ms=%d): %,d records,"
+                                + " produce-to-readable (seal file written) p50 %.2f s, p99 %.2f s, max %.2f s; readers in other processes see a seal"
+                                + " at most rollout.read.refresh.ms (1 s) later%n",
+                        freshnessRate,
+                        freshnessSeconds,
+                        ageMs,
+                        sorted.length,
+                        sorted[sorted.length / 2] / 1000.0,
                         sorted[(int) Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] / 1000.0,
                         sorted[sorted.length - 1] / 1000.0);
             }

@@ -10,8 +10,11 @@ import picocli.CommandLine.Option;
  * apps use ({@code STREAMS_*} env vars such as {@code STREAMS_SECURITY_PROTOCOL}), then {@code --client-setting}.
  */
 final class KafkaClientOptions {
-    @Option(names = "--client-setting", paramLabel = "KEY=VALUE", description = "Kafka client setting for SASL/SSL"
-            + " clusters, repeatable (e.g. security.protocol=SASL_SSL); STREAMS_* env vars apply too")
+    @Option(
+            names = "--client-setting",
+            paramLabel = "KEY=VALUE",
+            description = "Kafka client setting for SASL/SSL"
+                    + " clusters, repeatable (e.g. security.protocol=SASL_SSL); STREAMS_* env vars apply too")
     Map<String, String> settings = new HashMap<>();
 
     Map<String, Object> clientConfig(String bootstrapServers) {

@@ -4,12 +4,25 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** The rollout-ingest command line. */
-@Command(name = "rollout-ingest", mixinStandardHelpOptions = true, version = "rollout-ingest 0.1.0",
+@Command(
+        name = "rollout-ingest",
+        mixinStandardHelpOptions = true,
+        version = "rollout-ingest 0.1.0",
         description = "Lands RL rollouts from Kafka in a Lance table.",
-        subcommands = {DemoCommand.class, AppCommands.Ingest.class, AppCommands.Merge.class, ProduceCommand.class,
-                ServeCommand.class, ReadCommands.Get.class, ReadCommands.List.class, StatusCommand.class, ReplayCommand.class,
-                RepairCommand.class, BenchCommand.class,
-                ConfigDocsCommand.class})
+        subcommands = {
+            DemoCommand.class,
+            AppCommands.Ingest.class,
+            AppCommands.Merge.class,
+            ProduceCommand.class,
+            ServeCommand.class,
+            ReadCommands.Get.class,
+            ReadCommands.List.class,
+            StatusCommand.class,
+            ReplayCommand.class,
+            RepairCommand.class,
+            BenchCommand.class,
+            ConfigDocsCommand.class
+        })
 public final class Launcher implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -20,11 +33,13 @@ public final class Launcher implements Runnable {
     }
 
     public static int run(String... args) {
-        return new CommandLine(new Launcher()).setCaseInsensitiveEnumValuesAllowed(true)
+        return new CommandLine(new Launcher())
+                .setCaseInsensitiveEnumValuesAllowed(true)
                 .setExecutionExceptionHandler((e, cmd, parsed) -> {
                     cmd.getErr().println("error: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
                     return 1;
-                }).execute(args);
+                })
+                .execute(args);
     }
 
     public static void main(String[] args) {

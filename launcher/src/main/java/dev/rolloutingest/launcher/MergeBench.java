@@ -43,9 +43,11 @@ final class MergeBench {
     }
 
     void run() throws Exception {
-        System.out.printf("backlog: %d shards x %d generations x %,d rows (1 KiB payload), merge.max.generations 8%n%n",
+        System.out.printf(
+                "backlog: %d shards x %d generations x %,d rows (1 KiB payload), merge.max.generations 8%n%n",
                 shards, generations, rows);
-        System.out.println("| merge threads | drain time | rows/s | vs 1 thread | rounds | commits | commits per merged generation |");
+        System.out.println(
+                "| merge threads | drain time | rows/s | vs 1 thread | rounds | commits | commits per merged generation |");
         System.out.println("|---|---|---|---|---|---|---|");
         double oneThread = 0;
         for (int n : threads) {
@@ -53,18 +55,28 @@ final class MergeBench {
             if (oneThread == 0) {
                 oneThread = r.rowsPerSecond;
             }
-            System.out.printf("| %d | %.1f s | %,.0f | %.2fx | %d | %d | %.3f |%n", n, r.seconds, r.rowsPerSecond,
-                    r.rowsPerSecond / oneThread, r.rounds, r.commits, r.commits / (double) (shards * generations));
+            System.out.printf(
+                    "| %d | %.1f s | %,.0f | %.2fx | %d | %d | %.3f |%n",
+                    n,
+                    r.seconds,
+                    r.rowsPerSecond,
+                    r.rowsPerSecond / oneThread,
+                    r.rounds,
+                    r.commits,
+                    r.commits / (double) (shards * generations));
         }
         if (instances > 1) {
-            System.out.printf("%n%d coordinators on the same table at once (as %d merge-worker instances would), each"
-                    + " owning a share of the shards, %d thread(s) each:%n%n", instances, instances, threads[0]);
+            System.out.printf(
+                    "%n%d coordinators on the same table at once (as %d merge-worker instances would), each"
+                            + " owning a share of the shards, %d thread(s) each:%n%n",
+                    instances, instances, threads[0]);
             System.out.println("| committers | drain time | rows/s | rounds | commits | commit time |");
             System.out.println("|---|---|---|---|---|---|");
             for (int committers : new int[] {1, instances}) {
                 Result r = drain(threads[0], committers);
-                System.out.printf("| %d | %.1f s | %,.0f | %d | %d | %s |%n", committers, r.seconds, r.rowsPerSecond, r.rounds,
-                        r.commits, r.commitTimes);
+                System.out.printf(
+                        "| %d | %.1f s | %,.0f | %d | %d | %s |%n",
+                        committers, r.seconds, r.rowsPerSecond, r.rounds, r.commits, r.commitTimes);
             }
         }
         System.out.printf("%npeak RSS of this process: %d MiB%n", peakRssMiB());
@@ -81,8 +93,8 @@ final class MergeBench {
         Path path = dir.toAbsolutePath().resolve("merge-" + threadCount + "-" + committers);
         FileTrees.deleteRecursively(path);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path),
-                TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
+        try (RolloutTable table = RolloutTable.createOrOpen(
+                TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
             writeBacklog(table, shards, generations, rows);
             MergeMetrics metrics = new MergeMetrics(meters);
             List<RolloutTable> tables = new ArrayList<>();
@@ -91,8 +103,10 @@ final class MergeBench {
             try {
                 for (int c = 0; c < committers; c++) {
                     // Each committer its own table handle, as separate processes would have.
-                    RolloutTable own = c == 0 ? table : RolloutTable.open(TableLocation.local(path),
-                            TableSettings.DEFAULTS.withPendingLimits(0, 0), meters);
+                    RolloutTable own = c == 0
+                            ? table
+                            : RolloutTable.open(
+                                    TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0), meters);
                     if (c > 0) {
                         tables.add(own);
                     }
@@ -120,11 +134,17 @@ final class MergeBench {
             }
             double seconds = (System.nanoTime() - started) / 1e9;
             var commitTimer = meters.find("rollout.merge.round.commit").timer();
-            String commitTimes = commitTimer == null ? "" : String.format("mean %.0f / max %.0f ms",
-                    commitTimer.mean(java.util.concurrent.TimeUnit.MILLISECONDS),
-                    commitTimer.max(java.util.concurrent.TimeUnit.MILLISECONDS));
-            return new Result(seconds, shards * (double) generations * rows / seconds,
-                    (long) meters.counter("rollout.merge.rounds").count(), (long) meters.counter("rollout.merge.commits").count(),
+            String commitTimes = commitTimer == null
+                    ? ""
+                    : String.format(
+                            "mean %.0f / max %.0f ms",
+                            commitTimer.mean(java.util.concurrent.TimeUnit.MILLISECONDS),
+                            commitTimer.max(java.util.concurrent.TimeUnit.MILLISECONDS));
+            return new Result(
+                    seconds,
+                    shards * (double) generations * rows / seconds,
+                    (long) meters.counter("rollout.merge.rounds").count(),
+                    (long) meters.counter("rollout.merge.commits").count(),
                     commitTimes);
         }
     }
@@ -152,33 +172,44 @@ final class MergeBench {
      * what grows with the backlog: native memory (Lance, Arrow) and anything retained.
      */
     void rssByBacklog(int[] backlogs) throws Exception {
-        System.out.printf("%npeak RSS draining a backlog of one shard (1,000-row generations, 2 merge threads), each in a"
-                + " fresh JVM with -Xms512m -Xmx512m -XX:+AlwaysPreTouch:%n%n");
+        System.out.printf(
+                "%npeak RSS draining a backlog of one shard (1,000-row generations, 2 merge threads), each in a"
+                        + " fresh JVM with -Xms512m -Xmx512m -XX:+AlwaysPreTouch:%n%n");
         System.out.println("| pending generations | drain time | peak RSS | vs the smallest |");
         System.out.println("|---|---|---|---|");
         long smallest = 0;
         for (int generations : backlogs) {
             Path path = dir.toAbsolutePath().resolve("rss-" + generations);
             FileTrees.deleteRecursively(path);
-            try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path),
-                    TableSettings.DEFAULTS.withPendingLimits(0, 0), new SimpleMeterRegistry())) {
+            try (RolloutTable table = RolloutTable.createOrOpen(
+                    TableLocation.local(path),
+                    TableSettings.DEFAULTS.withPendingLimits(0, 0),
+                    new SimpleMeterRegistry())) {
                 writeBacklog(table, 1, generations, rows);
             }
             Path log = path.resolve("drain.log");
-            try (dev.rolloutingest.embedded.ChildJvm drain = dev.rolloutingest.embedded.ChildJvm.start(Drain.class,
-                    List.of(path.toString()), java.util.Map.of(), log, "-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch")) {
+            try (dev.rolloutingest.embedded.ChildJvm drain = dev.rolloutingest.embedded.ChildJvm.start(
+                    Drain.class,
+                    List.of(path.toString()),
+                    java.util.Map.of(),
+                    log,
+                    "-Xms512m",
+                    "-Xmx512m",
+                    "-XX:+AlwaysPreTouch")) {
                 if (drain.waitFor(1800) != 0) {
                     throw new IllegalStateException("the drain failed; see " + log);
                 }
             }
             String out = Files.readString(log);
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("drained in ([0-9.]+) s, peak RSS (\\d+) MiB").matcher(out);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("drained in ([0-9.]+) s, peak RSS (\\d+) MiB")
+                    .matcher(out);
             if (!m.find()) {
                 throw new IllegalStateException("no result in " + log);
             }
             long rss = Long.parseLong(m.group(2));
             smallest = smallest == 0 ? rss : smallest;
-            System.out.printf("| %d | %s s | %d MiB | %.2fx |%n", generations, m.group(1), rss, rss / (double) smallest);
+            System.out.printf(
+                    "| %d | %s s | %d MiB | %.2fx |%n", generations, m.group(1), rss, rss / (double) smallest);
         }
     }
 
@@ -187,9 +218,10 @@ final class MergeBench {
         public static void main(String[] args) throws Exception {
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
             long started = System.nanoTime();
-            try (RolloutTable table = RolloutTable.open(TableLocation.local(Path.of(args[0])),
-                    TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
-                MergeCoordinator coordinator = new MergeCoordinator(table, 8, 48L << 20, 48L << 20, 2, new MergeMetrics(meters), 0, 8);
+            try (RolloutTable table = RolloutTable.open(
+                    TableLocation.local(Path.of(args[0])), TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
+                MergeCoordinator coordinator =
+                        new MergeCoordinator(table, 8, 48L << 20, 48L << 20, 2, new MergeMetrics(meters), 0, 8);
                 try {
                     String shard = ShardId.of(TOPIC, 0);
                     while (!table.pendingGenerations(shard).isEmpty()) {
@@ -201,7 +233,8 @@ final class MergeBench {
                     coordinator.close();
                 }
             }
-            System.out.printf("drained in %.1f s, peak RSS %d MiB%n", (System.nanoTime() - started) / 1e9, peakRssMiB());
+            System.out.printf(
+                    "drained in %.1f s, peak RSS %d MiB%n", (System.nanoTime() - started) / 1e9, peakRssMiB());
         }
     }
 

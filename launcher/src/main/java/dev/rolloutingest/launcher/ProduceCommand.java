@@ -6,7 +6,9 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-@Command(name = "produce", mixinStandardHelpOptions = true,
+@Command(
+        name = "produce",
+        mixinStandardHelpOptions = true,
         description = "Publish generated rollouts (Avro, Confluent wire format, key = record_id) to any cluster.")
 final class ProduceCommand implements Callable<Integer> {
     @Option(names = "--bootstrap-servers", required = true)
@@ -27,7 +29,10 @@ final class ProduceCommand implements Callable<Integer> {
     @Option(names = "--rate", defaultValue = "0", description = "Records per second, 0 = unthrottled")
     double rate;
 
-    @Option(names = "--payload-bytes", defaultValue = "1024", description = "binary_payload size (default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--payload-bytes",
+            defaultValue = "1024",
+            description = "binary_payload size (default ${DEFAULT-VALUE})")
     int payloadBytes;
 
     @Option(names = "--experiment", defaultValue = "demo")
@@ -40,11 +45,12 @@ final class ProduceCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         AtomicLong acked = new AtomicLong();
         long started = System.nanoTime();
-        new RolloutPublisher(client.clientConfig(bootstrapServers), registryUrl).publish(topic, experiment, count,
-                keys == null ? count : keys, payloadBytes, rate, acked);
+        new RolloutPublisher(client.clientConfig(bootstrapServers), registryUrl)
+                .publish(topic, experiment, count, keys == null ? count : keys, payloadBytes, rate, acked);
         double seconds = (System.nanoTime() - started) / 1e9;
-        System.out.printf("published %d of %d rollouts to %s in %.1f s (%.0f/s)%n", acked.get(), count, topic, seconds,
-                acked.get() / seconds);
+        System.out.printf(
+                "published %d of %d rollouts to %s in %.1f s (%.0f/s)%n",
+                acked.get(), count, topic, seconds, acked.get() / seconds);
         return acked.get() == count ? 0 : 1;
     }
 }

@@ -47,11 +47,14 @@ final class ReadApi {
                 }
                 return get(decode(rest));
             } catch (RolloutTableException.PendingBacklogTooLarge e) {
-                return Response.error(503, "shard " + e.shard() + " has " + e.pending() + " pending generations, over the"
-                        + " read cap of " + e.cap() + " (" + e.capKey() + "); retry once the merge-worker has caught up");
+                return Response.error(
+                        503,
+                        "shard " + e.shard() + " has " + e.pending() + " pending generations, over the"
+                                + " read cap of " + e.cap() + " (" + e.capKey()
+                                + "); retry once the merge-worker has caught up");
             } catch (RolloutTableException.GenerationUnreadable e) {
-                return Response.failure(503, "generation " + e.generation() + " of shard " + e.shard()
-                        + " cannot be read", e);
+                return Response.failure(
+                        503, "generation " + e.generation() + " of shard " + e.shard() + " cannot be read", e);
             } catch (RolloutTableException e) {
                 return Response.failure(503, "the table cannot be read right now", e);
             } catch (IllegalArgumentException e) {
@@ -83,13 +86,15 @@ final class ReadApi {
     private Response list(Map<String, String> params) {
         for (String name : params.keySet()) {
             if (!List.of("experiment", "rollout_id", "limit", "offset").contains(name)) {
-                throw new IllegalArgumentException("unknown parameter '" + name + "' (experiment, rollout_id, limit, offset)");
+                throw new IllegalArgumentException(
+                        "unknown parameter '" + name + "' (experiment, rollout_id, limit, offset)");
             }
         }
         int limit = intParam(params, "limit", DEFAULT_LIMIT, 1, 10_000);
         int offset = intParam(params, "offset", 0, 0, Integer.MAX_VALUE);
         ListQuery query = new ListQuery(params.get("experiment"), params.get("rollout_id"), limit, offset, false);
-        List<Map<String, Object>> rows = table.list(query).stream().map(RowJson::of).toList();
+        List<Map<String, Object>> rows =
+                table.list(query).stream().map(RowJson::of).toList();
         return Response.json(200, Map.of("rollouts", rows, "count", rows.size(), "limit", limit, "offset", offset));
     }
 

@@ -46,8 +46,9 @@ final class ReadBench {
     }
 
     void run() throws Exception {
-        System.out.println("| base rows | pending generations | get p50 | get p99 | vs 0 pending (p99) | generations opened per get"
-                + (s3 ? " | S3 operations per warm get" : "") + " |");
+        System.out.println(
+                "| base rows | pending generations | get p50 | get p99 | vs 0 pending (p99) | generations opened per get"
+                        + (s3 ? " | S3 operations per warm get" : "") + " |");
         System.out.println("|---|---|---|---|---|---|" + (s3 ? "---|" : ""));
         List<String> merges = new ArrayList<>();
         List<String> lists = new ArrayList<>();
@@ -83,7 +84,8 @@ final class ReadBench {
             }
         }
         System.out.println();
-        System.out.println("| base rows | merge pass of 8 generations x 1,000 rows | read phase p50 | commit phase p50 |");
+        System.out.println(
+                "| base rows | merge pass of 8 generations x 1,000 rows | read phase p50 | commit phase p50 |");
         System.out.println("|---|---|---|---|");
         merges.forEach(System.out::println);
         System.out.println();
@@ -96,8 +98,8 @@ final class ReadBench {
         TableSettings settings = TableSettings.DEFAULTS.withPendingLimits(0, 0);
         meters = new SimpleMeterRegistry();
         if (server != null) {
-            return RolloutTable.createOrOpen(new TableLocation(server.uri("reads-" + baseRows), server.lanceStorageOptions()),
-                    settings, meters);
+            return RolloutTable.createOrOpen(
+                    new TableLocation(server.uri("reads-" + baseRows), server.lanceStorageOptions()), settings, meters);
         }
         Path path = dir.toAbsolutePath().resolve("reads-" + baseRows);
         FileTrees.deleteRecursively(path);
@@ -155,7 +157,8 @@ final class ReadBench {
     /** Lookup latencies (ms) of random existing keys, after a warm-up; [0] and [1] = p50, p99; [2] = S3 ops per get. */
     private double[] measure(RolloutTable table, long baseRows, LongSupplier operations) {
         for (int i = 0; i < Math.min(50, lookups); i++) {
-            table.get(RolloutGenerator.recordId(EXPERIMENT, random.nextLong(baseRows))).orElseThrow();
+            table.get(RolloutGenerator.recordId(EXPERIMENT, random.nextLong(baseRows)))
+                    .orElseThrow();
         }
         double[] ms = new double[lookups];
         long before = operations.getAsLong();
@@ -169,19 +172,36 @@ final class ReadBench {
         double opsPerGet = (operations.getAsLong() - before) / (double) lookups;
         double openedPerGet = (opened() - openedBefore) / lookups;
         Arrays.sort(ms);
-        return new double[] {ms[ms.length / 2], ms[(int) Math.min(ms.length - 1, Math.ceil(ms.length * 0.99) - 1)], opsPerGet,
-                openedPerGet};
+        return new double[] {
+            ms[ms.length / 2],
+            ms[(int) Math.min(ms.length - 1, Math.ceil(ms.length * 0.99) - 1)],
+            opsPerGet,
+            openedPerGet
+        };
     }
 
     private double opened() {
-        var counter = meters.find("rollout.read.generations").tag("result", "opened").counter();
+        var counter =
+                meters.find("rollout.read.generations").tag("result", "opened").counter();
         return counter == null ? 0 : counter.count();
     }
 
-    private void row(long baseRows, String pending, double[] figures, double[] zero, RolloutTable table,
+    private void row(
+            long baseRows,
+            String pending,
+            double[] figures,
+            double[] zero,
+            RolloutTable table,
             LongSupplier operations) {
-        System.out.printf("| %,d | %s | %.2f ms | %.2f ms | %.2fx | %.2f%s |%n", baseRows, pending, figures[0], figures[1],
-                figures[1] / zero[1], figures[3], s3 ? String.format(" | %.1f", figures[2]) : "");
+        System.out.printf(
+                "| %,d | %s | %.2f ms | %.2f ms | %.2fx | %.2f%s |%n",
+                baseRows,
+                pending,
+                figures[0],
+                figures[1],
+                figures[1] / zero[1],
+                figures[3],
+                s3 ? String.format(" | %.1f", figures[2]) : "");
     }
 
     private String mergePasses(RolloutTable table, long baseRows) {
@@ -203,8 +223,8 @@ final class ReadBench {
         }
         Arrays.sort(read);
         Arrays.sort(commit);
-        return String.format("| %,d | 8,000 rows | %.0f ms | %.0f ms |", baseRows, read[read.length / 2],
-                commit[commit.length / 2]);
+        return String.format(
+                "| %,d | 8,000 rows | %.0f ms | %.0f ms |", baseRows, read[read.length / 2], commit[commit.length / 2]);
     }
 
     private String lists(RolloutTable table, long baseRows) {

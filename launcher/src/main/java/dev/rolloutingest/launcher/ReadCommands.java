@@ -14,7 +14,10 @@ import picocli.CommandLine.Parameters;
 final class ReadCommands {
     private ReadCommands() {}
 
-    @Command(name = "get", mixinStandardHelpOptions = true, description = "Print one rollout as JSON (exit 3 if absent).")
+    @Command(
+            name = "get",
+            mixinStandardHelpOptions = true,
+            description = "Print one rollout as JSON (exit 3 if absent).")
     static final class Get implements Callable<Integer> {
         @Mixin
         TableOptions table;
@@ -30,13 +33,17 @@ final class ReadCommands {
                     System.err.println("no rollout with record_id " + recordId);
                     return 3;
                 }
-                System.out.println(HttpEndpoint.JSON.writerWithDefaultPrettyPrinter().writeValueAsString(RowJson.of(row.get())));
+                System.out.println(
+                        HttpEndpoint.JSON.writerWithDefaultPrettyPrinter().writeValueAsString(RowJson.of(row.get())));
                 return 0;
             }
         }
     }
 
-    @Command(name = "list", mixinStandardHelpOptions = true, description = "Print a page of rollouts, one JSON object per line.")
+    @Command(
+            name = "list",
+            mixinStandardHelpOptions = true,
+            description = "Print a page of rollouts, one JSON object per line.")
     static final class List implements Callable<Integer> {
         @Mixin
         TableOptions table;

@@ -18,11 +18,15 @@ import picocli.CommandLine.Parameters;
  * repair for "generation N cannot be read" (reads needing it fail, its shard's merges cool down). Dry run
  * unless --execute. The offsets must still be in the topic.
  */
-@Command(name = "repair-generation", mixinStandardHelpOptions = true,
+@Command(
+        name = "repair-generation",
+        mixinStandardHelpOptions = true,
         description = "Write a pending generation whose files are gone again from its offsets in the input topic"
                 + " (dry run unless --execute).")
 final class RepairCommand implements Callable<Integer> {
-    @Parameters(index = "0", description = "The ingest app's properties file (brokers, registry, table; env vars apply)")
+    @Parameters(
+            index = "0",
+            description = "The ingest app's properties file (brokers, registry, table; env vars apply)")
     Path config;
 
     @Option(names = "--shard", required = true, description = "The shard id, as the error names it")
@@ -37,24 +41,35 @@ final class RepairCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         IngestConfig ingest = IngestConfig.load(ConfigSources.file(config), System.getenv());
-        try (RolloutTable table = RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
+        try (RolloutTable table =
+                RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
             SealedGeneration seal = table.pendingGenerations(ShardId.requireValid(shard)).stream()
-                    .filter(g -> g.generation() == generation).findFirst().orElse(null);
+                    .filter(g -> g.generation() == generation)
+                    .findFirst()
+                    .orElse(null);
             if (seal == null) {
-                System.err.printf("shard %s has no pending generation %d (merged already, or never sealed)%n", shard,
-                        generation);
+                System.err.printf(
+                        "shard %s has no pending generation %d (merged already, or never sealed)%n", shard, generation);
                 return 2;
             }
-            System.out.printf("generation %d of shard %s: %s partition %d offsets [%d, %d], %d rows (%d dead-lettered at"
-                    + " seal time, left out)%n", generation, shard, seal.topic(), seal.partition(), seal.firstOffset(),
-                    seal.lastOffset(), seal.rows(), seal.deadLettered().size());
+            System.out.printf(
+                    "generation %d of shard %s: %s partition %d offsets [%d, %d], %d rows (%d dead-lettered at"
+                            + " seal time, left out)%n",
+                    generation,
+                    shard,
+                    seal.topic(),
+                    seal.partition(),
+                    seal.firstOffset(),
+                    seal.lastOffset(),
+                    seal.rows(),
+                    seal.deadLettered().size());
             if (!execute) {
                 System.out.println("dry run: add --execute to re-read these offsets and write the generation again");
                 return 0;
             }
             int rows = new GenerationRepair(ingest, table).repair(seal);
-            System.out.printf("written again: %d rows; its shard merges at the next trigger (or POST /merge/%s)%n", rows,
-                    shard);
+            System.out.printf(
+                    "written again: %d rows; its shard merges at the next trigger (or POST /merge/%s)%n", rows, shard);
             return 0;
         }
     }

@@ -32,7 +32,9 @@ import picocli.CommandLine.Parameters;
  * cannot seek, and an existing application's progress store skips offsets it sealed already, so a replay is
  * always a fresh application id; the command refuses a group that already has offsets or members.
  */
-@Command(name = "replay", mixinStandardHelpOptions = true,
+@Command(
+        name = "replay",
+        mixinStandardHelpOptions = true,
         description = "Set a new ingest application's starting offsets (dry run unless --execute).")
 final class ReplayCommand implements Callable<Integer> {
     @Parameters(index = "0", description = "The ingest properties file of the replaying app (env vars apply too)")
@@ -45,7 +47,9 @@ final class ReplayCommand implements Callable<Integer> {
         @Option(names = "--to-earliest", description = "Every partition from its first retained offset")
         boolean earliest;
 
-        @Option(names = "--to-datetime", description = "The first offset at or after this instant, e.g. 2026-11-30T00:00:00Z")
+        @Option(
+                names = "--to-datetime",
+                description = "The first offset at or after this instant, e.g. 2026-11-30T00:00:00Z")
         Instant datetime;
 
         @Option(names = "--to-offset", split = ",", description = "partition:offset pairs, e.g. 0:1200,1:900")
@@ -55,8 +59,11 @@ final class ReplayCommand implements Callable<Integer> {
     @Option(names = "--execute", description = "Commit the offsets (without it, only print the plan)")
     boolean execute;
 
-    @Option(names = "--live", required = true, description = "The live ingest app's properties file: the replay must not"
-            + " share its consumer group, generations topic or DLQ topic")
+    @Option(
+            names = "--live",
+            required = true,
+            description = "The live ingest app's properties file: the replay must not"
+                    + " share its consumer group, generations topic or DLQ topic")
     Path live;
 
     @Override
@@ -70,12 +77,12 @@ final class ReplayCommand implements Callable<Integer> {
             shared.add("application.id " + group + " (the replay needs its own consumer group and progress)");
         }
         if (ingest.generationsTopic().equals(liveApp.generationsTopic())) {
-            shared.add(IngestConfig.GENERATIONS_TOPIC + " " + ingest.generationsTopic() + " (the live merge-worker would"
-                    + " read the replay's events)");
+            shared.add(IngestConfig.GENERATIONS_TOPIC + " " + ingest.generationsTopic()
+                    + " (the live merge-worker would" + " read the replay's events)");
         }
         if (ingest.dlqTopic().equals(liveApp.dlqTopic())) {
-            shared.add(IngestConfig.DLQ_TOPIC + " " + ingest.dlqTopic() + " (old dead letters would be sent again into the"
-                    + " live DLQ)");
+            shared.add(IngestConfig.DLQ_TOPIC + " " + ingest.dlqTopic()
+                    + " (old dead letters would be sent again into the" + " live DLQ)");
         }
         if (!shared.isEmpty()) {
             System.err.println("the replay shares with the live app: " + String.join("; ", shared)
@@ -86,18 +93,26 @@ final class ReplayCommand implements Callable<Integer> {
             ConsumerGroupDescription description = null;
             Map<TopicPartition, OffsetAndMetadata> committed = Map.of();
             try {
-                description = admin.describeConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
-                committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+                description = admin.describeConsumerGroups(List.of(group))
+                        .all()
+                        .get(30, TimeUnit.SECONDS)
+                        .get(group);
+                committed = admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata()
+                        .get(30, TimeUnit.SECONDS);
             } catch (ExecutionException e) {
                 if (!(e.getCause() instanceof GroupIdNotFoundException)) {
                     throw e;
                 }
             }
             if (description != null && (!description.members().isEmpty() || !committed.isEmpty())) {
-                System.err.printf("group %s already has %s; a replay needs a new application.id (its progress store "
-                        + "would skip offsets it sealed before)%n", group,
-                        description.members().isEmpty() ? "committed offsets" : "running members (state "
-                                + description.groupState() + ")");
+                System.err.printf(
+                        "group %s already has %s; a replay needs a new application.id (its progress store "
+                                + "would skip offsets it sealed before)%n",
+                        group,
+                        description.members().isEmpty()
+                                ? "committed offsets"
+                                : "running members (state " + description.groupState() + ")");
                 return 2;
             }
             Map<TopicPartition, Long> positions = positions(admin, topic);
@@ -105,21 +120,30 @@ final class ReplayCommand implements Callable<Integer> {
             for (Map.Entry<TopicPartition, Long> e : positions.entrySet()) {
                 long[] range = ranges.get(e.getKey());
                 if (e.getValue() < range[0] || e.getValue() > range[1]) {
-                    System.err.printf("partition %d: offset %d is outside the log [%d, %d] (retention removed what is"
-                            + " before, nothing is after)%n", e.getKey().partition(), e.getValue(), range[0], range[1]);
+                    System.err.printf(
+                            "partition %d: offset %d is outside the log [%d, %d] (retention removed what is"
+                                    + " before, nothing is after)%n",
+                            e.getKey().partition(), e.getValue(), range[0], range[1]);
                     return 2;
                 }
             }
             Map<String, Long> watermarks = watermarks(ingest);
             System.out.printf("replay plan for group %s on %s:%n", group, topic);
-            Map<TopicPartition, Long> ordered = new TreeMap<>(java.util.Comparator.comparingInt(TopicPartition::partition));
+            Map<TopicPartition, Long> ordered =
+                    new TreeMap<>(java.util.Comparator.comparingInt(TopicPartition::partition));
             ordered.putAll(positions);
             for (Map.Entry<TopicPartition, Long> e : ordered.entrySet()) {
-                long watermark = watermarks.getOrDefault(ShardId.of(topic, e.getKey().partition()), 0L);
-                System.out.printf("  partition %d from offset %d%s%s%n", e.getKey().partition(), e.getValue(),
+                long watermark =
+                        watermarks.getOrDefault(ShardId.of(topic, e.getKey().partition()), 0L);
+                System.out.printf(
+                        "  partition %d from offset %d%s%s%n",
+                        e.getKey().partition(),
+                        e.getValue(),
                         unlisted.contains(e.getKey()) ? "  (not given: from the end, nothing replayed)" : "",
-                        e.getValue() < watermark ? "  (below the table's merged watermark " + watermark
-                                + ": those generations are ignored by readers; replay into a new table)" : "");
+                        e.getValue() < watermark
+                                ? "  (below the table's merged watermark " + watermark
+                                        + ": those generations are ignored by readers; replay into a new table)"
+                                : "");
             }
             if (!execute) {
                 System.out.println("dry run: add --execute to commit these offsets");
@@ -147,12 +171,17 @@ final class ReplayCommand implements Callable<Integer> {
         var starts = admin.listOffsets(earliest).all().get(30, TimeUnit.SECONDS);
         var ends = admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS);
         Map<TopicPartition, long[]> ranges = new HashMap<>();
-        partitions.forEach(tp -> ranges.put(tp, new long[] {starts.get(tp).offset(), ends.get(tp).offset()}));
+        partitions.forEach(tp ->
+                ranges.put(tp, new long[] {starts.get(tp).offset(), ends.get(tp).offset()}));
         return ranges;
     }
 
     private Map<TopicPartition, Long> positions(Admin admin, String topic) throws Exception {
-        var partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions();
+        var partitions = admin.describeTopics(List.of(topic))
+                .allTopicNames()
+                .get(30, TimeUnit.SECONDS)
+                .get(topic)
+                .partitions();
         Map<TopicPartition, Long> positions = new HashMap<>();
         if (target.offsets != null) {
             for (String pair : target.offsets) {
@@ -175,11 +204,15 @@ final class ReplayCommand implements Callable<Integer> {
                 }
             });
             if (!rest.isEmpty()) {
-                admin.listOffsets(rest).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> positions.put(tp, info.offset()));
+                admin.listOffsets(rest)
+                        .all()
+                        .get(30, TimeUnit.SECONDS)
+                        .forEach((tp, info) -> positions.put(tp, info.offset()));
             }
             return positions;
         }
-        OffsetSpec spec = target.earliest ? OffsetSpec.earliest() : OffsetSpec.forTimestamp(target.datetime.toEpochMilli());
+        OffsetSpec spec =
+                target.earliest ? OffsetSpec.earliest() : OffsetSpec.forTimestamp(target.datetime.toEpochMilli());
         Map<TopicPartition, OffsetSpec> request = new HashMap<>();
         partitions.forEach(p -> request.put(new TopicPartition(topic, p.partition()), spec));
         var answers = admin.listOffsets(request).all().get(30, TimeUnit.SECONDS);
@@ -192,13 +225,17 @@ final class ReplayCommand implements Callable<Integer> {
             }
         }
         if (!ends.isEmpty()) {
-            admin.listOffsets(ends).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> positions.put(tp, info.offset()));
+            admin.listOffsets(ends)
+                    .all()
+                    .get(30, TimeUnit.SECONDS)
+                    .forEach((tp, info) -> positions.put(tp, info.offset()));
         }
         return positions;
     }
 
     private static Map<String, Long> watermarks(IngestConfig ingest) {
-        try (RolloutTable table = RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
+        try (RolloutTable table =
+                RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
             return table.watermarks();
         } catch (RolloutTableException.NotARolloutTable e) {
             return Map.of(); // a new table: nothing merged yet

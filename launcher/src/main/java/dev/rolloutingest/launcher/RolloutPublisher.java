@@ -29,16 +29,29 @@ final class RolloutPublisher {
      * @param keys distinct record_ids; record i gets id {@code experiment-(i % keys)} (rewrites when count > keys)
      * @param ratePerSecond 0 = as fast as the broker takes them
      */
-    void publish(String topic, String experiment, long count, long keys, int payloadBytes, double ratePerSecond,
-            AtomicLong acknowledged) throws InterruptedException {
+    void publish(
+            String topic,
+            String experiment,
+            long count,
+            long keys,
+            int payloadBytes,
+            double ratePerSecond,
+            AtomicLong acknowledged)
+            throws InterruptedException {
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", registryUrl), false);
         RolloutGenerator generator = new RolloutGenerator(experiment, payloadBytes, 20_261_130L);
         long started = System.nanoTime();
         Map<String, Object> props = new java.util.HashMap<>(clientConfig);
-        props.putAll(Map.of(ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
-                ProducerConfig.LINGER_MS_CONFIG, 5,
-                ProducerConfig.MAX_REQUEST_SIZE_CONFIG, Math.max(1 << 20, payloadBytes * 2 + 65_536)));
+        props.putAll(Map.of(
+                ProducerConfig.ACKS_CONFIG,
+                "all",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                true,
+                ProducerConfig.LINGER_MS_CONFIG,
+                5,
+                ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+                Math.max(1 << 20, payloadBytes * 2 + 65_536)));
         try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(props, new StringSerializer(), serializer)) {
             for (long i = 0; i < count; i++) {
                 Rollout rollout = generator.rollout(i % keys, (int) (i / keys));

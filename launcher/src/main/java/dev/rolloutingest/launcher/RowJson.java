@@ -28,7 +28,9 @@ final class RowJson {
         json.put("policy_version", r.getPolicyVersion());
         json.put("include_in_training", r.getIncludeInTraining());
         json.put("metadata", r.getMetadata());
-        json.put("payload_bytes", r.getBinaryPayload() == null ? null : r.getBinaryPayload().remaining());
+        json.put(
+                "payload_bytes",
+                r.getBinaryPayload() == null ? null : r.getBinaryPayload().remaining());
         json.put("source_partition", row.sourcePartition());
         json.put("source_offset", row.sourceOffset());
         json.put("ingested_at", row.ingestedAt().toString());

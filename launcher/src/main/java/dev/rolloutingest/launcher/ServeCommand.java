@@ -11,8 +11,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-@Command(name = "serve", mixinStandardHelpOptions = true,
-        description = "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=) with /metrics and /health.")
+@Command(
+        name = "serve",
+        mixinStandardHelpOptions = true,
+        description =
+                "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=) with /metrics and /health.")
 final class ServeCommand implements Callable<Integer> {
     @Mixin
     TableOptions table;
@@ -30,8 +33,10 @@ final class ServeCommand implements Callable<Integer> {
         RolloutTable t = RolloutTable.open(table.location(), table.settings(), registry);
         HttpEndpoint http = new HttpEndpoint(host, port);
         Observability.mountMetrics(http, registry);
-        http.route("/health", exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read",
-                "table", t.location().uri())));
+        http.route(
+                "/health",
+                exchange -> HttpEndpoint.Response.json(
+                        200, Map.of("app", "rollout-read", "table", t.location().uri())));
         new ReadApi(t).mount(http);
         http.start();
         System.out.println("read API on " + http.baseUrl() + "/rollouts");

@@ -9,8 +9,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-@Command(name = "status", mixinStandardHelpOptions = true,
-        description = "Per shard: pending generations and merged watermark; with --bootstrap-servers, consumer lag of both apps.")
+@Command(
+        name = "status",
+        mixinStandardHelpOptions = true,
+        description =
+                "Per shard: pending generations and merged watermark; with --bootstrap-servers, consumer lag of both apps.")
 final class StatusCommand implements Callable<Integer> {
     @Mixin
     TableOptions table;
@@ -49,7 +52,8 @@ final class StatusCommand implements Callable<Integer> {
             String merged = mergedGroup != null ? mergedGroup : ingestGroup + "-merged";
             try (Admin admin = Admin.create(client.clientConfig(bootstrapServers))) {
                 System.out.println("lag (records) by partition of " + inputTopic + ":");
-                System.out.println("  processed  " + ingestGroup + ": " + ConsumerLag.of(admin, ingestGroup, inputTopic));
+                System.out.println(
+                        "  processed  " + ingestGroup + ": " + ConsumerLag.of(admin, ingestGroup, inputTopic));
                 System.out.println("  sealed     " + sealed + ": " + ConsumerLag.of(admin, sealed, inputTopic)
                         + "   <- not yet in the table (alert on this)");
                 System.out.println("  merged     " + merged + ": " + ConsumerLag.of(admin, merged, inputTopic)

@@ -24,7 +24,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
@@ -54,7 +53,8 @@ import org.lance.ipc.ScanOptions;
  */
 final class SustainedBench {
     private static final String TOPIC = "rollouts";
-    private static final Pattern SUM = Pattern.compile("(?m)^rollout_merge_round_(prepare|commit)_seconds_sum\\{[^}]*\\} (\\S+)$");
+    private static final Pattern SUM =
+            Pattern.compile("(?m)^rollout_merge_round_(prepare|commit)_seconds_sum\\{[^}]*\\} (\\S+)$");
 
     private final Path dir;
     private final int seconds;
@@ -73,22 +73,36 @@ final class SustainedBench {
         Path tableDir = dir.resolve("table");
         try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(new NewTopic(TOPIC, partitions, (short) 1), new NewTopic("rollout-generations", 2, (short) 1),
-                    new NewTopic("rollout-merges", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1)));
+            kafka.createTopics(List.of(
+                    new NewTopic(TOPIC, partitions, (short) 1),
+                    new NewTopic("rollout-generations", 2, (short) 1),
+                    new NewTopic("rollout-merges", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1)));
             int mergePort = FreePorts.next();
             Path ingestConfig = config("ingest", kafka, registry, tableDir, FreePorts.next());
             Path mergeConfig = config("merge", kafka, registry, tableDir, mergePort);
             int countTrigger = 8; // rollout.merge.after.generations, default
-            System.out.printf("sustained run: %d s, producer unthrottled, %d partitions, %d-byte payloads, ingest and merge-worker"
-                    + " in their own JVMs (-Xmx1g) with default settings%n%n", seconds, partitions, payloadBytes);
-            try (ChildJvm ingest = ChildJvm.start(IngestApp.class, List.of(ingestConfig.toString()), Map.of(),
-                    dir.resolve("ingest.log"), "-Xmx1g");
-                    ChildJvm merge = ChildJvm.start(MergeApp.class, List.of(mergeConfig.toString()), Map.of(),
-                            dir.resolve("merge.log"), "-Xmx1g")) {
+            System.out.printf(
+                    "sustained run: %d s, producer unthrottled, %d partitions, %d-byte payloads, ingest and merge-worker"
+                            + " in their own JVMs (-Xmx1g) with default settings%n%n",
+                    seconds, partitions, payloadBytes);
+            try (ChildJvm ingest = ChildJvm.start(
+                            IngestApp.class,
+                            List.of(ingestConfig.toString()),
+                            Map.of(),
+                            dir.resolve("ingest.log"),
+                            "-Xmx1g");
+                    ChildJvm merge = ChildJvm.start(
+                            MergeApp.class,
+                            List.of(mergeConfig.toString()),
+                            Map.of(),
+                            dir.resolve("merge.log"),
+                            "-Xmx1g")) {
                 BitSet acked = new BitSet();
                 AtomicLong produced = new AtomicLong();
                 AtomicBoolean producing = new AtomicBoolean(true);
-                Thread producer = new Thread(() -> produce(kafka, registry, producing, acked, produced), "sustained-producer");
+                Thread producer =
+                        new Thread(() -> produce(kafka, registry, producing, acked, produced), "sustained-producer");
                 RolloutTable table = awaitTable(tableDir, ingest);
                 try {
                     long start = System.nanoTime();
@@ -124,8 +138,9 @@ final class SustainedBench {
                             maxPendingAt = t;
                         }
                         if (t % 15 == 0 || t == seconds) {
-                            System.out.printf("| %d s | %,d | %,d | %,d | %d |%n", t, produced.get(), sealed(table),
-                                    table.countBaseRows(), worst);
+                            System.out.printf(
+                                    "| %d s | %,d | %,d | %,d | %d |%n",
+                                    t, produced.get(), sealed(table), table.countBaseRows(), worst);
                         }
                         if (!ingest.isAlive() || !merge.isAlive()) {
                             throw new IllegalStateException("an app died; see " + dir);
@@ -139,14 +154,22 @@ final class SustainedBench {
                     producer.join();
                     double ingestRate = sealedInRun / wall;
                     double mergeCapacity = mergedInRun / busy;
-                    System.out.printf("%npending generations per shard, sampled every second: max %d (%s at %d s); count trigger"
-                            + " %d, bound 2x = %d: %s%n", maxPending, maxPendingShard, maxPendingAt, countTrigger,
-                            2 * countTrigger, maxPending <= 2 * countTrigger ? "within" : "EXCEEDED");
-                    System.out.printf("ingest: %,.0f rows/s sealed (wall time); merge: %,d rows in %.1f s of round work ="
-                            + " %,.0f rows/s capacity; merge capacity / ingest = %.2f%n", ingestRate, mergedInRun, busy,
-                            mergeCapacity, mergeCapacity / ingestRate);
-                    System.out.printf("peak RSS: ingest %d MiB, merge-worker %d MiB%n", IngestBench.hwmMiB(ingest.pid()),
-                            IngestBench.hwmMiB(merge.pid()));
+                    System.out.printf(
+                            "%npending generations per shard, sampled every second: max %d (%s at %d s); count trigger"
+                                    + " %d, bound 2x = %d: %s%n",
+                            maxPending,
+                            maxPendingShard,
+                            maxPendingAt,
+                            countTrigger,
+                            2 * countTrigger,
+                            maxPending <= 2 * countTrigger ? "within" : "EXCEEDED");
+                    System.out.printf(
+                            "ingest: %,.0f rows/s sealed (wall time); merge: %,d rows in %.1f s of round work ="
+                                    + " %,.0f rows/s capacity; merge capacity / ingest = %.2f%n",
+                            ingestRate, mergedInRun, busy, mergeCapacity, mergeCapacity / ingestRate);
+                    System.out.printf(
+                            "peak RSS: ingest %d MiB, merge-worker %d MiB%n",
+                            IngestBench.hwmMiB(ingest.pid()), IngestBench.hwmMiB(merge.pid()));
                     verify(table, tableDir, acked, produced.get());
                 } finally {
                     producing.set(false);
@@ -183,7 +206,10 @@ final class SustainedBench {
         long unknown = 0;
         try (BufferAllocator allocator = new RootAllocator();
                 Dataset base = Dataset.open(tableDir.toString(), allocator);
-                var scanner = base.newScan(new ScanOptions.Builder().columns(List.of("record_id")).batchSize(65_536).build());
+                var scanner = base.newScan(new ScanOptions.Builder()
+                        .columns(List.of("record_id"))
+                        .batchSize(65_536)
+                        .build());
                 ArrowReader reader = scanner.scanBatches()) {
             while (reader.loadNextBatch()) {
                 VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector("record_id");
@@ -203,9 +229,10 @@ final class SustainedBench {
         }
         BitSet lost = (BitSet) acked.clone();
         lost.andNot(seen);
-        System.out.printf("end: %,d records acknowledged (%,d sent), %,d rows in the base: %d lost, %d duplicated"
-                + " (%d rows of sends that were not acknowledged)%n", acked.cardinality(), produced, rows, lost.cardinality(),
-                duplicated, unknown);
+        System.out.printf(
+                "end: %,d records acknowledged (%,d sent), %,d rows in the base: %d lost, %d duplicated"
+                        + " (%d rows of sends that were not acknowledged)%n",
+                acked.cardinality(), produced, rows, lost.cardinality(), duplicated, unknown);
     }
 
     private static long sealed(RolloutTable table) {
@@ -216,20 +243,36 @@ final class SustainedBench {
         return sealed;
     }
 
-    private void produce(EmbeddedKafka kafka, ApicurioRegistry registry, AtomicBoolean producing, BitSet acked,
+    private void produce(
+            EmbeddedKafka kafka,
+            ApicurioRegistry registry,
+            AtomicBoolean producing,
+            BitSet acked,
             AtomicLong produced) {
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("sus", payloadBytes, 11);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all",
-                ProducerConfig.LINGER_MS_CONFIG, 20, ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024),
-                new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all",
+                        ProducerConfig.LINGER_MS_CONFIG,
+                        20,
+                        ProducerConfig.BATCH_SIZE_CONFIG,
+                        256 * 1024),
+                new ByteArraySerializer(),
+                new ByteArraySerializer())) {
             for (int i = 0; producing.get(); i++) {
                 Rollout rollout = generator.rollout(i, 0);
                 int index = i;
-                producer.send(new ProducerRecord<>(TOPIC, rollout.getRecordId().getBytes(StandardCharsets.UTF_8),
-                        serializer.serialize(TOPIC, rollout)), (metadata, error) -> {
+                producer.send(
+                        new ProducerRecord<>(
+                                TOPIC,
+                                rollout.getRecordId().getBytes(StandardCharsets.UTF_8),
+                                serializer.serialize(TOPIC, rollout)),
+                        (metadata, error) -> {
                             if (error == null) {
                                 synchronized (acked) {
                                     acked.set(index);
@@ -259,8 +302,12 @@ final class SustainedBench {
 
     /** Seconds the merge-worker spent preparing and committing rounds, from its /metrics. */
     private static double mergeBusySeconds(int port) throws Exception {
-        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
-                .build(), HttpResponse.BodyHandlers.ofString()).body();
+        String body = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
         double sum = 0;
         Matcher m = SUM.matcher(body);
         while (m.find()) {
@@ -273,7 +320,9 @@ final class SustainedBench {
         long deadline = System.nanoTime() + 120_000_000_000L;
         while (true) {
             try {
-                return RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS.withPendingLimits(0, 0),
+                return RolloutTable.open(
+                        TableLocation.local(tableDir),
+                        TableSettings.DEFAULTS.withPendingLimits(0, 0),
                         new SimpleMeterRegistry());
             } catch (RuntimeException e) {
                 if (System.nanoTime() > deadline || !app.isAlive()) {
@@ -284,7 +333,8 @@ final class SustainedBench {
         }
     }
 
-    private Path config(String app, EmbeddedKafka kafka, ApicurioRegistry registry, Path tableDir, int port) throws Exception {
+    private Path config(String app, EmbeddedKafka kafka, ApicurioRegistry registry, Path tableDir, int port)
+            throws Exception {
         Path work = dir.resolve(app);
         Files.createDirectories(work);
         Properties props = new Properties();

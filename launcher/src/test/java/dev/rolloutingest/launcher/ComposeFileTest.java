@@ -29,10 +29,12 @@ class ComposeFileTest {
         IngestConfig.DEFINITION.names().forEach(k -> known.add(ConfigSources.envName(k)));
         MergeConfig.DEFINITION.names().forEach(k -> known.add(ConfigSources.envName(k)));
         List<String> appEnv = appEnvironment(lines);
-        assertThat(appEnv).contains("BOOTSTRAP_SERVERS", "SCHEMA_REGISTRY_URL", "ROLLOUT_TABLE_URI", "ROLLOUT_STATE_DIR");
+        assertThat(appEnv)
+                .contains("BOOTSTRAP_SERVERS", "SCHEMA_REGISTRY_URL", "ROLLOUT_TABLE_URI", "ROLLOUT_STATE_DIR");
         for (String name : appEnv) {
             assertThat(known.contains(name) || name.startsWith("ROLLOUT_TABLE_STORAGE_"))
-                    .as("%s in docker-compose.yml is no setting of the apps", name).isTrue();
+                    .as("%s in docker-compose.yml is no setting of the apps", name)
+                    .isTrue();
         }
     }
 

@@ -63,12 +63,18 @@ class ConsumerLagIT {
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("lag", 64, 1);
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all"),
-                new StringSerializer(), serializer)) {
+        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all"),
+                new StringSerializer(),
+                serializer)) {
             for (int i = from; i < to; i++) {
                 Rollout rollout = generator.rollout(i, 0);
-                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout)).get();
+                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout))
+                        .get();
             }
         }
     }
@@ -100,9 +106,20 @@ class ConsumerLagIT {
 
     private Map<String, Object> common(String run, String tableUri) {
         Map<String, Object> props = new HashMap<>(Map.of(
-                "bootstrap.servers", kafka.bootstrapServers(), "schema.registry.url", registry.confluentUrl(),
-                "rollout.table.uri", tableUri, "http.port", "0", "rollout.generations.topic", run + "-generations",
-                "rollout.commit.interval.ms", "200", "rollout.lag.publish.interval.ms", "200"));
+                "bootstrap.servers",
+                kafka.bootstrapServers(),
+                "schema.registry.url",
+                registry.confluentUrl(),
+                "rollout.table.uri",
+                tableUri,
+                "http.port",
+                "0",
+                "rollout.generations.topic",
+                run + "-generations",
+                "rollout.commit.interval.ms",
+                "200",
+                "rollout.lag.publish.interval.ms",
+                "200"));
         s3.lanceStorageOptions().forEach((k, v) -> props.put("rollout.table.storage." + k, v));
         return props;
     }
@@ -111,38 +128,75 @@ class ConsumerLagIT {
     void theSealedAndMergedGroupsShowOnStandardToolsWhatIsNotYetInTheTable() throws Exception {
         String run = "lag-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        kafka.createTopics(List.of(new NewTopic(input, 2, (short) 1), new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1), new NewTopic(run + "-merges", 1, (short) 1)));
+        kafka.createTopics(List.of(
+                new NewTopic(input, 2, (short) 1),
+                new NewTopic(run + "-generations", 1, (short) 1),
+                new NewTopic(run + "-dlq", 1, (short) 1),
+                new NewTopic(run + "-merges", 1, (short) 1)));
         String tableUri = s3.uri(run);
         Map<String, Object> ingestProps = common(run, tableUri);
-        ingestProps.putAll(Map.of("application.id", run, "rollout.input.topic", input, "rollout.dlq.topic", run + "-dlq",
-                "rollout.state.dir", ROOT.resolve(run).resolve("ingest-state").toString(),
-                "rollout.seal.max.rows", "100000", "rollout.seal.max.age.ms", "12000",
-                "rollout.seal.check.interval.ms", "100", "rollout.seal.write.attempts", "3"));
+        ingestProps.putAll(Map.of(
+                "application.id",
+                run,
+                "rollout.input.topic",
+                input,
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.state.dir",
+                ROOT.resolve(run).resolve("ingest-state").toString(),
+                "rollout.seal.max.rows",
+                "100000",
+                "rollout.seal.max.age.ms",
+                "12000",
+                "rollout.seal.check.interval.ms",
+                "100",
+                "rollout.seal.write.attempts",
+                "3"));
         Map<String, Object> mergeProps = common(run, tableUri);
-        mergeProps.putAll(Map.of("application.id", run + "-merge", "rollout.merges.topic", run + "-merges",
-                "rollout.state.dir", ROOT.resolve(run).resolve("merge-state").toString(),
-                "rollout.lag.merged.group", run + "-merged", "rollout.merge.after.generations", "1",
-                "rollout.merge.max.pending.age.ms", "500", "rollout.gc.interval.ms", "0", "rollout.compaction.interval.ms", "0"));
+        mergeProps.putAll(Map.of(
+                "application.id",
+                run + "-merge",
+                "rollout.merges.topic",
+                run + "-merges",
+                "rollout.state.dir",
+                ROOT.resolve(run).resolve("merge-state").toString(),
+                "rollout.lag.merged.group",
+                run + "-merged",
+                "rollout.merge.after.generations",
+                "1",
+                "rollout.merge.max.pending.age.ms",
+                "500",
+                "rollout.gc.interval.ms",
+                "0",
+                "rollout.compaction.interval.ms",
+                "0"));
         try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start();
                 MergeApp merge = new MergeApp(MergeConfig.of(mergeProps)).start()) {
             ingest.runtime().awaitRunning(Duration.ofSeconds(60));
             produce(input, 0, 400);
             // Processed: the app's own group reaches 0 lag while nothing is sealed (the seal age is 12 s).
             assertThat(await(lagOf(run, input), 0, 30)).as("processed lag").isZero();
-            assertThat(lag(run + "-sealed", input)).as("sealed lag = produced - sealed").isEqualTo(400);
+            assertThat(lag(run + "-sealed", input))
+                    .as("sealed lag = produced - sealed")
+                    .isEqualTo(400);
             // After the age trigger everything is sealed, then merged.
             assertThat(await(lagOf(run + "-sealed", input), 0, 60)).isZero();
-            assertThat(await(lagOf(run + "-merged", input), 0, 60)).as("merged lag").isZero();
+            assertThat(await(lagOf(run + "-merged", input), 0, 60))
+                    .as("merged lag")
+                    .isZero();
 
             // The store refuses every write: processed lag 0, sealed lag stays up until writes work again.
             s3.refuseRequests(true);
             produce(input, 400, 700);
             assertThat(await(lagOf(run, input), 0, 30)).isZero();
             Thread.sleep(15_000); // past the seal age: the seals are being tried and fail
-            assertThat(lag(run + "-sealed", input)).as("sealed lag while writes fail").isEqualTo(300);
+            assertThat(lag(run + "-sealed", input))
+                    .as("sealed lag while writes fail")
+                    .isEqualTo(300);
             s3.refuseRequests(false);
-            assertThat(await(lagOf(run + "-sealed", input), 0, 120)).as("sealed lag once writes work").isZero();
+            assertThat(await(lagOf(run + "-sealed", input), 0, 120))
+                    .as("sealed lag once writes work")
+                    .isZero();
             assertThat(await(lagOf(run + "-merged", input), 0, 120)).isZero();
         }
         long sealedBefore = committed(run + "-sealed", input);
@@ -158,20 +212,32 @@ class ConsumerLagIT {
     void aLagGroupThatHasMembersIsRefusedNamingTheSetting() throws Exception {
         String run = "taken-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        kafka.createTopics(List.of(new NewTopic(input, 1, (short) 1), new NewTopic(run + "-generations", 1, (short) 1)));
+        kafka.createTopics(
+                List.of(new NewTopic(input, 1, (short) 1), new NewTopic(run + "-generations", 1, (short) 1)));
         Map<String, Object> props = common(run, s3.uri(run));
-        props.putAll(Map.of("application.id", run, "rollout.input.topic", input,
-                "rollout.state.dir", ROOT.resolve(run).resolve("state").toString()));
-        try (KafkaConsumer<byte[], byte[]> member = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ConsumerConfig.GROUP_ID_CONFIG, run + "-sealed"),
-                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        props.putAll(Map.of(
+                "application.id",
+                run,
+                "rollout.input.topic",
+                input,
+                "rollout.state.dir",
+                ROOT.resolve(run).resolve("state").toString()));
+        try (KafkaConsumer<byte[], byte[]> member = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ConsumerConfig.GROUP_ID_CONFIG,
+                        run + "-sealed"),
+                new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
             member.subscribe(List.of(input));
             long deadline = System.currentTimeMillis() + 30_000;
             while (member.assignment().isEmpty() && System.currentTimeMillis() < deadline) {
                 member.poll(Duration.ofMillis(200));
             }
             assertThatThrownBy(() -> new IngestApp(IngestConfig.of(props)))
-                    .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.lag.sealed.group")
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("rollout.lag.sealed.group")
                     .hasMessageContaining("member");
         }
     }
@@ -179,7 +245,9 @@ class ConsumerLagIT {
     private static long committed(String group, String topic) throws Exception {
         try (var admin = kafka.admin()) {
             return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().entrySet().stream()
-                    .filter(e -> e.getKey().topic().equals(topic)).mapToLong(e -> e.getValue().offset()).sum();
+                    .filter(e -> e.getKey().topic().equals(topic))
+                    .mapToLong(e -> e.getValue().offset())
+                    .sum();
         }
     }
 }

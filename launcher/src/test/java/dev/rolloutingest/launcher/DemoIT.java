@@ -25,28 +25,45 @@ class DemoIT {
         Path work = Path.of("target", "it-demo", name).toAbsolutePath();
         Path log = work.resolve("demo.out");
         Files.deleteIfExists(log);
-        List<String> args = new java.util.ArrayList<>(List.of("demo", "--records", "400", "--partitions", "3",
-                "--payload-bytes", "200", "--data-dir", work.resolve("data").toString(), "--timeout", "240"));
+        List<String> args = new java.util.ArrayList<>(List.of(
+                "demo",
+                "--records",
+                "400",
+                "--partitions",
+                "3",
+                "--payload-bytes",
+                "200",
+                "--data-dir",
+                work.resolve("data").toString(),
+                "--timeout",
+                "240"));
         args.addAll(List.of(extra));
-        List<String> command = new java.util.ArrayList<>(List.of(Path.of("..", "rollout-ingest").toAbsolutePath().toString()));
+        List<String> command = new java.util.ArrayList<>(
+                List.of(Path.of("..", "rollout-ingest").toAbsolutePath().toString()));
         command.addAll(args);
         Files.createDirectories(work);
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+        ProcessBuilder builder = new ProcessBuilder(command)
+                .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
         builder.environment().put("ROLLOUT_JAVA_OPTS", "-Xmx768m");
         builder.environment().remove("LANCE_LOG"); // the script's own setting, as on a user's machine
         Process demo = builder.start();
         try {
-            assertThat(demo.waitFor(300, java.util.concurrent.TimeUnit.SECONDS)).as("demo finished; output in %s", log).isTrue();
+            assertThat(demo.waitFor(300, java.util.concurrent.TimeUnit.SECONDS))
+                    .as("demo finished; output in %s", log)
+                    .isTrue();
         } finally {
             demo.destroyForcibly();
         }
         assertThat(demo.exitValue()).as("demo exit code; output in %s", log).isZero();
         String output = Files.readString(log);
-        assertThat(output).contains("demo: publishing 400 rollouts").contains("readable")
+        assertThat(output)
+                .contains("demo: publishing 400 rollouts")
+                .contains("readable")
                 .containsPattern("Kafka bootstrap servers: localhost:\\d+")
                 .containsPattern("schema registry \\(Confluent API\\): http://127\\.0\\.0\\.1:\\d+/apis/ccompat/v7");
-        List<String> problems = LOG_PROBLEM.matcher(output).results().map(r -> r.group()).toList();
+        List<String> problems =
+                LOG_PROBLEM.matcher(output).results().map(r -> r.group()).toList();
         assertThat(problems).as("WARN/ERROR lines in a healthy demo (%s)", log).isEmpty();
         Matcher m = SUMMARY.matcher(output);
         assertThat(m.find()).as("summary line in %s", log).isTrue();
@@ -61,9 +78,14 @@ class DemoIT {
     @Test
     void theDemoLandsMergesAndReadsEveryRecordAndAnIndependentReaderAgrees() throws Exception {
         Map<String, String> summary = runDemo("local");
-        assertThat(summary).containsEntry("produced", "400").containsEntry("readable", "400")
-                .containsEntry("sealed_rows", "400").containsEntry("base_rows", "400").containsEntry("pending", "0");
-        assertThat(Long.parseLong(summary.get("generations"))).isPositive()
+        assertThat(summary)
+                .containsEntry("produced", "400")
+                .containsEntry("readable", "400")
+                .containsEntry("sealed_rows", "400")
+                .containsEntry("base_rows", "400")
+                .containsEntry("pending", "0");
+        assertThat(Long.parseLong(summary.get("generations")))
+                .isPositive()
                 .isEqualTo(Long.parseLong(summary.get("merged_generations")));
         try (RootAllocator allocator = new RootAllocator();
                 Dataset table = Dataset.open(summary.get("table"), allocator)) {
@@ -77,6 +99,9 @@ class DemoIT {
     void theDemoRunsWithTheTableOnTheEmbeddedS3Api() throws Exception {
         Map<String, String> summary = runDemo("s3", "--s3");
         assertThat(summary.get("table")).startsWith("s3://rollouts/");
-        assertThat(summary).containsEntry("readable", "400").containsEntry("pending", "0").containsEntry("base_rows", "400");
+        assertThat(summary)
+                .containsEntry("readable", "400")
+                .containsEntry("pending", "0")
+                .containsEntry("base_rows", "400");
     }
 }

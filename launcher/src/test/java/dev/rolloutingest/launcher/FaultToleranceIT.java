@@ -58,8 +58,10 @@ import org.junit.jupiter.api.Test;
  */
 class FaultToleranceIT {
     private static final Path ROOT = Path.of("target", "it-faults").toAbsolutePath();
-    private static final Pattern SEALED = Pattern.compile("^(\\d\\d:\\d\\d:\\d\\d\\.\\d{3}) .*\\(([^/]+)/(\\d+)\\): sealed generation");
-    private static final Pattern MERGED = Pattern.compile("^(\\d\\d:\\d\\d:\\d\\d\\.\\d{3}) .*Merge round \\d+: \\d+ shards");
+    private static final Pattern SEALED =
+            Pattern.compile("^(\\d\\d:\\d\\d:\\d\\d\\.\\d{3}) .*\\(([^/]+)/(\\d+)\\): sealed generation");
+    private static final Pattern MERGED =
+            Pattern.compile("^(\\d\\d:\\d\\d:\\d\\d\\.\\d{3}) .*Merge round \\d+: \\d+ shards");
     private static int brokerPort;
     private static int controllerPort;
     private static EmbeddedKafka kafka;
@@ -87,29 +89,42 @@ class FaultToleranceIT {
         private final Thread thread;
 
         Producer(String topic, int keys, int perSecond) {
-            thread = new Thread(() -> {
-                ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-                serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
-                RolloutGenerator generator = new RolloutGenerator("faults", 128, 5);
-                try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all",
-                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 300_000,
-                        ProducerConfig.MAX_BLOCK_MS_CONFIG, 300_000), new StringSerializer(), serializer)) {
-                    for (long i = 0; running.get(); i++) {
-                        Rollout rollout = generator.rollout(i % keys, (int) i);
-                        producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout)).get();
-                        synchronized (latest) {
-                            latest.put(rollout.getRecordId(), rollout.getPolicyVersion());
+            thread = new Thread(
+                    () -> {
+                        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+                        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+                        RolloutGenerator generator = new RolloutGenerator("faults", 128, 5);
+                        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
+                                Map.of(
+                                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                                        kafka.bootstrapServers(),
+                                        ProducerConfig.ACKS_CONFIG,
+                                        "all",
+                                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                                        true,
+                                        ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG,
+                                        300_000,
+                                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                                        300_000),
+                                new StringSerializer(),
+                                serializer)) {
+                            for (long i = 0; running.get(); i++) {
+                                Rollout rollout = generator.rollout(i % keys, (int) i);
+                                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout))
+                                        .get();
+                                synchronized (latest) {
+                                    latest.put(rollout.getRecordId(), rollout.getPolicyVersion());
+                                }
+                                produced.incrementAndGet();
+                                Thread.sleep(1000 / perSecond);
+                            }
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
                         }
-                        produced.incrementAndGet();
-                        Thread.sleep(1000 / perSecond);
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            }, "fault-producer");
+                    },
+                    "fault-producer");
             thread.start();
         }
 
@@ -125,8 +140,10 @@ class FaultToleranceIT {
         static Run create(String prefix, String tableUri, Map<String, String> storage) {
             String name = prefix + "-" + UUID.randomUUID().toString().substring(0, 6);
             Path dir = ROOT.resolve(name);
-            kafka.createTopics(List.of(new NewTopic(name + "-rollouts", 4, (short) 1),
-                    new NewTopic(name + "-generations", 2, (short) 1), new NewTopic(name + "-dlq", 1, (short) 1),
+            kafka.createTopics(List.of(
+                    new NewTopic(name + "-rollouts", 4, (short) 1),
+                    new NewTopic(name + "-generations", 2, (short) 1),
+                    new NewTopic(name + "-dlq", 1, (short) 1),
                     new NewTopic(name + "-merges", 1, (short) 1)));
             return new Run(name, name + "-rollouts", dir, tableUri == null ? dir.resolve("table") : null, storage);
         }
@@ -154,7 +171,9 @@ class FaultToleranceIT {
                 }
             });
             props.put("application.id", name + "-" + app);
-            props.put("rollout.state.dir", dir.resolve(app + "-" + instance + "-state").toString());
+            props.put(
+                    "rollout.state.dir",
+                    dir.resolve(app + "-" + instance + "-state").toString());
             props.put("http.port", "0");
             props.put("rollout.input.topic", input);
             props.put("rollout.generations.topic", name + "-generations");
@@ -200,7 +219,9 @@ class FaultToleranceIT {
         /** Log lines written after {@code from} bytes. */
         List<String> linesAfter(long from) throws IOException {
             byte[] all = Files.readAllBytes(log);
-            return new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from)).lines().toList();
+            return new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from))
+                    .lines()
+                    .toList();
         }
 
         @Override
@@ -212,8 +233,14 @@ class FaultToleranceIT {
     }
 
     /** Seconds from {@code since} (a log time) to the first line after {@code from} matching, within {@code seconds}. */
-    private static double secondsUntil(App app, long from, LocalTime since, Pattern pattern, java.util.function.Predicate<Matcher> which,
-            int seconds) throws Exception {
+    private static double secondsUntil(
+            App app,
+            long from,
+            LocalTime since,
+            Pattern pattern,
+            java.util.function.Predicate<Matcher> which,
+            int seconds)
+            throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
         while (System.currentTimeMillis() < deadline) {
             for (String line : app.linesAfter(from)) {
@@ -249,7 +276,8 @@ class FaultToleranceIT {
         Map<String, Long> seen = Map.of();
         int pending = -1;
         while (System.currentTimeMillis() < deadline) {
-            try (RolloutTable table = RolloutTable.open(run.location(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            try (RolloutTable table =
+                    RolloutTable.open(run.location(), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                 List<RolloutRow> rows = table.list(ListQuery.all(100_000));
                 Map<String, Long> versions = new TreeMap<>();
                 boolean duplicate = false;
@@ -260,7 +288,8 @@ class FaultToleranceIT {
                 seen = versions;
                 pending = 0;
                 for (int p = 0; p < 4; p++) {
-                    pending += table.pendingGenerations(ShardId.of(run.input(), p)).size();
+                    pending +=
+                            table.pendingGenerations(ShardId.of(run.input(), p)).size();
                 }
                 if (versions.equals(expected) && pending == 0) {
                     return;
@@ -270,24 +299,39 @@ class FaultToleranceIT {
             }
             Thread.sleep(1000);
         }
-        assertThat(seen).as("every produced key once with its latest version (pending %d)", pending).isEqualTo(expected);
+        assertThat(seen)
+                .as("every produced key once with its latest version (pending %d)", pending)
+                .isEqualTo(expected);
     }
 
     @Test
     void killedInstancesAreBackWithinSecondsAndNothingIsLostOrDuplicated() throws Exception {
         Run run = Run.create("kills", null, Map.of());
         List<App> ingest = List.of(
-                new App(IngestApp.class, run.config("ingest", "a", Map.of()), run.dir().resolve("ingest-a.log")),
-                new App(IngestApp.class, run.config("ingest", "b", Map.of()), run.dir().resolve("ingest-b.log")));
+                new App(
+                        IngestApp.class,
+                        run.config("ingest", "a", Map.of()),
+                        run.dir().resolve("ingest-a.log")),
+                new App(
+                        IngestApp.class,
+                        run.config("ingest", "b", Map.of()),
+                        run.dir().resolve("ingest-b.log")));
         List<App> merge = List.of(
-                new App(MergeApp.class, run.config("merge", "a", Map.of()), run.dir().resolve("merge-a.log")),
-                new App(MergeApp.class, run.config("merge", "b", Map.of()), run.dir().resolve("merge-b.log")));
+                new App(
+                        MergeApp.class,
+                        run.config("merge", "a", Map.of()),
+                        run.dir().resolve("merge-a.log")),
+                new App(
+                        MergeApp.class,
+                        run.config("merge", "b", Map.of()),
+                        run.dir().resolve("merge-b.log")));
         List<Double> restarts = new ArrayList<>();
         try (Producer producer = new Producer(run.input(), 1_500, 200)) {
             ingest.forEach(App::start);
             merge.forEach(App::start);
             for (App app : ingest) {
-                assertThat(secondsUntil(app, 0, LocalTime.MIN, SEALED, m -> true, 120)).isFinite();
+                assertThat(secondsUntil(app, 0, LocalTime.MIN, SEALED, m -> true, 120))
+                        .isFinite();
             }
             // SIGKILL and restart at once, ten times, the two ingest instances in turn.
             for (int kill = 0; kill < 10; kill++) {
@@ -320,35 +364,47 @@ class FaultToleranceIT {
             long survivorFrom = survivor.logSize();
             LocalTime killed = LocalTime.now();
             gone.jvm.kill();
-            double takeover = secondsUntil(survivor, survivorFrom, killed, SEALED,
-                    m -> orphaned.contains(Integer.parseInt(m.group(3))), 90);
-            System.out.printf("recovery: takeover of a dead instance's partitions %s after %.1f s%n", orphaned, takeover);
+            double takeover = secondsUntil(
+                    survivor, survivorFrom, killed, SEALED, m -> orphaned.contains(Integer.parseInt(m.group(3))), 90);
+            System.out.printf(
+                    "recovery: takeover of a dead instance's partitions %s after %.1f s%n", orphaned, takeover);
             gone.start();
             Thread.sleep(5_000);
             // A graceful stop hands the partitions over.
             App stopping = ingest.get(1);
             App other = ingest.get(0);
             Thread.sleep(3_000);
-            List<Integer> handed = sealedPartitions(stopping, stopping.logSize() - 4096 < 0 ? 0 : stopping.logSize() - 4096);
+            List<Integer> handed =
+                    sealedPartitions(stopping, stopping.logSize() - 4096 < 0 ? 0 : stopping.logSize() - 4096);
             long otherFrom = other.logSize();
             LocalTime stopped = LocalTime.now();
             stopping.jvm.stop();
-            double handover = secondsUntil(other, otherFrom, stopped, SEALED,
-                    m -> handed.isEmpty() || handed.contains(Integer.parseInt(m.group(3))), 60);
+            double handover = secondsUntil(
+                    other,
+                    otherFrom,
+                    stopped,
+                    SEALED,
+                    m -> handed.isEmpty() || handed.contains(Integer.parseInt(m.group(3))),
+                    60);
             System.out.printf("recovery: graceful stop handed partitions %s over after %.1f s%n", handed, handover);
             stopping.start();
 
-            double[] sorted = restarts.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+            double[] sorted =
+                    restarts.stream().mapToDouble(Double::doubleValue).sorted().toArray();
             double p95 = sorted[(int) Math.ceil(sorted.length * 0.95) - 1];
-            System.out.printf("recovery: ingest restarts p50 %.1f s, p95 %.1f s, max %.1f s over %d kills%n",
+            System.out.printf(
+                    "recovery: ingest restarts p50 %.1f s, p95 %.1f s, max %.1f s over %d kills%n",
                     sorted[sorted.length / 2], p95, sorted[sorted.length - 1], sorted.length);
             assertThat(p95).as("p95 of restart-to-sealing over 10 kills").isLessThanOrEqualTo(15.0);
-            assertThat(takeover).as("a surviving instance takes a dead one's partitions").isLessThanOrEqualTo(30.0);
+            assertThat(takeover)
+                    .as("a surviving instance takes a dead one's partitions")
+                    .isLessThanOrEqualTo(30.0);
             assertThat(handover).as("a graceful stop hands its partitions over").isLessThanOrEqualTo(10.0);
             Thread.sleep(3_000);
             producer.close();
             verifyEverythingOnce(run, producer, 180);
-            System.out.printf("recovery: %d records produced, %d keys, all read once with their latest value%n",
+            System.out.printf(
+                    "recovery: %d records produced, %d keys, all read once with their latest value%n",
                     producer.produced.get(), producer.latest.size());
         } finally {
             ingest.forEach(App::close);
@@ -359,12 +415,15 @@ class FaultToleranceIT {
     @Test
     void aBrokerDownFor20SecondsIsRiddenOutByBothApps() throws Exception {
         Run run = Run.create("broker", null, Map.of());
-        App ingest = new App(IngestApp.class, run.config("ingest", "a", Map.of()), run.dir().resolve("ingest.log"));
-        App merge = new App(MergeApp.class, run.config("merge", "a", Map.of()), run.dir().resolve("merge.log"));
+        App ingest = new App(
+                IngestApp.class, run.config("ingest", "a", Map.of()), run.dir().resolve("ingest.log"));
+        App merge = new App(
+                MergeApp.class, run.config("merge", "a", Map.of()), run.dir().resolve("merge.log"));
         try (Producer producer = new Producer(run.input(), 800, 100)) {
             ingest.start();
             merge.start();
-            assertThat(secondsUntil(ingest, 0, LocalTime.MIN, SEALED, m -> true, 120)).isFinite();
+            assertThat(secondsUntil(ingest, 0, LocalTime.MIN, SEALED, m -> true, 120))
+                    .isFinite();
             Thread.sleep(3_000);
             kafka.close();
             Thread.sleep(20_000);
@@ -372,7 +431,8 @@ class FaultToleranceIT {
             LocalTime back = LocalTime.now();
             kafka = EmbeddedKafka.start(kafka.dataDir(), brokerPort, controllerPort);
             double resumed = secondsUntil(ingest, from, back, SEALED, m -> true, 180);
-            System.out.printf("recovery: after a 20 s broker outage ingest sealed again %.1f s after the broker was back%n",
+            System.out.printf(
+                    "recovery: after a 20 s broker outage ingest sealed again %.1f s after the broker was back%n",
                     resumed);
             assertThat(resumed).isFinite();
             Thread.sleep(3_000);
@@ -387,52 +447,67 @@ class FaultToleranceIT {
     }
 
     @Test
-    void anObjectStoreRefusingEveryRequestFor30SecondsIsRiddenOutWithoutCooldownsAndReadsAnswer503()
-            throws Exception {
+    void anObjectStoreRefusingEveryRequestFor30SecondsIsRiddenOutWithoutCooldownsAndReadsAnswer503() throws Exception {
         try (EmbeddedS3 s3 = EmbeddedS3.start(ROOT.resolve("s3"), "faults")) {
             Map<String, String> storage = new HashMap<>(s3.lanceStorageOptions());
             String tableUri = s3.uri("outage-" + UUID.randomUUID());
             storage.put("uri", tableUri);
             Run run = Run.create("s3", tableUri, storage);
-            App ingest = new App(IngestApp.class, run.config("ingest", "a", Map.of("rollout.seal.write.attempts", "8")),
+            App ingest = new App(
+                    IngestApp.class,
+                    run.config("ingest", "a", Map.of("rollout.seal.write.attempts", "8")),
                     run.dir().resolve("ingest.log"));
-            App merge = new App(MergeApp.class, run.config("merge", "a", Map.of()), run.dir().resolve("merge.log"));
+            App merge = new App(
+                    MergeApp.class,
+                    run.config("merge", "a", Map.of()),
+                    run.dir().resolve("merge.log"));
             HttpClient http = HttpClient.newHttpClient();
             ingest.start();
             merge.start();
             try (Producer producer = new Producer(run.input(), 600, 100)) {
-                assertThat(secondsUntil(ingest, 0, LocalTime.MIN, SEALED, m -> true, 120)).isFinite();
-                try (RolloutTable reader = RolloutTable.open(run.location(), TableSettings.DEFAULTS.withReadRefreshMs(0),
-                        new SimpleMeterRegistry());
+                assertThat(secondsUntil(ingest, 0, LocalTime.MIN, SEALED, m -> true, 120))
+                        .isFinite();
+                try (RolloutTable reader = RolloutTable.open(
+                                run.location(),
+                                TableSettings.DEFAULTS.withReadRefreshMs(0),
+                                new SimpleMeterRegistry());
                         HttpEndpoint readApi = new HttpEndpoint("127.0.0.1", 0)) {
-                new ReadApi(reader).mount(readApi);
-                readApi.start();
-                Thread.sleep(3_000);
-                s3.refuseRequests(true);
-                long outageStart = System.nanoTime();
-                int[] statuses = new int[3];
-                for (int i = 0; i < 3; i++) {
-                    Thread.sleep(5_000);
-                    long t = System.nanoTime();
-                    HttpResponse<String> answer = http.send(HttpRequest.newBuilder(URI.create(readApi.baseUrl()
-                            + "/rollouts/faults-1")).timeout(Duration.ofSeconds(60)).build(), HttpResponse.BodyHandlers.ofString());
-                    statuses[i] = answer.statusCode();
-                    System.out.printf("recovery: a read during the object-store outage answered %d in %.1f s%n",
-                            answer.statusCode(), (System.nanoTime() - t) / 1e9);
-                }
-                Thread.sleep(Math.max(0, 30_000 - (System.nanoTime() - outageStart) / 1_000_000));
-                long from = ingest.logSize();
-                LocalTime back = LocalTime.now();
-                s3.refuseRequests(false);
-                double resumed = secondsUntil(ingest, from, back, SEALED, m -> true, 180);
-                System.out.printf("recovery: after a 30 s object-store outage ingest sealed again %.1f s after it was back%n",
-                        resumed);
-                assertThat(statuses).as("reads during the outage answer 503, not 500, not a hang").containsOnly(503);
+                    new ReadApi(reader).mount(readApi);
+                    readApi.start();
+                    Thread.sleep(3_000);
+                    s3.refuseRequests(true);
+                    long outageStart = System.nanoTime();
+                    int[] statuses = new int[3];
+                    for (int i = 0; i < 3; i++) {
+                        Thread.sleep(5_000);
+                        long t = System.nanoTime();
+                        HttpResponse<String> answer = http.send(
+                                HttpRequest.newBuilder(URI.create(readApi.baseUrl() + "/rollouts/faults-1"))
+                                        .timeout(Duration.ofSeconds(60))
+                                        .build(),
+                                HttpResponse.BodyHandlers.ofString());
+                        statuses[i] = answer.statusCode();
+                        System.out.printf(
+                                "recovery: a read during the object-store outage answered %d in %.1f s%n",
+                                answer.statusCode(), (System.nanoTime() - t) / 1e9);
+                    }
+                    Thread.sleep(Math.max(0, 30_000 - (System.nanoTime() - outageStart) / 1_000_000));
+                    long from = ingest.logSize();
+                    LocalTime back = LocalTime.now();
+                    s3.refuseRequests(false);
+                    double resumed = secondsUntil(ingest, from, back, SEALED, m -> true, 180);
+                    System.out.printf(
+                            "recovery: after a 30 s object-store outage ingest sealed again %.1f s after it was back%n",
+                            resumed);
+                    assertThat(statuses)
+                            .as("reads during the outage answer 503, not 500, not a hang")
+                            .containsOnly(503);
                 }
                 Thread.sleep(3_000);
                 producer.close();
                 verifyEverythingOnce(run, producer, 240);
-                assertThat(Files.readString(merge.log)).as("an outage is not the shards' fault: no cooldown")
+                assertThat(Files.readString(merge.log))
+                        .as("an outage is not the shards' fault: no cooldown")
                         .doesNotContain("automatic runs skip it until");
             } finally {
                 ingest.close();

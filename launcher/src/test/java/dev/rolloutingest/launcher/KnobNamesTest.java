@@ -32,13 +32,16 @@ class KnobNamesTest {
         IngestConfig.DEFINITION.names().forEach(k -> declared.add(ConfigSources.envName(k)));
         MergeConfig.DEFINITION.names().forEach(k -> declared.add(ConfigSources.envName(k)));
         // The launcher script's own variables.
-        Matcher script = Pattern.compile("\\$\\{((?:ROLLOUT)_[A-Z0-9_]+)").matcher(Files.readString(REPO.resolve("rollout-ingest")));
+        Matcher script = Pattern.compile("\\$\\{((?:ROLLOUT)_[A-Z0-9_]+)")
+                .matcher(Files.readString(REPO.resolve("rollout-ingest")));
         while (script.find()) {
             declared.add(script.group(1));
         }
         Map<String, String> unknown = new TreeMap<>();
         try (Stream<Path> files = Files.walk(REPO)) {
-            for (Path file : files.filter(Files::isRegularFile).filter(KnobNamesTest::operatorFacing).toList()) {
+            for (Path file : files.filter(Files::isRegularFile)
+                    .filter(KnobNamesTest::operatorFacing)
+                    .toList()) {
                 String text = Files.readString(file);
                 if (file.toString().endsWith(".java")) {
                     StringBuilder strings = new StringBuilder();
@@ -58,7 +61,9 @@ class KnobNamesTest {
             }
         }
         assertThat(declared).contains("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", "ROLLOUT_WAL_PENDING_MAX_GENERATIONS");
-        assertThat(unknown).as("knobs named where operators read them, but declared by no app").isEmpty();
+        assertThat(unknown)
+                .as("knobs named where operators read them, but declared by no app")
+                .isEmpty();
     }
 
     private static boolean operatorFacing(Path file) {
@@ -66,7 +71,9 @@ class KnobNamesTest {
         if (path.contains("/target/") || path.contains("/.git/") || path.contains("/src/test/")) {
             return false;
         }
-        return path.endsWith(".md") || path.endsWith(".yml") || path.endsWith(".json")
+        return path.endsWith(".md")
+                || path.endsWith(".yml")
+                || path.endsWith(".json")
                 || (path.endsWith(".java") && path.contains("/src/main/"));
     }
 }

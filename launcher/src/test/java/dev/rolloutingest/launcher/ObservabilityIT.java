@@ -53,16 +53,55 @@ import org.junit.jupiter.api.Test;
 class ObservabilityIT {
     private static final Path ROOT = Path.of("target", "it-observability").toAbsolutePath();
     private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
-    private static final Set<String> PROMQL_WORDS = Set.of("sum", "max", "min", "avg", "count", "rate", "irate", "increase",
-            "deriv", "histogram_quantile", "by", "without", "and", "or", "unless", "on", "ignoring", "group_left",
-            "group_right", "offset", "bool", "topk", "bottomk", "abs", "delta", "idelta", "clamp_min", "clamp_max",
-            "le", "sort", "sort_desc", "absent", "label_replace", "vector", "scalar", "time", "quantile_over_time",
-            "max_over_time", "min_over_time", "avg_over_time", "sum_over_time");
+    private static final Set<String> PROMQL_WORDS = Set.of(
+            "sum",
+            "max",
+            "min",
+            "avg",
+            "count",
+            "rate",
+            "irate",
+            "increase",
+            "deriv",
+            "histogram_quantile",
+            "by",
+            "without",
+            "and",
+            "or",
+            "unless",
+            "on",
+            "ignoring",
+            "group_left",
+            "group_right",
+            "offset",
+            "bool",
+            "topk",
+            "bottomk",
+            "abs",
+            "delta",
+            "idelta",
+            "clamp_min",
+            "clamp_max",
+            "le",
+            "sort",
+            "sort_desc",
+            "absent",
+            "label_replace",
+            "vector",
+            "scalar",
+            "time",
+            "quantile_over_time",
+            "max_over_time",
+            "min_over_time",
+            "avg_over_time",
+            "sum_over_time");
     private static final Pattern RUNBOOK_METRIC = Pattern.compile("\\b((?:rollout|merge|kafka_consumer)_[a-z0-9_]+)");
 
     /** Metric names in a PromQL expression: strings, label matchers, grouping clauses and ranges removed. */
     static Set<String> metricNames(String promql) {
-        String bare = promql.replaceAll("\"[^\"]*\"", "").replaceAll("\\{[^}]*}", " ").replaceAll("\\[[^\\]]*]", " ")
+        String bare = promql.replaceAll("\"[^\"]*\"", "")
+                .replaceAll("\\{[^}]*}", " ")
+                .replaceAll("\\[[^\\]]*]", " ")
                 .replaceAll("\\b(by|without|on|ignoring)\\s*\\([^)]*\\)", " ");
         Set<String> names = new TreeSet<>();
         Matcher m = Pattern.compile("[a-zA-Z_:][a-zA-Z0-9_:]*").matcher(bare);
@@ -80,11 +119,12 @@ class ObservabilityIT {
     }
 
     private static Set<String> scraped(HttpClient http, String baseUrl) throws Exception {
-        String body = http.send(HttpRequest.newBuilder(URI.create(baseUrl + "/metrics")).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
+        String body = http.send(
+                        HttpRequest.newBuilder(URI.create(baseUrl + "/metrics")).build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
         Set<String> names = new TreeSet<>();
-        body.lines().filter(l -> !l.startsWith("#") && !l.isBlank())
-                .forEach(l -> names.add(l.split("[{ ]", 2)[0]));
+        body.lines().filter(l -> !l.startsWith("#") && !l.isBlank()).forEach(l -> names.add(l.split("[{ ]", 2)[0]));
         return names;
     }
 
@@ -103,7 +143,8 @@ class ObservabilityIT {
     private static List<String> ruleExpressions() throws Exception {
         List<String> expressions = new ArrayList<>();
         String rules = Files.readString(REPO.resolve("docker/prometheus/rules.yml"));
-        Matcher m = Pattern.compile("(?m)^\\s+expr:\\s*(.+(?:\\n\\s{10,}\\S.*)*)").matcher(rules);
+        Matcher m =
+                Pattern.compile("(?m)^\\s+expr:\\s*(.+(?:\\n\\s{10,}\\S.*)*)").matcher(rules);
         while (m.find()) {
             expressions.add(m.group(1));
         }
@@ -129,21 +170,55 @@ class ObservabilityIT {
         Path dir = ROOT.resolve(run);
         try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(ROOT.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(new NewTopic(run + "-rollouts", 6, (short) 1),
-                    new NewTopic(run + "-generations", 2, (short) 1), new NewTopic(run + "-dlq", 1, (short) 1),
+            kafka.createTopics(List.of(
+                    new NewTopic(run + "-rollouts", 6, (short) 1),
+                    new NewTopic(run + "-generations", 2, (short) 1),
+                    new NewTopic(run + "-dlq", 1, (short) 1),
                     new NewTopic(run + "-merges", 1, (short) 1)));
-            Map<String, Object> common = new HashMap<>(Map.of("bootstrap.servers", kafka.bootstrapServers(),
-                    "schema.registry.url", registry.confluentUrl(), "rollout.table.uri", dir.resolve("table").toString(),
-                    "http.port", "0", "rollout.generations.topic", run + "-generations", "rollout.commit.interval.ms", "200"));
+            Map<String, Object> common = new HashMap<>(Map.of(
+                    "bootstrap.servers",
+                    kafka.bootstrapServers(),
+                    "schema.registry.url",
+                    registry.confluentUrl(),
+                    "rollout.table.uri",
+                    dir.resolve("table").toString(),
+                    "http.port",
+                    "0",
+                    "rollout.generations.topic",
+                    run + "-generations",
+                    "rollout.commit.interval.ms",
+                    "200"));
             Map<String, Object> ingestProps = new HashMap<>(common);
-            ingestProps.putAll(Map.of("application.id", run, "rollout.input.topic", run + "-rollouts",
-                    "rollout.dlq.topic", run + "-dlq", "rollout.state.dir", dir.resolve("ingest-state").toString(),
-                    "rollout.seal.max.rows", "20", "rollout.seal.max.age.ms", "500", "rollout.seal.check.interval.ms", "100"));
+            ingestProps.putAll(Map.of(
+                    "application.id",
+                    run,
+                    "rollout.input.topic",
+                    run + "-rollouts",
+                    "rollout.dlq.topic",
+                    run + "-dlq",
+                    "rollout.state.dir",
+                    dir.resolve("ingest-state").toString(),
+                    "rollout.seal.max.rows",
+                    "20",
+                    "rollout.seal.max.age.ms",
+                    "500",
+                    "rollout.seal.check.interval.ms",
+                    "100"));
             Map<String, Object> mergeProps = new HashMap<>(common);
             // No automatic merge: the backlog builds up on both tasks of the 2-partition events topic.
-            mergeProps.putAll(Map.of("application.id", run + "-merge", "rollout.merges.topic", run + "-merges",
-                    "rollout.state.dir", dir.resolve("merge-state").toString(), "rollout.merge.after.generations", "0",
-                    "rollout.merge.max.pending.age.ms", "0", "rollout.lag.merged.group", run + "-merged"));
+            mergeProps.putAll(Map.of(
+                    "application.id",
+                    run + "-merge",
+                    "rollout.merges.topic",
+                    run + "-merges",
+                    "rollout.state.dir",
+                    dir.resolve("merge-state").toString(),
+                    "rollout.merge.after.generations",
+                    "0",
+                    "rollout.merge.max.pending.age.ms",
+                    "0",
+                    "rollout.lag.merged.group",
+                    run + "-merged"));
             HttpClient http = HttpClient.newHttpClient();
             try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start();
                     MergeApp merge = new MergeApp(MergeConfig.of(mergeProps)).start()) {
@@ -152,15 +227,20 @@ class ObservabilityIT {
                 ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
                 serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
                 RolloutGenerator generator = new RolloutGenerator("obs", 64, 1);
-                try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()), new ByteArraySerializer(),
+                try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                        Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()),
+                        new ByteArraySerializer(),
                         new ByteArraySerializer())) {
                     for (int i = 0; i < 300; i++) {
                         Rollout rollout = generator.rollout(i, 0);
-                        producer.send(new ProducerRecord<>(run + "-rollouts", rollout.getRecordId().getBytes(),
-                                serializer.serialize(run + "-rollouts", rollout))).get();
+                        producer.send(new ProducerRecord<>(
+                                        run + "-rollouts",
+                                        rollout.getRecordId().getBytes(),
+                                        serializer.serialize(run + "-rollouts", rollout)))
+                                .get();
                     }
-                    producer.send(new ProducerRecord<>(run + "-rollouts", "bad".getBytes(), "not avro".getBytes())).get();
+                    producer.send(new ProducerRecord<>(run + "-rollouts", "bad".getBytes(), "not avro".getBytes()))
+                            .get();
                 }
                 // Every partition sealed, and the merge-worker knows every generation.
                 long deadline = System.currentTimeMillis() + 90_000;
@@ -168,23 +248,37 @@ class ObservabilityIT {
                 JsonNode pending = null;
                 while (System.currentTimeMillis() < deadline) {
                     sealed = 0;
-                    try (RolloutTable table = RolloutTable.open(TableLocation.local(dir.resolve("table")),
-                            TableSettings.DEFAULTS, new io.micrometer.core.instrument.simple.SimpleMeterRegistry())) {
+                    try (RolloutTable table = RolloutTable.open(
+                            TableLocation.local(dir.resolve("table")),
+                            TableSettings.DEFAULTS,
+                            new io.micrometer.core.instrument.simple.SimpleMeterRegistry())) {
                         for (int p = 0; p < 6; p++) {
-                            sealed += table.pendingGenerations(ShardId.of(run + "-rollouts", p)).size();
+                            sealed += table.pendingGenerations(ShardId.of(run + "-rollouts", p))
+                                    .size();
                         }
                     }
-                    pending = HttpEndpoint.JSON.readTree(http.send(HttpRequest.newBuilder(URI.create(
-                            merge.http().baseUrl() + "/pending")).build(), HttpResponse.BodyHandlers.ofString()).body());
+                    pending = HttpEndpoint.JSON.readTree(http.send(
+                                    HttpRequest.newBuilder(
+                                                    URI.create(merge.http().baseUrl() + "/pending"))
+                                            .build(),
+                                    HttpResponse.BodyHandlers.ofString())
+                            .body());
                     if (sealed >= 15 && pending.path("total").asInt() == sealed) {
                         break;
                     }
                     Thread.sleep(500);
                 }
-                assertThat(pending.path("total").asInt()).as("the merge-worker knows every generation").isEqualTo(sealed);
+                assertThat(pending.path("total").asInt())
+                        .as("the merge-worker knows every generation")
+                        .isEqualTo(sealed);
                 Thread.sleep(1_000); // a tick publishes the gauge
-                double gauge = merge.registry().get("rollout.merge.backlog.generations").gauge().value();
-                assertThat(gauge).as("the backlog gauge sums both tasks, as /pending does").isEqualTo(sealed);
+                double gauge = merge.registry()
+                        .get("rollout.merge.backlog.generations")
+                        .gauge()
+                        .value();
+                assertThat(gauge)
+                        .as("the backlog gauge sums both tasks, as /pending does")
+                        .isEqualTo(sealed);
 
                 // One merge failure: a shard whose oldest pending seal is unreadable, merged by hand.
                 String shard = ShardId.of(run + "-rollouts", 0);
@@ -194,24 +288,33 @@ class ObservabilityIT {
                 }
                 byte[] good = Files.readAllBytes(seal);
                 Files.writeString(seal, "{ not json");
-                HttpResponse<String> failed = http.send(HttpRequest.newBuilder(URI.create(merge.http().baseUrl() + "/merge/"
-                        + shard)).POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> failed = http.send(
+                        HttpRequest.newBuilder(URI.create(merge.http().baseUrl() + "/merge/" + shard))
+                                .POST(HttpRequest.BodyPublishers.noBody())
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
                 assertThat(failed.statusCode()).as(failed.body()).isEqualTo(500);
                 Files.write(seal, good);
                 // And successful ones, so pass and round histograms have samples.
                 for (int p = 1; p < 6; p++) {
-                    http.send(HttpRequest.newBuilder(URI.create(merge.http().baseUrl() + "/merge/"
-                            + ShardId.of(run + "-rollouts", p))).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                    http.send(
+                            HttpRequest.newBuilder(URI.create(
+                                            merge.http().baseUrl() + "/merge/" + ShardId.of(run + "-rollouts", p)))
+                                    .POST(HttpRequest.BodyPublishers.noBody())
+                                    .build(),
                             HttpResponse.BodyHandlers.ofString());
                 }
 
                 PrometheusMeterRegistry readMeters = Observability.prometheus("rollout-read");
-                try (RolloutTable readTable = RolloutTable.open(TableLocation.local(dir.resolve("table")),
-                        TableSettings.DEFAULTS, readMeters); HttpEndpoint read = new HttpEndpoint("127.0.0.1", 0)) {
+                try (RolloutTable readTable = RolloutTable.open(
+                                TableLocation.local(dir.resolve("table")), TableSettings.DEFAULTS, readMeters);
+                        HttpEndpoint read = new HttpEndpoint("127.0.0.1", 0)) {
                     Observability.mountMetrics(read, readMeters);
                     new ReadApi(readTable).mount(read);
                     read.start();
-                    http.send(HttpRequest.newBuilder(URI.create(read.baseUrl() + "/rollouts/obs-7")).build(),
+                    http.send(
+                            HttpRequest.newBuilder(URI.create(read.baseUrl() + "/rollouts/obs-7"))
+                                    .build(),
                             HttpResponse.BodyHandlers.ofString());
                     Set<String> served = new TreeSet<>();
                     served.addAll(scraped(http, ingest.http().baseUrl()));
@@ -230,12 +333,14 @@ class ObservabilityIT {
                         }
                     }
                     for (String name : runbookMetrics()) {
-                        boolean servedAsIs = served.contains(name) || served.stream().anyMatch(s -> s.startsWith(name + "_"));
+                        boolean servedAsIs =
+                                served.contains(name) || served.stream().anyMatch(s -> s.startsWith(name + "_"));
                         if (!servedAsIs) {
                             missing.put(name, "a runbook");
                         }
                     }
-                    assertThat(missing).as("metrics named by dashboards, rules or runbooks that no process serves")
+                    assertThat(missing)
+                            .as("metrics named by dashboards, rules or runbooks that no process serves")
                             .isEmpty();
                 }
             }

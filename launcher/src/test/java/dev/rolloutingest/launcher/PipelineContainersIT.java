@@ -72,22 +72,32 @@ class PipelineContainersIT {
             return;
         }
         network = Network.newNetwork();
-        kafka = new KafkaContainer(DockerImageName.parse(composeImage("kafka"))).withNetwork(network)
+        kafka = new KafkaContainer(DockerImageName.parse(composeImage("kafka")))
+                .withNetwork(network)
                 .withListener("kafka:19092");
         kafka.start();
-        registry = new GenericContainer<>(DockerImageName.parse(composeImage("schema-registry"))).withNetwork(network)
+        registry = new GenericContainer<>(DockerImageName.parse(composeImage("schema-registry")))
+                .withNetwork(network)
                 .withEnv("SCHEMA_REGISTRY_HOST_NAME", "schema-registry")
                 .withEnv("SCHEMA_REGISTRY_LISTENERS", "http://0.0.0.0:8081")
                 .withEnv("SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS", "PLAINTEXT://kafka:19092")
-                .withExposedPorts(8081).waitingFor(Wait.forHttp("/subjects").forStatusCode(200))
+                .withExposedPorts(8081)
+                .waitingFor(Wait.forHttp("/subjects").forStatusCode(200))
                 .withStartupTimeout(Duration.ofMinutes(3));
         registry.start();
-        minio = new GenericContainer<>(DockerImageName.parse(composeImage("minio"))).withNetwork(network)
-                .withCommand("server", "/data").withEnv("MINIO_ROOT_USER", S3_USER).withEnv("MINIO_ROOT_PASSWORD", S3_PASSWORD)
-                .withExposedPorts(9000).waitingFor(Wait.forHttp("/minio/health/live").forPort(9000));
+        minio = new GenericContainer<>(DockerImageName.parse(composeImage("minio")))
+                .withNetwork(network)
+                .withCommand("server", "/data")
+                .withEnv("MINIO_ROOT_USER", S3_USER)
+                .withEnv("MINIO_ROOT_PASSWORD", S3_PASSWORD)
+                .withExposedPorts(9000)
+                .waitingFor(Wait.forHttp("/minio/health/live").forPort(9000));
         minio.start();
-        try (S3Client s3 = S3Client.builder().httpClientBuilder(UrlConnectionHttpClient.builder())
-                .region(Region.US_EAST_1).forcePathStyle(true).endpointOverride(URI.create(minioEndpoint()))
+        try (S3Client s3 = S3Client.builder()
+                .httpClientBuilder(UrlConnectionHttpClient.builder())
+                .region(Region.US_EAST_1)
+                .forcePathStyle(true)
+                .endpointOverride(URI.create(minioEndpoint()))
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(S3_USER, S3_PASSWORD)))
                 .build()) {
             s3.createBucket(b -> b.bucket("rollouts")); // Lance does not create buckets
@@ -111,7 +121,9 @@ class PipelineContainersIT {
     static String composeImage(String service) throws Exception {
         Matcher m = Pattern.compile("(?m)^  " + Pattern.quote(service) + ":\\s*\\n(?:    .*\\n)*?    image: (\\S+)")
                 .matcher(Files.readString(COMPOSE));
-        assertThat(m.find()).as("service %s with an image in %s", service, COMPOSE).isTrue();
+        assertThat(m.find())
+                .as("service %s with an image in %s", service, COMPOSE)
+                .isTrue();
         return m.group(1);
     }
 
@@ -125,27 +137,54 @@ class PipelineContainersIT {
 
     @Test
     void rolloutsSerializedAgainstConfluentsRegistryLandMergeAndReadFromMinio() throws Exception {
-        Assumptions.assumeTrue(docker, "skipped: no Docker engine reachable; the Testcontainers tests run on machines"
-                + " with Docker (mvn -Ptestcontainers verify)");
+        Assumptions.assumeTrue(
+                docker,
+                "skipped: no Docker engine reachable; the Testcontainers tests run on machines"
+                        + " with Docker (mvn -Ptestcontainers verify)");
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", kafka.getBootstrapServers()))) {
-            TopicReadiness.createAndAwait(admin, List.of(new NewTopic("rollouts", 2, (short) 1),
-                    new NewTopic("rollout-generations", 2, (short) 1), new NewTopic("rollout-merges", 1, (short) 1),
-                    new NewTopic("rollouts-dlq", 1, (short) 1)), Duration.ofSeconds(60));
+            TopicReadiness.createAndAwait(
+                    admin,
+                    List.of(
+                            new NewTopic("rollouts", 2, (short) 1),
+                            new NewTopic("rollout-generations", 2, (short) 1),
+                            new NewTopic("rollout-merges", 1, (short) 1),
+                            new NewTopic("rollouts-dlq", 1, (short) 1)),
+                    Duration.ofSeconds(60));
         }
         Path state = Path.of("target", "it-containers").toAbsolutePath();
-        Map<String, Object> common = new HashMap<>(Map.of("bootstrap.servers", kafka.getBootstrapServers(),
-                "schema.registry.url", registryUrl(), "rollout.table.uri", "s3://rollouts/table", "http.port", "0",
-                "rollout.table.storage.aws_endpoint", minioEndpoint(), "rollout.table.storage.aws_region", "us-east-1",
-                "rollout.table.storage.aws_access_key_id", S3_USER, "rollout.table.storage.aws_secret_access_key", S3_PASSWORD,
-                "rollout.table.storage.allow_http", "true"));
+        Map<String, Object> common = new HashMap<>(Map.of(
+                "bootstrap.servers",
+                kafka.getBootstrapServers(),
+                "schema.registry.url",
+                registryUrl(),
+                "rollout.table.uri",
+                "s3://rollouts/table",
+                "http.port",
+                "0",
+                "rollout.table.storage.aws_endpoint",
+                minioEndpoint(),
+                "rollout.table.storage.aws_region",
+                "us-east-1",
+                "rollout.table.storage.aws_access_key_id",
+                S3_USER,
+                "rollout.table.storage.aws_secret_access_key",
+                S3_PASSWORD,
+                "rollout.table.storage.allow_http",
+                "true"));
         Map<String, Object> ingestProps = new HashMap<>(common);
-        ingestProps.putAll(Map.of("rollout.state.dir", state.resolve("ingest").toString(), "rollout.seal.max.age.ms", "500"));
+        ingestProps.putAll(
+                Map.of("rollout.state.dir", state.resolve("ingest").toString(), "rollout.seal.max.age.ms", "500"));
         Map<String, Object> mergeProps = new HashMap<>(common);
-        mergeProps.putAll(Map.of("rollout.state.dir", state.resolve("merge").toString(),
-                "rollout.merge.after.generations", "1", "rollout.merge.max.pending.age.ms", "500"));
+        mergeProps.putAll(Map.of(
+                "rollout.state.dir",
+                state.resolve("merge").toString(),
+                "rollout.merge.after.generations",
+                "1",
+                "rollout.merge.max.pending.age.ms",
+                "500"));
 
-        new RolloutPublisher(kafka.getBootstrapServers(), registryUrl()).publish("rollouts", "tc", 500, 500, 256, 0,
-                new AtomicLong());
+        new RolloutPublisher(kafka.getBootstrapServers(), registryUrl())
+                .publish("rollouts", "tc", 500, 500, 256, 0, new AtomicLong());
         try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start();
                 MergeApp merge = new MergeApp(MergeConfig.of(mergeProps)).start()) {
             long deadline = System.currentTimeMillis() + 180_000;
@@ -160,14 +199,24 @@ class PipelineContainersIT {
         }
 
         // The wire bytes carry the id Confluent's registry assigned, and decode with our deserializer.
-        HttpResponse<String> latest = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                URI.create(registryUrl() + "/subjects/rollouts-value/versions/latest")).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> latest = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create(registryUrl() + "/subjects/rollouts-value/versions/latest"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
         assertThat(latest.statusCode()).isEqualTo(200);
         Matcher id = Pattern.compile("\"id\"\\s*:\\s*(\\d+)").matcher(latest.body());
         assertThat(id.find()).isTrue();
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.getBootstrapServers(), ConsumerConfig.GROUP_ID_CONFIG, "tc-check",
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"), new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.getBootstrapServers(),
+                        ConsumerConfig.GROUP_ID_CONFIG,
+                        "tc-check",
+                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                        "earliest"),
+                new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
             consumer.subscribe(List.of("rollouts"));
             ConsumerRecord<byte[], byte[]> first = null;
             long deadline = System.currentTimeMillis() + 30_000;
@@ -182,7 +231,10 @@ class PipelineContainersIT {
             assertThat(ByteBuffer.wrap(first.value(), 1, 4).getInt()).isEqualTo(Integer.parseInt(id.group(1)));
             ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
             deserializer.configure(Map.of("schema.registry.url", registryUrl()), false);
-            assertThat(deserializer.deserialize("rollouts", first.value()).getRecordId().toString())
+            assertThat(deserializer
+                            .deserialize("rollouts", first.value())
+                            .getRecordId()
+                            .toString())
                     .isEqualTo(new String(first.key(), java.nio.charset.StandardCharsets.UTF_8));
         }
     }

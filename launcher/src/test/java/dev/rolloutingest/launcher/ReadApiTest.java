@@ -35,8 +35,8 @@ class ReadApiTest {
     void serve() {
         Path dir = Path.of("target", "read-api", UUID.randomUUID().toString()).toAbsolutePath();
         // Cap of 2 pending generations per shard: the third generation below pushes reads to 503.
-        table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS.withPendingLimits(0, 2),
-                new SimpleMeterRegistry());
+        table = RolloutTable.createOrOpen(
+                TableLocation.local(dir), TableSettings.DEFAULTS.withPendingLimits(0, 2), new SimpleMeterRegistry());
         RolloutGenerator generator = new RolloutGenerator("exp-a", 64, 5);
         List<RolloutRow> rows = new ArrayList<>();
         for (int i = 0; i < 10; i++) {
@@ -60,7 +60,8 @@ class ReadApiTest {
     }
 
     private HttpResponse<String> get(String path) throws Exception {
-        return client.send(HttpRequest.newBuilder(URI.create(http.baseUrl() + path)).build(),
+        return client.send(
+                HttpRequest.newBuilder(URI.create(http.baseUrl() + path)).build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -74,13 +75,15 @@ class ReadApiTest {
         assertThat(json.get("source_offset").asLong()).isZero();
         HttpResponse<String> missing = get("/rollouts/nope");
         assertThat(missing.statusCode()).isEqualTo(404);
-        assertThat(HttpEndpoint.JSON.readTree(missing.body()).get("error").asText()).contains("nope");
+        assertThat(HttpEndpoint.JSON.readTree(missing.body()).get("error").asText())
+                .contains("nope");
     }
 
     @Test
     void thePayloadDownloadsAsBytes() throws Exception {
-        HttpResponse<byte[]> payload = client.send(HttpRequest.newBuilder(
-                URI.create(http.baseUrl() + "/rollouts/" + first.getRecordId() + "/payload")).build(),
+        HttpResponse<byte[]> payload = client.send(
+                HttpRequest.newBuilder(URI.create(http.baseUrl() + "/rollouts/" + first.getRecordId() + "/payload"))
+                        .build(),
                 HttpResponse.BodyHandlers.ofByteArray());
         assertThat(payload.statusCode()).isEqualTo(200);
         assertThat(payload.headers().firstValue("Content-Type")).contains("application/octet-stream");
@@ -89,9 +92,11 @@ class ReadApiTest {
 
     @Test
     void listFiltersPagesAndRejectsBadParameters() throws Exception {
-        JsonNode b = HttpEndpoint.JSON.readTree(get("/rollouts?experiment=exp-b&limit=10").body());
+        JsonNode b = HttpEndpoint.JSON.readTree(
+                get("/rollouts?experiment=exp-b&limit=10").body());
         assertThat(b.get("count").asInt()).isEqualTo(4);
-        JsonNode page = HttpEndpoint.JSON.readTree(get("/rollouts?experiment=exp-a&limit=4&offset=4").body());
+        JsonNode page = HttpEndpoint.JSON.readTree(
+                get("/rollouts?experiment=exp-a&limit=4&offset=4").body());
         assertThat(page.get("count").asInt()).isEqualTo(2);
         assertThat(get("/rollouts?limit=0").statusCode()).isEqualTo(400);
         assertThat(get("/rollouts?limit=ten").statusCode()).isEqualTo(400);
@@ -100,8 +105,14 @@ class ReadApiTest {
 
     @Test
     void everyValidUtf8RecordIdIsReadableThroughTheApi() throws Exception {
-        List<String> ids = List.of("emoji-\uD83D\uDE00", "nul-\u0000-x", "cjk-\u4E2D\u6587", "rtl-\u200F\u05E9",
-                "sql-'; DROP TABLE t; --", "url-a/b?c=d&e#f", "long-" + "z".repeat(10_000) + "\uD83D\uDE80");
+        List<String> ids = List.of(
+                "emoji-\uD83D\uDE00",
+                "nul-\u0000-x",
+                "cjk-\u4E2D\u6587",
+                "rtl-\u200F\u05E9",
+                "sql-'; DROP TABLE t; --",
+                "url-a/b?c=d&e#f",
+                "long-" + "z".repeat(10_000) + "\uD83D\uDE80");
         RolloutGenerator generator = new RolloutGenerator("exp-c", 8, 9);
         List<RolloutRow> rows = new ArrayList<>();
         for (int i = 0; i < ids.size(); i++) {
@@ -112,11 +123,16 @@ class ReadApiTest {
         }
         table.writeGeneration("rollouts", 0, 100, 100 + ids.size() - 1, rows, 100);
         for (String id : ids) {
-            String encoded = java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20");
+            String encoded = java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8)
+                    .replace("+", "%20");
             HttpResponse<String> found = get("/rollouts/" + encoded);
-            assertThat(found.statusCode()).as(id.substring(0, Math.min(20, id.length()))).isEqualTo(200);
-            assertThat(HttpEndpoint.JSON.readTree(found.body()).get("record_id").asText()).isEqualTo(id);
-            JsonNode listed = HttpEndpoint.JSON.readTree(get("/rollouts?experiment=" + encoded).body());
+            assertThat(found.statusCode())
+                    .as(id.substring(0, Math.min(20, id.length())))
+                    .isEqualTo(200);
+            assertThat(HttpEndpoint.JSON.readTree(found.body()).get("record_id").asText())
+                    .isEqualTo(id);
+            JsonNode listed = HttpEndpoint.JSON.readTree(
+                    get("/rollouts?experiment=" + encoded).body());
             assertThat(listed.get("count").asInt()).isEqualTo(1);
         }
     }
@@ -130,8 +146,12 @@ class ReadApiTest {
         assertThat(response.statusCode()).isEqualTo(503);
         JsonNode body = HttpEndpoint.JSON.readTree(response.body());
         assertThat(body.get("correlation_id").asText()).isNotBlank();
-        assertThat(body.get("error").asText()).contains("generation 10").doesNotContain(table.location().uri());
-        assertThat(response.body()).doesNotContain(table.location().uri()).doesNotContain("LanceError")
+        assertThat(body.get("error").asText())
+                .contains("generation 10")
+                .doesNotContain(table.location().uri());
+        assertThat(response.body())
+                .doesNotContain(table.location().uri())
+                .doesNotContain("LanceError")
                 .doesNotContain("_mem_wal");
     }
 
@@ -139,8 +159,13 @@ class ReadApiTest {
     void readsOverThePendingHardCapAnswer503() throws Exception {
         RolloutGenerator generator = new RolloutGenerator("exp-a", 8, 6);
         for (long offset = 10; offset < 12; offset++) {
-            table.writeGeneration("rollouts", 0, offset, offset,
-                    List.of(new RolloutRow(generator.rollout(offset, 0), 0, offset, Instant.now())), 10);
+            table.writeGeneration(
+                    "rollouts",
+                    0,
+                    offset,
+                    offset,
+                    List.of(new RolloutRow(generator.rollout(offset, 0), 0, offset, Instant.now())),
+                    10);
         }
         HttpResponse<String> response = get("/rollouts/" + first.getRecordId());
         assertThat(response.statusCode()).isEqualTo(503);

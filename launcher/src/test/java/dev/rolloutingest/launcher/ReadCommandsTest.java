@@ -27,8 +27,8 @@ class ReadCommandsTest {
     @BeforeEach
     void table() {
         dir = Path.of("target", "cli", UUID.randomUUID().toString()).toAbsolutePath();
-        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS,
-                new SimpleMeterRegistry())) {
+        try (RolloutTable table = RolloutTable.createOrOpen(
+                TableLocation.local(dir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             RolloutGenerator generator = new RolloutGenerator("cli", 8, 1);
             List<RolloutRow> rows = new ArrayList<>();
             for (int i = 0; i < 6; i++) {
@@ -70,15 +70,18 @@ class ReadCommandsTest {
     void listFiltersByExperimentOverBaseAndPendingGenerations() {
         Run other = run("list", "--table", dir.toString(), "--experiment", "other");
         assertThat(other.code()).isZero();
-        assertThat(other.out().lines()).hasSize(2).allSatisfy(line -> assertThat(line).contains("\"experiment\":\"other\""));
-        assertThat(run("list", "--table", dir.toString(), "--limit", "3").out().lines()).hasSize(3);
+        assertThat(other.out().lines()).hasSize(2).allSatisfy(line -> assertThat(line)
+                .contains("\"experiment\":\"other\""));
+        assertThat(run("list", "--table", dir.toString(), "--limit", "3").out().lines())
+                .hasSize(3);
     }
 
     @Test
     void statusShowsEachShardsPendingCountAndWatermark() {
         Run status = run("status", "--table", dir.toString());
         assertThat(status.code()).isZero();
-        assertThat(status.out()).containsPattern(ShardId.of("rollouts", 0) + "\\s+1\\s+4")
+        assertThat(status.out())
+                .containsPattern(ShardId.of("rollouts", 0) + "\\s+1\\s+4")
                 .contains("base rows: 4");
     }
 

@@ -13,7 +13,8 @@ class ReadmeConfigTableTest {
         String begin = "<!-- config-docs:begin -->\n";
         String end = "<!-- config-docs:end -->";
         String documented = readme.substring(readme.indexOf(begin) + begin.length(), readme.indexOf(end));
-        assertThat(documented).as("README drifted from the config classes: paste `./rollout-ingest config-docs`")
+        assertThat(documented)
+                .as("README drifted from the config classes: paste `./rollout-ingest config-docs`")
                 .isEqualTo(ConfigDocsCommand.markdown());
     }
 }

@@ -40,8 +40,10 @@ class RepairIT {
         Path root = Path.of("target", "it-repair", UUID.randomUUID().toString()).toAbsolutePath();
         try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(new NewTopic("rollouts", 2, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1)));
+            kafka.createTopics(List.of(
+                    new NewTopic("rollouts", 2, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1)));
             new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl())
                     .publish("rollouts", "repair", 400, 400, 32, 0, new AtomicLong());
             Properties props = new Properties();
@@ -78,10 +80,23 @@ class RepairIT {
                 assertThatThrownBy(() -> table.mergePass(shard, 8, 0))
                         .isInstanceOf(RolloutTableException.GenerationUnreadable.class);
             }
-            assertThat(Launcher.run("repair-generation", config.toString(), "--shard", shard, "--generation",
-                    Long.toString(broken.generation()))).isZero(); // dry run
-            assertThat(Launcher.run("repair-generation", config.toString(), "--shard", shard, "--generation",
-                    Long.toString(broken.generation()), "--execute")).isZero();
+            assertThat(Launcher.run(
+                            "repair-generation",
+                            config.toString(),
+                            "--shard",
+                            shard,
+                            "--generation",
+                            Long.toString(broken.generation())))
+                    .isZero(); // dry run
+            assertThat(Launcher.run(
+                            "repair-generation",
+                            config.toString(),
+                            "--shard",
+                            shard,
+                            "--generation",
+                            Long.toString(broken.generation()),
+                            "--execute"))
+                    .isZero();
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                 assertThat(table.countRows()).isEqualTo(400);
                 assertThat(table.list(ListQuery.all(1000))).hasSize(400);

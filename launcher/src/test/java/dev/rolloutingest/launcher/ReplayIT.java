@@ -28,9 +28,12 @@ class ReplayIT {
         Path root = Path.of("target", "it-replay", UUID.randomUUID().toString()).toAbsolutePath();
         try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(new NewTopic("rollouts", 2, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1),
-                    new NewTopic("replay-generations", 1, (short) 1), new NewTopic("replay-dlq", 1, (short) 1)));
+            kafka.createTopics(List.of(
+                    new NewTopic("rollouts", 2, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1),
+                    new NewTopic("replay-generations", 1, (short) 1),
+                    new NewTopic("replay-dlq", 1, (short) 1)));
             new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl())
                     .publish("rollouts", "replay", 300, 300, 16, 0, new AtomicLong());
 
@@ -38,31 +41,57 @@ class ReplayIT {
             assertThat(ingestUntil(first, 300)).hasSize(300);
 
             // The first application's group has offsets: replaying it would skip what it sealed.
-            Path again = config(root, "first", kafka, registry, Map.of("rollout.generations.topic", "replay-generations",
-                    "rollout.dlq.topic", "replay-dlq"));
-            assertThat(Launcher.run("replay", again.toString(), "--live", first.toString(), "--to-earliest", "--execute"))
+            Path again = config(
+                    root,
+                    "first",
+                    kafka,
+                    registry,
+                    Map.of("rollout.generations.topic", "replay-generations", "rollout.dlq.topic", "replay-dlq"));
+            assertThat(Launcher.run(
+                            "replay", again.toString(), "--live", first.toString(), "--to-earliest", "--execute"))
                     .isEqualTo(2);
             // A replay that would share the live app's generations or DLQ topic is refused.
             Path sharing = config(root, "sharing", kafka, registry, Map.of());
-            assertThat(Launcher.run("replay", sharing.toString(), "--live", first.toString(), "--to-earliest")).isEqualTo(2);
+            assertThat(Launcher.run("replay", sharing.toString(), "--live", first.toString(), "--to-earliest"))
+                    .isEqualTo(2);
 
-            Path second = config(root, "second", kafka, registry, Map.of("rollout.generations.topic", "replay-generations",
-                    "rollout.dlq.topic", "replay-dlq"));
+            Path second = config(
+                    root,
+                    "second",
+                    kafka,
+                    registry,
+                    Map.of("rollout.generations.topic", "replay-generations", "rollout.dlq.topic", "replay-dlq"));
             // Offsets outside the log are refused.
             assertThat(Launcher.run("replay", second.toString(), "--live", first.toString(), "--to-offset", "0:100000"))
                     .isEqualTo(2);
-            assertThat(Launcher.run("replay", second.toString(), "--live", first.toString(), "--to-offset", "0:100,1:100"))
+            assertThat(Launcher.run(
+                            "replay", second.toString(), "--live", first.toString(), "--to-offset", "0:100,1:100"))
                     .isZero(); // dry run
             // Partition 1 not given: it starts at its end, nothing replayed there.
-            assertThat(Launcher.run("replay", second.toString(), "--live", first.toString(), "--to-offset", "0:100",
-                    "--execute")).isZero();
+            assertThat(Launcher.run(
+                            "replay",
+                            second.toString(),
+                            "--live",
+                            first.toString(),
+                            "--to-offset",
+                            "0:100",
+                            "--execute"))
+                    .isZero();
             try (var admin = kafka.admin()) {
-                var committed = admin.listConsumerGroupOffsets("second").partitionsToOffsetAndMetadata().get();
+                var committed = admin.listConsumerGroupOffsets("second")
+                        .partitionsToOffsetAndMetadata()
+                        .get();
                 assertThat(committed).as("a position for every partition").hasSize(2);
-                assertThat(committed.get(new org.apache.kafka.common.TopicPartition("rollouts", 1)).offset())
-                        .isEqualTo(admin.listOffsets(Map.of(new org.apache.kafka.common.TopicPartition("rollouts", 1),
-                                org.apache.kafka.clients.admin.OffsetSpec.latest())).all().get()
-                                .get(new org.apache.kafka.common.TopicPartition("rollouts", 1)).offset());
+                assertThat(committed
+                                .get(new org.apache.kafka.common.TopicPartition("rollouts", 1))
+                                .offset())
+                        .isEqualTo(admin.listOffsets(Map.of(
+                                        new org.apache.kafka.common.TopicPartition("rollouts", 1),
+                                        org.apache.kafka.clients.admin.OffsetSpec.latest()))
+                                .all()
+                                .get()
+                                .get(new org.apache.kafka.common.TopicPartition("rollouts", 1))
+                                .offset());
             }
             List<RolloutRow> replayed = ingestUntil(second, 1);
             assertThat(replayed).isNotEmpty().allSatisfy(r -> {
@@ -72,8 +101,9 @@ class ReplayIT {
         }
     }
 
-    private static Path config(Path root, String name, EmbeddedKafka kafka, ApicurioRegistry registry,
-            Map<String, String> extra) throws Exception {
+    private static Path config(
+            Path root, String name, EmbeddedKafka kafka, ApicurioRegistry registry, Map<String, String> extra)
+            throws Exception {
         Properties props = new Properties();
         props.put("bootstrap.servers", kafka.bootstrapServers());
         props.put("schema.registry.url", registry.confluentUrl());

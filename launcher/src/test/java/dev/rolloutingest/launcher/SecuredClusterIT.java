@@ -43,64 +43,134 @@ class SecuredClusterIT {
         Path root = Path.of("target", "it-sasl", UUID.randomUUID().toString()).toAbsolutePath();
         try (EmbeddedKafka kafka = EmbeddedKafka.startWithSaslPlain(root.resolve("kafka"), USER, PASSWORD);
                 ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(new NewTopic("rollouts", 2, (short) 1), new NewTopic("rollout-generations", 2, (short) 1),
-                    new NewTopic("rollouts-dlq", 1, (short) 1), new NewTopic("rollout-merges", 1, (short) 1),
-                    new NewTopic("replay-generations", 1, (short) 1), new NewTopic("replay-dlq", 1, (short) 1)));
+            kafka.createTopics(List.of(
+                    new NewTopic("rollouts", 2, (short) 1),
+                    new NewTopic("rollout-generations", 2, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1),
+                    new NewTopic("rollout-merges", 1, (short) 1),
+                    new NewTopic("replay-generations", 1, (short) 1),
+                    new NewTopic("replay-dlq", 1, (short) 1)));
             String sasl = kafka.saslBootstrapServers();
             Map<String, String> security = kafka.sasl().clientSettings();
             Map<String, Object> producerConfig = new HashMap<>(security);
             producerConfig.put("bootstrap.servers", sasl);
-            new RolloutPublisher(producerConfig, registry.confluentUrl()).publish("rollouts", "sasl", 300, 300, 64, 0,
-                    new AtomicLong());
+            new RolloutPublisher(producerConfig, registry.confluentUrl())
+                    .publish("rollouts", "sasl", 300, 300, 64, 0, new AtomicLong());
 
-            Map<String, String> common = new HashMap<>(Map.of("bootstrap.servers", sasl,
-                    "schema.registry.url", registry.confluentUrl(), "rollout.table.uri", root.resolve("table").toString(),
-                    "http.port", "0", "rollout.commit.interval.ms", "200", "rollout.lag.publish.interval.ms", "200"));
+            Map<String, String> common = new HashMap<>(Map.of(
+                    "bootstrap.servers",
+                    sasl,
+                    "schema.registry.url",
+                    registry.confluentUrl(),
+                    "rollout.table.uri",
+                    root.resolve("table").toString(),
+                    "http.port",
+                    "0",
+                    "rollout.commit.interval.ms",
+                    "200",
+                    "rollout.lag.publish.interval.ms",
+                    "200"));
             security.forEach((k, v) -> common.put(ConfigSources.STREAMS_PREFIX + k, v));
             Map<String, String> ingestProps = new HashMap<>(common);
-            ingestProps.putAll(Map.of("application.id", "secured", "rollout.state.dir", root.resolve("ingest-state").toString(),
-                    "rollout.seal.max.age.ms", "300"));
+            ingestProps.putAll(Map.of(
+                    "application.id",
+                    "secured",
+                    "rollout.state.dir",
+                    root.resolve("ingest-state").toString(),
+                    "rollout.seal.max.age.ms",
+                    "300"));
             Path live = write(root.resolve("live.properties"), ingestProps);
             Map<String, String> mergeProps = new HashMap<>(common);
-            mergeProps.putAll(Map.of("application.id", "secured-merge", "rollout.state.dir", root.resolve("merge-state").toString(),
-                    "rollout.lag.merged.group", "secured-merged", "rollout.merge.after.generations", "1",
-                    "rollout.merge.max.pending.age.ms", "300"));
+            mergeProps.putAll(Map.of(
+                    "application.id",
+                    "secured-merge",
+                    "rollout.state.dir",
+                    root.resolve("merge-state").toString(),
+                    "rollout.lag.merged.group",
+                    "secured-merged",
+                    "rollout.merge.after.generations",
+                    "1",
+                    "rollout.merge.max.pending.age.ms",
+                    "300"));
 
             try (IngestApp ingest = new IngestApp(IngestConfig.of(new HashMap<>(ingestProps))).start();
                     MergeApp merge = new MergeApp(MergeConfig.of(new HashMap<>(mergeProps))).start();
                     Admin plain = kafka.admin()) {
                 // The shadow groups are written by the apps' own admin clients: they move only if those connect.
-                assertThat(awaitCommitted(plain, "secured-sealed", 300)).as("sealed group offsets").isEqualTo(300);
-                assertThat(awaitCommitted(plain, "secured-merged", 300)).as("merged group offsets").isEqualTo(300);
+                assertThat(awaitCommitted(plain, "secured-sealed", 300))
+                        .as("sealed group offsets")
+                        .isEqualTo(300);
+                assertThat(awaitCommitted(plain, "secured-merged", 300))
+                        .as("merged group offsets")
+                        .isEqualTo(300);
                 assertThat(merge.table().countBaseRows()).isEqualTo(300);
                 assertThat(ingest.table().countRows()).isEqualTo(300);
 
-                List<String> args = new ArrayList<>(List.of("status", "--table", root.resolve("table").toString(),
-                        "--bootstrap-servers", sasl, "--ingest-group", "secured", "--merge-group", "secured-merge",
-                        "--merged-group", "secured-merged"));
+                List<String> args = new ArrayList<>(List.of(
+                        "status",
+                        "--table",
+                        root.resolve("table").toString(),
+                        "--bootstrap-servers",
+                        sasl,
+                        "--ingest-group",
+                        "secured",
+                        "--merge-group",
+                        "secured-merge",
+                        "--merged-group",
+                        "secured-merged"));
                 args.addAll(settings(security));
                 String status = captureOut(() -> Launcher.run(args.toArray(String[]::new)));
-                assertThat(status).contains("exit=0").contains("secured-sealed: {0=0, 1=0}")
-                        .contains("secured-merged: {0=0, 1=0}").contains("base rows: 300");
+                assertThat(status)
+                        .contains("exit=0")
+                        .contains("secured-sealed: {0=0, 1=0}")
+                        .contains("secured-merged: {0=0, 1=0}")
+                        .contains("base rows: 300");
 
                 // Without the settings the same status cannot reach the brokers: the listener really is SASL-only.
-                String refused = captureOut(() -> Launcher.run("status", "--table", root.resolve("table").toString(),
-                        "--bootstrap-servers", sasl, "--ingest-group", "secured",
-                        "--client-setting", "default.api.timeout.ms=4000", "--client-setting", "request.timeout.ms=2000"));
+                String refused = captureOut(() -> Launcher.run(
+                        "status",
+                        "--table",
+                        root.resolve("table").toString(),
+                        "--bootstrap-servers",
+                        sasl,
+                        "--ingest-group",
+                        "secured",
+                        "--client-setting",
+                        "default.api.timeout.ms=4000",
+                        "--client-setting",
+                        "request.timeout.ms=2000"));
                 assertThat(refused).doesNotContain("exit=0");
             }
 
             // Replay: the command's admin client positions a new application through the SASL listener.
             Map<String, String> replayProps = new HashMap<>(ingestProps);
-            replayProps.putAll(Map.of("application.id", "secured-replay", "rollout.generations.topic", "replay-generations",
-                    "rollout.dlq.topic", "replay-dlq", "rollout.state.dir", root.resolve("replay-state").toString()));
+            replayProps.putAll(Map.of(
+                    "application.id",
+                    "secured-replay",
+                    "rollout.generations.topic",
+                    "replay-generations",
+                    "rollout.dlq.topic",
+                    "replay-dlq",
+                    "rollout.state.dir",
+                    root.resolve("replay-state").toString()));
             Path replay = write(root.resolve("replay.properties"), replayProps);
-            assertThat(Launcher.run("replay", replay.toString(), "--live", live.toString(), "--to-offset", "0:10,1:20",
-                    "--execute")).isZero();
+            assertThat(Launcher.run(
+                            "replay",
+                            replay.toString(),
+                            "--live",
+                            live.toString(),
+                            "--to-offset",
+                            "0:10,1:20",
+                            "--execute"))
+                    .isZero();
             try (Admin plain = kafka.admin()) {
-                var committed = plain.listConsumerGroupOffsets("secured-replay").partitionsToOffsetAndMetadata().get();
-                assertThat(committed.get(new TopicPartition("rollouts", 0)).offset()).isEqualTo(10);
-                assertThat(committed.get(new TopicPartition("rollouts", 1)).offset()).isEqualTo(20);
+                var committed = plain.listConsumerGroupOffsets("secured-replay")
+                        .partitionsToOffsetAndMetadata()
+                        .get();
+                assertThat(committed.get(new TopicPartition("rollouts", 0)).offset())
+                        .isEqualTo(10);
+                assertThat(committed.get(new TopicPartition("rollouts", 1)).offset())
+                        .isEqualTo(20);
             }
         }
     }
@@ -119,7 +189,9 @@ class SecuredClusterIT {
         long sum = -1;
         while (System.currentTimeMillis() < deadline) {
             sum = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().entrySet().stream()
-                    .filter(e -> e.getKey().topic().equals("rollouts")).mapToLong(e -> e.getValue().offset()).sum();
+                    .filter(e -> e.getKey().topic().equals("rollouts"))
+                    .mapToLong(e -> e.getValue().offset())
+                    .sum();
             if (sum == expected) {
                 return sum;
             }

@@ -11,7 +11,10 @@ import java.time.Duration;
 public record CooldownPolicy(int afterFailures, long baseSecs, long maxSecs, Duration recordTtl) {
 
     public static CooldownPolicy from(MergeConfig config) {
-        return new CooldownPolicy(config.cooldownAfterFailures(), config.cooldownBaseSecs(), config.cooldownMaxSecs(),
+        return new CooldownPolicy(
+                config.cooldownAfterFailures(),
+                config.cooldownBaseSecs(),
+                config.cooldownMaxSecs(),
                 config.cooldownRecordTtl());
     }
 

@@ -55,7 +55,8 @@ final class MergeAdminApi {
             MergeCoordinator.Outcome outcome = coordinator.manual(shard).get(10, TimeUnit.MINUTES);
             if (outcome.failed()) {
                 String why = outcome.error() instanceof RolloutTableException.GenerationUnreadable unreadable
-                        ? ": generation " + unreadable.generation() + " cannot be read" : "";
+                        ? ": generation " + unreadable.generation() + " cannot be read"
+                        : "";
                 return HttpEndpoint.Response.failure(500, "merge of shard " + shard + " failed" + why, outcome.error());
             }
             Map<String, Object> body = new LinkedHashMap<>();
@@ -73,8 +74,8 @@ final class MergeAdminApi {
     }
 
     private <V, T> List<T> readStore(String store, BiFunction<String, V, T> map) {
-        ReadOnlyKeyValueStore<String, V> view = runtime.streams().store(
-                StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.<String, V>keyValueStore()));
+        ReadOnlyKeyValueStore<String, V> view = runtime.streams()
+                .store(StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.<String, V>keyValueStore()));
         List<T> out = new ArrayList<>();
         try (KeyValueIterator<String, V> all = view.all()) {
             all.forEachRemaining(kv -> out.add(map.apply(kv.key, kv.value)));
@@ -90,7 +91,11 @@ final class MergeAdminApi {
                 row.put("kind", c.kind());
                 row.put("target", c.target());
                 row.put("failures", c.failures());
-                row.put("until", c.untilMs() == 0 ? null : Instant.ofEpochMilli(c.untilMs()).toString());
+                row.put(
+                        "until",
+                        c.untilMs() == 0
+                                ? null
+                                : Instant.ofEpochMilli(c.untilMs()).toString());
                 row.put("active", c.activeAt(now));
                 row.put("last_error", c.lastError());
                 return row;

@@ -2,8 +2,6 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.runtime.HttpEndpoint;
-import dev.rolloutingest.serde.SchemaRegistryClient;
-import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.runtime.ShadowGroupOffsets;
 import dev.rolloutingest.runtime.StreamsRuntime;
@@ -11,6 +9,8 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.serde.SchemaRegistryClient;
+import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.RolloutTable;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.file.Path;
@@ -38,20 +38,43 @@ public final class MergeApp implements AutoCloseable {
         this.registry = Observability.prometheus("rollout-merge");
         this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
         MergeMetrics metrics = new MergeMetrics(registry);
-        this.coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), config.roundMaxBytes(),
-                config.threads(), metrics, config.faultHaltAfterMerges(), config.afterGenerations());
+        this.coordinator = new MergeCoordinator(
+                table,
+                config.maxGenerations(),
+                config.maxBytes(),
+                config.roundMaxBytes(),
+                config.threads(),
+                metrics,
+                config.faultHaltAfterMerges(),
+                config.afterGenerations());
         this.maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
-        ConfluentAvroDeserializer<GenerationSealed> events = new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
+        ConfluentAvroDeserializer<GenerationSealed> events =
+                new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();
         merges.configure(config.serdeConfig(), false);
         int partitions = partitionsOf(config);
-        this.mergedLag = config.mergedLagGroup().isEmpty() ? null : new ShadowGroupOffsets(config.mergedLagGroup(),
-                MergeConfig.MERGED_LAG_GROUP, config.clientConfig(), java.time.Duration.ofMillis(config.lagPublishIntervalMs()));
-        this.runtime = new StreamsRuntime("rollout-merge",
-                MergeTopology.build(config, coordinator, maintenance, metrics, partitions, events, merges,
+        this.mergedLag = config.mergedLagGroup().isEmpty()
+                ? null
+                : new ShadowGroupOffsets(
+                        config.mergedLagGroup(),
+                        MergeConfig.MERGED_LAG_GROUP,
+                        config.clientConfig(),
+                        java.time.Duration.ofMillis(config.lagPublishIntervalMs()));
+        this.runtime = new StreamsRuntime(
+                "rollout-merge",
+                MergeTopology.build(
+                        config,
+                        coordinator,
+                        maintenance,
+                        metrics,
+                        partitions,
+                        events,
+                        merges,
                         mergedLag == null ? (tp, offset) -> {} : mergedLag::advance),
-                config.streamsProperties(), registry, config.healthMaxThreadReplacements(),
+                config.streamsProperties(),
+                registry,
+                config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
         Observability.mountMetrics(http, registry);
@@ -62,10 +85,16 @@ public final class MergeApp implements AutoCloseable {
     /** The partition count of the events topic: which task owns a shard depends on it. */
     private static int partitionsOf(MergeConfig config) {
         try (Admin admin = Admin.create(config.clientConfig())) {
-            return admin.describeTopics(List.of(config.generationsTopic())).allTopicNames().get(60, TimeUnit.SECONDS)
-                    .get(config.generationsTopic()).partitions().size();
+            return admin.describeTopics(List.of(config.generationsTopic()))
+                    .allTopicNames()
+                    .get(60, TimeUnit.SECONDS)
+                    .get(config.generationsTopic())
+                    .partitions()
+                    .size();
         } catch (Exception e) {
-            throw new ConfigException(MergeConfig.GENERATIONS_TOPIC, config.generationsTopic(),
+            throw new ConfigException(
+                    MergeConfig.GENERATIONS_TOPIC,
+                    config.generationsTopic(),
                     "cannot describe the topic: " + e.getMessage());
         }
     }
@@ -107,7 +136,8 @@ public final class MergeApp implements AutoCloseable {
 
     /** Runs until SIGTERM: {@code MergeApp [config.properties]}, env vars override the file. */
     public static void main(String[] args) throws InterruptedException {
-        MergeConfig config = MergeConfig.load(ConfigSources.file(args.length > 0 ? Path.of(args[0]) : null), System.getenv());
+        MergeConfig config =
+                MergeConfig.load(ConfigSources.file(args.length > 0 ? Path.of(args[0]) : null), System.getenv());
         StreamsRuntime.runUntilTerminated(new MergeApp(config).start(), "rollout-merge");
     }
 }

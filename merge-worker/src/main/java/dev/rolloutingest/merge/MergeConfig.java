@@ -1,13 +1,12 @@
 package dev.rolloutingest.merge;
 
+import static dev.rolloutingest.runtime.CommonKeys.*;
 import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
 import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
-
-import static dev.rolloutingest.runtime.CommonKeys.*;
 
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
@@ -21,7 +20,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
@@ -55,66 +53,184 @@ public final class MergeConfig {
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
     public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
 
-    public static final ConfigDef DEFINITION = CommonKeys.define("rollout-merge", "data/merge-state", 8091,
-            "/cooldowns, /pending, /merge/{shard}, /metrics, /health")
-            .define(GENERATIONS_TOPIC, STRING, "rollout-generations", new ConfigDef.NonEmptyString(), MEDIUM,
+    public static final ConfigDef DEFINITION = CommonKeys.define(
+                    "rollout-merge",
+                    "data/merge-state",
+                    8091,
+                    "/cooldowns, /pending, /merge/{shard}, /metrics, /health")
+            .define(
+                    GENERATIONS_TOPIC,
+                    STRING,
+                    "rollout-generations",
+                    new ConfigDef.NonEmptyString(),
+                    MEDIUM,
                     "Topic of GenerationSealed events (input), key = shard id")
-            .define(MERGES_TOPIC, STRING, "rollout-merges", new ConfigDef.NonEmptyString(), MEDIUM,
+            .define(
+                    MERGES_TOPIC,
+                    STRING,
+                    "rollout-merges",
+                    new ConfigDef.NonEmptyString(),
+                    MEDIUM,
                     "Topic of GenerationsMerged events (output), key = shard id")
-            .define(MAX_GENERATIONS, INT, 8, ConfigDef.Range.atLeast(0), HIGH,
+            .define(
+                    MAX_GENERATIONS,
+                    INT,
+                    8,
+                    ConfigDef.Range.atLeast(0),
+                    HIGH,
                     "ROLLOUT_MERGE_MAX_GENERATIONS: at most this many oldest pending generations per pass (0 = unbounded)")
-            .define(MAX_BYTES, LONG, 48L << 20, ConfigDef.Range.atLeast(1), HIGH,
+            .define(
+                    MAX_BYTES,
+                    LONG,
+                    48L << 20,
+                    ConfigDef.Range.atLeast(1),
+                    HIGH,
                     "At most this many sealed bytes per pass; the oldest generation is always taken. At most half of"
                             + " lance-core's merge memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a merge commit"
                             + " holds its source there and fails above it")
-            .define(AFTER_GENERATIONS, INT, 8, ConfigDef.Range.atLeast(0), HIGH,
+            .define(
+                    AFTER_GENERATIONS,
+                    INT,
+                    8,
+                    ConfigDef.Range.atLeast(0),
+                    HIGH,
                     "ROLLOUT_MERGE_AFTER_GENERATIONS: merge a shard when it has this many pending generations"
                             + " (0 = the count trigger is disabled, not a threshold of 0)")
-            .define(MAX_PENDING_AGE_MS, LONG, 60_000L, ConfigDef.Range.atLeast(0), HIGH,
+            .define(
+                    MAX_PENDING_AGE_MS,
+                    LONG,
+                    60_000L,
+                    ConfigDef.Range.atLeast(0),
+                    HIGH,
                     "Merge a shard when its oldest pending generation is this old (wall clock; 0 = disabled)")
-            .define(THREADS, INT, 2, ConfigDef.Range.between(1, 64), MEDIUM,
+            .define(
+                    THREADS,
+                    INT,
+                    2,
+                    ConfigDef.Range.between(1, 64),
+                    MEDIUM,
                     "Shards of a merge round read and de-duplicated in parallel, off the stream threads (the round's"
                             + " commit is one, serial)")
-            .define(CHECK_INTERVAL_MS, LONG, 200L, ConfigDef.Range.between(10, 60_000), LOW,
+            .define(
+                    CHECK_INTERVAL_MS,
+                    LONG,
+                    200L,
+                    ConfigDef.Range.between(10, 60_000),
+                    LOW,
                     "How often finished passes are applied and the time trigger is checked")
-            .define(RECONCILE_INTERVAL_MS, LONG, 30_000L, ConfigDef.Range.atLeast(1_000), LOW,
+            .define(
+                    RECONCILE_INTERVAL_MS,
+                    LONG,
+                    30_000L,
+                    ConfigDef.Range.atLeast(1_000),
+                    LOW,
                     "How often each shard's pending list is reconciled with the table (watermark and seals)")
-            .define(COOLDOWN_AFTER_FAILURES, INT, 3, ConfigDef.Range.atLeast(0), HIGH,
+            .define(
+                    COOLDOWN_AFTER_FAILURES,
+                    INT,
+                    3,
+                    ConfigDef.Range.atLeast(0),
+                    HIGH,
                     "TASK_COOLDOWN_AFTER_FAILURES: consecutive failures of a target before automatic triggers skip it"
                             + " (0 = never cool down)")
-            .define(COOLDOWN_BASE_SECS, LONG, 600L, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    COOLDOWN_BASE_SECS,
+                    LONG,
+                    600L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "TASK_COOLDOWN_BASE_SECS: first cooldown; doubles with each further failure (0 = disabled)")
-            .define(COOLDOWN_MAX_SECS, LONG, 21_600L, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    COOLDOWN_MAX_SECS,
+                    LONG,
+                    21_600L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "TASK_COOLDOWN_MAX_SECS: longest cooldown")
-            .define(COOLDOWN_RECORD_TTL_SECS, LONG, 86_400L, ConfigDef.Range.atLeast(1), LOW,
+            .define(
+                    COOLDOWN_RECORD_TTL_SECS,
+                    LONG,
+                    86_400L,
+                    ConfigDef.Range.atLeast(1),
+                    LOW,
                     "A failure record with no failure for this long (and no active cooldown) is removed")
-            .define(MERGED_LAG_GROUP, STRING, "rollout-ingest-merged", null, MEDIUM,
+            .define(
+                    MERGED_LAG_GROUP,
+                    STRING,
+                    "rollout-ingest-merged",
+                    null,
+                    MEDIUM,
                     "Consumer group (no consumer ever joins it) whose committed offsets are each input partition's first"
                             + " offset not yet in the base table: standard lag tools show it as the records not yet"
                             + " merged. Name it after the ingest app's application.id (<id>-merged). Empty disables")
-            .define(ROUND_MAX_BYTES, LONG, 48L << 20, ConfigDef.Range.atLeast(1), MEDIUM,
+            .define(
+                    ROUND_MAX_BYTES,
+                    LONG,
+                    48L << 20,
+                    ConfigDef.Range.atLeast(1),
+                    MEDIUM,
                     "Sealed bytes one merge round folds at most over all its shards (one commit); shards past it wait"
                             + " for the next round, so merge memory is bounded by the round. At most half of lance-core's"
                             + " merge memory pool (LANCE_MEM_POOL_SIZE)")
-            .define(INDEX_OPTIMIZE_INTERVAL_MS, LONG, 2_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    INDEX_OPTIMIZE_INTERVAL_MS,
+                    LONG,
+                    2_000L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "How often the merge-worker checks whether the record_id index of the base must take in the"
                             + " fragments merges added (0 = never); rebuilt instead after a compaction")
-            .define(INDEX_MAX_UNINDEXED_ROWS, LONG, 10_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    INDEX_MAX_UNINDEXED_ROWS,
+                    LONG,
+                    10_000L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "Merged rows the record_id index may leave uncovered before it is brought up to date: lookups scan"
                             + " them in full (about 0.25 ms per 1,000 rows); taking them up costs 10-60 ms (a segment)")
-            .define(INDEX_MAX_SEGMENTS, INT, RolloutTable.DEFAULT_KEY_INDEX_SEGMENTS, ConfigDef.Range.between(1, 64), LOW,
+            .define(
+                    INDEX_MAX_SEGMENTS,
+                    INT,
+                    RolloutTable.DEFAULT_KEY_INDEX_SEGMENTS,
+                    ConfigDef.Range.between(1, 64),
+                    LOW,
                     "Segments the record_id index keeps at most: new fragments get a segment of their own (cost: their"
                             + " rows), at this many the newer ones are rebuilt into one, and the whole index once they"
                             + " outgrow the oldest; each segment adds ~0.05 ms to a lookup")
-            .define(COMPACTION_INTERVAL_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    COMPACTION_INTERVAL_MS,
+                    LONG,
+                    600_000L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "Compact the base table this often (0 = never)")
-            .define(COMPACTION_TARGET_ROWS, LONG, 1_000_000L, ConfigDef.Range.atLeast(1), LOW,
+            .define(
+                    COMPACTION_TARGET_ROWS,
+                    LONG,
+                    1_000_000L,
+                    ConfigDef.Range.atLeast(1),
+                    LOW,
                     "Target rows per fragment for compaction")
-            .define(GC_INTERVAL_MS, LONG, 300_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    GC_INTERVAL_MS,
+                    LONG,
+                    300_000L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "Delete merged generation folders this often (0 = never)")
-            .define(GC_GRACE_MS, LONG, 600_000L, ConfigDef.Range.atLeast(0), MEDIUM,
+            .define(
+                    GC_GRACE_MS,
+                    LONG,
+                    600_000L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
                     "Only generations merged at least this long ago are deleted (readers may still hold them)")
-            .defineInternal(FAULT_HALT_AFTER_MERGES, INT, 0, ConfigDef.Range.atLeast(0), LOW,
+            .defineInternal(
+                    FAULT_HALT_AFTER_MERGES,
+                    INT,
+                    0,
+                    ConfigDef.Range.atLeast(0),
+                    LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth committed merge pass, before"
                             + " the pass is applied or its event committed (0 = never)");
 
@@ -127,8 +243,8 @@ public final class MergeConfig {
         this.parsed = new AbstractConfig(DEFINITION, raw, false);
         SerdeConfig.from(raw);
         try {
-            this.tableLocation = new TableLocation(parsed.getString(TABLE_URI),
-                    ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
+            this.tableLocation = new TableLocation(
+                    parsed.getString(TABLE_URI), ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
         } catch (IllegalArgumentException e) {
             throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
         }

@@ -46,16 +46,30 @@ public final class MergeCoordinator implements AutoCloseable {
      * @param tableUnavailable the table itself could not be read or written (store down): not the shard's
      *     fault, so it does not count towards the shard's cooldown
      */
-    public record Outcome(String shard, MergeTrigger trigger, MergeResult result, Throwable error, Duration duration,
-            long finishedAtMs, boolean tableUnavailable) {
+    public record Outcome(
+            String shard,
+            MergeTrigger trigger,
+            MergeResult result,
+            Throwable error,
+            Duration duration,
+            long finishedAtMs,
+            boolean tableUnavailable) {
         public boolean failed() {
             return error != null;
         }
     }
 
     /** What the last round did, for /pending and the logs. */
-    public record RoundSummary(long round, int shards, int mergedShards, int failedShards, long rows, int commits,
-            long commitMs, long prepareMs, long finishedAtMs) {}
+    public record RoundSummary(
+            long round,
+            int shards,
+            int mergedShards,
+            int failedShards,
+            long rows,
+            int commits,
+            long commitMs,
+            long prepareMs,
+            long finishedAtMs) {}
 
     private record Request(String shard, MergeTrigger trigger, CompletableFuture<Outcome> done) {}
 
@@ -72,7 +86,9 @@ public final class MergeCoordinator implements AutoCloseable {
      * is planned while this one commits, from every shard asked for by then (planning further ahead would cut
      * rounds into one shard each under load, each paying a full commit).
      */
-    private final java.util.concurrent.SynchronousQueue<PreparedRound> prepared = new java.util.concurrent.SynchronousQueue<>();
+    private final java.util.concurrent.SynchronousQueue<PreparedRound> prepared =
+            new java.util.concurrent.SynchronousQueue<>();
+
     private final Set<String> inRound = ConcurrentHashMap.newKeySet();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition requested = lock.newCondition();
@@ -98,8 +114,15 @@ public final class MergeCoordinator implements AutoCloseable {
      *     the shard's next pass at once, in the next round (0 = never): under load a shard does not wait for
      *     its task's next check to be asked again
      */
-    public MergeCoordinator(RolloutTable table, int maxGenerations, long maxBytes, long roundMaxBytes, int threads,
-            MergeMetrics metrics, int haltAfterMerges, int continueAtLeftover) {
+    public MergeCoordinator(
+            RolloutTable table,
+            int maxGenerations,
+            long maxBytes,
+            long roundMaxBytes,
+            int threads,
+            MergeMetrics metrics,
+            int haltAfterMerges,
+            int continueAtLeftover) {
         this.continueAtLeftover = continueAtLeftover;
         this.table = table;
         this.maxGenerations = maxGenerations;
@@ -161,8 +184,13 @@ public final class MergeCoordinator implements AutoCloseable {
     }
 
     /** A planned and prepared round waiting for the committer. */
-    private record PreparedRound(long round, Map<String, List<Request>> batch, List<MergeRound.MergePlan> taken,
-            List<MergeRound.PreparedMerge> prepared, Map<String, Throwable> unreadable, long startedNanos,
+    private record PreparedRound(
+            long round,
+            Map<String, List<Request>> batch,
+            List<MergeRound.MergePlan> taken,
+            List<MergeRound.PreparedMerge> prepared,
+            Map<String, Throwable> unreadable,
+            long startedNanos,
             long prepareNanos) {}
 
     /**
@@ -292,7 +320,8 @@ public final class MergeCoordinator implements AutoCloseable {
     private void commitRound(PreparedRound round) {
         Map<String, List<Request>> batch = round.batch();
         MergeRound.RoundResult result = table.commitMerge(round.prepared());
-        long rows = result.merged().values().stream().mapToLong(MergeResult::rows).sum();
+        long rows =
+                result.merged().values().stream().mapToLong(MergeResult::rows).sum();
         boolean mergedAnything = result.merged().values().stream().anyMatch(MergeResult::mergedAnything);
         if (mergedAnything && haltAfterMerges > 0 && committedRounds.incrementAndGet() == haltAfterMerges) {
             log.warn("Fault injection: halting after committed merge round {}", haltAfterMerges);
@@ -301,21 +330,37 @@ public final class MergeCoordinator implements AutoCloseable {
         long totalNanos = System.nanoTime() - round.startedNanos();
         for (MergeRound.MergePlan plan : round.taken()) {
             String shard = plan.shard();
-            Throwable error = round.unreadable().containsKey(shard) ? round.unreadable().get(shard)
+            Throwable error = round.unreadable().containsKey(shard)
+                    ? round.unreadable().get(shard)
                     : result.failed().get(shard);
             // The store refusing or failing requests is the table's problem, never one shard's.
-            boolean unavailable = error != null && !(error instanceof RolloutTableException.GenerationUnreadable)
+            boolean unavailable = error != null
+                    && !(error instanceof RolloutTableException.GenerationUnreadable)
                     && RolloutTableException.isStorageFailure(error);
             finish(batch.get(shard), result.merged().get(shard), error, unavailable, totalNanos);
         }
         int failed = round.unreadable().size() + result.failed().size();
         int shards = round.taken().size();
-        lastRound = new RoundSummary(round.round(), shards, shards - failed, failed, rows, result.commits(),
-                result.duration().toMillis(), round.prepareNanos() / 1_000_000, System.currentTimeMillis());
+        lastRound = new RoundSummary(
+                round.round(),
+                shards,
+                shards - failed,
+                failed,
+                rows,
+                result.commits(),
+                result.duration().toMillis(),
+                round.prepareNanos() / 1_000_000,
+                System.currentTimeMillis());
         metrics.round(shards, result.commits(), result.duration(), Duration.ofNanos(round.prepareNanos()));
         if (mergedAnything || failed > 0) {
-            log.info("Merge round {}: {} shards ({} failed), {} rows, prepared in {} ms, {} commit(s) in {} ms",
-                    round.round(), shards, failed, rows, round.prepareNanos() / 1_000_000, result.commits(),
+            log.info(
+                    "Merge round {}: {} shards ({} failed), {} rows, prepared in {} ms, {} commit(s) in {} ms",
+                    round.round(),
+                    shards,
+                    failed,
+                    rows,
+                    round.prepareNanos() / 1_000_000,
+                    result.commits(),
                     result.duration().toMillis());
         }
     }
@@ -324,7 +369,8 @@ public final class MergeCoordinator implements AutoCloseable {
         lock.lock();
         try {
             for (Request request : waiting) {
-                requests.computeIfAbsent(request.shard(), s -> new ArrayList<>()).add(request);
+                requests.computeIfAbsent(request.shard(), s -> new ArrayList<>())
+                        .add(request);
             }
             requested.signalAll();
         } finally {
@@ -332,29 +378,48 @@ public final class MergeCoordinator implements AutoCloseable {
         }
     }
 
-    private void finishAll(Map<String, List<Request>> batch, MergeResult result, Throwable error, boolean unavailable,
-            long nanos) {
+    private void finishAll(
+            Map<String, List<Request>> batch, MergeResult result, Throwable error, boolean unavailable, long nanos) {
         batch.values().forEach(requests -> finish(requests, result, error, unavailable, nanos));
     }
 
-    private void finish(List<Request> shardRequests, MergeResult result, Throwable error, boolean unavailable,
-            long nanos) {
+    private void finish(
+            List<Request> shardRequests, MergeResult result, Throwable error, boolean unavailable, long nanos) {
         Request first = shardRequests.get(0);
-        MergeTrigger trigger = shardRequests.stream().map(Request::trigger).filter(t -> t == MergeTrigger.MANUAL)
-                .findFirst().orElse(first.trigger());
-        Outcome outcome = new Outcome(first.shard(), trigger, error == null ? result : null, error,
-                Duration.ofNanos(nanos), System.currentTimeMillis(), unavailable);
+        MergeTrigger trigger = shardRequests.stream()
+                .map(Request::trigger)
+                .filter(t -> t == MergeTrigger.MANUAL)
+                .findFirst()
+                .orElse(first.trigger());
+        Outcome outcome = new Outcome(
+                first.shard(),
+                trigger,
+                error == null ? result : null,
+                error,
+                Duration.ofNanos(nanos),
+                System.currentTimeMillis(),
+                unavailable);
         if (error == null) {
             metrics.pass(name(trigger), result.mergedAnything() ? "success" : "empty", outcome.duration());
             metrics.merged(result.mergedGenerations().size());
         } else {
             metrics.pass(name(trigger), "failure", outcome.duration());
-            log.warn("Table {} shard {}: {} merge failed{}: {}", table.location(), first.shard(), name(trigger),
-                    unavailable ? " (table unavailable)" : "", error.getMessage());
+            log.warn(
+                    "Table {} shard {}: {} merge failed{}: {}",
+                    table.location(),
+                    first.shard(),
+                    name(trigger),
+                    unavailable ? " (table unavailable)" : "",
+                    error.getMessage());
         }
-        boolean more = error == null && continueAtLeftover > 0 && trigger != MergeTrigger.MANUAL
-                && result.mergedAnything() && result.leftover() >= continueAtLeftover && !closing;
-        outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>()).add(outcome);
+        boolean more = error == null
+                && continueAtLeftover > 0
+                && trigger != MergeTrigger.MANUAL
+                && result.mergedAnything()
+                && result.leftover() >= continueAtLeftover
+                && !closing;
+        outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>())
+                .add(outcome);
         lock.lock();
         try {
             inRound.remove(first.shard());

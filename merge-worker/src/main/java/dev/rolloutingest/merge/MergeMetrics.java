@@ -2,10 +2,10 @@ package dev.rolloutingest.merge;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
-import io.micrometer.core.instrument.Gauge;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -19,35 +19,54 @@ public final class MergeMetrics {
 
     public MergeMetrics(MeterRegistry registry) {
         this.registry = registry;
-        this.cooldowns = Counter.builder("merge.cooldowns").description("Targets that entered (or extended) a cooldown")
+        this.cooldowns = Counter.builder("merge.cooldowns")
+                .description("Targets that entered (or extended) a cooldown")
                 .register(registry);
         this.skippedCoolingDown = Counter.builder("rollout.merge.skipped.cooldown")
-                .description("Automatic merge triggers skipped because the shard is cooling down").register(registry);
+                .description("Automatic merge triggers skipped because the shard is cooling down")
+                .register(registry);
         this.mergedGenerations = Counter.builder("rollout.merge.generations")
-                .description("Generations folded into the base table").register(registry);
+                .description("Generations folded into the base table")
+                .register(registry);
         // One value per instance: the sum over its tasks (each task owns the shards of one events partition).
-        Gauge.builder("rollout.merge.backlog.generations", backlogByTask,
-                        tasks -> tasks.values().stream().mapToLong(Long::longValue).sum())
-                .description("Pending generations known to this merge-worker, over all its tasks").register(registry);
+        Gauge.builder("rollout.merge.backlog.generations", backlogByTask, tasks -> tasks.values().stream()
+                        .mapToLong(Long::longValue)
+                        .sum())
+                .description("Pending generations known to this merge-worker, over all its tasks")
+                .register(registry);
     }
 
     /** trigger: count | time | manual | reconcile; result: success | failure | empty. */
     void pass(String trigger, String result, Duration duration) {
-        registry.counter("rollout.merge.passes", "trigger", trigger, "result", result).increment();
-        Timer.builder("rollout.merge.pass.duration").tag("trigger", trigger).tag("result", result)
-                .publishPercentileHistogram().register(registry).record(duration);
+        registry.counter("rollout.merge.passes", "trigger", trigger, "result", result)
+                .increment();
+        Timer.builder("rollout.merge.pass.duration")
+                .tag("trigger", trigger)
+                .tag("result", result)
+                .publishPercentileHistogram()
+                .register(registry)
+                .record(duration);
     }
 
     /** One round: shards in it, commits it took (1 unless a shard failed), commit and prepare time. */
     void round(int shards, int commits, Duration commit, Duration prepare) {
         registry.counter("rollout.merge.rounds").increment();
         registry.counter("rollout.merge.commits").increment(commits);
-        DistributionSummary.builder("rollout.merge.round.shards").description("Shards folded by one merge round")
-                .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256).register(registry).record(shards);
-        Timer.builder("rollout.merge.round.commit").description("Time to commit one merge round (all its shards)")
-                .publishPercentileHistogram().register(registry).record(commit);
-        Timer.builder("rollout.merge.round.prepare").description("Time to read and de-duplicate one round's shards")
-                .publishPercentileHistogram().register(registry).record(prepare);
+        DistributionSummary.builder("rollout.merge.round.shards")
+                .description("Shards folded by one merge round")
+                .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256)
+                .register(registry)
+                .record(shards);
+        Timer.builder("rollout.merge.round.commit")
+                .description("Time to commit one merge round (all its shards)")
+                .publishPercentileHistogram()
+                .register(registry)
+                .record(commit);
+        Timer.builder("rollout.merge.round.prepare")
+                .description("Time to read and de-duplicate one round's shards")
+                .publishPercentileHistogram()
+                .register(registry)
+                .record(prepare);
     }
 
     void merged(int generations) {
@@ -63,7 +82,8 @@ public final class MergeMetrics {
     }
 
     void maintenance(String kind, String result) {
-        registry.counter("rollout.maintenance.runs", "kind", kind, "result", result).increment();
+        registry.counter("rollout.maintenance.runs", "kind", kind, "result", result)
+                .increment();
     }
 
     /** The backlog of the task of events partition {@code task}. */

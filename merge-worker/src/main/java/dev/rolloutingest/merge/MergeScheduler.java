@@ -54,8 +54,13 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private int partition;
     private boolean reconciled;
 
-    MergeScheduler(MergeConfig config, MergeCoordinator coordinator, TableMaintenanceRunner maintenance,
-            MergeMetrics metrics, int eventPartitions, ObjLongConsumer<TopicPartition> mergedPositions) {
+    MergeScheduler(
+            MergeConfig config,
+            MergeCoordinator coordinator,
+            TableMaintenanceRunner maintenance,
+            MergeMetrics metrics,
+            int eventPartitions,
+            ObjLongConsumer<TopicPartition> mergedPositions) {
         this.maintenance = maintenance;
         this.mergedPositions = mergedPositions;
         this.config = config;
@@ -72,19 +77,26 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         this.cooldowns = MergeStores.cooldowns(context);
         this.partition = context.taskId().partition();
         context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
-        context.schedule(Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
+        context.schedule(
+                Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
         if (partition == 0) {
             // Compaction, index upkeep and GC are table-wide: only the task of partition 0 schedules them.
             if (config.compactionIntervalMs() > 0) {
-                context.schedule(Duration.ofMillis(config.compactionIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
+                context.schedule(
+                        Duration.ofMillis(config.compactionIntervalMs()),
+                        PunctuationType.WALL_CLOCK_TIME,
                         now -> maintain("compact", now));
             }
             if (config.indexOptimizeIntervalMs() > 0) {
-                context.schedule(Duration.ofMillis(config.indexOptimizeIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
+                context.schedule(
+                        Duration.ofMillis(config.indexOptimizeIntervalMs()),
+                        PunctuationType.WALL_CLOCK_TIME,
                         now -> maintain("index", now));
             }
             if (config.gcIntervalMs() > 0) {
-                context.schedule(Duration.ofMillis(config.gcIntervalMs()), PunctuationType.WALL_CLOCK_TIME,
+                context.schedule(
+                        Duration.ofMillis(config.gcIntervalMs()),
+                        PunctuationType.WALL_CLOCK_TIME,
                         now -> maintain("gc", now));
             }
         }
@@ -137,7 +149,11 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                     cooldowns.delete(Cooldown.key(outcome.kind(), target));
                 } else if (RolloutTableException.isStorageFailure(outcome.error())) {
                     // The store is down or refusing: the next run retries; a cooldown would outlast the outage.
-                    log.info("{} of {} waits for the table's store: {}", outcome.kind(), target, outcome.error().getMessage());
+                    log.info(
+                            "{} of {} waits for the table's store: {}",
+                            outcome.kind(),
+                            target,
+                            outcome.error().getMessage());
                 } else {
                     recordFailure(outcome.kind(), target, outcome.error(), now);
                 }
@@ -170,7 +186,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         String shard = outcome.shard();
         if (outcome.failed() && outcome.tableUnavailable()) {
             // The store, not the shard: no cooldown (every shard would enter one); the next trigger retries.
-            log.info("merge of {} waits for the table to be available again: {}", shard, outcome.error().getMessage());
+            log.info(
+                    "merge of {} waits for the table to be available again: {}",
+                    shard,
+                    outcome.error().getMessage());
             return;
         }
         if (outcome.failed()) {
@@ -182,8 +201,14 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         // What an earlier pass merged but never announced (it died before its commit), then this pass.
         announceCovered(shard, backlog, result.previousWatermark());
         if (result.mergedAnything()) {
-            emit(shard, backlog, result.mergedGenerations(), result.newWatermark(), result.rows(),
-                    outcome.duration().toMillis(), outcome.trigger());
+            emit(
+                    shard,
+                    backlog,
+                    result.mergedGenerations(),
+                    result.newWatermark(),
+                    result.rows(),
+                    outcome.duration().toMillis(),
+                    outcome.trigger());
         }
         backlog.mergedUpTo(result.newWatermark());
         publishMerged(shard, result.newWatermark());
@@ -208,8 +233,12 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             try {
                 covered.addAll(coordinator.table().sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
             } catch (RuntimeException e) {
-                log.warn("Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
-                        coordinator.table().location(), shard, watermark, e.getMessage());
+                log.warn(
+                        "Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
+                        coordinator.table().location(),
+                        shard,
+                        watermark,
+                        e.getMessage());
             }
             if (!covered.isEmpty()) {
                 emit(shard, backlog, List.copyOf(covered), watermark, 0, 0, MergeTrigger.RECONCILE);
@@ -224,22 +253,43 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         cooldowns.put(next.key(), next);
         if (next.activeAt(now)) {
             metrics.cooldown();
-            log.warn("{} of {} failed {} times in a row; automatic runs skip it until {} (cooldown {} s). Last error: {}",
-                    kind, target, next.failures(), Instant.ofEpochMilli(next.untilMs()),
-                    (next.untilMs() - now) / 1000, next.lastError());
+            log.warn(
+                    "{} of {} failed {} times in a row; automatic runs skip it until {} (cooldown {} s). Last error: {}",
+                    kind,
+                    target,
+                    next.failures(),
+                    Instant.ofEpochMilli(next.untilMs()),
+                    (next.untilMs() - now) / 1000,
+                    next.lastError());
         } else {
-            log.info("{} of {} failed ({} of {} before a cooldown): {}", kind, target, next.failures(),
-                    policy.afterFailures(), next.lastError());
+            log.info(
+                    "{} of {} failed ({} of {} before a cooldown): {}",
+                    kind,
+                    target,
+                    next.failures(),
+                    policy.afterFailures(),
+                    next.lastError());
         }
     }
 
-    private void emit(String shard, ShardBacklog backlog, List<Long> generations, long watermark, long rows,
-            long durationMs, MergeTrigger trigger) {
+    private void emit(
+            String shard,
+            ShardBacklog backlog,
+            List<Long> generations,
+            long watermark,
+            long rows,
+            long durationMs,
+            MergeTrigger trigger) {
         backlog.announced(watermark);
         GenerationsMerged event = GenerationsMerged.newBuilder()
-                .setShardId(shard).setTableUri(coordinator.table().location().uri())
-                .setMergedGenerations(generations).setNewWatermark(watermark).setRows(rows)
-                .setDurationMs(durationMs).setTrigger(trigger).setMergedAt(Instant.now())
+                .setShardId(shard)
+                .setTableUri(coordinator.table().location().uri())
+                .setMergedGenerations(generations)
+                .setNewWatermark(watermark)
+                .setRows(rows)
+                .setDurationMs(durationMs)
+                .setTrigger(trigger)
+                .setMergedAt(Instant.now())
                 .build();
         context.forward(new Record<>(shard, event, System.currentTimeMillis()));
     }
@@ -285,12 +335,16 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             try {
                 for (SealedGeneration sealed : table.pendingGenerations(shard)) {
                     partitionOf.putIfAbsent(shard, new TopicPartition(sealed.topic(), sealed.partition()));
-                    if (!backlog.pending().containsKey(sealed.generation()) && sealed.generation() > backlog.announcedUpTo()) {
+                    if (!backlog.pending().containsKey(sealed.generation())
+                            && sealed.generation() > backlog.announcedUpTo()) {
                         backlog.add(sealed.generation(), sealed.sealedAt().toEpochMilli());
                     }
                 }
             } catch (Exception e) {
-                log.warn("Table {} shard {}: reconcile could not list pending generations: {}", table.location(), shard,
+                log.warn(
+                        "Table {} shard {}: reconcile could not list pending generations: {}",
+                        table.location(),
+                        shard,
                         e.getMessage());
             }
             put(shard, backlog);
@@ -299,7 +353,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private boolean ownedByThisTask(String shard) {
         // The default partitioner of a keyed record: murmur2 of the key bytes.
-        return Utils.toPositive(Utils.murmur2(shard.getBytes(java.nio.charset.StandardCharsets.UTF_8))) % eventPartitions
+        return Utils.toPositive(Utils.murmur2(shard.getBytes(java.nio.charset.StandardCharsets.UTF_8)))
+                        % eventPartitions
                 == partition;
     }
 
@@ -311,7 +366,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         RolloutTable table = coordinator.table();
         maintenance.submit(kind, () -> switch (kind) {
             case "compact" -> table.compact(config.compactionTargetRows()).toString();
-            case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows(), config.indexMaxSegments()).toString();
+            case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows(), config.indexMaxSegments())
+                    .toString();
             default -> table.collectGarbage(config.gcGrace()).toString();
         });
     }

@@ -23,21 +23,34 @@ public final class MergeTopology {
 
     private MergeTopology() {}
 
-    static Topology build(MergeConfig config, MergeCoordinator coordinator, TableMaintenanceRunner maintenance,
-            MergeMetrics metrics, int eventPartitions, Deserializer<GenerationSealed> events,
+    static Topology build(
+            MergeConfig config,
+            MergeCoordinator coordinator,
+            TableMaintenanceRunner maintenance,
+            MergeMetrics metrics,
+            int eventPartitions,
+            Deserializer<GenerationSealed> events,
             Serializer<GenerationsMerged> merges) {
         return build(config, coordinator, maintenance, metrics, eventPartitions, events, merges, (tp, offset) -> {});
     }
 
     /** @param mergedPositions told, per input partition, the first offset not yet in the base table */
-    static Topology build(MergeConfig config, MergeCoordinator coordinator, TableMaintenanceRunner maintenance,
-            MergeMetrics metrics, int eventPartitions, Deserializer<GenerationSealed> events,
-            Serializer<GenerationsMerged> merges, ObjLongConsumer<TopicPartition> mergedPositions) {
+    static Topology build(
+            MergeConfig config,
+            MergeCoordinator coordinator,
+            TableMaintenanceRunner maintenance,
+            MergeMetrics metrics,
+            int eventPartitions,
+            Deserializer<GenerationSealed> events,
+            Serializer<GenerationsMerged> merges,
+            ObjLongConsumer<TopicPartition> mergedPositions) {
         Topology topology = new Topology();
-        topology.addSource(Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events,
-                config.generationsTopic());
-        topology.addProcessor(SCHEDULER, () -> new MergeScheduler(config, coordinator, maintenance, metrics,
-                eventPartitions, mergedPositions), SOURCE);
+        topology.addSource(
+                Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events, config.generationsTopic());
+        topology.addProcessor(
+                SCHEDULER,
+                () -> new MergeScheduler(config, coordinator, maintenance, metrics, eventPartitions, mergedPositions),
+                SOURCE);
         MergeStores.addTo(topology, SCHEDULER);
         topology.addSink(SINK, config.mergesTopic(), new StringSerializer(), merges, SCHEDULER);
         return topology;

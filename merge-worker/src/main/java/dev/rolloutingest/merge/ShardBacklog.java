@@ -15,7 +15,8 @@ public final class ShardBacklog {
     private long announcedUpTo;
 
     @JsonCreator
-    public ShardBacklog(@JsonProperty("pending") Map<Long, Long> pending, @JsonProperty("announced_up_to") long announcedUpTo) {
+    public ShardBacklog(
+            @JsonProperty("pending") Map<Long, Long> pending, @JsonProperty("announced_up_to") long announcedUpTo) {
         this.sealedAtByGeneration = pending == null ? new TreeMap<>() : new TreeMap<>(pending);
         this.announcedUpTo = announcedUpTo;
     }
@@ -35,7 +36,9 @@ public final class ShardBacklog {
 
     /** Pending generations at or below {@code watermark} that no event announced: merged by a pass whose event was lost. */
     public java.util.List<Long> unannouncedUpTo(long watermark) {
-        return sealedAtByGeneration.headMap(watermark, true).keySet().stream().filter(g -> g > announcedUpTo).toList();
+        return sealedAtByGeneration.headMap(watermark, true).keySet().stream()
+                .filter(g -> g > announcedUpTo)
+                .toList();
     }
 
     @JsonProperty("pending")
@@ -60,7 +63,14 @@ public final class ShardBacklog {
 
     /** Age of the oldest pending generation in ms; 0 when none. */
     public long oldestAgeMs(long nowMs) {
-        return sealedAtByGeneration.isEmpty() ? 0
-                : Math.max(0, nowMs - sealedAtByGeneration.values().stream().mapToLong(Long::longValue).min().orElse(nowMs));
+        return sealedAtByGeneration.isEmpty()
+                ? 0
+                : Math.max(
+                        0,
+                        nowMs
+                                - sealedAtByGeneration.values().stream()
+                                        .mapToLong(Long::longValue)
+                                        .min()
+                                        .orElse(nowMs));
     }
 }

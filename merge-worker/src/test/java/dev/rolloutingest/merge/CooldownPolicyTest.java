@@ -46,8 +46,12 @@ class CooldownPolicyTest {
         assertThat(c.failures()).isEqualTo(5);
         assertThat(never.gates(c, 1)).isFalse();
         CooldownPolicy noBase = new CooldownPolicy(3, 0, 21_600, Duration.ofDays(1));
-        Cooldown d = noBase.onFailure(noBase.onFailure(noBase.onFailure(null, "merge", "s", "e", 0), "merge", "s", "e", 0),
-                "merge", "s", "e", 0);
+        Cooldown d = noBase.onFailure(
+                noBase.onFailure(noBase.onFailure(null, "merge", "s", "e", 0), "merge", "s", "e", 0),
+                "merge",
+                "s",
+                "e",
+                0);
         assertThat(noBase.gates(d, 1)).isFalse();
     }
 

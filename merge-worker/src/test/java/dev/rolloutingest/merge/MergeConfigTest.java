@@ -24,8 +24,15 @@ class MergeConfigTest {
         assertThat(defaults.cooldownAfterFailures()).isEqualTo(3);
         assertThat(defaults.cooldownBaseSecs()).isEqualTo(600);
         assertThat(defaults.cooldownMaxSecs()).isEqualTo(21_600);
-        MergeConfig env = MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_MAX_GENERATIONS", "0",
-                "ROLLOUT_MERGE_AFTER_GENERATIONS", "0", "TASK_COOLDOWN_AFTER_FAILURES", "5"));
+        MergeConfig env = MergeConfig.load(
+                required(),
+                Map.of(
+                        "ROLLOUT_MERGE_MAX_GENERATIONS",
+                        "0",
+                        "ROLLOUT_MERGE_AFTER_GENERATIONS",
+                        "0",
+                        "TASK_COOLDOWN_AFTER_FAILURES",
+                        "5"));
         assertThat(env.maxGenerations()).isZero();
         assertThat(env.afterGenerations()).isZero();
         assertThat(env.cooldownAfterFailures()).isEqualTo(5);
@@ -34,24 +41,32 @@ class MergeConfigTest {
     @Test
     void badValuesFailNamingTheKey() {
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_MAX_GENERATIONS", "-1")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.merge.max.generations");
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.max.generations");
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("TASK_COOLDOWN_MAX_SECS", "60")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("task.cooldown.max.secs");
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("task.cooldown.max.secs");
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_THREADS", "0")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.merge.threads");
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.threads");
     }
 
     @Test
     void mergeBudgetsOverHalfOfLanceMemoryPoolAreRefusedAtStartNamingKeyAndPool() {
-        // A merge commit holds its source in lance-core's 100 MiB pool (no LANCE_MEM_POOL_SIZE here) and fails above it.
+        // A merge commit holds its source in lance-core's 100 MiB pool (no LANCE_MEM_POOL_SIZE here) and fails above
+        // it.
         assertThat(MergeConfig.load(required(), Map.of()).maxBytes()).isLessThanOrEqualTo(50L << 20);
         assertThat(MergeConfig.load(required(), Map.of()).roundMaxBytes()).isLessThanOrEqualTo(50L << 20);
-        assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_MAX_BYTES", String.valueOf(256L << 20))))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.merge.max.bytes")
+        assertThatThrownBy(() ->
+                        MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_MAX_BYTES", String.valueOf(256L << 20))))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.max.bytes")
                 .hasMessageContaining("LANCE_MEM_POOL_SIZE");
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ROUND_MAX_BYTES", "0")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("rollout.merge.round.max.bytes");
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.round.max.bytes");
         assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ROUND_MAX_BYTES", String.valueOf(50L << 20)))
-                .roundMaxBytes()).isEqualTo(50L << 20);
+                        .roundMaxBytes())
+                .isEqualTo(50L << 20);
     }
 }

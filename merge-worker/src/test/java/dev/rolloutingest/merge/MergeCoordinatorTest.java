@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 class MergeCoordinatorTest {
     private static final String TOPIC = "rollouts";
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    private final Path dir = Path.of("target", "coordinator", UUID.randomUUID().toString()).toAbsolutePath();
+    private final Path dir =
+            Path.of("target", "coordinator", UUID.randomUUID().toString()).toAbsolutePath();
 
     private static void generations(RolloutTable table, int count) {
         RolloutGenerator generator = new RolloutGenerator("exp", 8, 0);
@@ -40,8 +41,8 @@ class MergeCoordinatorTest {
     void aShardLeavingAFullPassBehindIsMergedAgainAtOnceUntilItsBacklogIsUnderTheTrigger() throws Exception {
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters);
-                MergeCoordinator coordinator = new MergeCoordinator(table, 8, 1L << 20, 1L << 20, 2,
-                        new MergeMetrics(meters), 0, 8)) {
+                MergeCoordinator coordinator =
+                        new MergeCoordinator(table, 8, 1L << 20, 1L << 20, 2, new MergeMetrics(meters), 0, 8)) {
             generations(table, 28); // 3 full passes of 8, then 4 left: under the trigger of 8
             assertThat(coordinator.submit(shard, MergeTrigger.COUNT)).isTrue();
             long deadline = System.nanoTime() + 60_000_000_000L;

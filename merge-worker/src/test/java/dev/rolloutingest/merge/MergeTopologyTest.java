@@ -1,8 +1,8 @@
 package dev.rolloutingest.merge;
 
-import dev.rolloutingest.embedded.FileTrees;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.AvroContracts;
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
@@ -25,7 +25,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
-import java.util.stream.Stream;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.StreamsConfig;
@@ -40,7 +39,8 @@ import org.junit.jupiter.api.Test;
 class MergeTopologyTest {
     private static final String TOPIC = "rollouts";
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    private final Path dir = Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
+    private final Path dir =
+            Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
     private RolloutTable table;
     private MergeCoordinator coordinator;
     private TableMaintenanceRunner maintenance;
@@ -55,13 +55,20 @@ class MergeTopologyTest {
 
     private void start(Map<String, Object> overrides) {
         Map<String, Object> values = new HashMap<>(Map.of(
-                "bootstrap.servers", "unused:9092",
-                "schema.registry.url", "http://unused:8081",
-                "rollout.table.uri", dir.resolve("table").toString(),
-                "rollout.state.dir", dir.resolve("state").toString(),
-                "rollout.merge.max.pending.age.ms", 0L,
-                "rollout.compaction.interval.ms", 0L,
-                "rollout.gc.interval.ms", 0L));
+                "bootstrap.servers",
+                "unused:9092",
+                "schema.registry.url",
+                "http://unused:8081",
+                "rollout.table.uri",
+                dir.resolve("table").toString(),
+                "rollout.state.dir",
+                dir.resolve("state").toString(),
+                "rollout.merge.max.pending.age.ms",
+                0L,
+                "rollout.compaction.interval.ms",
+                0L,
+                "rollout.gc.interval.ms",
+                0L));
         values.putAll(overrides);
         MergeConfig config = MergeConfig.of(values);
         table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, meters);
@@ -69,15 +76,24 @@ class MergeTopologyTest {
         coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), 2, metrics);
         // Avro single-object encoding stands in for the registry serde here; the ITs use the real one.
         maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
-        var topology = MergeTopology.build(config, coordinator, maintenance, metrics, 1,
+        var topology = MergeTopology.build(
+                config,
+                coordinator,
+                maintenance,
+                metrics,
+                1,
                 (topic, bytes) -> decode(() -> GenerationSealed.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))),
                 (topic, event) -> decode(() -> event.toByteBuffer().array()));
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props);
-        sealed = driver.createInputTopic("rollout-generations", new StringSerializer(),
+        sealed = driver.createInputTopic(
+                "rollout-generations",
+                new StringSerializer(),
                 (topic, event) -> decode(() -> event.toByteBuffer().array()));
-        merged = driver.createOutputTopic("rollout-merges", new StringDeserializer(),
+        merged = driver.createOutputTopic(
+                "rollout-merges",
+                new StringDeserializer(),
                 (topic, bytes) -> decode(() -> GenerationsMerged.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))));
     }
 
@@ -117,10 +133,19 @@ class MergeTopologyTest {
     }
 
     private void announce(SealedGeneration g) {
-        GenerationSealed event = GenerationSealed.newBuilder().setShardId(g.shard()).setTopic(TOPIC)
-                .setPartition(g.partition()).setGeneration(g.generation()).setFolder(g.folder())
-                .setFirstOffset(g.firstOffset()).setLastOffset(g.lastOffset()).setRows(g.rows()).setBytes(g.bytes())
-                .setSealedAt(g.sealedAt()).setTableUri(table.location().uri()).build();
+        GenerationSealed event = GenerationSealed.newBuilder()
+                .setShardId(g.shard())
+                .setTopic(TOPIC)
+                .setPartition(g.partition())
+                .setGeneration(g.generation())
+                .setFolder(g.folder())
+                .setFirstOffset(g.firstOffset())
+                .setLastOffset(g.lastOffset())
+                .setRows(g.rows())
+                .setBytes(g.bytes())
+                .setSealedAt(g.sealedAt())
+                .setTableUri(table.location().uri())
+                .build();
         sealed.pipeInput(g.shard(), event);
     }
 
@@ -180,8 +205,13 @@ class MergeTopologyTest {
 
     @Test
     void zeroDisablesTheCountTriggerWhileTheTimeTriggerStillDrains() throws Exception {
-        start(Map.of("rollout.merge.after.generations", 0, "rollout.merge.max.generations", 3,
-                "rollout.merge.max.pending.age.ms", 60_000L));
+        start(Map.of(
+                "rollout.merge.after.generations",
+                0,
+                "rollout.merge.max.generations",
+                3,
+                "rollout.merge.max.pending.age.ms",
+                60_000L));
         for (int i = 0; i < 7; i++) {
             seal(0);
         }
@@ -208,7 +238,8 @@ class MergeTopologyTest {
         }
         assertThat(pending(0)).isZero();
         List<GenerationsMerged> events = merged.readValuesToList();
-        List<Long> all = events.stream().flatMap(e -> e.getMergedGenerations().stream()).toList();
+        List<Long> all =
+                events.stream().flatMap(e -> e.getMergedGenerations().stream()).toList();
         assertThat(events).allSatisfy(e -> assertThat(e.getMergedGenerations()).hasSizeLessThanOrEqualTo(8));
         assertThat(all).hasSize(50).doesNotHaveDuplicates().isSorted();
         assertThat(table.countBaseRows()).isEqualTo(25);
@@ -216,8 +247,13 @@ class MergeTopologyTest {
 
     @Test
     void aPoisonShardCoolsDownAfterThreeFailuresWhileAHealthyShardKeepsMerging() throws Exception {
-        start(Map.of("rollout.merge.after.generations", 1, "rollout.merge.max.generations", 2,
-                "task.cooldown.after.failures", 3));
+        start(Map.of(
+                "rollout.merge.after.generations",
+                1,
+                "rollout.merge.max.generations",
+                2,
+                "task.cooldown.after.failures",
+                3));
         SealedGeneration poisoned = seal(0);
         FileTrees.deleteRecursively(Path.of(table.location().resolve(poisoned.datasetPath())));
         String poison = ShardId.of(TOPIC, 0);
@@ -231,9 +267,11 @@ class MergeTopologyTest {
         assertThat(cooldown.activeAt(System.currentTimeMillis())).isTrue();
         assertThat(cooldown.lastError()).contains("generation 10");
         assertThat(meters.get("merge.cooldowns").counter().count()).isEqualTo(1);
-        assertThat(meters.get("rollout.merge.skipped.cooldown").counter().count()).isPositive();
+        assertThat(meters.get("rollout.merge.skipped.cooldown").counter().count())
+                .isPositive();
         assertThat(pending(1)).isZero();
-        assertThat(merged.readValuesToList()).extracting(GenerationsMerged::getShardId)
+        assertThat(merged.readValuesToList())
+                .extracting(GenerationsMerged::getShardId)
                 .containsOnly(ShardId.of(TOPIC, 1));
         // A manual merge is never gated: it runs (and fails again, counting a fourth failure).
         MergeCoordinator.Outcome manual = coordinator.manual(poison).get();
@@ -295,8 +333,11 @@ class MergeTopologyTest {
         settle();
         List<GenerationsMerged> events = merged.readValuesToList();
         assertThat(events).extracting(GenerationsMerged::getTrigger).contains(MergeTrigger.RECONCILE);
-        assertThat(events).filteredOn(e -> e.getTrigger() == MergeTrigger.RECONCILE).singleElement()
-                .satisfies(e -> assertThat(e.getMergedGenerations()).containsExactly(lostA.generation(), lostB.generation()));
+        assertThat(events)
+                .filteredOn(e -> e.getTrigger() == MergeTrigger.RECONCILE)
+                .singleElement()
+                .satisfies(e ->
+                        assertThat(e.getMergedGenerations()).containsExactly(lostA.generation(), lostB.generation()));
         // ... and the re-read sealed events of the lost generations change nothing.
         announce(lostA);
         announce(lostB);
@@ -308,5 +349,4 @@ class MergeTopologyTest {
         KeyValueStore<String, ShardBacklog> store = driver.getKeyValueStore(MergeStores.BACKLOG_STORE);
         return store.get(ShardId.of(TOPIC, partition));
     }
-
 }

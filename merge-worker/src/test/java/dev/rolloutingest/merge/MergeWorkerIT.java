@@ -1,6 +1,5 @@
 package dev.rolloutingest.merge;
 
-import dev.rolloutingest.embedded.FileTrees;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -8,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.rolloutingest.embedded.ApicurioRegistry;
 import dev.rolloutingest.embedded.ChildJvm;
 import dev.rolloutingest.embedded.EmbeddedKafka;
+import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.embedded.FreePorts;
 import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
@@ -37,7 +37,6 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -80,34 +79,55 @@ class MergeWorkerIT {
         String generations = run + "-generations";
         String merges = run + "-merges";
         int partitions = 4;
-        kafka.createTopics(List.of(new NewTopic(input, partitions, (short) 1), new NewTopic(generations, 2, (short) 1),
-                new NewTopic(merges, 1, (short) 1), new NewTopic(run + "-dlq", 1, (short) 1)));
+        kafka.createTopics(List.of(
+                new NewTopic(input, partitions, (short) 1),
+                new NewTopic(generations, 2, (short) 1),
+                new NewTopic(merges, 1, (short) 1),
+                new NewTopic(run + "-dlq", 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Map<String, String> ingestProps = new HashMap<>(Map.of(
-                "bootstrap.servers", kafka.bootstrapServers(), "schema.registry.url", registry.confluentUrl(),
-                "rollout.table.uri", tableDir.toString(), "application.id", run + "-ingest",
-                "rollout.input.topic", input, "rollout.generations.topic", generations,
-                "rollout.dlq.topic", run + "-dlq", "rollout.seal.max.rows", "20", "rollout.seal.max.age.ms", "300",
-                "rollout.state.dir", work.resolve("ingest-state").toString()));
+                "bootstrap.servers",
+                kafka.bootstrapServers(),
+                "schema.registry.url",
+                registry.confluentUrl(),
+                "rollout.table.uri",
+                tableDir.toString(),
+                "application.id",
+                run + "-ingest",
+                "rollout.input.topic",
+                input,
+                "rollout.generations.topic",
+                generations,
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.seal.max.rows",
+                "20",
+                "rollout.seal.max.age.ms",
+                "300",
+                "rollout.state.dir",
+                work.resolve("ingest-state").toString()));
         ingestProps.put("http.port", "0");
         int adminPort = FreePorts.next();
-        Path mergeConfig = writeConfig(work.resolve("merge.properties"), Map.ofEntries(
-                Map.entry("bootstrap.servers", kafka.bootstrapServers()),
-                Map.entry("schema.registry.url", registry.confluentUrl()),
-                Map.entry("rollout.table.uri", tableDir.toString()),
-                Map.entry("application.id", run + "-merge"),
-                Map.entry("rollout.generations.topic", generations),
-                Map.entry("rollout.merges.topic", merges),
-                Map.entry("rollout.merge.after.generations", "3"),
-                Map.entry("rollout.merge.max.generations", "4"),
-                Map.entry("rollout.merge.max.pending.age.ms", "1500"),
-                Map.entry("rollout.compaction.interval.ms", "3000"),
-                Map.entry("rollout.gc.interval.ms", "2000"),
-                Map.entry("rollout.gc.grace.ms", "1000"),
-                Map.entry("rollout.state.dir", work.resolve("merge-state").toString()),
-                Map.entry("streams.commit.interval.ms", "200"),
-                Map.entry("http.port", Integer.toString(adminPort))));
+        Path mergeConfig = writeConfig(
+                work.resolve("merge.properties"),
+                Map.ofEntries(
+                        Map.entry("bootstrap.servers", kafka.bootstrapServers()),
+                        Map.entry("schema.registry.url", registry.confluentUrl()),
+                        Map.entry("rollout.table.uri", tableDir.toString()),
+                        Map.entry("application.id", run + "-merge"),
+                        Map.entry("rollout.generations.topic", generations),
+                        Map.entry("rollout.merges.topic", merges),
+                        Map.entry("rollout.merge.after.generations", "3"),
+                        Map.entry("rollout.merge.max.generations", "4"),
+                        Map.entry("rollout.merge.max.pending.age.ms", "1500"),
+                        Map.entry("rollout.compaction.interval.ms", "3000"),
+                        Map.entry("rollout.gc.interval.ms", "2000"),
+                        Map.entry("rollout.gc.grace.ms", "1000"),
+                        Map.entry(
+                                "rollout.state.dir", work.resolve("merge-state").toString()),
+                        Map.entry("streams.commit.interval.ms", "200"),
+                        Map.entry("http.port", Integer.toString(adminPort))));
         Path log = work.resolve("merge.log");
         HttpClient http = HttpClient.newHttpClient();
         String admin = "http://127.0.0.1:" + adminPort;
@@ -117,8 +137,11 @@ class MergeWorkerIT {
         try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start()) {
             produce(input, 0, 400);
             // 1. Halted right after its second committed Lance merge: offsets and event not committed.
-            ChildJvm worker = ChildJvm.start(MergeApp.class, List.of(mergeConfig.toString()),
-                    Map.of("ROLLOUT_FAULT_HALT_AFTER_MERGES", "2"), log);
+            ChildJvm worker = ChildJvm.start(
+                    MergeApp.class,
+                    List.of(mergeConfig.toString()),
+                    Map.of("ROLLOUT_FAULT_HALT_AFTER_MERGES", "2"),
+                    log);
             assertThat(worker.waitFor(180)).isEqualTo(137);
 
             // 2. Poison one shard: its oldest pending generation loses its files (no worker runs meanwhile).
@@ -132,7 +155,9 @@ class MergeWorkerIT {
                 awaitTrue(120, () -> {
                     // Below the threshold a failure is listed but not active; wait for the cooldown itself.
                     JsonNode cooldowns = get(http, admin + "/cooldowns");
-                    return cooldowns != null && cooldowns.size() > 0 && cooldowns.get(0).get("active").asBoolean();
+                    return cooldowns != null
+                            && cooldowns.size() > 0
+                            && cooldowns.get(0).get("active").asBoolean();
                 });
                 JsonNode cooldown = get(http, admin + "/cooldowns").get(0);
                 assertThat(cooldown.get("kind").asText()).isEqualTo("merge");
@@ -141,8 +166,11 @@ class MergeWorkerIT {
                 assertThat(cooldown.get("active").asBoolean()).isTrue();
                 assertThat(cooldown.get("until").asText()).isNotBlank();
                 assertThat(cooldown.get("last_error").asText()).contains("generation " + victim.generation());
-                String metrics = http.send(HttpRequest.newBuilder(URI.create(admin + "/metrics")).build(),
-                        HttpResponse.BodyHandlers.ofString()).body();
+                String metrics = http.send(
+                                HttpRequest.newBuilder(URI.create(admin + "/metrics"))
+                                        .build(),
+                                HttpResponse.BodyHandlers.ofString())
+                        .body();
                 assertThat(metrics).containsPattern("merge_cooldowns_total\\{[^}]*\\} [1-9]");
                 assertThat(metrics).contains("rollout_merge_backlog_generations");
                 assertThat(metrics).contains("kafka_consumer_fetch_manager_records_lag");
@@ -150,7 +178,9 @@ class MergeWorkerIT {
                 // Healthy shards drain to nothing pending while the poisoned one stays.
                 awaitTrue(120, () -> {
                     for (int p = 0; p < 3; p++) {
-                        if (!ingest.table().pendingGenerations(ShardId.of(input, p)).isEmpty()) {
+                        if (!ingest.table()
+                                .pendingGenerations(ShardId.of(input, p))
+                                .isEmpty()) {
                             return false;
                         }
                     }
@@ -161,14 +191,26 @@ class MergeWorkerIT {
                 assertThat(pending.get("shards").toString()).contains(poisoned);
 
                 // A manual merge is never gated by the cooldown: it runs, and fails again.
-                HttpResponse<String> manual = http.send(HttpRequest.newBuilder(URI.create(admin + "/merge/" + poisoned))
-                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> manual = http.send(
+                        HttpRequest.newBuilder(URI.create(admin + "/merge/" + poisoned))
+                                .POST(HttpRequest.BodyPublishers.noBody())
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
                 assertThat(manual.statusCode()).isEqualTo(500);
                 assertThat(manual.body()).contains("generation " + victim.generation());
                 int before = cooldown.get("failures").asInt();
-                awaitTrue(30, () -> get(http, admin + "/cooldowns").get(0).get("failures").asInt() > before);
-                HttpResponse<String> bad = http.send(HttpRequest.newBuilder(URI.create(admin + "/merge/not-a-shard"))
-                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                awaitTrue(
+                        30,
+                        () -> get(http, admin + "/cooldowns")
+                                        .get(0)
+                                        .get("failures")
+                                        .asInt()
+                                > before);
+                HttpResponse<String> bad = http.send(
+                        HttpRequest.newBuilder(URI.create(admin + "/merge/not-a-shard"))
+                                .POST(HttpRequest.BodyPublishers.noBody())
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
                 assertThat(bad.statusCode()).isEqualTo(400);
             } finally {
                 worker.stop();
@@ -182,12 +224,15 @@ class MergeWorkerIT {
         Set<String> seen = new HashSet<>();
         for (GenerationsMerged event : events) {
             for (long g : event.getMergedGenerations()) {
-                assertThat(seen.add(event.getShardId() + "/" + g)).as("merged twice: %s/%d", event.getShardId(), g).isTrue();
+                assertThat(seen.add(event.getShardId() + "/" + g))
+                        .as("merged twice: %s/%d", event.getShardId(), g)
+                        .isTrue();
             }
         }
         assertThat(events).extracting(GenerationsMerged::getTrigger).contains(MergeTrigger.RECONCILE);
         // Nothing of the poisoned shard was merged at or past the generation whose files are gone.
-        assertThat(events).filteredOn(e -> e.getShardId().equals(poisoned))
+        assertThat(events)
+                .filteredOn(e -> e.getShardId().equals(poisoned))
                 .allSatisfy(e -> assertThat(e.getNewWatermark()).isLessThan(victim.generation()));
     }
 
@@ -195,9 +240,14 @@ class MergeWorkerIT {
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("exp", 64, 3);
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(), ProducerConfig.ACKS_CONFIG, "all"),
-                new StringSerializer(), serializer)) {
+        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all"),
+                new StringSerializer(),
+                serializer)) {
             for (int i = from; i < to; i++) {
                 Rollout rollout = generator.rollout(i % 300, i);
                 producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout));
@@ -220,8 +270,8 @@ class MergeWorkerIT {
 
     private static JsonNode get(HttpClient http, String url) {
         try {
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(url)).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> response =
+                    http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString());
             return response.statusCode() == 200 ? JSON.readTree(response.body()) : null;
         } catch (IOException e) {
             return null; // not listening yet
@@ -243,14 +293,22 @@ class MergeWorkerIT {
     }
 
     private List<GenerationsMerged> readMerges(String topic) {
-        ConfluentAvroDeserializer<GenerationsMerged> deserializer = new ConfluentAvroDeserializer<>(null, GenerationsMerged.class);
+        ConfluentAvroDeserializer<GenerationsMerged> deserializer =
+                new ConfluentAvroDeserializer<>(null, GenerationsMerged.class);
         deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         List<GenerationsMerged> events = new ArrayList<>();
-        try (KafkaConsumer<String, GenerationsMerged> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-                ConsumerConfig.GROUP_ID_CONFIG, "verify-" + UUID.randomUUID()), new StringDeserializer(), deserializer)) {
+        try (KafkaConsumer<String, GenerationsMerged> consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                        "read_committed",
+                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                        "earliest",
+                        ConsumerConfig.GROUP_ID_CONFIG,
+                        "verify-" + UUID.randomUUID()),
+                new StringDeserializer(),
+                deserializer)) {
             consumer.subscribe(List.of(topic));
             long quietSince = System.currentTimeMillis();
             while (System.currentTimeMillis() - quietSince < 3_000) {
@@ -273,5 +331,4 @@ class MergeWorkerIT {
         }
         return file;
     }
-
 }

@@ -9,8 +9,8 @@ import org.apache.avro.util.ClassSecurityValidator;
  * Exactly these classes are trusted, nothing else.
  */
 public final class AvroContracts {
-    public static final List<Class<?>> CLASSES = List.of(Rollout.class, GenerationSealed.class, GenerationsMerged.class,
-            MergeTrigger.class);
+    public static final List<Class<?>> CLASSES =
+            List.of(Rollout.class, GenerationSealed.class, GenerationsMerged.class, MergeTrigger.class);
     private static boolean trusted;
 
     private AvroContracts() {}
@@ -21,7 +21,8 @@ public final class AvroContracts {
         }
         ClassSecurityValidator.Builder builder = ClassSecurityValidator.builder();
         CLASSES.forEach(builder::add);
-        ClassSecurityValidator.setGlobal(ClassSecurityValidator.composite(ClassSecurityValidator.getGlobal(), builder.build()));
+        ClassSecurityValidator.setGlobal(
+                ClassSecurityValidator.composite(ClassSecurityValidator.getGlobal(), builder.build()));
         trusted = true;
     }
 }

@@ -78,24 +78,30 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
         int id = WireFormat.schemaId(topic, bytes);
         Reading reading = readers.computeIfAbsent(id, this::readerFor);
         DatumReader<Object> reader = reading.reader();
-        BinaryDecoder decoder = DecoderFactory.get().binaryDecoder(bytes, WireFormat.HEADER_LENGTH,
-                bytes.length - WireFormat.HEADER_LENGTH, null);
+        BinaryDecoder decoder = DecoderFactory.get()
+                .binaryDecoder(bytes, WireFormat.HEADER_LENGTH, bytes.length - WireFormat.HEADER_LENGTH, null);
         try {
             Object value = reader.read(null, decoder);
             if (!decoder.isEnd()) {
-                throw new SerdeException.InvalidWireFormat("trailing-bytes", "Record on topic '" + topic
-                        + "' has bytes left after decoding schema id " + id + ": corrupt or not written with that schema");
+                throw new SerdeException.InvalidWireFormat(
+                        "trailing-bytes",
+                        "Record on topic '" + topic + "' has bytes left after decoding schema id " + id
+                                + ": corrupt or not written with that schema");
             }
             if (!reading.droppedFields().isEmpty()) {
                 unknownFields.dropped(id, reading.droppedFields());
             }
             return (T) value;
         } catch (AvroTypeException e) {
-            throw new SerdeException.IncompatibleSchema("Record on topic '" + topic + "' written with schema id " + id
-                    + " cannot be read with reader schema: " + e.getMessage(), e);
+            throw new SerdeException.IncompatibleSchema(
+                    "Record on topic '" + topic + "' written with schema id " + id
+                            + " cannot be read with reader schema: " + e.getMessage(),
+                    e);
         } catch (IOException | AvroRuntimeException | IndexOutOfBoundsException | NegativeArraySizeException e) {
-            throw new SerdeException.InvalidWireFormat("not-avro", "Record on topic '" + topic
-                    + "' is truncated or not Avro for schema id " + id + ": " + e, e);
+            throw new SerdeException.InvalidWireFormat(
+                    "not-avro",
+                    "Record on topic '" + topic + "' is truncated or not Avro for schema id " + id + ": " + e,
+                    e);
         }
     }
 
@@ -112,15 +118,23 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
         }
         Schema target = reader;
         List<String> dropped = writer.getType() == Schema.Type.RECORD && target.getType() == Schema.Type.RECORD
-                ? writer.getFields().stream().map(Schema.Field::name).filter(name -> target.getField(name) == null).toList()
+                ? writer.getFields().stream()
+                        .map(Schema.Field::name)
+                        .filter(name -> target.getField(name) == null)
+                        .toList()
                 : List.of();
         // Resolution errors show at construction for some mismatches and at read time for others.
         try {
-            return new Reading(specific ? new SpecificDatumReader<>(writer, reader, data)
-                    : new GenericDatumReader<>(writer, reader), dropped);
+            return new Reading(
+                    specific
+                            ? new SpecificDatumReader<>(writer, reader, data)
+                            : new GenericDatumReader<>(writer, reader),
+                    dropped);
         } catch (AvroRuntimeException e) {
-            throw new SerdeException.IncompatibleSchema("Schema id " + id + " cannot be resolved to reader schema "
-                    + reader.getFullName() + ": " + e.getMessage(), e);
+            throw new SerdeException.IncompatibleSchema(
+                    "Schema id " + id + " cannot be resolved to reader schema " + reader.getFullName() + ": "
+                            + e.getMessage(),
+                    e);
         }
     }
 }

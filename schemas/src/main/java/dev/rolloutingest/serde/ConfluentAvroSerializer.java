@@ -78,8 +78,10 @@ public class ConfluentAvroSerializer<T extends IndexedRecord> implements Seriali
             writer.write(datum, encoder);
             encoder.flush();
         } catch (IOException | AvroRuntimeException | ClassCastException | NullPointerException e) {
-            throw new SerdeException("invalid-record", "Record does not match its schema " + schema.getFullName()
-                    + ": " + e.getMessage(), e);
+            throw new SerdeException(
+                    "invalid-record",
+                    "Record does not match its schema " + schema.getFullName() + ": " + e.getMessage(),
+                    e);
         }
         return out.toByteArray();
     }
@@ -89,8 +91,10 @@ public class ConfluentAvroSerializer<T extends IndexedRecord> implements Seriali
             return new GenericDatumReader<>(writer, reader, GenericData.get())
                     .read(null, DecoderFactory.get().binaryDecoder(body, null));
         } catch (IOException | AvroRuntimeException e) {
-            throw new SerdeException.IncompatibleSchema("Record schema " + writer.getFullName()
-                    + " cannot be written as the latest schema of topic '" + topic + "': " + e.getMessage(), e);
+            throw new SerdeException.IncompatibleSchema(
+                    "Record schema " + writer.getFullName() + " cannot be written as the latest schema of topic '"
+                            + topic + "': " + e.getMessage(),
+                    e);
         }
     }
 }

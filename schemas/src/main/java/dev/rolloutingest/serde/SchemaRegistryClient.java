@@ -39,10 +39,13 @@ public final class SchemaRegistryClient {
 
     public SchemaRegistryClient(SerdeConfig config) {
         this.config = config;
-        this.http = HttpClient.newBuilder().connectTimeout(config.requestTimeout()).build();
-        this.authorization = config.basicAuthUserInfo() == null ? null
-                : "Basic " + Base64.getEncoder().encodeToString(
-                        config.basicAuthUserInfo().getBytes(StandardCharsets.UTF_8));
+        this.http =
+                HttpClient.newBuilder().connectTimeout(config.requestTimeout()).build();
+        this.authorization = config.basicAuthUserInfo() == null
+                ? null
+                : "Basic "
+                        + Base64.getEncoder()
+                                .encodeToString(config.basicAuthUserInfo().getBytes(StandardCharsets.UTF_8));
         this.schemaById = lru(config.cacheCapacity());
         this.idBySubjectAndSchema = lru(config.cacheCapacity());
     }
@@ -56,7 +59,10 @@ public final class SchemaRegistryClient {
         }
         JsonNode answer;
         try {
-            answer = call("POST", "/subjects/" + encode(subject) + "/versions", schemaBody(schema),
+            answer = call(
+                    "POST",
+                    "/subjects/" + encode(subject) + "/versions",
+                    schemaBody(schema),
                     "registering a schema under subject '" + subject + "'");
         } catch (SerdeException.IncompatibleSchema conflict) {
             // Two clients registering a new subject at once: Apicurio answers the loser 409 although the same
@@ -69,7 +75,8 @@ public final class SchemaRegistryClient {
         }
         int id = answer.path("id").asInt(-1);
         if (id < 0) {
-            throw new SerdeException.RegistryError(200, 0, "Registry answered without an id for subject '" + subject + "'");
+            throw new SerdeException.RegistryError(
+                    200, 0, "Registry answered without an id for subject '" + subject + "'");
         }
         idBySubjectAndSchema.put(cacheKey, id);
         schemaById.putIfAbsent(id, schema);
@@ -83,7 +90,10 @@ public final class SchemaRegistryClient {
         if (cached != null) {
             return cached;
         }
-        JsonNode answer = call("POST", "/subjects/" + encode(subject), schemaBody(schema),
+        JsonNode answer = call(
+                "POST",
+                "/subjects/" + encode(subject),
+                schemaBody(schema),
                 "looking up a schema under subject '" + subject + "'");
         int id = answer.path("id").asInt();
         idBySubjectAndSchema.put(cacheKey, id);
@@ -101,8 +111,10 @@ public final class SchemaRegistryClient {
             answer = call("GET", "/schemas/ids/" + id, null, "fetching schema id " + id);
         } catch (SerdeException.RegistryError e) {
             if (e.httpStatus() == 404) {
-                throw new SerdeException.UnknownSchemaId(id, "Schema id " + id + " is not known to the registry at "
-                        + config.registryUrls() + " (" + e.getMessage() + ")");
+                throw new SerdeException.UnknownSchemaId(
+                        id,
+                        "Schema id " + id + " is not known to the registry at " + config.registryUrls() + " ("
+                                + e.getMessage() + ")");
             }
             throw e;
         }
@@ -112,7 +124,10 @@ public final class SchemaRegistryClient {
     }
 
     public RegisteredSchema latest(String subject) {
-        JsonNode answer = call("GET", "/subjects/" + encode(subject) + "/versions/latest", null,
+        JsonNode answer = call(
+                "GET",
+                "/subjects/" + encode(subject) + "/versions/latest",
+                null,
                 "fetching the latest schema of subject '" + subject + "'");
         int id = answer.path("id").asInt();
         Schema schema = parse(answer.path("schema").asText(), "subject '" + subject + "'");
@@ -157,9 +172,11 @@ public final class SchemaRegistryClient {
         if (last instanceof SerdeException.RegistryError refused) {
             throw refused;
         }
-        throw new SerdeException.RegistryUnavailable("Schema registry at " + config.registryUrls()
-                + " unavailable after " + (config.maxRetries() + 1) + " attempts while " + what + ": "
-                + last.getMessage(), last.getCause());
+        throw new SerdeException.RegistryUnavailable(
+                "Schema registry at " + config.registryUrls()
+                        + " unavailable after " + (config.maxRetries() + 1) + " attempts while " + what + ": "
+                        + last.getMessage(),
+                last.getCause());
     }
 
     private JsonNode once(URI base, String method, String path, String body, String what) {
@@ -195,10 +212,14 @@ public final class SchemaRegistryClient {
             throw new SerdeException.RegistryUnavailable(base + " answered HTTP " + status + ": " + message, null);
         }
         if (status == 409) {
-            throw new SerdeException.IncompatibleSchema("Registry rejected the schema as incompatible while "
-                    + what + " (HTTP 409, error_code " + errorCode + "): " + message, null);
+            throw new SerdeException.IncompatibleSchema(
+                    "Registry rejected the schema as incompatible while " + what + " (HTTP 409, error_code " + errorCode
+                            + "): " + message,
+                    null);
         }
-        throw new SerdeException.RegistryError(status, errorCode,
+        throw new SerdeException.RegistryError(
+                status,
+                errorCode,
                 "Registry answered HTTP " + status + " (error_code " + errorCode + ") while " + what + ": " + message);
     }
 
@@ -214,14 +235,18 @@ public final class SchemaRegistryClient {
     }
 
     private static String schemaBody(Schema schema) {
-        return json.createObjectNode().put("schema", schema.toString()).put("schemaType", "AVRO").toString();
+        return json.createObjectNode()
+                .put("schema", schema.toString())
+                .put("schemaType", "AVRO")
+                .toString();
     }
 
     private static Schema parse(String text, String what) {
         try {
             return new Schema.Parser().parse(text);
         } catch (RuntimeException e) {
-            throw new SerdeException.RegistryError(200, 0, "Registry returned an unparseable Avro schema for " + what + ": " + e.getMessage());
+            throw new SerdeException.RegistryError(
+                    200, 0, "Registry returned an unparseable Avro schema for " + what + ": " + e.getMessage());
         }
     }
 

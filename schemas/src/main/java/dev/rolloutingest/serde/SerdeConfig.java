@@ -40,7 +40,9 @@ public record SerdeConfig(
     public static SerdeConfig from(Map<String, ?> props) {
         Object url = props.get(SCHEMA_REGISTRY_URL);
         if (url == null || url.toString().isBlank()) {
-            throw new ConfigException(SCHEMA_REGISTRY_URL, url,
+            throw new ConfigException(
+                    SCHEMA_REGISTRY_URL,
+                    url,
                     "required: the registry's base URL, e.g. http://localhost:8081 "
                             + "(Apicurio: http://host:port/apis/ccompat/v7); comma-separated for several");
         }
@@ -59,17 +61,20 @@ public record SerdeConfig(
         }
         for (String strategyKey : List.of(KEY_SUBJECT_NAME_STRATEGY, VALUE_SUBJECT_NAME_STRATEGY)) {
             Object strategy = props.get(strategyKey);
-            if (strategy != null && !strategy.toString().equals(TOPIC_NAME_STRATEGY)
+            if (strategy != null
+                    && !strategy.toString().equals(TOPIC_NAME_STRATEGY)
                     && !strategy.toString().equals("TopicNameStrategy")) {
-                throw new ConfigException(strategyKey, strategy,
-                        "only TopicNameStrategy (<topic>-key / <topic>-value) is supported");
+                throw new ConfigException(
+                        strategyKey, strategy, "only TopicNameStrategy (<topic>-key / <topic>-value) is supported");
             }
         }
         Object source = props.get(BASIC_AUTH_CREDENTIALS_SOURCE);
         if (source != null && !"USER_INFO".equals(source.toString())) {
             throw new ConfigException(BASIC_AUTH_CREDENTIALS_SOURCE, source, "only USER_INFO is supported");
         }
-        String userInfo = props.get(BASIC_AUTH_USER_INFO) == null ? null : props.get(BASIC_AUTH_USER_INFO).toString();
+        String userInfo = props.get(BASIC_AUTH_USER_INFO) == null
+                ? null
+                : props.get(BASIC_AUTH_USER_INFO).toString();
         if (userInfo != null && !userInfo.isEmpty() && !userInfo.contains(":")) {
             throw new ConfigException(BASIC_AUTH_USER_INFO, "(hidden)", "expected the form user:password");
         }
@@ -106,9 +111,12 @@ public record SerdeConfig(
             return fallback;
         }
         try {
-            long parsed = value instanceof Number n ? n.longValue() : Long.parseLong(value.toString().trim());
+            long parsed = value instanceof Number n
+                    ? n.longValue()
+                    : Long.parseLong(value.toString().trim());
             if (parsed < min || parsed > Integer.MAX_VALUE) {
-                throw new ConfigException(key, value, "expected a whole number from " + min + " to " + Integer.MAX_VALUE);
+                throw new ConfigException(
+                        key, value, "expected a whole number from " + min + " to " + Integer.MAX_VALUE);
             }
             return parsed;
         } catch (NumberFormatException e) {

@@ -21,14 +21,18 @@ public final class WireFormat {
     /** Reads the schema id; fails with a typed error naming the topic when the header is wrong. */
     public static int schemaId(String topic, byte[] bytes) {
         if (bytes.length < HEADER_LENGTH) {
-            throw new SerdeException.InvalidWireFormat("truncated",
+            throw new SerdeException.InvalidWireFormat(
+                    "truncated",
                     "Record on topic '" + topic + "' has " + bytes.length
                             + " bytes, fewer than the 5-byte Confluent wire-format header");
         }
         if (bytes[0] != MAGIC_BYTE) {
-            throw new SerdeException.InvalidWireFormat("bad-magic-byte",
-                    String.format("Record on topic '%s' starts with byte 0x%02x, expected magic byte 0x00 "
-                            + "(not Confluent wire format)", topic, bytes[0] & 0xff));
+            throw new SerdeException.InvalidWireFormat(
+                    "bad-magic-byte",
+                    String.format(
+                            "Record on topic '%s' starts with byte 0x%02x, expected magic byte 0x00 "
+                                    + "(not Confluent wire format)",
+                            topic, bytes[0] & 0xff));
         }
         return ByteBuffer.wrap(bytes, 1, 4).getInt();
     }

@@ -56,7 +56,8 @@ class ConfluentSerdeIT {
         return map;
     }
 
-    private static <T extends org.apache.avro.generic.IndexedRecord> ConfluentAvroSerializer<T> serializer(Object... extra) {
+    private static <T extends org.apache.avro.generic.IndexedRecord> ConfluentAvroSerializer<T> serializer(
+            Object... extra) {
         ConfluentAvroSerializer<T> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(config(extra), false);
         return serializer;
@@ -70,11 +71,14 @@ class ConfluentSerdeIT {
 
     /** Plays an independent client: raw REST calls, manual framing, plain Avro. */
     private static int registerRaw(String subject, String schemaJson) throws Exception {
-        HttpResponse<String> response = http.send(HttpRequest.newBuilder(
-                URI.create(registry.confluentUrl() + "/subjects/" + subject + "/versions"))
-                .header("Content-Type", "application/vnd.schemaregistry.v1+json")
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.createObjectNode().put("schema", schemaJson).toString()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = http.send(
+                HttpRequest.newBuilder(URI.create(registry.confluentUrl() + "/subjects/" + subject + "/versions"))
+                        .header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                        .POST(HttpRequest.BodyPublishers.ofString(JSON.createObjectNode()
+                                .put("schema", schemaJson)
+                                .toString()))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
         return JSON.readTree(response.body()).get("id").asInt();
     }
@@ -96,8 +100,9 @@ class ConfluentSerdeIT {
 
     @Test
     void bytesMatchTheConfluentTestVector() throws Exception {
-        Schema schema = new Schema.Parser().parse(
-                "{\"type\":\"record\",\"name\":\"Vector\",\"fields\":[{\"name\":\"a\",\"type\":\"string\"},{\"name\":\"n\",\"type\":\"int\"}]}");
+        Schema schema = new Schema.Parser()
+                .parse(
+                        "{\"type\":\"record\",\"name\":\"Vector\",\"fields\":[{\"name\":\"a\",\"type\":\"string\"},{\"name\":\"n\",\"type\":\"int\"}]}");
         GenericRecord record = new GenericData.Record(schema);
         record.put("a", "hi");
         record.put("n", 1);
@@ -115,9 +120,13 @@ class ConfluentSerdeIT {
 
         assertThat(bytes[0]).isEqualTo((byte) 0);
         int id = ByteBuffer.wrap(bytes, 1, 4).getInt();
-        HttpResponse<String> response = http.send(HttpRequest.newBuilder(
-                URI.create(registry.confluentUrl() + "/schemas/ids/" + id)).GET().build(), HttpResponse.BodyHandlers.ofString());
-        Schema writer = new Schema.Parser().parse(JSON.readTree(response.body()).get("schema").asText());
+        HttpResponse<String> response = http.send(
+                HttpRequest.newBuilder(URI.create(registry.confluentUrl() + "/schemas/ids/" + id))
+                        .GET()
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
+        Schema writer = new Schema.Parser()
+                .parse(JSON.readTree(response.body()).get("schema").asText());
         GenericRecord decoded = new GenericDatumReader<GenericRecord>(writer)
                 .read(null, DecoderFactory.get().binaryDecoder(Arrays.copyOfRange(bytes, 5, bytes.length), null));
         assertThat(decoded.get("record_id").toString()).isEqualTo(rollout.getRecordId());
@@ -139,13 +148,16 @@ class ConfluentSerdeIT {
             generic.put(f.name(), value);
         }
         byte[] framed = WireFormat.frame(id, avroBinary(Rollout.getClassSchema(), generic));
-        assertThat(rolloutDeserializer().deserialize("independent-write", framed)).isEqualTo(rollout);
+        assertThat(rolloutDeserializer().deserialize("independent-write", framed))
+                .isEqualTo(rollout);
     }
 
     @Test
     void anOldProducersRecordReadsWithTheNewSchema() throws Exception {
         // The first version of Rollout had no advantage, policy_version or binary_payload.
-        Schema old = new Schema.Parser().parse("""
+        Schema old = new Schema.Parser()
+                .parse(
+                        """
                 {"type":"record","name":"Rollout","namespace":"dev.rolloutingest.schemas","fields":[
                  {"name":"record_id","type":"string"},{"name":"experiment","type":"string"},
                  {"name":"rollout_id","type":"string"},{"name":"sequence_order","type":"int"},
@@ -175,7 +187,9 @@ class ConfluentSerdeIT {
         SchemaRegistryClient client = new SchemaRegistryClient(SerdeConfig.from(config()));
         client.register("strict-value", Rollout.getClassSchema());
         client.setCompatibility("strict-value", "BACKWARD");
-        Schema breaking = new Schema.Parser().parse("""
+        Schema breaking = new Schema.Parser()
+                .parse(
+                        """
                 {"type":"record","name":"Rollout","namespace":"dev.rolloutingest.schemas","fields":[
                  {"name":"record_id","type":"int"},{"name":"must_have","type":"string"}]}""");
         GenericRecord record = new GenericData.Record(breaking);
@@ -183,14 +197,16 @@ class ConfluentSerdeIT {
         record.put("must_have", "x");
         assertThatThrownBy(() -> serializer().serialize("strict", record))
                 .isInstanceOf(SerdeException.IncompatibleSchema.class)
-                .hasMessageContaining("strict-value").hasMessageContaining("409");
+                .hasMessageContaining("strict-value")
+                .hasMessageContaining("409");
     }
 
     @Test
     void anUnknownSchemaIdIsATypedError() {
         byte[] bytes = WireFormat.frame(987_654, new byte[] {2});
         assertThatThrownBy(() -> rolloutDeserializer().deserialize("rollouts", bytes))
-                .isInstanceOf(SerdeException.UnknownSchemaId.class).hasMessageContaining("987654");
+                .isInstanceOf(SerdeException.UnknownSchemaId.class)
+                .hasMessageContaining("987654");
     }
 
     @Test
@@ -198,15 +214,18 @@ class ConfluentSerdeIT {
         byte[] bytes = serializer().serialize("truncated", new RolloutGenerator("exp-d", 32, 4).rollout(1, 0));
         byte[] cut = Arrays.copyOf(bytes, bytes.length - 10);
         assertThatThrownBy(() -> rolloutDeserializer().deserialize("truncated", cut))
-                .isInstanceOf(SerdeException.InvalidWireFormat.class).hasMessageContaining("truncated")
-                .extracting(e -> ((SerdeException) e).reason()).isEqualTo("not-avro");
+                .isInstanceOf(SerdeException.InvalidWireFormat.class)
+                .hasMessageContaining("truncated")
+                .extracting(e -> ((SerdeException) e).reason())
+                .isEqualTo("not-avro");
     }
 
     @Test
     void withoutAutoRegisterAnUnregisteredSchemaFailsAndARegisteredOneIsFound() {
         Rollout rollout = new RolloutGenerator("exp-e", 0, 5).rollout(1, 0);
         assertThatThrownBy(() -> serializer("auto.register.schemas", false).serialize("lookup-only", rollout))
-                .isInstanceOf(SerdeException.RegistryError.class).hasMessageContaining("lookup-only-value");
+                .isInstanceOf(SerdeException.RegistryError.class)
+                .hasMessageContaining("lookup-only-value");
         byte[] registered = serializer().serialize("lookup-only", rollout);
         byte[] looked = serializer("auto.register.schemas", false).serialize("lookup-only", rollout);
         assertThat(looked).isEqualTo(registered);
@@ -215,7 +234,9 @@ class ConfluentSerdeIT {
     @Test
     void useLatestVersionWritesWithTheSubjectsLatestSchema() throws Exception {
         int latestId = registerRaw("latest-value", Rollout.getClassSchema().toString());
-        Schema narrower = new Schema.Parser().parse("""
+        Schema narrower = new Schema.Parser()
+                .parse(
+                        """
                 {"type":"record","name":"Rollout","namespace":"dev.rolloutingest.schemas","fields":[
                  {"name":"record_id","type":"string"},{"name":"experiment","type":"string"},
                  {"name":"rollout_id","type":"string"},{"name":"sequence_order","type":"int"},
@@ -228,28 +249,40 @@ class ConfluentSerdeIT {
         record.put("sequence_order", 0);
         record.put("role", "user");
         record.put("created_at", 5L);
-        byte[] bytes = serializer("use.latest.version", true, "auto.register.schemas", false).serialize("latest", record);
+        byte[] bytes = serializer("use.latest.version", true, "auto.register.schemas", false)
+                .serialize("latest", record);
         assertThat(ByteBuffer.wrap(bytes, 1, 4).getInt()).isEqualTo(latestId);
-        assertThat(rolloutDeserializer().deserialize("latest", bytes).getRecordId()).isEqualTo("l-1");
+        assertThat(rolloutDeserializer().deserialize("latest", bytes).getRecordId())
+                .isEqualTo("l-1");
     }
 
     @Test
     void anUnreachableRegistryFailsAfterBoundedRetries() {
         String deadUrl = "http://127.0.0.1:" + FreePorts.next();
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", deadUrl, "schema.registry.max.retries", 2,
-                "schema.registry.retry.backoff.ms", 10), false);
+        serializer.configure(
+                Map.of(
+                        "schema.registry.url",
+                        deadUrl,
+                        "schema.registry.max.retries",
+                        2,
+                        "schema.registry.retry.backoff.ms",
+                        10),
+                false);
         long started = System.nanoTime();
         assertThatThrownBy(() -> serializer.serialize("rollouts", new RolloutGenerator("x", 0, 1).rollout(0, 0)))
                 .isInstanceOf(SerdeException.RegistryUnavailable.class)
-                .hasMessageContaining("3 attempts").hasMessageContaining(deadUrl);
+                .hasMessageContaining("3 attempts")
+                .hasMessageContaining(deadUrl);
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(30));
     }
 
     @Test
     void aRecordWhoseSchemaCannotResolveToRolloutIsATypedIncompatibleError() throws Exception {
         // Registered under another subject, so no compatibility check stopped it: record_id is an int here.
-        Schema alien = new Schema.Parser().parse("""
+        Schema alien = new Schema.Parser()
+                .parse(
+                        """
                 {"type":"record","name":"Rollout","namespace":"dev.rolloutingest.schemas","fields":[
                  {"name":"record_id","type":"int"}]}""");
         int id = registerRaw("alien-value", alien.toString());
@@ -257,7 +290,9 @@ class ConfluentSerdeIT {
         record.put("record_id", 7);
         byte[] bytes = WireFormat.frame(id, avroBinary(alien, record));
         assertThatThrownBy(() -> rolloutDeserializer().deserialize("rollouts", bytes))
-                .isInstanceOf(SerdeException.IncompatibleSchema.class).hasMessageContaining("rollouts")
-                .extracting(e -> ((SerdeException) e).reason()).isEqualTo("schema-incompatible");
+                .isInstanceOf(SerdeException.IncompatibleSchema.class)
+                .hasMessageContaining("rollouts")
+                .extracting(e -> ((SerdeException) e).reason())
+                .isEqualTo("schema-incompatible");
     }
 }

@@ -11,34 +11,42 @@ class SerdeConfigTest {
     @Test
     void missingRegistryUrlFailsNamingTheKey() {
         assertThatThrownBy(() -> SerdeConfig.from(Map.of()))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("schema.registry.url");
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("schema.registry.url");
     }
 
     @Test
     void nonHttpRegistryUrlFailsNamingTheKey() {
         assertThatThrownBy(() -> SerdeConfig.from(Map.of("schema.registry.url", "ftp://x")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("schema.registry.url");
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("schema.registry.url");
     }
 
     @Test
     void badBooleanFailsNamingTheKey() {
-        assertThatThrownBy(() -> SerdeConfig.from(Map.of("schema.registry.url", "http://r:8081",
-                "auto.register.schemas", "yes")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("auto.register.schemas");
+        assertThatThrownBy(() -> SerdeConfig.from(
+                        Map.of("schema.registry.url", "http://r:8081", "auto.register.schemas", "yes")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("auto.register.schemas");
     }
 
     @Test
     void otherSubjectStrategiesAreRejected() {
-        assertThatThrownBy(() -> SerdeConfig.from(Map.of("schema.registry.url", "http://r:8081",
-                "value.subject.name.strategy", "io.confluent.kafka.serializers.subject.RecordNameStrategy")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("value.subject.name.strategy");
+        assertThatThrownBy(() -> SerdeConfig.from(Map.of(
+                        "schema.registry.url",
+                        "http://r:8081",
+                        "value.subject.name.strategy",
+                        "io.confluent.kafka.serializers.subject.RecordNameStrategy")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("value.subject.name.strategy");
     }
 
     @Test
     void userInfoMustBeUserColonPassword() {
-        assertThatThrownBy(() -> SerdeConfig.from(Map.of("schema.registry.url", "http://r:8081",
-                "basic.auth.user.info", "nocolon")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("basic.auth.user.info")
+        assertThatThrownBy(() -> SerdeConfig.from(
+                        Map.of("schema.registry.url", "http://r:8081", "basic.auth.user.info", "nocolon")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("basic.auth.user.info")
                 .hasMessageNotContaining("nocolon");
     }
 

@@ -18,8 +18,10 @@ class WireFormatTest {
     void wrongMagicByteIsATypedErrorNamingTheTopic() {
         assertThatThrownBy(() -> WireFormat.schemaId("rollouts", new byte[] {1, 0, 0, 0, 1, 2}))
                 .isInstanceOf(SerdeException.InvalidWireFormat.class)
-                .hasMessageContaining("rollouts").hasMessageContaining("0x01")
-                .extracting(e -> ((SerdeException) e).reason()).isEqualTo("bad-magic-byte");
+                .hasMessageContaining("rollouts")
+                .hasMessageContaining("0x01")
+                .extracting(e -> ((SerdeException) e).reason())
+                .isEqualTo("bad-magic-byte");
     }
 
     @Test
@@ -27,6 +29,7 @@ class WireFormatTest {
         assertThatThrownBy(() -> WireFormat.schemaId("rollouts", new byte[] {0, 0, 1}))
                 .isInstanceOf(SerdeException.InvalidWireFormat.class)
                 .hasMessageContaining("3 bytes")
-                .extracting(e -> ((SerdeException) e).reason()).isEqualTo("truncated");
+                .extracting(e -> ((SerdeException) e).reason())
+                .isEqualTo("truncated");
     }
 }

@@ -11,17 +11,21 @@ import java.util.TreeMap;
 public final class LagProbe {
     private LagProbe() {}
 
-    public static Map<Integer, Long> lagByPartition(String bootstrapServers, String group, String topic) throws Exception {
-        ConsumerGroupCommandOptions options = ConsumerGroupCommandOptions.fromArgs(new String[] {
-            "--bootstrap-server", bootstrapServers, "--describe", "--group", group});
+    public static Map<Integer, Long> lagByPartition(String bootstrapServers, String group, String topic)
+            throws Exception {
+        ConsumerGroupCommandOptions options = ConsumerGroupCommandOptions.fromArgs(
+                new String[] {"--bootstrap-server", bootstrapServers, "--describe", "--group", group});
         Map<Integer, Long> lags = new TreeMap<>();
-        try (ConsumerGroupCommand.ConsumerGroupService service = new ConsumerGroupCommand.ConsumerGroupService(options,
-                Map.of())) {
-            service.collectGroupOffsets(group).getValue().ifPresent(states -> states.forEach(state -> {
-                if (state.topic().map(topic::equals).orElse(false)) {
-                    lags.put(state.partition().orElseThrow(), state.lag().orElse(-1L));
-                }
-            }));
+        try (ConsumerGroupCommand.ConsumerGroupService service =
+                new ConsumerGroupCommand.ConsumerGroupService(options, Map.of())) {
+            service.collectGroupOffsets(group)
+                    .getValue()
+                    .ifPresent(states -> states.forEach(state -> {
+                        if (state.topic().map(topic::equals).orElse(false)) {
+                            lags.put(
+                                    state.partition().orElseThrow(), state.lag().orElse(-1L));
+                        }
+                    }));
         }
         return lags;
     }
