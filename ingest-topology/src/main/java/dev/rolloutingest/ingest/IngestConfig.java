@@ -8,24 +8,19 @@ import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
+import dev.rolloutingest.runtime.AppConfig;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
-import dev.rolloutingest.serde.SerdeConfig;
-import dev.rolloutingest.table.MergeMemory;
-import dev.rolloutingest.table.TableLocation;
-import dev.rolloutingest.table.TableSettings;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
-import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
-import org.apache.kafka.common.config.ConfigException;
 
 /**
  * Every setting of ingest-topology: key, type, default, doc. Each key is also an env var (upper case,
  * dots as underscores), which wins over the properties file. A bad value fails at start naming the key.
  */
-public final class IngestConfig {
+public final class IngestConfig extends AppConfig {
     public static final String INPUT_TOPIC = "rollout.input.topic";
     public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
     public static final String DLQ_TOPIC = "rollout.dlq.topic";
@@ -193,24 +188,9 @@ public final class IngestConfig {
                     "Fault injection for tests: every generation write holding a record_id with this prefix fails as"
                             + " if the table refused the row (empty = never)");
 
-    private final AbstractConfig parsed;
-    private final Map<String, Object> raw;
-    private final TableLocation tableLocation;
-
     private IngestConfig(Map<String, Object> raw) {
-        this.raw = raw;
-        this.parsed = new AbstractConfig(DEFINITION, raw, false);
-        SerdeConfig.from(raw); // registry settings fail here, naming their key
-        try {
-            this.tableLocation = new TableLocation(
-                    parsed.getString(TABLE_URI), ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
-        } catch (IllegalArgumentException e) {
-            throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
-        }
-        String refusal = MergeMemory.refusal(parsed.getLong(SEAL_MAX_BYTES));
-        if (refusal != null) {
-            throw new ConfigException(SEAL_MAX_BYTES, parsed.getLong(SEAL_MAX_BYTES), refusal);
-        }
+        super(DEFINITION, raw);
+        requireWithinMergeMemory(SEAL_MAX_BYTES);
     }
 
     public static IngestConfig load(Properties file, Map<String, String> env) {
@@ -231,10 +211,6 @@ public final class IngestConfig {
 
     public String dlqTopic() {
         return parsed.getString(DLQ_TOPIC);
-    }
-
-    public TableLocation tableLocation() {
-        return tableLocation;
     }
 
     public int sealMaxRows() {
@@ -291,15 +267,6 @@ public final class IngestConfig {
         return configured.equals(SEALED_LAG_GROUP_DEFAULT) ? parsed.getString(APPLICATION_ID) + "-sealed" : configured;
     }
 
-    public long lagPublishIntervalMs() {
-        return parsed.getLong(LAG_PUBLISH_INTERVAL_MS);
-    }
-
-    /** Settings for this app's admin clients and extra consumers: brokers and security. */
-    public Map<String, Object> clientConfig() {
-        return ConfigSources.clientConfig(bootstrapServers(), raw);
-    }
-
     public long registryWaitMs() {
         return parsed.getLong(REGISTRY_WAIT_MS);
     }
@@ -308,41 +275,6 @@ public final class IngestConfig {
     public long healthStuckAfterMs() {
         long configured = parsed.getLong(HEALTH_STUCK_AFTER_MS);
         return configured > 0 ? configured : Math.multiplyExact(3, sealMaxAgeMs());
-    }
-
-    /** Read and merge limits of the table (pending warn/cap, read refresh, read caches). */
-    public TableSettings tableSettings() {
-        return CommonKeys.tableSettings(parsed);
-    }
-
-    public int healthMaxThreadReplacements() {
-        return parsed.getInt(HEALTH_MAX_THREAD_REPLACEMENTS);
-    }
-
-    public long healthThreadReplacementWindowMs() {
-        return parsed.getLong(HEALTH_THREAD_REPLACEMENT_WINDOW_MS);
-    }
-
-    public String httpHost() {
-        return parsed.getString(HTTP_HOST);
-    }
-
-    public int httpPort() {
-        return parsed.getInt(HTTP_PORT);
-    }
-
-    public String bootstrapServers() {
-        return parsed.getString(BOOTSTRAP_SERVERS);
-    }
-
-    /** Registry settings, under Confluent's names, for the serde. */
-    public Map<String, Object> serdeConfig() {
-        return ConfigSources.serdeSettings(raw);
-    }
-
-    /** Streams settings: see {@link ConfigSources#streamsProperties}. */
-    public Properties streamsProperties() {
-        return ConfigSources.streamsProperties(parsed, raw);
     }
 
     /** For the recovery reader: the same brokers and any client security settings. */

@@ -8,19 +8,14 @@ import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
+import dev.rolloutingest.runtime.AppConfig;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
-import dev.rolloutingest.serde.SerdeConfig;
-import dev.rolloutingest.table.MergeMemory;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.TableLocation;
-import dev.rolloutingest.table.TableSettings;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 
@@ -28,7 +23,7 @@ import org.apache.kafka.common.config.ConfigException;
  * Every setting of merge-worker: key, type, default, doc. Each key is also an env var (upper case, dots
  * as underscores) that wins over the properties file. A bad value fails at start naming the key.
  */
-public final class MergeConfig {
+public final class MergeConfig extends AppConfig {
     public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
     public static final String MERGES_TOPIC = "rollout.merges.topic";
     public static final String MAX_GENERATIONS = "rollout.merge.max.generations";
@@ -234,29 +229,13 @@ public final class MergeConfig {
                     "Fault injection for crash tests: halt this JVM right after its Nth committed merge pass, before"
                             + " the pass is applied or its event committed (0 = never)");
 
-    private final AbstractConfig parsed;
-    private final Map<String, Object> raw;
-    private final TableLocation tableLocation;
-
     private MergeConfig(Map<String, Object> raw) {
-        this.raw = raw;
-        this.parsed = new AbstractConfig(DEFINITION, raw, false);
-        SerdeConfig.from(raw);
-        try {
-            this.tableLocation = new TableLocation(
-                    parsed.getString(TABLE_URI), ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
-        } catch (IllegalArgumentException e) {
-            throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
-        }
+        super(DEFINITION, raw);
         if (cooldownMaxSecs() < cooldownBaseSecs()) {
             throw new ConfigException(COOLDOWN_MAX_SECS, cooldownMaxSecs(), "must be >= " + COOLDOWN_BASE_SECS);
         }
-        for (String key : List.of(MAX_BYTES, ROUND_MAX_BYTES)) {
-            String refusal = MergeMemory.refusal(parsed.getLong(key));
-            if (refusal != null) {
-                throw new ConfigException(key, parsed.getLong(key), refusal);
-            }
-        }
+        requireWithinMergeMemory(MAX_BYTES);
+        requireWithinMergeMemory(ROUND_MAX_BYTES);
     }
 
     public static MergeConfig load(Properties file, Map<String, String> env) {
@@ -265,10 +244,6 @@ public final class MergeConfig {
 
     public static MergeConfig of(Map<String, ?> values) {
         return new MergeConfig(new HashMap<>(values));
-    }
-
-    public TableLocation tableLocation() {
-        return tableLocation;
     }
 
     public String generationsTopic() {
@@ -327,15 +302,6 @@ public final class MergeConfig {
         return parsed.getString(MERGED_LAG_GROUP).trim();
     }
 
-    public long lagPublishIntervalMs() {
-        return parsed.getLong(LAG_PUBLISH_INTERVAL_MS);
-    }
-
-    /** Settings for this app's admin clients: brokers and security. */
-    public Map<String, Object> clientConfig() {
-        return ConfigSources.clientConfig(parsed.getString(BOOTSTRAP_SERVERS), raw);
-    }
-
     public long roundMaxBytes() {
         return parsed.getLong(ROUND_MAX_BYTES);
     }
@@ -370,39 +336,5 @@ public final class MergeConfig {
 
     public int faultHaltAfterMerges() {
         return parsed.getInt(FAULT_HALT_AFTER_MERGES);
-    }
-
-    public String httpHost() {
-        return parsed.getString(HTTP_HOST);
-    }
-
-    /** Read and merge limits of the table (pending warn/cap, read refresh, read caches). */
-    public TableSettings tableSettings() {
-        return CommonKeys.tableSettings(parsed);
-    }
-
-    public int healthMaxThreadReplacements() {
-        return parsed.getInt(HEALTH_MAX_THREAD_REPLACEMENTS);
-    }
-
-    public long healthThreadReplacementWindowMs() {
-        return parsed.getLong(HEALTH_THREAD_REPLACEMENT_WINDOW_MS);
-    }
-
-    public int httpPort() {
-        return parsed.getInt(HTTP_PORT);
-    }
-
-    public String applicationId() {
-        return parsed.getString(APPLICATION_ID);
-    }
-
-    public Map<String, Object> serdeConfig() {
-        return ConfigSources.serdeSettings(raw);
-    }
-
-    /** Streams settings: see {@link ConfigSources#streamsProperties}. */
-    public Properties streamsProperties() {
-        return ConfigSources.streamsProperties(parsed, raw);
     }
 }
