@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
@@ -192,7 +193,7 @@ public final class ConfigSources {
                 }
             }
             Files.createDirectories(stateDir);
-            String created = java.util.UUID.randomUUID().toString().substring(0, 8);
+            String created = UUID.randomUUID().toString().substring(0, 8);
             Files.writeString(file, created);
             return created;
         } catch (IOException e) {

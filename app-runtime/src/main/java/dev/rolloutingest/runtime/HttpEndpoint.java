@@ -9,6 +9,8 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.slf4j.Logger;
@@ -41,7 +43,7 @@ public final class HttpEndpoint implements AutoCloseable {
         }
 
         public static Response error(int status, String message) {
-            return json(status, java.util.Map.of("error", message, "status", status));
+            return json(status, Map.of("error", message, "status", status));
         }
 
         /**
@@ -49,9 +51,9 @@ public final class HttpEndpoint implements AutoCloseable {
          * error text; the whole error is logged under the same id.
          */
         public static Response failure(int status, String clientMessage, Throwable error) {
-            String id = java.util.UUID.randomUUID().toString().substring(0, 13);
+            String id = UUID.randomUUID().toString().substring(0, 13);
             log.error("HTTP {} [correlation id {}]: {}", status, id, clientMessage, error);
-            return json(status, java.util.Map.of("error", clientMessage, "status", status, "correlation_id", id));
+            return json(status, Map.of("error", clientMessage, "status", status, "correlation_id", id));
         }
     }
 

@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -89,7 +90,7 @@ public final class ShadowGroupOffsets implements AutoCloseable {
                         "the consumer group has " + description.members().size()
                                 + " member(s); it must be a group no consumer joins (choose another name, or empty to disable)");
             }
-        } catch (java.util.concurrent.ExecutionException e) {
+        } catch (ExecutionException e) {
             if (!(e.getCause() instanceof GroupIdNotFoundException)) {
                 throw e;
             }

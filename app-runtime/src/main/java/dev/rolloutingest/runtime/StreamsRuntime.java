@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.function.Supplier;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.Topology;
@@ -164,7 +166,7 @@ public final class StreamsRuntime implements AutoCloseable {
         throw new IllegalStateException(name + " not RUNNING within " + timeout + " (state " + streams.state() + ")");
     }
 
-    public void mountHealth(HttpEndpoint http, java.util.function.Supplier<Map<String, Object>> details) {
+    public void mountHealth(HttpEndpoint http, Supplier<Map<String, Object>> details) {
         mountHealth(http, details, List::of);
     }
 
@@ -174,9 +176,7 @@ public final class StreamsRuntime implements AutoCloseable {
      * @param appProblems the app's own checks (e.g. partitions that cannot seal)
      */
     public void mountHealth(
-            HttpEndpoint http,
-            java.util.function.Supplier<Map<String, Object>> details,
-            java.util.function.Supplier<List<String>> appProblems) {
+            HttpEndpoint http, Supplier<Map<String, Object>> details, Supplier<List<String>> appProblems) {
         http.route("/health", exchange -> {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("app", name);
@@ -191,7 +191,7 @@ public final class StreamsRuntime implements AutoCloseable {
 
     /** Blocks until SIGTERM/SIGINT, then closes the app: the body of both apps' main(). */
     public static void runUntilTerminated(AutoCloseable app, String name) throws InterruptedException {
-        java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
                         () -> {

@@ -6,6 +6,7 @@ import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.SealedGeneration;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashSet;
@@ -31,8 +32,7 @@ public final class GenerationRepair {
     public int repair(SealedGeneration seal) {
         ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
         deserializer.configure(config.serdeConfig(), false);
-        IngestMetrics metrics = new IngestMetrics(
-                new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), new InflightBudget(0));
+        IngestMetrics metrics = new IngestMetrics(new SimpleMeterRegistry(), new InflightBudget(0));
         RecordCheck check = new RecordCheck(
                 seal.topic(),
                 deserializer,

@@ -1,5 +1,6 @@
 package dev.rolloutingest.ingest;
 
+import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.runtime.ShadowGroupOffsets;
@@ -8,6 +9,7 @@ import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.RolloutTable;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.stream.Collectors;
@@ -108,9 +110,8 @@ public final class IngestApp implements AutoCloseable {
 
     /** Runs until SIGTERM: {@code IngestApp [config.properties]}, env vars override the file. */
     public static void main(String[] args) throws InterruptedException {
-        IngestConfig config = IngestConfig.load(
-                dev.rolloutingest.runtime.ConfigSources.file(args.length > 0 ? java.nio.file.Path.of(args[0]) : null),
-                System.getenv());
+        IngestConfig config =
+                IngestConfig.load(ConfigSources.file(args.length > 0 ? Path.of(args[0]) : null), System.getenv());
         StreamsRuntime.runUntilTerminated(new IngestApp(config).start(), "rollout-ingest");
     }
 }

@@ -6,6 +6,10 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.LoggerFactory;
 
 /** The ingest topology's meters. No experiment, shard or partition tags (cardinality). */
 public final class IngestMetrics {
@@ -17,7 +21,7 @@ public final class IngestMetrics {
     private final Counter adopted;
     private final Counter pressureSeals;
     private final Counter droppedFieldRecords;
-    private final java.util.Set<Integer> schemasWithDroppedFields = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<Integer> schemasWithDroppedFields = ConcurrentHashMap.newKeySet();
 
     public IngestMetrics(MeterRegistry registry, InflightBudget budget) {
         this.registry = registry;
@@ -109,10 +113,10 @@ public final class IngestMetrics {
      * A record was written with a schema holding fields the table's schema lacks: the values are dropped by
      * Avro resolution. Counted per record, logged once per schema id, so a dropped field is never silent.
      */
-    void droppedFields(int schemaId, java.util.List<String> fields) {
+    void droppedFields(int schemaId, List<String> fields) {
         droppedFieldRecords.increment();
         if (schemasWithDroppedFields.add(schemaId)) {
-            org.slf4j.LoggerFactory.getLogger(IngestMetrics.class)
+            LoggerFactory.getLogger(IngestMetrics.class)
                     .warn(
                             "Records written with schema id {} carry fields"
                                     + " the table does not have; their values are dropped: {}",

@@ -9,6 +9,7 @@ import dev.rolloutingest.table.ShardId;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -410,7 +411,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
         Set<Long> offsets = new TreeSet<>();
         refused.forEach(r -> offsets.add(r.offset()));
-        Map<Long, ConsumerRecord<byte[], byte[]>> originals = new java.util.HashMap<>();
+        Map<Long, ConsumerRecord<byte[], byte[]>> originals = new HashMap<>();
         rereader.fetch(topicPartition, offsets).forEach(r -> originals.put(r.offset(), r));
         for (SealedGeneration.DeadLettered r : refused) {
             ConsumerRecord<byte[], byte[]> original = originals.get(r.offset());

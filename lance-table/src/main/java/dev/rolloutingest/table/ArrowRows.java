@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
@@ -189,7 +190,7 @@ public final class ArrowRows {
         VarCharVector keys = (VarCharVector) entries.getChild("key");
         VarCharVector vals = (VarCharVector) entries.getChild("value");
         int k = 0;
-        for (Map.Entry<String, String> e : (values.size() < 2 ? values : new java.util.TreeMap<>(values)).entrySet()) {
+        for (Map.Entry<String, String> e : (values.size() < 2 ? values : new TreeMap<>(values)).entrySet()) {
             entries.setIndexDefined(start + k);
             keys.setSafe(start + k, e.getKey().getBytes(StandardCharsets.UTF_8));
             if (e.getValue() == null) {

@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.lance.Dataset;
@@ -128,7 +129,7 @@ final class DatasetHandles implements AutoCloseable {
     }
 
     /** Drops the handles whose URI is not in {@code live} (merged generations). */
-    synchronized void retainOnly(java.util.Set<String> live) {
+    synchronized void retainOnly(Set<String> live) {
         Iterator<Map.Entry<String, Handle>> it = handles.entrySet().iterator();
         while (it.hasNext()) {
             Map.Entry<String, Handle> entry = it.next();

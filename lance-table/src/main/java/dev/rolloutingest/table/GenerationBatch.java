@@ -5,6 +5,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -133,8 +134,8 @@ public final class GenerationBatch implements AutoCloseable {
     }
 
     /** The distinct record_ids of the batch: what its generation holds after de-duplication. */
-    java.util.Set<String> recordIds() {
-        return new java.util.HashSet<>(recordIds);
+    Set<String> recordIds() {
+        return new HashSet<>(recordIds);
     }
 
     /**

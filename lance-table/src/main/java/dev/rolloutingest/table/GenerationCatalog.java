@@ -6,6 +6,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -93,7 +94,7 @@ final class GenerationCatalog {
 
     /** Sealed generations of every shard from one recursive listing, each shard's ascending. */
     Map<String, List<Listed>> sealedByShard() {
-        Map<String, List<Listed>> everyShard = new java.util.TreeMap<>();
+        Map<String, List<Listed>> everyShard = new TreeMap<>();
         for (String path : store.listRecursive(SealedGeneration.SEALS_DIR)) {
             int slash = path.indexOf('/');
             if (slash < 0 || !ShardId.isValid(path.substring(0, slash))) {
@@ -105,7 +106,7 @@ final class GenerationCatalog {
                 everyShard.computeIfAbsent(shard, s -> new ArrayList<>()).add(listed);
             }
         }
-        Map<String, List<Listed>> deduplicated = new java.util.TreeMap<>();
+        Map<String, List<Listed>> deduplicated = new TreeMap<>();
         everyShard.forEach((shard, seals) -> deduplicated.put(shard, widestPerGeneration(shard, seals)));
         return deduplicated;
     }

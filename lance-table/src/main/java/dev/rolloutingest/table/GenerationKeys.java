@@ -1,6 +1,7 @@
 package dev.rolloutingest.table;
 
 import java.util.Arrays;
+import java.util.List;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
@@ -26,7 +27,7 @@ final class GenerationKeys {
         long[] hashes = new long[1024];
         int count = 0;
         try (LanceScanner scanner = generation.newScan(new ScanOptions.Builder()
-                        .columns(java.util.List.of(RolloutSchema.RECORD_ID))
+                        .columns(List.of(RolloutSchema.RECORD_ID))
                         .batchSize(8192)
                         .build());
                 ArrowReader reader = scanner.scanBatches()) {

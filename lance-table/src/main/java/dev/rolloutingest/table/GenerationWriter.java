@@ -2,9 +2,12 @@ package dev.rolloutingest.table;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
 import org.lance.Dataset;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,7 +51,7 @@ final class GenerationWriter {
                     "rows at offsets [" + batch.offsetAt(0) + ", " + batch.offsetAt(batch.size() - 1)
                             + "] lie outside the batch " + partition + "/[" + firstOffset + ", " + lastOffset + "]");
         }
-        java.util.Set<String> keys = batch.recordIds();
+        Set<String> keys = batch.recordIds();
         SealedGeneration sealed = SealedGeneration.of(
                 topic,
                 partition,
@@ -159,7 +162,7 @@ final class GenerationWriter {
 
     /** Writes the batch to a throwaway in-memory dataset; the error message, or null when it wrote. */
     private String probeWrite(GenerationBatch part) {
-        String uri = "memory://probe-" + java.util.UUID.randomUUID();
+        String uri = "memory://probe-" + UUID.randomUUID();
         try (Dataset ignored = lance.createInMemory(uri, part.sealedRoot())) {
             return null;
         } catch (RuntimeException e) {
@@ -205,7 +208,7 @@ final class GenerationWriter {
         SealedGeneration existing;
         try {
             existing = SealedGeneration.fromJson(sealJson);
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new RolloutTableException.GenerationConflict(
                     lance.location().uri(),
                     expected.shard(),

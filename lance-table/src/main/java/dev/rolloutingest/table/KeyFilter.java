@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collection;
 
@@ -85,12 +86,12 @@ public final class KeyFilter {
 
     @Override
     public boolean equals(Object other) {
-        return other instanceof KeyFilter that && hashes == that.hashes && java.util.Arrays.equals(bits, that.bits);
+        return other instanceof KeyFilter that && hashes == that.hashes && Arrays.equals(bits, that.bits);
     }
 
     @Override
     public int hashCode() {
-        return 31 * hashes + java.util.Arrays.hashCode(bits);
+        return 31 * hashes + Arrays.hashCode(bits);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -30,7 +31,7 @@ public record ListQuery(String experiment, String rolloutId, int limit, long off
 
     /** The filter as a Lance SQL predicate, for the base table only (nothing older can replace its rows). */
     String baseFilter() {
-        List<String> terms = new java.util.ArrayList<>();
+        List<String> terms = new ArrayList<>();
         if (experiment != null) {
             terms.add(RolloutSchema.EXPERIMENT + " = " + LsmReader.sqlString(experiment));
         }

@@ -7,11 +7,15 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Predicate;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
@@ -315,10 +319,8 @@ final class LsmReader {
     }
 
     /** The first row a row source yields, stopping it there. */
-    private static Optional<RolloutRow> first(
-            java.util.function.Consumer<java.util.function.Predicate<RolloutRow>> source) {
-        java.util.concurrent.atomic.AtomicReference<RolloutRow> found =
-                new java.util.concurrent.atomic.AtomicReference<>();
+    private static Optional<RolloutRow> first(Consumer<Predicate<RolloutRow>> source) {
+        AtomicReference<RolloutRow> found = new AtomicReference<>();
         source.accept(row -> {
             found.set(row);
             return false;
@@ -327,10 +329,7 @@ final class LsmReader {
     }
 
     private void forEachRow(
-            GenerationCatalog.Listed generation,
-            String filter,
-            List<String> columns,
-            java.util.function.Predicate<RolloutRow> consumer) {
+            GenerationCatalog.Listed generation, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
         forEachRow(generation, filter, columns, consumer, false);
     }
 
@@ -338,7 +337,7 @@ final class LsmReader {
             GenerationCatalog.Listed generation,
             String filter,
             List<String> columns,
-            java.util.function.Predicate<RolloutRow> consumer,
+            Predicate<RolloutRow> consumer,
             boolean pointLookup) {
         try (DatasetHandles.Lease lease = catalog.generation(generation)) {
             forEachRow(lease.dataset(), filter, columns, consumer, pointLookup);
@@ -350,8 +349,7 @@ final class LsmReader {
         }
     }
 
-    private void forEachRow(
-            Dataset dataset, String filter, List<String> columns, java.util.function.Predicate<RolloutRow> consumer) {
+    private void forEachRow(Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
         forEachRow(dataset, filter, columns, consumer, false);
     }
 
@@ -360,11 +358,7 @@ final class LsmReader {
      * matches) stops the scan at the first row and reads ahead no further batch.
      */
     private void forEachRow(
-            Dataset dataset,
-            String filter,
-            List<String> columns,
-            java.util.function.Predicate<RolloutRow> consumer,
-            boolean pointLookup) {
+            Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer, boolean pointLookup) {
         ScanOptions.Builder options = new ScanOptions.Builder().columns(columns).batchSize(1024);
         if (pointLookup) {
             options.limit(1).prefilter(true).batchReadahead(1);
@@ -400,7 +394,7 @@ final class LsmReader {
         if (safe) {
             return "'" + value.replace("'", "''") + "'";
         }
-        return "arrow_cast(decode('" + java.util.HexFormat.of().formatHex(value.getBytes(StandardCharsets.UTF_8))
+        return "arrow_cast(decode('" + HexFormat.of().formatHex(value.getBytes(StandardCharsets.UTF_8))
                 + "', 'hex'), 'Utf8')";
     }
 }

@@ -1,8 +1,10 @@
 package dev.rolloutingest.table;
 
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.UUID;
 import org.lance.Dataset;
 import org.lance.index.Index;
 
@@ -77,7 +79,7 @@ public final class MemWalWatermarks {
 
     /** The shard id is either the UUID text or a nested message holding it; both are accepted. */
     private static String uuid(byte[] raw) {
-        String text = new String(raw, java.nio.charset.StandardCharsets.UTF_8);
+        String text = new String(raw, StandardCharsets.UTF_8);
         if (ShardId.isValid(text)) {
             return text;
         }
@@ -89,9 +91,9 @@ public final class MemWalWatermarks {
                     byte[] inner = bytes(nested);
                     if (inner.length == 16) {
                         ByteBuffer b = ByteBuffer.wrap(inner);
-                        return new java.util.UUID(b.getLong(), b.getLong()).toString();
+                        return new UUID(b.getLong(), b.getLong()).toString();
                     }
-                    String innerText = new String(inner, java.nio.charset.StandardCharsets.UTF_8);
+                    String innerText = new String(inner, StandardCharsets.UTF_8);
                     if (ShardId.isValid(innerText)) {
                         return innerText;
                     }
@@ -104,7 +106,7 @@ public final class MemWalWatermarks {
         }
         if (raw.length == 16) {
             ByteBuffer b = ByteBuffer.wrap(raw);
-            return new java.util.UUID(b.getLong(), b.getLong()).toString();
+            return new UUID(b.getLong(), b.getLong()).toString();
         }
         return text;
     }

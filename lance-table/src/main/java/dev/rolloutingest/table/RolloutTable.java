@@ -2,11 +2,16 @@ package dev.rolloutingest.table;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.lance.Dataset;
 import org.lance.WriteParams;
 import org.lance.memwal.InitializeMemWalParams;
@@ -189,7 +194,7 @@ public final class RolloutTable implements AutoCloseable {
             String topic, int partition, long firstOffset, long lastOffset, List<RolloutRow> rows, long bytes) {
         try (GenerationBatch batch = newBatch()) {
             rows.stream()
-                    .sorted(java.util.Comparator.comparingLong(RolloutRow::sourceOffset))
+                    .sorted(Comparator.comparingLong(RolloutRow::sourceOffset))
                     .forEach(batch::append);
             return writeGeneration(topic, partition, firstOffset, lastOffset, batch, bytes, List.of());
         }
@@ -236,13 +241,13 @@ public final class RolloutTable implements AutoCloseable {
      * by writing to memory only. Empty when the batch writes fine there, i.e. the table's store is at fault.
      */
     public Map<Long, String> findUnwritableRows(GenerationBatch batch) {
-        Map<Long, String> rows = new java.util.LinkedHashMap<>();
+        Map<Long, String> rows = new LinkedHashMap<>();
         writer.findUnwritableRows(batch).forEach(row -> rows.put(row.offset(), row.error()));
         return rows;
     }
 
     /** Tests only: fail every dataset write whose rows make {@code fault} return a message. */
-    public void injectWriteFault(java.util.function.Function<org.apache.arrow.vector.VectorSchemaRoot, String> fault) {
+    public void injectWriteFault(Function<VectorSchemaRoot, String> fault) {
         lance.injectWriteFault(fault);
     }
 
@@ -271,7 +276,7 @@ public final class RolloutTable implements AutoCloseable {
     public Optional<SealedGeneration> sealedStartingAt(String shard, long firstOffset) {
         return catalog.everySeal(ShardId.requireValid(shard)).stream()
                 .filter(g -> g.firstOffset() == firstOffset)
-                .max(java.util.Comparator.comparingLong(GenerationCatalog.Listed::lastOffset))
+                .max(Comparator.comparingLong(GenerationCatalog.Listed::lastOffset))
                 .map(catalog::seal);
     }
 
@@ -335,8 +340,7 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     /** What each shard would merge now (see {@link MergeRound#plan}). */
-    public List<MergeRound.MergePlan> planMerge(
-            java.util.Collection<String> shards, int maxGenerations, long maxBytes) {
+    public List<MergeRound.MergePlan> planMerge(Collection<String> shards, int maxGenerations, long maxBytes) {
         return merge.plan(shards, maxGenerations, maxBytes);
     }
 

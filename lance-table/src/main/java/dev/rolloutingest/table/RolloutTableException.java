@@ -1,5 +1,7 @@
 package dev.rolloutingest.table;
 
+import java.io.IOException;
+
 /** Typed failures of the rollout table; each names the table and, where it applies, shard and generation. */
 public class RolloutTableException extends RuntimeException {
     public RolloutTableException(String message, Throwable cause) {
@@ -14,7 +16,7 @@ public class RolloutTableException extends RuntimeException {
         for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
             if (e instanceof Unavailable
                     || e instanceof StorageAccess
-                    || e instanceof java.io.IOException
+                    || e instanceof IOException
                     || String.valueOf(e.getMessage()).contains("LanceError(IO)")) {
                 return true;
             }

@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import org.lance.Dataset;
+import org.lance.Fragment;
 import org.lance.Version;
 import org.lance.cleanup.CleanupPolicy;
 import org.lance.cleanup.RemovalStats;
@@ -124,7 +125,7 @@ public final class TableMaintenance {
             Map<Integer, Long> rowsOf = new HashMap<>();
             List<Integer> unindexed = new ArrayList<>();
             long unindexedRows = 0;
-            for (org.lance.Fragment fragment : base.getFragments()) {
+            for (Fragment fragment : base.getFragments()) {
                 long rows = fragment.metadata().getPhysicalRows();
                 rowsOf.put(fragment.getId(), rows);
                 if (!indexed.contains(fragment.getId())) {

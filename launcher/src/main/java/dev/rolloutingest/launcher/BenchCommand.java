@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -94,7 +95,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(
             names = "--set",
             description = "ingest: a setting for the topology's app, repeatable: streams.num.stream.threads=2")
-    Map<String, String> topologySettings = new java.util.HashMap<>();
+    Map<String, String> topologySettings = new HashMap<>();
 
     @Option(names = "--no-limits", description = "ingest: measure the topology only, not (a)-(c)")
     boolean noLimits;

@@ -1,7 +1,9 @@
 package dev.rolloutingest.launcher;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -15,7 +17,7 @@ final class ConsumerLag {
     private ConsumerLag() {}
 
     static Map<Integer, Long> of(Admin admin, String group, String topic) throws Exception {
-        var description = admin.describeTopics(java.util.List.of(topic))
+        var description = admin.describeTopics(List.of(topic))
                 .allTopicNames()
                 .get(30, TimeUnit.SECONDS)
                 .get(topic);
@@ -29,7 +31,7 @@ final class ConsumerLag {
         Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
                 .partitionsToOffsetAndMetadata()
                 .get(30, TimeUnit.SECONDS);
-        Map<Integer, Long> lag = new java.util.TreeMap<>();
+        Map<Integer, Long> lag = new TreeMap<>();
         for (var end : ends.entrySet()) {
             OffsetAndMetadata c = committed.get(end.getKey());
             lag.put(end.getKey().partition(), end.getValue().offset() - (c == null ? 0 : c.offset()));

@@ -16,6 +16,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
 import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -494,7 +495,7 @@ final class IngestBench {
     private static long sealFileTime(Path tableDir, SealedGeneration g) {
         try {
             return Files.getLastModifiedTime(tableDir.resolve(g.sealPath())).toMillis();
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return g.sealedAt().toEpochMilli();
         }
     }

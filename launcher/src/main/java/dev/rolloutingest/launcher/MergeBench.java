@@ -1,5 +1,6 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.embedded.ChildJvm;
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.merge.MergeCoordinator;
 import dev.rolloutingest.merge.MergeMetrics;
@@ -17,6 +18,10 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Merge capacity: a backlog of S shards x G generations x R rows drained through the merge-worker's
@@ -138,8 +143,7 @@ final class MergeBench {
                     ? ""
                     : String.format(
                             "mean %.0f / max %.0f ms",
-                            commitTimer.mean(java.util.concurrent.TimeUnit.MILLISECONDS),
-                            commitTimer.max(java.util.concurrent.TimeUnit.MILLISECONDS));
+                            commitTimer.mean(TimeUnit.MILLISECONDS), commitTimer.max(TimeUnit.MILLISECONDS));
             return new Result(
                     seconds,
                     shards * (double) generations * rows / seconds,
@@ -188,10 +192,10 @@ final class MergeBench {
                 writeBacklog(table, 1, generations, rows);
             }
             Path log = path.resolve("drain.log");
-            try (dev.rolloutingest.embedded.ChildJvm drain = dev.rolloutingest.embedded.ChildJvm.start(
+            try (ChildJvm drain = ChildJvm.start(
                     Drain.class,
                     List.of(path.toString()),
-                    java.util.Map.of(),
+                    Map.of(),
                     log,
                     "-Xms512m",
                     "-Xmx512m",
@@ -201,7 +205,7 @@ final class MergeBench {
                 }
             }
             String out = Files.readString(log);
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("drained in ([0-9.]+) s, peak RSS (\\d+) MiB")
+            Matcher m = Pattern.compile("drained in ([0-9.]+) s, peak RSS (\\d+) MiB")
                     .matcher(out);
             if (!m.find()) {
                 throw new IllegalStateException("no result in " + log);

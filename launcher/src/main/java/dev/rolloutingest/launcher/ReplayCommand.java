@@ -8,9 +8,14 @@ import dev.rolloutingest.table.ShardId;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
@@ -72,7 +77,7 @@ final class ReplayCommand implements Callable<Integer> {
         IngestConfig liveApp = IngestConfig.load(ConfigSources.file(live), System.getenv());
         String group = ingest.streamsProperties().getProperty("application.id");
         String topic = ingest.inputTopic();
-        List<String> shared = new java.util.ArrayList<>();
+        List<String> shared = new ArrayList<>();
         if (group.equals(liveApp.streamsProperties().getProperty("application.id"))) {
             shared.add("application.id " + group + " (the replay needs its own consumer group and progress)");
         }
@@ -129,8 +134,7 @@ final class ReplayCommand implements Callable<Integer> {
             }
             Map<String, Long> watermarks = watermarks(ingest);
             System.out.printf("replay plan for group %s on %s:%n", group, topic);
-            Map<TopicPartition, Long> ordered =
-                    new TreeMap<>(java.util.Comparator.comparingInt(TopicPartition::partition));
+            Map<TopicPartition, Long> ordered = new TreeMap<>(Comparator.comparingInt(TopicPartition::partition));
             ordered.putAll(positions);
             for (Map.Entry<TopicPartition, Long> e : ordered.entrySet()) {
                 long watermark =
@@ -158,9 +162,9 @@ final class ReplayCommand implements Callable<Integer> {
     }
 
     /** Partitions --to-offset did not name: they get their log end, so every partition has a position. */
-    private final java.util.Set<TopicPartition> unlisted = new java.util.HashSet<>();
+    private final Set<TopicPartition> unlisted = new HashSet<>();
 
-    private static Map<TopicPartition, long[]> logRanges(Admin admin, java.util.Collection<TopicPartition> partitions)
+    private static Map<TopicPartition, long[]> logRanges(Admin admin, Collection<TopicPartition> partitions)
             throws Exception {
         Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
         Map<TopicPartition, OffsetSpec> latest = new HashMap<>();

@@ -3,6 +3,7 @@ package dev.rolloutingest.launcher;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -42,7 +43,7 @@ final class RolloutPublisher {
         serializer.configure(Map.of("schema.registry.url", registryUrl), false);
         RolloutGenerator generator = new RolloutGenerator(experiment, payloadBytes, 20_261_130L);
         long started = System.nanoTime();
-        Map<String, Object> props = new java.util.HashMap<>(clientConfig);
+        Map<String, Object> props = new HashMap<>(clientConfig);
         props.putAll(Map.of(
                 ProducerConfig.ACKS_CONFIG,
                 "all",

@@ -15,6 +15,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
 import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -291,7 +292,7 @@ final class SustainedBench {
         while (true) {
             try {
                 return mergeBusySeconds(port);
-            } catch (java.io.IOException e) {
+            } catch (IOException e) {
                 if (System.nanoTime() > deadline || !merge.isAlive()) {
                     throw e;
                 }

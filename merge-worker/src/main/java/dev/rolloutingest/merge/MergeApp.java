@@ -14,6 +14,7 @@ import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.RolloutTable;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -60,7 +61,7 @@ public final class MergeApp implements AutoCloseable {
                         config.mergedLagGroup(),
                         MergeConfig.MERGED_LAG_GROUP,
                         config.clientConfig(),
-                        java.time.Duration.ofMillis(config.lagPublishIntervalMs()));
+                        Duration.ofMillis(config.lagPublishIntervalMs()));
         this.runtime = new StreamsRuntime(
                 "rollout-merge",
                 MergeTopology.build(

@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
@@ -86,8 +87,7 @@ public final class MergeCoordinator implements AutoCloseable {
      * is planned while this one commits, from every shard asked for by then (planning further ahead would cut
      * rounds into one shard each under load, each paying a full commit).
      */
-    private final java.util.concurrent.SynchronousQueue<PreparedRound> prepared =
-            new java.util.concurrent.SynchronousQueue<>();
+    private final SynchronousQueue<PreparedRound> prepared = new SynchronousQueue<>();
 
     private final Set<String> inRound = ConcurrentHashMap.newKeySet();
     private final ReentrantLock lock = new ReentrantLock();

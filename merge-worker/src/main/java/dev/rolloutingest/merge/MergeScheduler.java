@@ -8,11 +8,15 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.ObjLongConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.Utils;
@@ -46,7 +50,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private final int eventPartitions;
     private final ObjLongConsumer<TopicPartition> mergedPositions;
     /** Which input partition a shard is, from its events and seals (a shard id is a hash of it). */
-    private final Map<String, TopicPartition> partitionOf = new java.util.HashMap<>();
+    private final Map<String, TopicPartition> partitionOf = new HashMap<>();
 
     private ProcessorContext<String, GenerationsMerged> context;
     private KeyValueStore<String, ShardBacklog> backlogs;
@@ -229,7 +233,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
      */
     private void announceCovered(String shard, ShardBacklog backlog, long watermark) {
         if (Long.compareUnsigned(watermark, backlog.announcedUpTo()) > 0) {
-            java.util.TreeSet<Long> covered = new java.util.TreeSet<>(backlog.unannouncedUpTo(watermark));
+            TreeSet<Long> covered = new TreeSet<>(backlog.unannouncedUpTo(watermark));
             try {
                 covered.addAll(coordinator.table().sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
             } catch (RuntimeException e) {
@@ -311,7 +315,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             log.warn("Table {}: reconcile skipped, the table is unreadable: {}", table.location(), e.getMessage());
             return;
         }
-        java.util.Set<String> owned = new java.util.TreeSet<>();
+        Set<String> owned = new TreeSet<>();
         try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
             all.forEachRemaining(kv -> owned.add(kv.key));
         }
@@ -353,9 +357,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private boolean ownedByThisTask(String shard) {
         // The default partitioner of a keyed record: murmur2 of the key bytes.
-        return Utils.toPositive(Utils.murmur2(shard.getBytes(java.nio.charset.StandardCharsets.UTF_8)))
-                        % eventPartitions
-                == partition;
+        return Utils.toPositive(Utils.murmur2(shard.getBytes(StandardCharsets.UTF_8))) % eventPartitions == partition;
     }
 
     private void maintain(String kind, long now) {

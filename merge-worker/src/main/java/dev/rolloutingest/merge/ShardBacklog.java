@@ -2,6 +2,7 @@ package dev.rolloutingest.merge;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -35,7 +36,7 @@ public final class ShardBacklog {
     }
 
     /** Pending generations at or below {@code watermark} that no event announced: merged by a pass whose event was lost. */
-    public java.util.List<Long> unannouncedUpTo(long watermark) {
+    public List<Long> unannouncedUpTo(long watermark) {
         return sealedAtByGeneration.headMap(watermark, true).keySet().stream()
                 .filter(g -> g > announcedUpTo)
                 .toList();

@@ -1,5 +1,6 @@
 package dev.rolloutingest.serde;
 
+import dev.rolloutingest.schemas.AvroContracts;
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +23,7 @@ import org.apache.kafka.common.serialization.Deserializer;
  */
 public class ConfluentAvroDeserializer<T> implements Deserializer<T> {
     static {
-        dev.rolloutingest.schemas.AvroContracts.trust();
+        AvroContracts.trust();
     }
 
     private SchemaRegistryClient registry;

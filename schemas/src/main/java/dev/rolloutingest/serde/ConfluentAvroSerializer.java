@@ -1,5 +1,6 @@
 package dev.rolloutingest.serde;
 
+import dev.rolloutingest.schemas.AvroContracts;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.util.Map;
@@ -24,7 +25,7 @@ import org.apache.kafka.common.serialization.Serializer;
  */
 public class ConfluentAvroSerializer<T extends IndexedRecord> implements Serializer<T> {
     static {
-        dev.rolloutingest.schemas.AvroContracts.trust();
+        AvroContracts.trust();
     }
 
     private SchemaRegistryClient registry;
