@@ -347,6 +347,15 @@ class FaultToleranceIT {
             }
             // Each merge instance killed and restarted once.
             for (App victim : merge) {
+                if (victim.linesAfter(0).stream()
+                        .noneMatch(line -> MERGED.matcher(line).find())) {
+                    // Shards go to the events partitions by the hash of their id: in a run whose shards all
+                    // hash to the other instance's partition, this one has nothing to merge after a restart.
+                    System.out.printf(
+                            "recovery: merge instance %s owned no shard in this run; not timed%n",
+                            victim.log.getFileName());
+                    continue;
+                }
                 victim.jvm.kill();
                 long from = victim.logSize();
                 LocalTime restarted = LocalTime.now();
