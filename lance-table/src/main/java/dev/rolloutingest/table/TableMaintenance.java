@@ -146,6 +146,7 @@ public final class TableMaintenance {
                     : !rowsOf.keySet().containsAll(indexed) || compactedSince;
             boolean takeUp = !rebuild && unindexedRows > 0 && unindexedRows > maxUnindexedRows;
             String how = "";
+            boolean rebuilt = rebuild;
             int segmentsAfter = segments.size();
             if (rebuild) {
                 createKeyIndex(base, true);
@@ -160,6 +161,7 @@ public final class TableMaintenance {
                 long newerRows = newer.stream().mapToLong(i -> rows(i, rowsOf)).sum() + unindexedRows;
                 if (segments.size() + 1 > maxSegments && (maxSegments < 2 || newerRows >= rows(oldest, rowsOf))) {
                     createKeyIndex(base, true);
+                    rebuilt = true;
                     how = "rebuilt (segments outgrew the oldest)";
                     segmentsAfter = 1;
                 } else if (segments.size() + 1 > maxSegments) {
@@ -186,8 +188,7 @@ public final class TableMaintenance {
                         segmentsAfter,
                         millis);
             }
-            return new IndexResult(
-                    rebuild || how.startsWith("rebuilt"), takeUp, rowsOf.size(), unindexedRows, segmentsAfter, millis);
+            return new IndexResult(rebuilt, takeUp, rowsOf.size(), unindexedRows, segmentsAfter, millis);
         }
     }
 
