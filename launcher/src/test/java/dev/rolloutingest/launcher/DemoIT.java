@@ -45,7 +45,11 @@ class DemoIT {
         ProcessBuilder builder = new ProcessBuilder(command)
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
-        builder.environment().put("ROLLOUT_JAVA_OPTS", "-Xmx768m");
+        // The demo's own temp dir: Kafka Streams rightly warns when state.dir lies under java.io.tmpdir, which
+        // it would when the checkout itself sits in /tmp (a CI clone); it also keeps lance-core's native
+        // library copies inside target/.
+        Path tmp = Files.createDirectories(work.resolve("tmp"));
+        builder.environment().put("ROLLOUT_JAVA_OPTS", "-Xmx768m -Djava.io.tmpdir=" + tmp);
         builder.environment().remove("LANCE_LOG"); // the script's own setting, as on a user's machine
         Process demo = builder.start();
         try {
