@@ -148,7 +148,7 @@ public final class ConfigSources {
      * commit together, and only committed input is read), earliest reset (a reset never silently skips
      * data), static membership with the instance id and a session timeout (a restarted instance takes its
      * partitions back without a rebalance; a dead one's go to the others after the timeout), the commit
-     * interval, then any {@code streams.*} override.
+     * interval, no task idling (one input partition per task), then any {@code streams.*} override.
      */
     public static Properties streamsProperties(AbstractConfig config, Map<String, Object> values) {
         String applicationId = config.getString(CommonKeys.APPLICATION_ID);
@@ -160,6 +160,10 @@ public final class ConfigSources {
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, config.getLong(CommonKeys.COMMIT_INTERVAL_MS));
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        // Every task of both topologies reads one partition of one topic, so there is nothing to align by
+        // timestamp across partitions. Idling enabled (0), Streams 4.4 formats a lag message per empty
+        // partition per processing loop: ~7 % of the ingest stream thread, gone with idling disabled.
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, StreamsConfig.MAX_TASK_IDLE_MS_DISABLED);
         // Streams appends the stream thread's index to it, so each thread is its own static member.
         props.put(
                 StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG),

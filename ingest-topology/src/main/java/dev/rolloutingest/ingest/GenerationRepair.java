@@ -4,7 +4,6 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.SealedGeneration;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
@@ -49,14 +48,8 @@ public final class GenerationRepair {
                 if (refused.contains(record.offset())) {
                     return;
                 }
-                RecordCheck.Result checked = check.check(record.key(), record.value());
-                if (checked.rollout() != null) {
-                    try {
-                        batch.append(checked.rollout(), seal.partition(), record.offset(), Instant.now());
-                    } catch (RolloutTableException.Unrepresentable e) {
-                        // dead-lettered when it was first ingested
-                    }
-                }
+                // A record refused here was dead-lettered when it was first ingested.
+                check.accept(record.key(), record.value(), batch, seal.partition(), record.offset(), Instant.now());
             });
             if (read == 0) {
                 throw new IllegalStateException("offsets [" + seal.firstOffset() + ", " + seal.lastOffset() + "] of "

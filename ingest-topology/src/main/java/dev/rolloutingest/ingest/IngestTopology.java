@@ -4,6 +4,7 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.serde.FieldsDeserializer;
 import dev.rolloutingest.table.RolloutTable;
 import java.time.Duration;
 import java.util.HashMap;
@@ -16,7 +17,6 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -74,7 +74,7 @@ public final class IngestTopology {
             RolloutTable table,
             IngestMetrics metrics,
             InflightBudget budget,
-            Deserializer<Rollout> rollouts,
+            FieldsDeserializer rollouts,
             Serializer<GenerationSealed> events,
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
         return build(
@@ -96,7 +96,7 @@ public final class IngestTopology {
             RolloutTable table,
             IngestMetrics metrics,
             InflightBudget budget,
-            Deserializer<Rollout> rollouts,
+            FieldsDeserializer rollouts,
             Serializer<GenerationSealed> events,
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader,
             IngestHealth health,

@@ -3,7 +3,6 @@ package dev.rolloutingest.ingest;
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
 import java.time.Duration;
@@ -177,15 +176,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             batchStartedAtMs = health.buffering(partition, System.currentTimeMillis());
         }
         lastOffset = offset;
-        RecordCheck.Result checked = check.check(key, value);
+        RecordCheck.Result checked = check.accept(key, value, batch, partition, offset, Instant.now());
         DeadLetter dead = checked.deadLetter();
-        if (dead == null) {
-            try {
-                batch.append(checked.rollout(), partition, offset, Instant.now());
-            } catch (RolloutTableException.Unrepresentable e) {
-                dead = new DeadLetter("unrepresentable", e.reason());
-            }
-        }
         if (dead != null) {
             // While re-reading, the dead letter was sent in the transaction that first processed the record.
             if (live) {
@@ -193,9 +185,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             }
             return;
         }
-        int payload = checked.rollout().getBinaryPayload() == null
-                ? 0
-                : checked.rollout().getBinaryPayload().remaining();
+        int payload = checked.payloadBytes();
         if (live) {
             boolean large = largeBlobLogBytes > 0 && payload >= largeBlobLogBytes;
             metrics.blob(payload, large);
@@ -204,8 +194,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                         "Large payload: {} bytes (warn at {}) in experiment {} record_id {}",
                         payload,
                         largeBlobLogBytes,
-                        checked.rollout().getExperiment(),
-                        checked.rollout().getRecordId());
+                        batch.experimentAt(batch.size() - 1),
+                        checked.recordId());
             }
         }
         long bytes = value.length + (key == null ? 0 : key.length);

@@ -1,34 +1,37 @@
 package dev.rolloutingest.ingest;
 
-import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.FieldReader;
+import dev.rolloutingest.serde.FieldsDeserializer;
 import dev.rolloutingest.serde.SerdeException;
+import dev.rolloutingest.table.GenerationBatch;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import org.apache.kafka.common.serialization.Deserializer;
+import java.time.Instant;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Turns one input record's bytes into a {@link Rollout}, or into the reason it goes to the dead-letter
- * topic. Only failures that are the record's own fault become dead letters; a registry that cannot answer
- * (down, refusing our credentials, rate-limiting) is thrown, so the record is retried, never dead-lettered.
+ * Turns one input record's bytes into a row of the partition's batch, or into the reason it goes to the
+ * dead-letter topic. The value is decoded straight into the batch's columns (no Avro objects in between).
+ * Only failures that are the record's own fault become dead letters; a registry that cannot answer (down,
+ * refusing our credentials, rate-limiting) is thrown, so the record is retried, never dead-lettered.
  */
 final class RecordCheck {
-    /** The outcome: exactly one of the two is set. */
-    record Result(Rollout rollout, DeadLetter deadLetter) {
-        static Result accepted(Rollout rollout) {
-            return new Result(rollout, null);
+    /** The outcome: a row (its key and payload size) or a dead letter. */
+    record Result(String recordId, int payloadBytes, DeadLetter deadLetter) {
+        static Result accepted(GenerationBatch.Staged row) {
+            return new Result(row.recordId(), row.payloadBytes(), null);
         }
 
         static Result rejected(String reason, String error) {
-            return new Result(null, new DeadLetter(reason, error));
+            return new Result(null, 0, new DeadLetter(reason, error));
         }
     }
 
     private static final Logger log = LoggerFactory.getLogger(RecordCheck.class);
 
     private final String topic;
-    private final Deserializer<Rollout> deserializer;
+    private final FieldsDeserializer deserializer;
     private final long maxPayloadBytes;
     private final Duration registryWait;
     private final IngestMetrics metrics;
@@ -40,7 +43,7 @@ final class RecordCheck {
      */
     RecordCheck(
             String topic,
-            Deserializer<Rollout> deserializer,
+            FieldsDeserializer deserializer,
             long maxPayloadBytes,
             Duration registryWait,
             IngestMetrics metrics) {
@@ -51,7 +54,11 @@ final class RecordCheck {
         this.metrics = metrics;
     }
 
-    Result check(byte[] key, byte[] value) {
+    /**
+     * Decodes the record into the batch's next row and commits it there when it passes every check; otherwise
+     * the batch is left as it was and the result names the dead letter's reason.
+     */
+    Result accept(byte[] key, byte[] value, GenerationBatch batch, int partition, long offset, Instant ingestedAt) {
         if (value == null) {
             return Result.rejected("null-value", "record has no value (tombstone)");
         }
@@ -61,30 +68,28 @@ final class RecordCheck {
                     "value of " + value.length + " bytes exceeds " + IngestConfig.MAX_PAYLOAD_BYTES + "="
                             + maxPayloadBytes);
         }
-        Rollout rollout;
+        batch.requireAscending(offset); // outside the catch below: a program error, not the record's fault
+        GenerationBatch.Staged row;
         try {
-            rollout = decodeWaitingForRegistry(value);
+            row = decodeWaitingForRegistry(value, (in, order) -> batch.stage(in, order, partition, offset, ingestedAt));
         } catch (SerdeException e) {
             return Result.rejected(e.reason(), e.getMessage());
         } catch (RuntimeException e) {
             return Result.rejected("not-avro", e.toString());
         }
-        if (rollout == null) {
-            return Result.rejected("null-value", "record value decodes to nothing");
-        }
-        if (rollout.getRecordId() == null || rollout.getRecordId().isEmpty()) {
+        if (row.recordId() == null || row.recordId().isEmpty()) {
             return Result.rejected("missing-record-id", "record_id is empty");
         }
         if (key == null) {
-            return Result.rejected(
-                    "missing-key", "record has no key; the key must equal record_id " + rollout.getRecordId());
+            return Result.rejected("missing-key", "record has no key; the key must equal record_id " + row.recordId());
         }
         String recordKey = new String(key, StandardCharsets.UTF_8);
-        if (!recordKey.equals(rollout.getRecordId())) {
+        if (!recordKey.equals(row.recordId())) {
             return Result.rejected(
-                    "key-mismatch", "key '" + recordKey + "' differs from record_id '" + rollout.getRecordId() + "'");
+                    "key-mismatch", "key '" + recordKey + "' differs from record_id '" + row.recordId() + "'");
         }
-        return Result.accepted(rollout);
+        batch.commitStaged();
+        return Result.accepted(row);
     }
 
     /**
@@ -92,12 +97,12 @@ final class RecordCheck {
      * blaming the record. Past {@code registryWait} the failure is thrown: the thread is replaced and the
      * record redone from the last commit, still never dead-lettered.
      */
-    private Rollout decodeWaitingForRegistry(byte[] value) {
+    private <R> R decodeWaitingForRegistry(byte[] value, FieldReader<R> reader) {
         long deadline = System.nanoTime() + registryWait.toNanos();
         long lastLog = 0;
         while (true) {
             try {
-                return deserializer.deserialize(topic, value);
+                return deserializer.deserializeFields(topic, value, reader);
             } catch (SerdeException e) {
                 if (e.recordsFault()) {
                     throw e;

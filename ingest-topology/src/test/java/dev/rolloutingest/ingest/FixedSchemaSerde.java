@@ -2,10 +2,15 @@ package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.FieldReader;
+import dev.rolloutingest.serde.FieldsDeserializer;
 import dev.rolloutingest.serde.SerdeException;
 import dev.rolloutingest.serde.WireFormat;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import org.apache.avro.AvroRuntimeException;
+import org.apache.avro.Schema;
+import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
@@ -45,8 +50,28 @@ final class FixedSchemaSerde {
         return frame(ROLLOUT_ID, rollout);
     }
 
-    static Deserializer<Rollout> rollouts() {
-        return (topic, bytes) -> decode(topic, bytes, ROLLOUT_ID, new SpecificDatumReader<>(Rollout.class));
+    /** Field by field, as the topology decodes: the bytes must be the Rollout schema (id 1) exactly. */
+    static FieldsDeserializer rollouts() {
+        Schema.Field[] fields = Rollout.getClassSchema().getFields().toArray(new Schema.Field[0]);
+        return new FieldsDeserializer() {
+            @Override
+            public <R> R deserializeFields(String topic, byte[] bytes, FieldReader<R> reader) {
+                int id = WireFormat.schemaId(topic, bytes);
+                if (id != ROLLOUT_ID) {
+                    throw new SerdeException.UnknownSchemaId(id, "schema id " + id + " unknown");
+                }
+                try {
+                    BinaryDecoder in = DecoderFactory.get().binaryDecoder(bytes, 5, bytes.length - 5, null);
+                    R value = reader.read(in, fields);
+                    if (!in.isEnd()) {
+                        throw new SerdeException.InvalidWireFormat("trailing-bytes", "bytes left after the record");
+                    }
+                    return value;
+                } catch (IOException | AvroRuntimeException | IndexOutOfBoundsException e) {
+                    throw new SerdeException.InvalidWireFormat("not-avro", "not Avro: " + e, e);
+                }
+            }
+        };
     }
 
     static Serializer<GenerationSealed> sealedEvents() {

@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import static dev.rolloutingest.table.RolloutSchema.*;
 
 import dev.rolloutingest.schemas.Rollout;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -23,6 +24,9 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.StructVector;
+import org.apache.avro.Schema;
+import org.apache.avro.io.Decoder;
+import org.apache.avro.util.Utf8;
 
 /** Converts rows to Arrow batches of {@link RolloutSchema#SCHEMA} and back. */
 public final class ArrowRows {
@@ -87,6 +91,11 @@ public final class ArrowRows {
         private final IntVector sourcePartition;
         private final BigIntVector sourceOffset;
         private final TimeStampMicroTZVector ingestedAt;
+        private final StructVector metadataEntries;
+        private final VarCharVector metadataKeys;
+        private final VarCharVector metadataValues;
+        private Utf8 text; // reused for every string decoded into this batch
+        private ByteBuffer bytes; // reused for every payload decoded into this batch
 
         RowWriter(VectorSchemaRoot root) {
             recordId = (VarCharVector) root.getVector(RECORD_ID);
@@ -105,6 +114,9 @@ public final class ArrowRows {
             policyVersion = (BigIntVector) root.getVector(POLICY_VERSION);
             includeInTraining = (BitVector) root.getVector(INCLUDE_IN_TRAINING);
             metadata = (ListVector) root.getVector(METADATA);
+            metadataEntries = (StructVector) metadata.getDataVector();
+            metadataKeys = (VarCharVector) metadataEntries.getChild("key");
+            metadataValues = (VarCharVector) metadataEntries.getChild("value");
             payload = (LargeVarBinaryVector) root.getVector(BINARY_PAYLOAD);
             sourcePartition = (IntVector) root.getVector(SOURCE_PARTITION);
             sourceOffset = (BigIntVector) root.getVector(SOURCE_OFFSET);
@@ -137,7 +149,7 @@ public final class ArrowRows {
                 policyVersion.setSafe(i, r.getPolicyVersion());
             }
             includeInTraining.setSafe(i, r.getIncludeInTraining() ? 1 : 0);
-            metadata(metadata, i, r.getMetadata());
+            metadata(i, r.getMetadata());
             if (r.getBinaryPayload() == null) {
                 payload.setNull(i);
             } else {
@@ -147,6 +159,222 @@ public final class ArrowRows {
             sourcePartition.setSafe(i, partition);
             sourceOffset.setSafe(i, offset);
             ingestedAt.setSafe(i, ingestedMicros);
+        }
+
+        /**
+         * Decodes one Avro-encoded rollout straight into row {@code i}: no Rollout, Strings (but the key),
+         * boxed lists or maps on the way. {@code order} is the reader fields in the order their values come
+         * (see {@code FieldReader}). Every column of the row is written, so a row that fails half-way is
+         * overwritten whole by the next one.
+         */
+        Decoded decode(int i, Decoder in, Schema.Field[] order, int partition, long offset, long ingested)
+                throws IOException {
+            String id = null;
+            int payloadBytes = 0;
+            for (Schema.Field field : order) {
+                switch (field.pos()) {
+                    case F_RECORD_ID -> {
+                        text = in.readString(text);
+                        recordId.setSafe(i, text.getBytes(), 0, text.getByteLength());
+                        id = text.toString();
+                    }
+                    case F_EXPERIMENT -> string(in, experiment, i);
+                    case F_ROLLOUT_ID -> string(in, rolloutId, i);
+                    case F_PROBLEM_ID -> {
+                        if (isNull(in)) {
+                            problemId.setNull(i);
+                        } else {
+                            string(in, problemId, i);
+                        }
+                    }
+                    case F_SEQUENCE_ORDER -> sequenceOrder.setSafe(i, in.readInt());
+                    case F_ROLE -> string(in, role, i);
+                    case F_CREATED_AT -> createdAt.setSafe(i, in.readLong());
+                    case F_CONTENT -> {
+                        if (isNull(in)) {
+                            content.setNull(i);
+                        } else {
+                            string(in, content, i);
+                        }
+                    }
+                    case F_INPUT_TOKENS -> intArray(in, inputTokens, i);
+                    case F_OUTPUT_TOKENS -> intArray(in, outputTokens, i);
+                    case F_OUTPUT_LOGPROBS -> floatArray(in, outputLogprobs, i);
+                    case F_REWARD -> nullableFloat(in, reward, i);
+                    case F_ADVANTAGE -> nullableFloat(in, advantage, i);
+                    case F_POLICY_VERSION -> {
+                        if (isNull(in)) {
+                            policyVersion.setNull(i);
+                        } else {
+                            policyVersion.setSafe(i, in.readLong());
+                        }
+                    }
+                    case F_INCLUDE_IN_TRAINING -> includeInTraining.setSafe(i, in.readBoolean() ? 1 : 0);
+                    case F_METADATA -> metadata(i, readMap(in));
+                    case F_BINARY_PAYLOAD -> {
+                        if (isNull(in)) {
+                            payload.setNull(i);
+                        } else {
+                            bytes = in.readBytes(bytes);
+                            payloadBytes = bytes.remaining();
+                            payload.setSafe(i, bytes, bytes.position(), payloadBytes);
+                        }
+                    }
+                    default -> throw new IllegalStateException("No column for reader field " + field.name());
+                }
+            }
+            sourcePartition.setSafe(i, partition);
+            sourceOffset.setSafe(i, offset);
+            ingestedAt.setSafe(i, ingested);
+            return new Decoded(id, payloadBytes);
+        }
+
+        private void metadata(int i, Map<String, String> values) {
+            int start = metadata.startNewValue(i);
+            int k = 0;
+            for (Map.Entry<String, String> e : (values.size() < 2 ? values : new TreeMap<>(values)).entrySet()) {
+                metadataEntries.setIndexDefined(start + k);
+                metadataKeys.setSafe(start + k, e.getKey().getBytes(StandardCharsets.UTF_8));
+                if (e.getValue() == null) {
+                    metadataValues.setNull(start + k);
+                } else {
+                    metadataValues.setSafe(start + k, e.getValue().getBytes(StandardCharsets.UTF_8));
+                }
+                k++;
+            }
+            metadata.endValue(i, k);
+        }
+
+        private void string(Decoder in, VarCharVector vector, int i) throws IOException {
+            text = in.readString(text);
+            vector.setSafe(i, text.getBytes(), 0, text.getByteLength());
+        }
+    }
+
+    /** Reads a [null, T] union's branch: true for null (consumed), false when a T follows. */
+    private static boolean isNull(Decoder in) throws IOException {
+        if (in.readIndex() == 0) {
+            in.readNull();
+            return true;
+        }
+        return false;
+    }
+
+    private static void nullableFloat(Decoder in, Float4Vector vector, int i) throws IOException {
+        if (isNull(in)) {
+            vector.setNull(i);
+        } else {
+            vector.setSafe(i, in.readFloat());
+        }
+    }
+
+    private static void intArray(Decoder in, ListVector list, int i) throws IOException {
+        int start = list.startNewValue(i);
+        IntVector items = (IntVector) list.getDataVector();
+        int k = 0;
+        for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
+            for (long j = 0; j < n; j++) {
+                items.setSafe(start + k++, in.readInt());
+            }
+        }
+        list.endValue(i, k);
+    }
+
+    private static void floatArray(Decoder in, ListVector list, int i) throws IOException {
+        int start = list.startNewValue(i);
+        Float4Vector items = (Float4Vector) list.getDataVector();
+        int k = 0;
+        for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
+            for (long j = 0; j < n; j++) {
+                items.setSafe(start + k++, in.readFloat());
+            }
+        }
+        list.endValue(i, k);
+    }
+
+    /** A map's entries, the last of a repeated key winning, as a Java map would hold them. */
+    private static Map<String, String> readMap(Decoder in) throws IOException {
+        String onlyKey = null;
+        String onlyValue = null;
+        Map<String, String> many = null;
+        for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
+            for (long j = 0; j < n; j++) {
+                String key = in.readString();
+                String value = in.readString();
+                if (many == null && (onlyKey == null || onlyKey.equals(key))) {
+                    onlyKey = key;
+                    onlyValue = value;
+                } else {
+                    if (many == null) {
+                        many = new TreeMap<>();
+                        many.put(onlyKey, onlyValue);
+                    }
+                    many.put(key, value);
+                }
+            }
+        }
+        return many != null ? many : onlyKey == null ? Map.of() : Map.of(onlyKey, onlyValue);
+    }
+
+    /** What {@link RowWriter#decode} read besides the columns: the row's key and its payload's size. */
+    record Decoded(String recordId, int payloadBytes) {}
+
+    // The Rollout reader schema's field positions, as the decoder's switch needs constants; checked below.
+    private static final int F_RECORD_ID = 0;
+    private static final int F_EXPERIMENT = 1;
+    private static final int F_ROLLOUT_ID = 2;
+    private static final int F_PROBLEM_ID = 3;
+    private static final int F_SEQUENCE_ORDER = 4;
+    private static final int F_ROLE = 5;
+    private static final int F_CREATED_AT = 6;
+    private static final int F_CONTENT = 7;
+    private static final int F_INPUT_TOKENS = 8;
+    private static final int F_OUTPUT_TOKENS = 9;
+    private static final int F_OUTPUT_LOGPROBS = 10;
+    private static final int F_REWARD = 11;
+    private static final int F_ADVANTAGE = 12;
+    private static final int F_POLICY_VERSION = 13;
+    private static final int F_INCLUDE_IN_TRAINING = 14;
+    private static final int F_METADATA = 15;
+    private static final int F_BINARY_PAYLOAD = 16;
+
+    static {
+        // A schema change that moves a field or a union's null branch must fail here, not decode wrong columns.
+        Schema avro = Rollout.getClassSchema();
+        String[] names = {
+            RECORD_ID,
+            EXPERIMENT,
+            ROLLOUT_ID,
+            PROBLEM_ID,
+            SEQUENCE_ORDER,
+            ROLE,
+            CREATED_AT,
+            CONTENT,
+            INPUT_TOKENS,
+            OUTPUT_TOKENS,
+            OUTPUT_LOGPROBS,
+            REWARD,
+            ADVANTAGE,
+            POLICY_VERSION,
+            INCLUDE_IN_TRAINING,
+            METADATA,
+            BINARY_PAYLOAD
+        };
+        if (avro.getFields().size() != names.length) {
+            throw new ExceptionInInitializerError(
+                    "Rollout has " + avro.getFields().size() + " fields, the decoder " + names.length);
+        }
+        for (int pos = 0; pos < names.length; pos++) {
+            Schema.Field field = avro.getFields().get(pos);
+            if (!field.name().equals(names[pos])) {
+                throw new ExceptionInInitializerError(
+                        "Rollout field " + pos + " is " + field.name() + ", the decoder" + " expects " + names[pos]);
+            }
+            Schema type = field.schema();
+            if (type.getType() == Schema.Type.UNION
+                    && (type.getTypes().size() != 2 || type.getTypes().get(0).getType() != Schema.Type.NULL)) {
+                throw new ExceptionInInitializerError("Rollout field " + field.name() + " is not [null, T]");
+            }
         }
     }
 
@@ -182,25 +410,6 @@ public final class ArrowRows {
             items.setSafe(start + k, values.get(k));
         }
         list.endValue(i, values.size());
-    }
-
-    private static void metadata(ListVector list, int i, Map<String, String> values) {
-        int start = list.startNewValue(i);
-        StructVector entries = (StructVector) list.getDataVector();
-        VarCharVector keys = (VarCharVector) entries.getChild("key");
-        VarCharVector vals = (VarCharVector) entries.getChild("value");
-        int k = 0;
-        for (Map.Entry<String, String> e : (values.size() < 2 ? values : new TreeMap<>(values)).entrySet()) {
-            entries.setIndexDefined(start + k);
-            keys.setSafe(start + k, e.getKey().getBytes(StandardCharsets.UTF_8));
-            if (e.getValue() == null) {
-                vals.setNull(start + k);
-            } else {
-                vals.setSafe(start + k, e.getValue().getBytes(StandardCharsets.UTF_8));
-            }
-            k++;
-        }
-        list.endValue(i, k);
     }
 
     /**
@@ -267,6 +476,10 @@ public final class ArrowRows {
 
     private static String orEmpty(String s) {
         return s == null ? "" : s;
+    }
+
+    static String stringAt(VectorSchemaRoot root, String column, int i) {
+        return string(root, column, i);
     }
 
     private static String string(VectorSchemaRoot root, String column, int i) {

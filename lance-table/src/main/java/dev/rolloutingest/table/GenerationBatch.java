@@ -1,6 +1,7 @@
 package dev.rolloutingest.table;
 
 import dev.rolloutingest.schemas.Rollout;
+import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -11,6 +12,8 @@ import java.util.Map;
 import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.avro.Schema;
+import org.apache.avro.io.Decoder;
 
 /**
  * The rows of one partition waiting to be sealed, held as Arrow columns of the table's schema from the
@@ -27,7 +30,11 @@ public final class GenerationBatch implements AutoCloseable {
     private final List<String> recordIds = new ArrayList<>();
     private long[] offsets = new long[64];
     private int size;
+    private Staged staged;
     private boolean closed;
+
+    /** A row decoded into the columns at index {@code size()} but not yet part of the batch. */
+    public record Staged(String recordId, int payloadBytes, long sourceOffset) {}
 
     GenerationBatch(BufferAllocator allocator) {
         this.allocator = allocator;
@@ -51,17 +58,62 @@ public final class GenerationBatch implements AutoCloseable {
         if (reason != null) {
             throw new RolloutTableException.Unrepresentable(rollout.getRecordId(), sourceOffset, reason);
         }
+        requireAscending(sourceOffset);
+        staged = null;
+        writer.write(size, rollout, sourcePartition, sourceOffset, ingestedAt);
+        push(sourceOffset, rollout.getRecordId());
+    }
+
+    /** Fails unless a row at {@code sourceOffset} may follow the batch's last row. */
+    public void requireAscending(long sourceOffset) {
         if (size > 0 && sourceOffset <= offsets[size - 1]) {
             throw new IllegalArgumentException(
                     "offset " + sourceOffset + " is not above the batch's last " + offsets[size - 1]);
         }
-        writer.write(size, rollout, sourcePartition, sourceOffset, ingestedAt);
+    }
+
+    private void push(long sourceOffset, String recordId) {
         if (size == offsets.length) {
             offsets = Arrays.copyOf(offsets, size * 2);
         }
         offsets[size] = sourceOffset;
-        recordIds.add(rollout.getRecordId());
+        recordIds.add(recordId);
         size++;
+    }
+
+    /**
+     * Decodes one Avro-encoded rollout (its fields read from {@code in} in {@code order}, see
+     * {@code FieldReader}) straight into the next row's columns. The row joins the batch only on
+     * {@link #commitStaged}; a row not committed (the record is dead-lettered) is overwritten by the next.
+     */
+    public Staged stage(Decoder in, Schema.Field[] order, int sourcePartition, long sourceOffset, Instant ingestedAt)
+            throws IOException {
+        requireOpen();
+        requireAscending(sourceOffset);
+        staged = null;
+        ArrowRows.Decoded row =
+                writer.decode(size, in, order, sourcePartition, sourceOffset, ArrowRows.micros(ingestedAt));
+        staged = new Staged(row.recordId(), row.payloadBytes(), sourceOffset);
+        return staged;
+    }
+
+    /** Makes the row {@link #stage} decoded part of the batch. */
+    public void commitStaged() {
+        requireOpen();
+        if (staged == null) {
+            throw new IllegalStateException("no row staged");
+        }
+        push(staged.sourceOffset(), staged.recordId());
+        staged = null;
+    }
+
+    /** The experiment of the row at {@code index}, for log lines about one record. */
+    public String experimentAt(int index) {
+        requireOpen();
+        if (index < 0 || index >= size) {
+            throw new IndexOutOfBoundsException(index);
+        }
+        return ArrowRows.stringAt(root, RolloutSchema.EXPERIMENT, index);
     }
 
     public void append(RolloutRow row) {

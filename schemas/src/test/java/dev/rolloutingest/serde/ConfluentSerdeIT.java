@@ -295,4 +295,135 @@ class ConfluentSerdeIT {
                 .extracting(e -> ((SerdeException) e).reason())
                 .isEqualTo("schema-incompatible");
     }
+
+    /** Reads every field the way a column writer would, into a map by field name, for comparison. */
+    private static final FieldReader<Map<String, Object>> BY_FIELD = (in, order) -> {
+        Map<String, Object> values = new java.util.HashMap<>();
+        for (Schema.Field field : order) {
+            values.put(field.name(), readValue(in, field.schema()));
+        }
+        return values;
+    };
+
+    private static Object readValue(org.apache.avro.io.Decoder in, Schema schema) throws java.io.IOException {
+        switch (schema.getType()) {
+            case NULL -> {
+                in.readNull();
+                return null;
+            }
+            case STRING -> {
+                return in.readString();
+            }
+            case INT -> {
+                return in.readInt();
+            }
+            case LONG -> {
+                long value = in.readLong();
+                return "timestamp-micros".equals(schema.getProp("logicalType"))
+                        ? java.time.Instant.EPOCH.plus(value, java.time.temporal.ChronoUnit.MICROS)
+                        : value;
+            }
+            case FLOAT -> {
+                return in.readFloat();
+            }
+            case BOOLEAN -> {
+                return in.readBoolean();
+            }
+            case BYTES -> {
+                return in.readBytes(null);
+            }
+            case UNION -> {
+                return readValue(in, schema.getTypes().get(in.readIndex()));
+            }
+            case ARRAY -> {
+                java.util.List<Object> items = new java.util.ArrayList<>();
+                for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
+                    for (long i = 0; i < n; i++) {
+                        items.add(readValue(in, schema.getElementType()));
+                    }
+                }
+                return items;
+            }
+            case MAP -> {
+                Map<String, Object> entries = new java.util.HashMap<>();
+                for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
+                    for (long i = 0; i < n; i++) {
+                        entries.put(in.readString(), readValue(in, schema.getValueType()));
+                    }
+                }
+                return entries;
+            }
+            default -> throw new IllegalArgumentException(schema.toString());
+        }
+    }
+
+    private static Map<String, Object> byField(Rollout rollout) {
+        Map<String, Object> values = new java.util.HashMap<>();
+        for (Schema.Field field : Rollout.getClassSchema().getFields()) {
+            values.put(field.name(), rollout.get(field.pos()));
+        }
+        return values;
+    }
+
+    @Test
+    void fieldByFieldReadsWhatTheObjectReaderReadsForTheSameAndForAnOlderSchema() throws Exception {
+        ConfluentAvroDeserializer<Rollout> deserializer = rolloutDeserializer();
+        Rollout rollout = new RolloutGenerator("exp-f", 48, 9).rollout(5, 2);
+        byte[] current = serializer().serialize("fields-current", rollout);
+        assertThat(deserializer.deserializeFields("fields-current", current, BY_FIELD))
+                .isEqualTo(byField(rollout));
+
+        Schema old = new Schema.Parser()
+                .parse(
+                        """
+                {"type":"record","name":"Rollout","namespace":"dev.rolloutingest.schemas","fields":[
+                 {"name":"experiment","type":"string"},{"name":"record_id","type":"string"},
+                 {"name":"rollout_id","type":"string"},{"name":"sequence_order","type":"int"},
+                 {"name":"role","type":"string"},
+                 {"name":"created_at","type":{"type":"long","logicalType":"timestamp-micros"}},
+                 {"name":"reward","type":["null","float"],"default":null},
+                 {"name":"gone_later","type":"string","default":""}]}""");
+        GenericRecord record = new GenericData.Record(old);
+        record.put("experiment", "exp-old");
+        record.put("record_id", "old-2");
+        record.put("rollout_id", "r-2");
+        record.put("sequence_order", 3);
+        record.put("role", "user");
+        record.put("created_at", 1_700_000_000_000_001L);
+        record.put("reward", 0.75f);
+        record.put("gone_later", "dropped by resolution");
+        byte[] older = serializer().serialize("fields-old", record);
+        Map<String, Object> read = deserializer.deserializeFields("fields-old", older, BY_FIELD);
+        assertThat(read).isEqualTo(byField(deserializer.deserialize("fields-old", older)));
+        assertThat(read).containsEntry("record_id", "old-2").containsEntry("include_in_training", true);
+    }
+
+    @Test
+    void fieldByFieldFailsWithTheObjectReadersTypedErrors() throws Exception {
+        ConfluentAvroDeserializer<Rollout> deserializer = rolloutDeserializer();
+        byte[] bytes = serializer().serialize("fields-bad", new RolloutGenerator("exp-g", 32, 4).rollout(1, 0));
+        byte[] cut = Arrays.copyOf(bytes, bytes.length - 10);
+        assertThatThrownBy(() -> deserializer.deserializeFields("fields-bad", cut, BY_FIELD))
+                .isInstanceOf(SerdeException.InvalidWireFormat.class)
+                .extracting(e -> ((SerdeException) e).reason())
+                .isEqualTo("not-avro");
+        byte[] longer = Arrays.copyOf(bytes, bytes.length + 3);
+        assertThatThrownBy(() -> deserializer.deserializeFields("fields-bad", longer, BY_FIELD))
+                .isInstanceOf(SerdeException.InvalidWireFormat.class)
+                .extracting(e -> ((SerdeException) e).reason())
+                .isEqualTo("trailing-bytes");
+        Schema alien = new Schema.Parser()
+                .parse(
+                        """
+                {"type":"record","name":"Rollout","namespace":"dev.rolloutingest.schemas","fields":[
+                 {"name":"record_id","type":"int"}]}""");
+        int id = registerRaw("fields-alien-value", alien.toString());
+        GenericRecord record = new GenericData.Record(alien);
+        record.put("record_id", 7);
+        byte[] alienBytes = WireFormat.frame(id, avroBinary(alien, record));
+        assertThatThrownBy(() -> deserializer.deserializeFields("rollouts", alienBytes, BY_FIELD))
+                .isInstanceOf(SerdeException.class)
+                .extracting(e -> ((SerdeException) e).reason())
+                .isEqualTo("schema-incompatible");
+    }
 }
