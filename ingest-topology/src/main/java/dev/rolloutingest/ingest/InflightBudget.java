@@ -10,7 +10,7 @@ import java.util.Set;
  * Over the limit the largest buffer is asked to seal early (it does at its next record or check), and
  * the buffer that crossed the limit seals at once, so the total never exceeds limit + one record.
  */
-public final class InflightBudget {
+final class InflightBudget {
     private final long limit;
     private final Map<Integer, Long> bytesByPartition = new HashMap<>();
     private final Set<Integer> sealRequests = new HashSet<>();

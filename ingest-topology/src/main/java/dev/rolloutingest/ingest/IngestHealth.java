@@ -12,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * unsealed records, and the last seal error. Kept across task restarts in this process (a replaced stream
  * thread re-creates the task, and the re-read records are as old as before), cleared by a successful seal.
  */
-public final class IngestHealth {
+final class IngestHealth {
     private record Partition(long unsealedSinceMs, String lastError, long lastErrorAtMs) {}
 
     private final Map<Integer, Partition> partitions = new ConcurrentHashMap<>();

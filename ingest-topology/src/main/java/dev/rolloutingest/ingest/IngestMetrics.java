@@ -12,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.LoggerFactory;
 
 /** The ingest topology's meters. No experiment, shard or partition tags (cardinality). */
-public final class IngestMetrics {
+final class IngestMetrics {
     private final MeterRegistry registry;
     private final Counter recordsIn;
     private final Counter skippedReplays;

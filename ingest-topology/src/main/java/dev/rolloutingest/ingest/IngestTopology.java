@@ -31,7 +31,7 @@ import org.apache.kafka.streams.state.Stores;
  * </pre>
  * Input stays bytes so that a dead letter carries the producer's exact bytes.
  */
-public final class IngestTopology {
+final class IngestTopology {
     static final String SOURCE = "rollouts-source";
     static final String BATCHER = "batcher";
     static final String GENERATIONS_SINK = "generations-sink";

@@ -1,5 +1,6 @@
 package dev.rolloutingest.ingest;
 
+import dev.rolloutingest.retry.Retry;
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
@@ -59,6 +60,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     private final long sealMaxBytes;
     private final long largeBlobLogBytes;
+    private final Retry.Policy sealWriteRetry;
     private final RolloutTable table;
     private final RecordCheck check;
     private final IngestMetrics metrics;
@@ -100,6 +102,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.sealMaxRows = config.sealMaxRows();
         this.sealMaxBytes = config.sealMaxBytes();
         this.largeBlobLogBytes = config.largeBlobLogBytes();
+        this.sealWriteRetry =
+                new Retry.Policy(config.sealWriteAttempts(), Duration.ofMillis(200), Duration.ofSeconds(10));
         this.table = table;
         this.check = check;
         this.metrics = metrics;
@@ -324,48 +328,55 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     }
 
     /**
-     * Writes a batch as a generation, retrying with backoff; runs on a writer thread. From the second failure
-     * on, the batch is written to memory to tell the data's fault from the store's: rows that fail on their
-     * own are taken out (into the write's refused list) and the rest is written at once. Empty when every row
+     * Writes a batch as a generation, retrying with backoff; runs on a writer thread. Empty when every row
      * was refused.
      */
     private Optional<SealedGeneration> writeWithRetries(SealWrite write) {
         faults.generationWriteStarting();
-        long backoff = 200;
-        for (int attempt = 1; ; attempt++) {
-            if (write.batch.isEmpty()) {
-                return Optional.empty();
-            }
+        try {
+            return Retry.run(
+                    sealWriteRetry,
+                    e -> e instanceof RuntimeException,
+                    (attempt, e, backoff) -> log.warn(
+                            "Table {} shard {}: writing generation {} failed (attempt {}/{}), retrying in {} ms: {}",
+                            table.location(),
+                            shard,
+                            write.last + 1,
+                            attempt,
+                            sealWriteRetry.attempts(),
+                            backoff.toMillis(),
+                            e.getMessage()),
+                    attempt -> writeOnce(write, attempt >= 2));
+        } catch (Retry.Exhausted e) {
+            throw new IllegalStateException(
+                    "Table " + table.location() + " shard " + shard + ": writing generation " + (write.last + 1)
+                            + " failed " + e.attempts() + " times: " + e.last().getMessage(),
+                    e.last());
+        } catch (InterruptedException e) {
+            throw new IllegalStateException("Interrupted while retrying a generation write", e);
+        }
+    }
+
+    /**
+     * One attempt. With {@code probe} (from the second attempt on) a failure first tells the data's fault from
+     * the store's: rows that fail on their own are taken out (into the write's refused list) and the rest is
+     * written at once.
+     */
+    private Optional<SealedGeneration> writeOnce(SealWrite write, boolean probe) {
+        while (!write.batch.isEmpty()) {
             try {
                 return Optional.of(table.writeGeneration(
                         topic, partition, write.first, write.last, write.batch, write.bytes, write.refused));
             } catch (RuntimeException e) {
-                if (attempt >= 2 && takeOutUnwritableRows(write)) {
-                    attempt = 0;
-                    backoff = 200;
+                if (probe && takeOutUnwritableRows(write)) {
                     continue;
                 }
                 metrics.sealFailure("storage");
                 health.sealFailed(partition, e.getMessage(), System.currentTimeMillis());
-                if (attempt >= config.sealWriteAttempts()) {
-                    throw new IllegalStateException(
-                            "Table " + table.location() + " shard " + shard + ": writing generation " + (write.last + 1)
-                                    + " failed " + attempt + " times: " + e.getMessage(),
-                            e);
-                }
-                log.warn(
-                        "Table {} shard {}: writing generation {} failed (attempt {}/{}), retrying in {} ms: {}",
-                        table.location(),
-                        shard,
-                        write.last + 1,
-                        attempt,
-                        config.sealWriteAttempts(),
-                        backoff,
-                        e.getMessage());
-                sleep(backoff);
-                backoff = Math.min(backoff * 2, 10_000);
+                throw e;
             }
         }
+        return Optional.empty();
     }
 
     /** True when rows of the batch fail a write on their own; they leave the batch for the refused list. */
@@ -503,15 +514,6 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 from,
                 processed,
                 (System.nanoTime() - started) / 1_000_000);
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("Interrupted while retrying a generation write", e);
-        }
     }
 
     @Override

@@ -29,7 +29,7 @@ import org.apache.avro.io.Decoder;
 import org.apache.avro.util.Utf8;
 
 /** Converts rows to Arrow batches of {@link RolloutSchema#SCHEMA} and back. */
-public final class ArrowRows {
+final class ArrowRows {
     private ArrowRows() {}
 
     /** A batch holding the rows in order; the caller closes it. */

@@ -17,7 +17,7 @@ import java.util.Collection;
  * the probes independent in small filters, where plain {@code h1 + i * h2} over a size with many common
  * factors (filters are whole 64-bit words) repeats positions and raises the false-positive rate.
  */
-public final class KeyFilter {
+final class KeyFilter {
     /**
      * 0.1 %: about 14.4 bits and 10 probes a key. Measured with `bench reads`: at 1 % a lookup over 200
      * pending generations (or 256 shards with one each) still opened ~2.5 of them by chance, ~2.4 ms each,

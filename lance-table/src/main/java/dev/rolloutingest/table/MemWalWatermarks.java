@@ -16,7 +16,7 @@ import org.lance.index.Index;
  * field 9 repeats {shard uuid, generation}. One max generation per shard, stored as unsigned 64-bit.
  * This is a minimal protobuf reader for exactly that, so no protobuf runtime is needed.
  */
-public final class MemWalWatermarks {
+final class MemWalWatermarks {
     static final String INDEX_NAME = "__lance_mem_wal";
     private static final int MERGED_GENERATIONS_FIELD = 9;
 

@@ -6,7 +6,7 @@ import java.util.List;
  * The few object-store operations Lance's Java API does not offer: listing a folder, small sidecar
  * files, and deleting a generation folder. Paths are relative to the table root.
  */
-public interface ObjectStore extends AutoCloseable {
+interface ObjectStore extends AutoCloseable {
     /** One entry of a non-recursive listing: a child name and whether it is a folder. */
     record Entry(String name, boolean folder) {}
 

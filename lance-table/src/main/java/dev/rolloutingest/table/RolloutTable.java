@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import dev.rolloutingest.retry.Retry;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Collection;
@@ -144,26 +145,24 @@ public final class RolloutTable implements AutoCloseable {
      * Initialises MemWAL once, whoever wins: apps starting together on a new table race here, and the
      * losers see "already initialized" or a commit conflict. Each attempt looks at the latest version first.
      */
+    /** Apps starting together on a new table race to initialise MemWAL: a few quick tries settle it. */
+    private static final Retry.Policy MEMWAL_INIT_RETRY =
+            new Retry.Policy(10, Duration.ofMillis(20), Duration.ofMillis(500));
+
     private void initializeMemWal() {
-        for (int attempt = 1; ; attempt++) {
-            try (Dataset base = lance.openBase()) {
-                if (hasMemWal(base)) {
-                    return;
+        try {
+            Retry.run(MEMWAL_INIT_RETRY, e -> true, Retry.Listener.NONE, attempt -> {
+                try (Dataset base = lance.openBase()) {
+                    if (!hasMemWal(base)) {
+                        base.initializeMemWal(new InitializeMemWalParams().withUnsharded());
+                    }
+                    return null;
                 }
-                base.initializeMemWal(new InitializeMemWalParams().withUnsharded());
-                return;
-            } catch (Exception thrown) {
-                RuntimeException e = unchecked(thrown);
-                if (attempt >= 10) {
-                    throw storageError("initialising MemWAL", e);
-                }
-                try {
-                    Thread.sleep(20L * attempt);
-                } catch (InterruptedException interrupted) {
-                    Thread.currentThread().interrupt();
-                    throw storageError("initialising MemWAL", e);
-                }
-            }
+            });
+        } catch (Retry.Exhausted e) {
+            throw storageError("initialising MemWAL", unchecked(e.last()));
+        } catch (InterruptedException e) {
+            throw storageError("initialising MemWAL", new IllegalStateException("interrupted", e));
         }
     }
 

@@ -11,7 +11,7 @@ import java.time.Instant;
  * follows the topic's order within a partition), and equal times fall to the higher partition so the
  * choice is the same everywhere.
  */
-public final class RowOrder {
+final class RowOrder {
     private RowOrder() {}
 
     /** True when {@code candidate} replaces {@code current}. */

@@ -26,7 +26,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** Base-table compaction and garbage collection of merged generations. */
-public final class TableMaintenance {
+final class TableMaintenance {
     private static final Logger log = LoggerFactory.getLogger(TableMaintenance.class);
 
     /** Fragments of the base table before and after a compaction. */

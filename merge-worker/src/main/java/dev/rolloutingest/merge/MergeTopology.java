@@ -16,7 +16,7 @@ import org.apache.kafka.streams.Topology;
  * rollout-generations -> scheduler [backlog store, cooldown store] -> rollout-merges
  * </pre>
  */
-public final class MergeTopology {
+final class MergeTopology {
     static final String SOURCE = "generations-source";
     static final String SCHEDULER = "scheduler";
     static final String SINK = "merges-sink";

@@ -11,7 +11,7 @@ import java.util.TreeMap;
  * highest generation a committed GenerationsMerged event announced. Both live in one store record, so they
  * change in the same exactly-once transaction as the events themselves.
  */
-public final class ShardBacklog {
+final class ShardBacklog {
     private final TreeMap<Long, Long> sealedAtByGeneration;
     private long announcedUpTo;
 

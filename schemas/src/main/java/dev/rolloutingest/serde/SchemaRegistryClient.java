@@ -3,6 +3,7 @@ package dev.rolloutingest.serde;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.rolloutingest.retry.Retry;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -10,6 +11,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Base64;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -150,33 +152,37 @@ public final class SchemaRegistryClient {
     }
 
     private JsonNode call(String method, String path, String body, String what) {
-        SerdeException last = null;
-        long backoffMs = config.retryBackoff().toMillis();
-        for (int attempt = 0; attempt <= config.maxRetries(); attempt++) {
-            // Several URLs are tried in turn, like Confluent's client does for a registry cluster.
-            URI base = config.registryUrls().get(attempt % config.registryUrls().size());
-            try {
-                return once(base, method, path, body, what);
-            } catch (SerdeException e) {
-                if (e.recordsFault()) {
-                    throw e;
-                }
-                last = e; // down, or refusing for now (401/403/408/429): worth another attempt
-                if (attempt < config.maxRetries()) {
-                    log.debug("Registry call failed ({}), retrying in {} ms", e.getMessage(), backoffMs);
-                    sleep(backoffMs);
-                    backoffMs = Math.min(backoffMs * 2, 10_000);
-                }
+        Retry.Policy policy = new Retry.Policy(config.maxRetries() + 1, config.retryBackoff(), Duration.ofSeconds(10));
+        try {
+            return Retry.run(
+                    policy,
+                    // Down, or refusing for now (401/403/408/429): worth another attempt; the record's fault is not.
+                    e -> e instanceof SerdeException failure && !failure.recordsFault(),
+                    (attempt, e, backoff) -> log.debug(
+                            "Registry call failed ({}), retrying in {} ms", e.getMessage(), backoff.toMillis()),
+                    // Several URLs are tried in turn, like Confluent's client does for a registry cluster.
+                    attempt -> once(
+                            config.registryUrls()
+                                    .get((attempt - 1) % config.registryUrls().size()),
+                            method,
+                            path,
+                            body,
+                            what));
+        } catch (Retry.Exhausted e) {
+            if (!(e.last() instanceof SerdeException last)) {
+                throw e.last() instanceof RuntimeException r ? r : new IllegalStateException(e.last());
             }
+            if (last.recordsFault() || last instanceof SerdeException.RegistryError) {
+                throw last;
+            }
+            throw new SerdeException.RegistryUnavailable(
+                    "Schema registry at " + config.registryUrls()
+                            + " unavailable after " + e.attempts() + " attempts while " + what + ": "
+                            + last.getMessage(),
+                    last.getCause());
+        } catch (InterruptedException e) {
+            throw new SerdeException.RegistryUnavailable("interrupted during retry backoff", e);
         }
-        if (last instanceof SerdeException.RegistryError refused) {
-            throw refused;
-        }
-        throw new SerdeException.RegistryUnavailable(
-                "Schema registry at " + config.registryUrls()
-                        + " unavailable after " + (config.maxRetries() + 1) + " attempts while " + what + ": "
-                        + last.getMessage(),
-                last.getCause());
     }
 
     private JsonNode once(URI base, String method, String path, String body, String what) {
@@ -252,15 +258,6 @@ public final class SchemaRegistryClient {
 
     private static String encode(String subject) {
         return URLEncoder.encode(subject, StandardCharsets.UTF_8);
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new SerdeException.RegistryUnavailable("interrupted during retry backoff", e);
-        }
     }
 
     private static <K, V> Map<K, V> lru(int capacity) {

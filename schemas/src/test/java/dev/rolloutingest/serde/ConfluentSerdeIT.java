@@ -9,6 +9,7 @@ import dev.rolloutingest.embedded.FreePorts;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -16,8 +17,13 @@ import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 import org.apache.avro.Schema;
 import org.apache.avro.generic.GenericData;
@@ -25,6 +31,7 @@ import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericDatumWriter;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.io.BinaryEncoder;
+import org.apache.avro.io.Decoder;
 import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
 import org.junit.jupiter.api.AfterAll;
@@ -49,7 +56,7 @@ class ConfluentSerdeIT {
     }
 
     private static Map<String, Object> config(Object... extra) {
-        var map = new java.util.HashMap<String, Object>(Map.of("schema.registry.url", registry.confluentUrl()));
+        var map = new HashMap<String, Object>(Map.of("schema.registry.url", registry.confluentUrl()));
         for (int i = 0; i < extra.length; i += 2) {
             map.put((String) extra[i], extra[i + 1]);
         }
@@ -142,7 +149,7 @@ class ConfluentSerdeIT {
         // Plain Avro with no logical-type conversions: timestamps are written as raw micros.
         for (Schema.Field f : Rollout.getClassSchema().getFields()) {
             Object value = rollout.get(f.pos());
-            if (value instanceof java.time.Instant instant) {
+            if (value instanceof Instant instant) {
                 value = instant.getEpochSecond() * 1_000_000L + instant.getNano() / 1_000;
             }
             generic.put(f.name(), value);
@@ -298,14 +305,14 @@ class ConfluentSerdeIT {
 
     /** Reads every field the way a column writer would, into a map by field name, for comparison. */
     private static final FieldReader<Map<String, Object>> BY_FIELD = (in, order) -> {
-        Map<String, Object> values = new java.util.HashMap<>();
+        Map<String, Object> values = new HashMap<>();
         for (Schema.Field field : order) {
             values.put(field.name(), readValue(in, field.schema()));
         }
         return values;
     };
 
-    private static Object readValue(org.apache.avro.io.Decoder in, Schema schema) throws java.io.IOException {
+    private static Object readValue(Decoder in, Schema schema) throws IOException {
         switch (schema.getType()) {
             case NULL -> {
                 in.readNull();
@@ -320,7 +327,7 @@ class ConfluentSerdeIT {
             case LONG -> {
                 long value = in.readLong();
                 return "timestamp-micros".equals(schema.getProp("logicalType"))
-                        ? java.time.Instant.EPOCH.plus(value, java.time.temporal.ChronoUnit.MICROS)
+                        ? Instant.EPOCH.plus(value, ChronoUnit.MICROS)
                         : value;
             }
             case FLOAT -> {
@@ -336,7 +343,7 @@ class ConfluentSerdeIT {
                 return readValue(in, schema.getTypes().get(in.readIndex()));
             }
             case ARRAY -> {
-                java.util.List<Object> items = new java.util.ArrayList<>();
+                List<Object> items = new ArrayList<>();
                 for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
                     for (long i = 0; i < n; i++) {
                         items.add(readValue(in, schema.getElementType()));
@@ -345,7 +352,7 @@ class ConfluentSerdeIT {
                 return items;
             }
             case MAP -> {
-                Map<String, Object> entries = new java.util.HashMap<>();
+                Map<String, Object> entries = new HashMap<>();
                 for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
                     for (long i = 0; i < n; i++) {
                         entries.put(in.readString(), readValue(in, schema.getValueType()));
@@ -358,7 +365,7 @@ class ConfluentSerdeIT {
     }
 
     private static Map<String, Object> byField(Rollout rollout) {
-        Map<String, Object> values = new java.util.HashMap<>();
+        Map<String, Object> values = new HashMap<>();
         for (Schema.Field field : Rollout.getClassSchema().getFields()) {
             values.put(field.name(), rollout.get(field.pos()));
         }
