@@ -78,6 +78,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private TopicPartition topicPartition;
     private String shard;
     private boolean recovered;
+    private PartitionRecovery recovery;
 
     private Long sealedUpTo;
     private long batchStart;
@@ -126,6 +127,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.sealedUpTo = progress.get(SEALED);
         this.batchStart = sealedUpTo == null ? 0 : sealedUpTo;
         this.recovered = false;
+        this.recovery = new PartitionRecovery(table, rereader, metrics, topicPartition);
         this.batch = table.newBatch();
         if (sealedUpTo != null) {
             sealedPositions.accept(topicPartition, sealedUpTo);
@@ -463,10 +465,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
     }
 
-    /**
-     * Once per task start: adopt generations written but not announced before a restart, then re-read
-     * the records processed but not yet sealed, so the buffer is what it was.
-     */
+    /** Once per task start: see {@link PartitionRecovery}. */
     private void recoverOnce() {
         if (recovered) {
             return;
@@ -475,45 +474,26 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         if (sealedUpTo == null) {
             return;
         }
-        Optional<SealedGeneration> orphan;
-        while ((orphan = table.sealedStartingAt(shard, sealedUpTo)).isPresent()) {
-            SealedGeneration sealed = orphan.get();
-            log.info(
-                    "Shard {} ({}/{}): adopting generation {} [{}..{}] written before a restart",
-                    shard,
-                    topic,
-                    partition,
-                    sealed.generation(),
-                    sealed.firstOffset(),
-                    sealed.lastOffset());
-            deadLetterRefused(sealed.deadLettered());
-            announce(sealed);
-            metrics.adopted();
-            lastOffset = Math.max(lastOffset, sealed.lastOffset());
-            advanceTo(sealed.lastOffset() + 1);
-        }
+        recovery.adoptOrphans(sealedUpTo, this::adopt);
         Long processed = progress.get(PROCESSED);
         if (processed == null || processed <= sealedUpTo) {
             return;
         }
-        long started = System.nanoTime();
-        long from = sealedUpTo;
-        int reread = rereader.reread(topicPartition, from, processed, record -> {
+        recovery.rereadUnsealed(sealedUpTo, processed, record -> {
             if (record.offset() > lastOffset) {
                 accept(record.key(), record.value(), record.headers(), record.timestamp(), record.offset(), false);
             }
         });
         // Offsets between the last record and `processed` (transaction markers) belong to the batch too.
         lastOffset = Math.max(lastOffset, processed - 1);
-        log.info(
-                "Shard {} ({}/{}): re-read {} unsealed records [{}..{}) from the input topic in {} ms",
-                shard,
-                topic,
-                partition,
-                reread,
-                from,
-                processed,
-                (System.nanoTime() - started) / 1_000_000);
+    }
+
+    /** A generation written but not announced before a restart: its dead letters and event now, not a rewrite. */
+    private void adopt(SealedGeneration orphan) {
+        deadLetterRefused(orphan.deadLettered());
+        announce(orphan);
+        lastOffset = Math.max(lastOffset, orphan.lastOffset());
+        advanceTo(orphan.lastOffset() + 1);
     }
 
     @Override
