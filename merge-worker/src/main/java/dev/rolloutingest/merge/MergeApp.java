@@ -1,20 +1,13 @@
 package dev.rolloutingest.merge;
 
 import dev.rolloutingest.runtime.ConfigSources;
-import dev.rolloutingest.runtime.HttpEndpoint;
-import dev.rolloutingest.runtime.Observability;
-import dev.rolloutingest.runtime.ShadowGroupOffsets;
+import dev.rolloutingest.runtime.RolloutApp;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
-import dev.rolloutingest.serde.SchemaRegistryClient;
-import dev.rolloutingest.serde.SerdeConfig;
-import dev.rolloutingest.table.RolloutTable;
-import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -25,19 +18,12 @@ import org.apache.kafka.common.config.ConfigException;
  * merge-worker as a running process: the topology, the round coordinator, table upkeep, and the HTTP endpoint
  * with the admin API ({@link MergeAdminApi}), /metrics and /health.
  */
-public final class MergeApp implements AutoCloseable {
-    private final PrometheusMeterRegistry registry;
-    private final RolloutTable table;
+public final class MergeApp extends RolloutApp {
     private final MergeCoordinator coordinator;
     private final TableMaintenanceRunner maintenance;
-    private final StreamsRuntime runtime;
-    private final HttpEndpoint http;
-    private final ShadowGroupOffsets mergedLag;
 
     public MergeApp(MergeConfig config) {
-        new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
-        this.registry = Observability.prometheus("rollout-merge");
-        this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
+        super("rollout-merge", config, config.mergedLagGroup(), MergeConfig.MERGED_LAG_GROUP);
         MergeMetrics metrics = new MergeMetrics(registry);
         this.coordinator = new MergeCoordinator(
                 table,
@@ -54,33 +40,20 @@ public final class MergeApp implements AutoCloseable {
         events.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();
         merges.configure(config.serdeConfig(), false);
-        int partitions = partitionsOf(config);
-        this.mergedLag = config.mergedLagGroup().isEmpty()
-                ? null
-                : new ShadowGroupOffsets(
-                        config.mergedLagGroup(),
-                        MergeConfig.MERGED_LAG_GROUP,
-                        config.clientConfig(),
-                        Duration.ofMillis(config.lagPublishIntervalMs()));
-        this.runtime = new StreamsRuntime(
+        serve(
                 "rollout-merge",
                 MergeTopology.build(
                         config,
                         coordinator,
                         maintenance,
                         metrics,
-                        partitions,
+                        partitionsOf(config),
                         events,
                         merges,
-                        mergedLag == null ? (tp, offset) -> {} : mergedLag::advance),
-                config.streamsProperties(),
-                registry,
-                config.healthMaxThreadReplacements(),
-                config.healthThreadReplacementWindowMs());
-        this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
-        Observability.mountMetrics(http, registry);
-        runtime.mountHealth(http, () -> Map.of("table", table.location().uri()));
-        new MergeAdminApi(runtime, coordinator).mount(http);
+                        shadowPositions()),
+                config);
+        runtime().mountHealth(http(), () -> Map.of("table", table.location().uri()));
+        new MergeAdminApi(runtime(), coordinator).mount(http());
     }
 
     /** The partition count of the events topic: which task owns a shard depends on it. */
@@ -101,38 +74,14 @@ public final class MergeApp implements AutoCloseable {
     }
 
     public MergeApp start() {
-        http.start();
-        runtime.start();
+        startServing();
         return this;
     }
 
-    public StreamsRuntime runtime() {
-        return runtime;
-    }
-
-    public HttpEndpoint http() {
-        return http;
-    }
-
-    public RolloutTable table() {
-        return table;
-    }
-
-    public PrometheusMeterRegistry registry() {
-        return registry;
-    }
-
     @Override
-    public void close() {
-        runtime.close();
+    protected void closeOwnParts() {
         coordinator.close();
         maintenance.close();
-        if (mergedLag != null) {
-            mergedLag.close();
-        }
-        http.close();
-        table.close();
-        registry.close();
     }
 
     /** Runs until SIGTERM: {@code MergeApp [config.properties]}, env vars override the file. */

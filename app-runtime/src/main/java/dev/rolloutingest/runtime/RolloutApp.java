@@ -1,0 +1,98 @@
+package dev.rolloutingest.runtime;
+
+import dev.rolloutingest.serde.SchemaRegistryClient;
+import dev.rolloutingest.serde.SerdeConfig;
+import dev.rolloutingest.table.RolloutTable;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.function.ObjLongConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.Topology;
+
+/**
+ * What both apps are made of, opened and closed in one order: the schema registry checked (a wrong URL fails
+ * the start, not the first record), a Prometheus registry, the table, the optional shadow consumer group that
+ * shows a position to standard lag tools, then Kafka Streams and the HTTP endpoint with /metrics. Each app adds
+ * its topology, its /health details, its routes and its own parts.
+ */
+public abstract class RolloutApp implements AutoCloseable {
+    protected final PrometheusMeterRegistry registry;
+    protected final RolloutTable table;
+    /** Null when no shadow group is configured. */
+    private final ShadowGroupOffsets shadowGroup;
+
+    private StreamsRuntime runtime;
+    private HttpEndpoint http;
+
+    /**
+     * @param shadowGroup the shadow group's name, empty for none
+     * @param shadowGroupKey the setting that names it, for its errors
+     */
+    protected RolloutApp(String name, AppConfig config, String shadowGroup, String shadowGroupKey) {
+        new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
+        this.registry = Observability.prometheus(name);
+        this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
+        this.shadowGroup = shadowGroup.isEmpty()
+                ? null
+                : new ShadowGroupOffsets(
+                        shadowGroup,
+                        shadowGroupKey,
+                        config.clientConfig(),
+                        Duration.ofMillis(config.lagPublishIntervalMs()));
+    }
+
+    /** Where a processor reports the position the shadow group shows; does nothing without one. */
+    protected final ObjLongConsumer<TopicPartition> shadowPositions() {
+        return shadowGroup == null ? (tp, offset) -> {} : shadowGroup::advance;
+    }
+
+    /** Kafka Streams around the topology, and the HTTP endpoint with /metrics (not yet started). */
+    protected final void serve(String name, Topology topology, AppConfig config) {
+        this.runtime = new StreamsRuntime(
+                name,
+                topology,
+                config.streamsProperties(),
+                registry,
+                config.healthMaxThreadReplacements(),
+                config.healthThreadReplacementWindowMs());
+        this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
+        Observability.mountMetrics(http, registry);
+    }
+
+    /** Starts serving HTTP, then Streams. */
+    protected final void startServing() {
+        http.start();
+        runtime.start();
+    }
+
+    public StreamsRuntime runtime() {
+        return runtime;
+    }
+
+    public HttpEndpoint http() {
+        return http;
+    }
+
+    public RolloutTable table() {
+        return table;
+    }
+
+    public PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    /** The app's own parts, closed after Streams and before the shadow group, HTTP, the table and the registry. */
+    protected abstract void closeOwnParts();
+
+    @Override
+    public final void close() {
+        runtime.close();
+        closeOwnParts();
+        if (shadowGroup != null) {
+            shadowGroup.close();
+        }
+        http.close();
+        table.close();
+        registry.close();
+    }
+}
