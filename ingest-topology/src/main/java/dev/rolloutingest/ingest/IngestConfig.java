@@ -276,9 +276,4 @@ public final class IngestConfig extends AppConfig {
         long configured = parsed.getLong(HEALTH_STUCK_AFTER_MS);
         return configured > 0 ? configured : Math.multiplyExact(3, sealMaxAgeMs());
     }
-
-    /** For the recovery reader: the same brokers and any client security settings. */
-    public Map<String, Object> recoveryConsumerConfig() {
-        return clientConfig();
-    }
 }

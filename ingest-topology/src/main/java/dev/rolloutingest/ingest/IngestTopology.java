@@ -135,7 +135,7 @@ final class IngestTopology {
 
     /** read_committed: only records the producer committed, exactly what Streams delivered before. */
     static Consumer<byte[], byte[]> recoveryReader(IngestConfig config) {
-        Map<String, Object> props = new HashMap<>(config.recoveryConsumerConfig());
+        Map<String, Object> props = new HashMap<>(config.clientConfig());
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         // Never jump silently: an offset retention removed must surface as an error, not as a skip.

@@ -70,7 +70,7 @@ class IngestConfigTest {
                 "/etc/kafka/truststore.jks");
         assertThat(config.streamsProperties()).containsAllEntriesOf(expected);
         assertThat(config.clientConfig()).containsAllEntriesOf(expected).containsEntry("bootstrap.servers", "b:9092");
-        assertThat(config.recoveryConsumerConfig()).containsAllEntriesOf(expected);
+        assertThat(config.clientConfig()).containsAllEntriesOf(expected);
     }
 
     @Test

@@ -53,14 +53,21 @@ final class LanceIo {
     }
 
     Dataset open(String uri) {
+        return open(uri, null);
+    }
+
+    /** At {@code version}, or the latest when null. */
+    private Dataset open(String uri, Long version) {
+        ReadOptions.Builder options = new ReadOptions.Builder().setStorageOptions(location.storageOptions());
+        if (version != null) {
+            options.setVersion(version);
+        }
         try {
             return Dataset.open()
                     .allocator(allocator)
                     .uri(uri)
                     .session(session)
-                    .readOptions(new ReadOptions.Builder()
-                            .setStorageOptions(location.storageOptions())
-                            .build())
+                    .readOptions(options.build())
                     .build();
         } catch (Exception e) {
             throw unchecked(e);
@@ -80,19 +87,7 @@ final class LanceIo {
      * of its versions an open otherwise makes.
      */
     Dataset openGeneration(String uri) {
-        try {
-            return Dataset.open()
-                    .allocator(allocator)
-                    .uri(uri)
-                    .session(session)
-                    .readOptions(new ReadOptions.Builder()
-                            .setStorageOptions(location.storageOptions())
-                            .setVersion(1)
-                            .build())
-                    .build();
-        } catch (Exception e) {
-            throw unchecked(e);
-        }
+        return open(uri, 1L);
     }
 
     /** CREATE only: an existing dataset fails with "Dataset already exists" and stays intact. */

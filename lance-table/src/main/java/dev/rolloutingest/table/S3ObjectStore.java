@@ -4,6 +4,7 @@ import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -62,26 +63,13 @@ final class S3ObjectStore implements ObjectStore {
     public List<Entry> list(String folder) {
         String folderKey = key(folder) + "/";
         List<Entry> entries = new ArrayList<>();
-        String token = null;
-        try {
-            do {
-                ListObjectsV2Response page = s3.listObjectsV2(ListObjectsV2Request.builder()
-                        .bucket(bucket)
-                        .prefix(folderKey)
-                        .delimiter("/")
-                        .continuationToken(token)
-                        .build());
-                page.commonPrefixes()
-                        .forEach(
-                                p -> entries.add(new Entry(trimSlash(p.prefix().substring(folderKey.length())), true)));
-                for (S3Object object : page.contents()) {
-                    entries.add(new Entry(object.key().substring(folderKey.length()), false));
-                }
-                token = page.isTruncated() ? page.nextContinuationToken() : null;
-            } while (token != null);
-        } catch (S3Exception e) {
-            throw new RolloutTableException.StorageAccess(tableUri, "listing " + folder, e);
-        }
+        forEachPage(folder, true, page -> {
+            page.commonPrefixes()
+                    .forEach(p -> entries.add(new Entry(trimSlash(p.prefix().substring(folderKey.length())), true)));
+            for (S3Object object : page.contents()) {
+                entries.add(new Entry(object.key().substring(folderKey.length()), false));
+            }
+        });
         return entries;
     }
 
@@ -89,23 +77,32 @@ final class S3ObjectStore implements ObjectStore {
     public List<String> listRecursive(String folder) {
         String folderKey = key(folder) + "/";
         List<String> paths = new ArrayList<>();
+        forEachPage(folder, false, page -> {
+            for (S3Object object : page.contents()) {
+                paths.add(object.key().substring(folderKey.length()));
+            }
+        });
+        return paths;
+    }
+
+    /** Every page of a listing below the folder; {@code oneLevel}: children only (folders as common prefixes). */
+    private void forEachPage(String folder, boolean oneLevel, Consumer<ListObjectsV2Response> pages) {
         String token = null;
         try {
             do {
-                ListObjectsV2Response page = s3.listObjectsV2(ListObjectsV2Request.builder()
-                        .bucket(bucket)
-                        .prefix(folderKey)
-                        .continuationToken(token)
-                        .build());
-                for (S3Object object : page.contents()) {
-                    paths.add(object.key().substring(folderKey.length()));
+                ListObjectsV2Request.Builder request =
+                        ListObjectsV2Request.builder().bucket(bucket).prefix(key(folder) + "/");
+                if (oneLevel) {
+                    request.delimiter("/");
                 }
+                ListObjectsV2Response page =
+                        s3.listObjectsV2(request.continuationToken(token).build());
+                pages.accept(page);
                 token = page.isTruncated() ? page.nextContinuationToken() : null;
             } while (token != null);
         } catch (S3Exception e) {
             throw new RolloutTableException.StorageAccess(tableUri, "listing " + folder, e);
         }
-        return paths;
     }
 
     @Override

@@ -150,24 +150,10 @@ final class IngestBench {
     }
 
     private long preload(EmbeddedKafka kafka, ApicurioRegistry registry) throws Exception {
-        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        ConfluentAvroSerializer<Rollout> serializer = BenchClients.rolloutSerializer(registry);
         RolloutGenerator generator = new RolloutGenerator("bench", payloadBytes, 7);
         long bytes = 0;
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ProducerConfig.ACKS_CONFIG,
-                        "all",
-                        ProducerConfig.LINGER_MS_CONFIG,
-                        20,
-                        ProducerConfig.BATCH_SIZE_CONFIG,
-                        512 * 1024,
-                        ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-                        4 << 20),
-                new ByteArraySerializer(),
-                new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = BenchClients.bulkProducer(kafka)) {
             for (int i = 0; i < records; i++) {
                 Rollout rollout = generator.rollout(i, 0);
                 byte[] value = serializer.serialize("rollouts", rollout);

@@ -39,9 +39,7 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.lance.Dataset;
 import org.lance.ipc.ScanOptions;
 
@@ -250,21 +248,9 @@ final class SustainedBench {
             AtomicBoolean producing,
             BitSet acked,
             AtomicLong produced) {
-        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        ConfluentAvroSerializer<Rollout> serializer = BenchClients.rolloutSerializer(registry);
         RolloutGenerator generator = new RolloutGenerator("sus", payloadBytes, 11);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ProducerConfig.ACKS_CONFIG,
-                        "all",
-                        ProducerConfig.LINGER_MS_CONFIG,
-                        20,
-                        ProducerConfig.BATCH_SIZE_CONFIG,
-                        256 * 1024),
-                new ByteArraySerializer(),
-                new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = BenchClients.bulkProducer(kafka)) {
             for (int i = 0; producing.get(); i++) {
                 Rollout rollout = generator.rollout(i, 0);
                 int index = i;

@@ -138,7 +138,8 @@ public final class MergeCoordinator implements AutoCloseable {
         this.committer.start();
     }
 
-    private static Thread daemon(Runnable r, String name) {
+    /** A daemon thread: merge work never keeps the JVM from exiting. */
+    static Thread daemon(Runnable r, String name) {
         Thread t = new Thread(r, name);
         t.setDaemon(true);
         return t;

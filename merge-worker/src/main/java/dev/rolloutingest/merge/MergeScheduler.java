@@ -44,6 +44,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private final MergeConfig config;
     private final MergeCoordinator coordinator;
+    private final RolloutTable table;
     private final TableMaintenanceRunner maintenance;
     private final CooldownPolicy policy;
     private final MergeMetrics metrics;
@@ -60,6 +61,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     MergeScheduler(
             MergeConfig config,
+            RolloutTable table,
             MergeCoordinator coordinator,
             TableMaintenanceRunner maintenance,
             MergeMetrics metrics,
@@ -69,6 +71,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         this.mergedPositions = mergedPositions;
         this.config = config;
         this.coordinator = coordinator;
+        this.table = table;
         this.policy = CooldownPolicy.from(config);
         this.metrics = metrics;
         this.eventPartitions = eventPartitions;
@@ -148,7 +151,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         metrics.backlog(partition, total);
         if (partition == 0) {
             for (TableMaintenanceRunner.Outcome outcome : maintenance.drain()) {
-                String target = coordinator.table().location().uri();
+                String target = table.location().uri();
                 if (outcome.error() == null) {
                     cooldowns.delete(Cooldown.key(outcome.kind(), target));
                 } else if (RolloutTableException.isStorageFailure(outcome.error())) {
@@ -235,11 +238,11 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         if (Long.compareUnsigned(watermark, backlog.announcedUpTo()) > 0) {
             TreeSet<Long> covered = new TreeSet<>(backlog.unannouncedUpTo(watermark));
             try {
-                covered.addAll(coordinator.table().sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
+                covered.addAll(table.sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
             } catch (RuntimeException e) {
                 log.warn(
                         "Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
-                        coordinator.table().location(),
+                        table.location(),
                         shard,
                         watermark,
                         e.getMessage());
@@ -287,7 +290,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         backlog.announced(watermark);
         GenerationsMerged event = GenerationsMerged.newBuilder()
                 .setShardId(shard)
-                .setTableUri(coordinator.table().location().uri())
+                .setTableUri(table.location().uri())
                 .setMergedGenerations(generations)
                 .setNewWatermark(watermark)
                 .setRows(rows)
@@ -305,7 +308,6 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
      */
     private void reconcile(long now) {
         reconciled = true;
-        RolloutTable table = coordinator.table();
         Map<String, Long> watermarks;
         List<String> tableShards;
         try {
@@ -361,11 +363,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     }
 
     private void maintain(String kind, long now) {
-        String target = coordinator.table().location().uri();
+        String target = table.location().uri();
         if (policy.gates(cooldown(kind, target), now)) {
             return;
         }
-        RolloutTable table = coordinator.table();
         maintenance.submit(kind, () -> switch (kind) {
             case "compact" -> table.compact(config.compactionTargetRows()).toString();
             case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows(), config.indexMaxSegments())

@@ -49,7 +49,14 @@ final class MergeTopology {
                 Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events, config.generationsTopic());
         topology.addProcessor(
                 SCHEDULER,
-                () -> new MergeScheduler(config, coordinator, maintenance, metrics, eventPartitions, mergedPositions),
+                () -> new MergeScheduler(
+                        config,
+                        coordinator.table(),
+                        coordinator,
+                        maintenance,
+                        metrics,
+                        eventPartitions,
+                        mergedPositions),
                 SOURCE);
         MergeStores.addTo(topology, SCHEDULER);
         topology.addSink(SINK, config.mergesTopic(), new StringSerializer(), merges, SCHEDULER);

@@ -33,11 +33,7 @@ final class TableMaintenanceRunner implements AutoCloseable {
     TableMaintenanceRunner(String table, MergeMetrics metrics) {
         this.table = table;
         this.metrics = metrics;
-        this.worker = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "table-maintenance");
-            t.setDaemon(true);
-            return t;
-        });
+        this.worker = Executors.newSingleThreadExecutor(r -> MergeCoordinator.daemon(r, "table-maintenance"));
     }
 
     /** Starts a run of this kind unless one is still running; false when it is. */
