@@ -35,10 +35,8 @@ final class PartitionRecovery {
     /**
      * Hands every generation written but not announced, from {@code sealed} (the first offset not in an
      * announced generation) on, to {@code adopt} in offset order.
-     *
-     * @return the first offset not in a generation afterwards
      */
-    long adoptOrphans(long sealed, Consumer<SealedGeneration> adopt) {
+    void adoptOrphans(long sealed, Consumer<SealedGeneration> adopt) {
         long next = sealed;
         Optional<SealedGeneration> orphan;
         while ((orphan = table.sealedStartingAt(shard, next)).isPresent()) {
@@ -54,7 +52,6 @@ final class PartitionRecovery {
             metrics.adopted();
             next = generation.lastOffset() + 1;
         }
-        return next;
     }
 
     /**

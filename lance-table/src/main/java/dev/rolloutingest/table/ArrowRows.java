@@ -167,8 +167,8 @@ final class ArrowRows {
          * (see {@code FieldReader}). Every column of the row is written, so a row that fails half-way is
          * overwritten whole by the next one.
          */
-        Decoded decode(int i, Decoder in, Schema.Field[] order, int partition, long offset, long ingested)
-                throws IOException {
+        GenerationBatch.Staged decode(
+                int i, Decoder in, Schema.Field[] order, int partition, long offset, long ingested) throws IOException {
             String id = null;
             int payloadBytes = 0;
             for (Schema.Field field : order) {
@@ -226,7 +226,7 @@ final class ArrowRows {
             sourcePartition.setSafe(i, partition);
             sourceOffset.setSafe(i, offset);
             ingestedAt.setSafe(i, ingested);
-            return new Decoded(id, payloadBytes);
+            return new GenerationBatch.Staged(id, payloadBytes, offset);
         }
 
         private void metadata(int i, Map<String, String> values) {
@@ -315,9 +315,6 @@ final class ArrowRows {
         }
         return many != null ? many : onlyKey == null ? Map.of() : Map.of(onlyKey, onlyValue);
     }
-
-    /** What {@link RowWriter#decode} read besides the columns: the row's key and its payload's size. */
-    record Decoded(String recordId, int payloadBytes) {}
 
     // The Rollout reader schema's field positions, as the decoder's switch needs constants; checked below.
     private static final int F_RECORD_ID = 0;

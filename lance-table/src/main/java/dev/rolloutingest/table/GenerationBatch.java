@@ -91,9 +91,7 @@ public final class GenerationBatch implements AutoCloseable {
         requireOpen();
         requireAscending(sourceOffset);
         staged = null;
-        ArrowRows.Decoded row =
-                writer.decode(size, in, order, sourcePartition, sourceOffset, ArrowRows.micros(ingestedAt));
-        staged = new Staged(row.recordId(), row.payloadBytes(), sourceOffset);
+        staged = writer.decode(size, in, order, sourcePartition, sourceOffset, ArrowRows.micros(ingestedAt));
         return staged;
     }
 

@@ -63,10 +63,10 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
 
     private final ThreadLocal<ThreadDecoders> threadDecoders = ThreadLocal.withInitial(ThreadDecoders::new);
 
-    /** Reads a record's body from a decoder positioned at its first byte. */
+    /** Reads a record's body from a decoder positioned at its first byte, with this thread's decoders. */
     @FunctionalInterface
     private interface Body<R> {
-        R read(Reading reading, BinaryDecoder in) throws IOException;
+        R read(Reading reading, ThreadDecoders decoders, BinaryDecoder in) throws IOException;
     }
 
     /** Registers the listener for records whose fields are dropped by schema resolution; returns this. */
@@ -103,7 +103,8 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
         if (bytes == null) {
             return null;
         }
-        return decode(topic, bytes, (reading, in) -> (T) reading.reader().read(null, in));
+        return decode(
+                topic, bytes, (reading, decoders, in) -> (T) reading.reader().read(null, in));
     }
 
     /**
@@ -116,11 +117,10 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
         if (readerSchema == null) {
             throw new IllegalStateException("Reading field by field needs a reader schema: construct with a class");
         }
-        return decode(topic, bytes, (reading, in) -> {
+        return decode(topic, bytes, (reading, decoders, in) -> {
             if (reading.sameSchema()) {
                 return fields.read(in, readerFields);
             }
-            ThreadDecoders decoders = threadDecoders.get();
             ResolvingDecoder resolving = decoders.resolving.get(reading);
             if (resolving == null) {
                 resolving = DecoderFactory.get().resolvingDecoder(reading.writer(), reading.target(), in);
@@ -142,7 +142,7 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
                         bytes, WireFormat.HEADER_LENGTH, bytes.length - WireFormat.HEADER_LENGTH, decoders.binary);
         decoders.binary = decoder;
         try {
-            R value = body.read(reading, decoder);
+            R value = body.read(reading, decoders, decoder);
             if (!decoder.isEnd()) {
                 throw new SerdeException.InvalidWireFormat(
                         "trailing-bytes",
