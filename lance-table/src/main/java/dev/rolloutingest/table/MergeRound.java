@@ -1,10 +1,12 @@
 package dev.rolloutingest.table;
 
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,6 +45,7 @@ public final class MergeRound {
     private final TableSettings settings;
     private final Timer readPhase;
     private final Timer commitPhase;
+    private final Map<MergeJoin, Counter> commitsByJoin = new EnumMap<>(MergeJoin.class);
 
     MergeRound(LanceIo lance, GenerationCatalog catalog, TableSettings settings, MeterRegistry meters) {
         this.lance = lance;
@@ -56,6 +59,15 @@ public final class MergeRound {
                 .tag("phase", "commit")
                 .description("Time of a merge's phases: reading one shard's generations, committing a round")
                 .register(meters);
+        for (MergeJoin join : MergeJoin.values()) {
+            commitsByJoin.put(
+                    join,
+                    Counter.builder("rollout.merge.join.commits")
+                            .tag("join", join.tag())
+                            .description("Merge-insert commits by how they joined the source to the base: scan (a"
+                                    + " base within rollout.merge.scan.join.max.base.rows) or the record_id index")
+                            .register(meters));
+        }
     }
 
     /**
@@ -316,21 +328,22 @@ public final class MergeRound {
                     .generations()
                     .forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
         }
-        MergeInsertParams params = new MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
+        long baseRows = base.countRows();
+        MergeJoin join = MergeJoin.forBase(baseRows, settings.mergeScanJoinMaxBaseRows());
+        MergeInsertParams params = new MergeInsertParams(join.keys())
                 .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
                 .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll)
                 .markGenerationsAsMerged(marks)
                 .withConflictRetries(settings.mergeConflictRetries());
         int rows = group.stream().mapToInt(PreparedMerge::rows).sum();
         List<VectorSchemaRoot> batches = MergeSource.sortedChunks(
-                group.stream().map(PreparedMerge::source).toList(),
-                chunkRows(rows, base.countRows()),
-                lance.allocator());
+                group.stream().map(PreparedMerge::source).toList(), chunkRows(rows, baseRows), lance.allocator());
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
             batches.forEach(lance::checkWriteFault);
             Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
             MergeInsertResult result = base.mergeInsert(params, stream);
             result.dataset().close();
+            commitsByJoin.get(join).increment();
         } finally {
             batches.forEach(VectorSchemaRoot::close);
         }

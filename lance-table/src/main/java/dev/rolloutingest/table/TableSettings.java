@@ -13,6 +13,9 @@ package dev.rolloutingest.table;
  *     late (the catalog of seals and the base handle are refreshed at most this often)
  * @param readCacheBytes ROLLOUT_READ_CACHE_BYTES: lance-core's index and metadata caches for reads
  * @param readOpenGenerations ROLLOUT_READ_OPEN_GENERATIONS: pending generation datasets kept open for lookups
+ * @param mergeScanJoinMaxBaseRows rollout.merge.scan.join.max.base.rows: merge commits join their source to a base of
+ *     at most this many rows by a scan, above it through the record_id index (see {@link MergeJoin}); 0 = always
+ *     the index
  */
 public record TableSettings(
         int pendingWarnGenerations,
@@ -21,11 +24,15 @@ public record TableSettings(
         int maxListLimit,
         long readRefreshMs,
         long readCacheBytes,
-        int readOpenGenerations) {
+        int readOpenGenerations,
+        long mergeScanJoinMaxBaseRows) {
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
-    public static final TableSettings DEFAULTS = new TableSettings(256, 2048, 20, 10_000, 1_000, 256L << 20, 1024);
+    public static final long DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS = 2_000_000;
+
+    public static final TableSettings DEFAULTS =
+            new TableSettings(256, 2048, 20, 10_000, 1_000, 256L << 20, 1024, DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS);
 
     public TableSettings {
         if (pendingWarnGenerations < 0) {
@@ -41,11 +48,22 @@ public record TableSettings(
             throw new IllegalArgumentException(
                     "readRefreshMs and readOpenGenerations must be >= 0, readCacheBytes >= 1 MiB");
         }
+        if (mergeScanJoinMaxBaseRows < 0) {
+            throw new IllegalArgumentException(
+                    "mergeScanJoinMaxBaseRows must be >= 0, was " + mergeScanJoinMaxBaseRows);
+        }
     }
 
     public TableSettings withPendingLimits(int warn, int max) {
         return new TableSettings(
-                warn, max, mergeConflictRetries, maxListLimit, readRefreshMs, readCacheBytes, readOpenGenerations);
+                warn,
+                max,
+                mergeConflictRetries,
+                maxListLimit,
+                readRefreshMs,
+                readCacheBytes,
+                readOpenGenerations,
+                mergeScanJoinMaxBaseRows);
     }
 
     public TableSettings withReadRefreshMs(long ms) {
@@ -56,7 +74,8 @@ public record TableSettings(
                 maxListLimit,
                 ms,
                 readCacheBytes,
-                readOpenGenerations);
+                readOpenGenerations,
+                mergeScanJoinMaxBaseRows);
     }
 
     public TableSettings withReadCacheBytes(long bytes) {
@@ -67,7 +86,8 @@ public record TableSettings(
                 maxListLimit,
                 readRefreshMs,
                 bytes,
-                readOpenGenerations);
+                readOpenGenerations,
+                mergeScanJoinMaxBaseRows);
     }
 
     public TableSettings withReadOpenGenerations(int handles) {
@@ -78,6 +98,19 @@ public record TableSettings(
                 maxListLimit,
                 readRefreshMs,
                 readCacheBytes,
-                handles);
+                handles,
+                mergeScanJoinMaxBaseRows);
+    }
+
+    public TableSettings withMergeScanJoinMaxBaseRows(long rows) {
+        return new TableSettings(
+                pendingWarnGenerations,
+                pendingMaxGenerations,
+                mergeConflictRetries,
+                maxListLimit,
+                readRefreshMs,
+                readCacheBytes,
+                readOpenGenerations,
+                rows);
     }
 }

@@ -20,7 +20,11 @@ final class TableFixtures {
     }
 
     static RolloutTable localTable(String name, SimpleMeterRegistry meters) {
-        return RolloutTable.createOrOpen(TableLocation.local(freshDir(name)), TableSettings.DEFAULTS, meters);
+        return localTable(name, meters, TableSettings.DEFAULTS);
+    }
+
+    static RolloutTable localTable(String name, SimpleMeterRegistry meters, TableSettings settings) {
+        return RolloutTable.createOrOpen(TableLocation.local(freshDir(name)), settings, meters);
     }
 
     /** Rows for offsets [first, last] of a partition; record i gets id exp-(i % keys), version = offset. */

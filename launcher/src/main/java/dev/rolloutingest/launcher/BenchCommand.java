@@ -3,6 +3,7 @@ package dev.rolloutingest.launcher;
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.ListQuery;
+import dev.rolloutingest.table.MergeJoinBench;
 import dev.rolloutingest.table.MergeResult;
 import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
@@ -45,7 +46,8 @@ final class BenchCommand implements Callable<Integer> {
             arity = "0..1",
             description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
                     + " backlog and shard count at two base sizes, merge passes and lists at both), merge (draining a"
-                    + " backlog with 1, 2, 4 merge threads), ingest (the topology against a plain consumer, a plain write and both"
+                    + " backlog with 1, 2, 4 merge threads), merge-join (a merge commit's time and memory with the scan"
+                    + " join and the index join against the base's size), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
                     + " per shard, merge capacity / ingest, 0 lost / 0 duplicated)")
     String suite;
@@ -76,6 +78,12 @@ final class BenchCommand implements Callable<Integer> {
             defaultValue = "2",
             description = "merge: committers on one table to compare with one")
     int instances;
+
+    @Option(
+            names = "--scan-join-max-base-rows",
+            defaultValue = "" + TableSettings.DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS,
+            description = "merge: rollout.merge.scan.join.max.base.rows of the drains (0 = always the index join)")
+    long scanJoinMaxBaseRows;
 
     @Option(names = "--records", defaultValue = "300000", description = "ingest: rollouts preloaded")
     int records;
@@ -114,8 +122,35 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--seconds", defaultValue = "300", description = "sustained: length of the run")
     int seconds;
 
+    @Option(
+            names = "--base-rows",
+            defaultValue = "1000000,2000000,5000000",
+            split = ",",
+            description = "merge-join: base sizes")
+    long[] baseRows;
+
+    @Option(names = "--source-rows", defaultValue = "60000", description = "merge-join: rows per commit")
+    int sourceRows;
+
+    @Option(names = "--commits", defaultValue = "3", description = "merge-join: commits per join, base and source")
+    int commits;
+
+    /** The machine line every suite starts with, so a figure is read against what it ran on. */
+    private static void printMachine(String after) {
+        System.out.printf(
+                "machine: %d cores, java %s, max heap %d MiB%n" + after,
+                Runtime.getRuntime().availableProcessors(),
+                System.getProperty("java.version"),
+                Runtime.getRuntime().maxMemory() >> 20);
+    }
+
     @Override
     public Integer call() throws Exception {
+        if (suite.equals("merge-join")) {
+            printMachine("%n");
+            new MergeJoinBench(System.out).run(dir, baseRows, sourceRows, commits);
+            return 0;
+        }
         if (suite.equals("sustained")) {
             System.out.printf(
                     "machine: %d cores, java %s%n",
@@ -124,11 +159,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (suite.equals("ingest")) {
-            System.out.printf(
-                    "machine: %d cores, java %s, max heap %d MiB%n",
-                    Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("java.version"),
-                    Runtime.getRuntime().maxMemory() >> 20);
+            printMachine("");
             new IngestBench(
                             dir,
                             records,
@@ -142,12 +173,8 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (suite.equals("merge")) {
-            System.out.printf(
-                    "machine: %d cores, java %s, max heap %d MiB%n",
-                    Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("java.version"),
-                    Runtime.getRuntime().maxMemory() >> 20);
-            MergeBench bench = new MergeBench(dir, shards, generations, rows, threads, instances);
+            printMachine("");
+            MergeBench bench = new MergeBench(dir, shards, generations, rows, threads, instances, scanJoinMaxBaseRows);
             bench.run();
             if (rssBacklogs.length > 0) {
                 bench.rssByBacklog(rssBacklogs);
@@ -155,22 +182,14 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (suite.equals("reads")) {
-            System.out.printf(
-                    "machine: %d cores, java %s, max heap %d MiB%n%n",
-                    Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("java.version"),
-                    Runtime.getRuntime().maxMemory() >> 20);
+            printMachine("%n");
             new ReadBench(dir, lookups, largeRows, s3).run();
             return 0;
         }
         if (!suite.equals("table")) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "unknown suite " + suite);
         }
-        System.out.printf(
-                "machine: %d cores, java %s, max heap %d MiB%n%n",
-                Runtime.getRuntime().availableProcessors(),
-                System.getProperty("java.version"),
-                Runtime.getRuntime().maxMemory() >> 20);
+        printMachine("%n");
         System.out.println("| measurement | median | samples |");
         System.out.println("|---|---|---|");
         writes();

@@ -37,8 +37,13 @@ final class MergeBench {
     private final int rows;
     private final int[] threads;
     private final int instances;
+    private final TableSettings settings;
 
-    MergeBench(Path dir, int shards, int generations, int rows, int[] threads, int instances) {
+    /** @param scanJoinMaxBaseRows rollout.merge.scan.join.max.base.rows of the drains (0 = the index join) */
+    MergeBench(
+            Path dir, int shards, int generations, int rows, int[] threads, int instances, long scanJoinMaxBaseRows) {
+        this.settings =
+                TableSettings.DEFAULTS.withPendingLimits(0, 0).withMergeScanJoinMaxBaseRows(scanJoinMaxBaseRows);
         this.instances = instances;
         this.dir = dir;
         this.shards = shards;
@@ -49,8 +54,14 @@ final class MergeBench {
 
     void run() throws Exception {
         System.out.printf(
-                "backlog: %d shards x %d generations x %,d rows (1 KiB payload), merge.max.generations 8%n%n",
-                shards, generations, rows);
+                "backlog: %d shards x %d generations x %,d rows (1 KiB payload), merge.max.generations 8,"
+                        + " merge join: %s%n%n",
+                shards,
+                generations,
+                rows,
+                settings.mergeScanJoinMaxBaseRows() == 0
+                        ? "index"
+                        : "scan up to " + settings.mergeScanJoinMaxBaseRows() + " base rows");
         System.out.println(
                 "| merge threads | drain time | rows/s | vs 1 thread | rounds | commits | commits per merged generation |");
         System.out.println("|---|---|---|---|---|---|---|");
@@ -98,8 +109,7 @@ final class MergeBench {
         Path path = dir.toAbsolutePath().resolve("merge-" + threadCount + "-" + committers);
         FileTrees.deleteRecursively(path);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        try (RolloutTable table = RolloutTable.createOrOpen(
-                TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path), settings, meters)) {
             writeBacklog(table, shards, generations, rows);
             MergeMetrics metrics = new MergeMetrics(meters);
             List<RolloutTable> tables = new ArrayList<>();
@@ -108,10 +118,7 @@ final class MergeBench {
             try {
                 for (int c = 0; c < committers; c++) {
                     // Each committer its own table handle, as separate processes would have.
-                    RolloutTable own = c == 0
-                            ? table
-                            : RolloutTable.open(
-                                    TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0), meters);
+                    RolloutTable own = c == 0 ? table : RolloutTable.open(TableLocation.local(path), settings, meters);
                     if (c > 0) {
                         tables.add(own);
                     }
@@ -185,16 +192,14 @@ final class MergeBench {
         for (int generations : backlogs) {
             Path path = dir.toAbsolutePath().resolve("rss-" + generations);
             FileTrees.deleteRecursively(path);
-            try (RolloutTable table = RolloutTable.createOrOpen(
-                    TableLocation.local(path),
-                    TableSettings.DEFAULTS.withPendingLimits(0, 0),
-                    new SimpleMeterRegistry())) {
+            try (RolloutTable table =
+                    RolloutTable.createOrOpen(TableLocation.local(path), settings, new SimpleMeterRegistry())) {
                 writeBacklog(table, 1, generations, rows);
             }
             Path log = path.resolve("drain.log");
             try (ChildJvm drain = ChildJvm.start(
                     Drain.class,
-                    List.of(path.toString()),
+                    List.of(path.toString(), String.valueOf(settings.mergeScanJoinMaxBaseRows())),
                     Map.of(),
                     log,
                     "-Xms512m",
@@ -223,7 +228,11 @@ final class MergeBench {
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
             long started = System.nanoTime();
             try (RolloutTable table = RolloutTable.open(
-                    TableLocation.local(Path.of(args[0])), TableSettings.DEFAULTS.withPendingLimits(0, 0), meters)) {
+                    TableLocation.local(Path.of(args[0])),
+                    TableSettings.DEFAULTS
+                            .withPendingLimits(0, 0)
+                            .withMergeScanJoinMaxBaseRows(Long.parseLong(args[1])),
+                    meters)) {
                 MergeCoordinator coordinator =
                         new MergeCoordinator(table, 8, 48L << 20, 48L << 20, 2, new MergeMetrics(meters), 0, 8);
                 try {

@@ -12,6 +12,7 @@ import dev.rolloutingest.runtime.AppConfig;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.TableSettings;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -39,6 +40,7 @@ public final class MergeConfig extends AppConfig {
     public static final String COOLDOWN_RECORD_TTL_SECS = "task.cooldown.record.ttl.secs";
     public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
     public static final String ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
+    public static final String SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
     public static final String MERGED_LAG_GROUP = "rollout.lag.merged.group";
     public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String INDEX_MAX_UNINDEXED_ROWS = "rollout.index.max.unindexed.rows";
@@ -167,6 +169,15 @@ public final class MergeConfig extends AppConfig {
                     "Sealed bytes one merge round folds at most over all its shards (one commit); shards past it wait"
                             + " for the next round, so merge memory is bounded by the round. At most half of lance-core's"
                             + " merge memory pool (LANCE_MEM_POOL_SIZE)")
+            .define(
+                    SCAN_JOIN_MAX_BASE_ROWS,
+                    LONG,
+                    TableSettings.DEFAULTS.mergeScanJoinMaxBaseRows(),
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
+                    "Merge commits into a base of at most this many rows join their source to it by a scan (3-4x faster"
+                            + " than through the record_id index for spread keys, as fast for ascending ones; memory ~90"
+                            + " bytes per base row); larger bases are joined through the index. 0 = always the index")
             .define(
                     INDEX_OPTIMIZE_INTERVAL_MS,
                     LONG,
@@ -300,6 +311,12 @@ public final class MergeConfig extends AppConfig {
 
     public String mergedLagGroup() {
         return parsed.getString(MERGED_LAG_GROUP).trim();
+    }
+
+    /** The table's settings with this app's merge join threshold. */
+    @Override
+    public TableSettings tableSettings() {
+        return super.tableSettings().withMergeScanJoinMaxBaseRows(parsed.getLong(SCAN_JOIN_MAX_BASE_ROWS));
     }
 
     public long roundMaxBytes() {

@@ -69,4 +69,17 @@ class MergeConfigTest {
                         .roundMaxBytes())
                 .isEqualTo(50L << 20);
     }
+
+    @Test
+    void theMergeJoinThresholdReachesTheTableSettingsAndANegativeOneFailsNamingTheKey() {
+        assertThat(MergeConfig.load(required(), Map.of()).tableSettings().mergeScanJoinMaxBaseRows())
+                .isEqualTo(2_000_000L);
+        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_SCAN_JOIN_MAX_BASE_ROWS", "0"))
+                        .tableSettings()
+                        .mergeScanJoinMaxBaseRows())
+                .isZero();
+        assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_SCAN_JOIN_MAX_BASE_ROWS", "-1")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.scan.join.max.base.rows");
+    }
 }

@@ -1,0 +1,215 @@
+package dev.rolloutingest.table;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.arrow.c.ArrowArrayStream;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.lance.Dataset;
+import org.lance.WriteParams;
+import org.lance.index.IndexParams;
+import org.lance.index.IndexType;
+import org.lance.index.scalar.BTreeIndexParams;
+import org.lance.merge.MergeInsertParams;
+
+/**
+ * The two merge joins against the base's size: a base of N rows (512-byte payloads, ids in shuffled order,
+ * the record_id BTREE over all of it) takes commits of S rows with each join in turn, on the same base; per
+ * commit its time and how much this process's RSS rose during it. Sources are "random" (3/4 new ids and 1/4
+ * rewrites, spread over the whole key range, as UUID-like ids are) or "appended" (new ids that all sort after
+ * the base's). Run by {@code rollout-ingest bench merge-join}.
+ */
+public final class MergeJoinBench {
+    private static final RolloutGenerator GENERATOR = new RolloutGenerator("join", 512, 3);
+
+    private final BufferAllocator allocator = new RootAllocator();
+    private final PrintStream out;
+
+    public MergeJoinBench(PrintStream out) {
+        this.out = out;
+    }
+
+    public void run(Path dir, long[] baseSizes, int sourceRows, int commitsPerJoin) throws Exception {
+        out.println("| base rows | source | join | commit time, median | RSS rise during the commit, max |");
+        out.println("|---|---|---|---|---|");
+        for (long baseRows : baseSizes) {
+            String uri = dir.toAbsolutePath().resolve("join-base-" + baseRows).toString();
+            writeBase(uri, baseRows);
+            long nextId = baseRows;
+            for (String kind : List.of("random", "appended")) {
+                List<Long> scanMillis = new ArrayList<>();
+                List<Long> indexMillis = new ArrayList<>();
+                long scanRss = 0;
+                long indexRss = 0;
+                for (int i = 0; i < commitsPerJoin; i++) {
+                    for (MergeJoin join : List.of(MergeJoin.INDEX, MergeJoin.SCAN)) {
+                        List<RolloutRow> source = source(kind, baseRows, nextId, sourceRows, i);
+                        nextId += sourceRows;
+                        long[] timed = commit(uri, join, source);
+                        (join == MergeJoin.SCAN ? scanMillis : indexMillis).add(timed[0]);
+                        if (join == MergeJoin.SCAN) {
+                            scanRss = Math.max(scanRss, timed[1]);
+                        } else {
+                            indexRss = Math.max(indexRss, timed[1]);
+                        }
+                    }
+                }
+                out.printf(
+                        "| %,d | %,d %s | index | %d ms | %d MiB |%n",
+                        baseRows, sourceRows, kind, median(indexMillis), indexRss >> 20);
+                out.printf(
+                        "| %,d | %,d %s | scan | %d ms | %d MiB |%n",
+                        baseRows, sourceRows, kind, median(scanMillis), scanRss >> 20);
+            }
+            deleteQuietly(Path.of(uri));
+        }
+    }
+
+    private void writeBase(String uri, long rows) throws Exception {
+        for (long first = 0; first < rows; first += 200_000) {
+            List<RolloutRow> batch = rows(first, Math.min(rows, first + 200_000), 0);
+            Collections.shuffle(batch, new Random(first));
+            try (VectorSchemaRoot root = ArrowRows.toRoot(allocator, batch);
+                    BatchReader reader = new BatchReader(allocator, root)) {
+                Dataset.write()
+                        .allocator(allocator)
+                        .reader(reader)
+                        .uri(uri)
+                        .mode(first == 0 ? WriteParams.WriteMode.CREATE : WriteParams.WriteMode.APPEND)
+                        .execute()
+                        .close();
+            }
+        }
+        try (Dataset base = Dataset.open(uri, allocator)) {
+            base.createIndex(
+                    List.of(RolloutSchema.RECORD_ID),
+                    IndexType.BTREE,
+                    Optional.of("record_id_idx"),
+                    IndexParams.builder()
+                            .setScalarIndexParams(BTreeIndexParams.builder().build())
+                            .build(),
+                    true);
+        }
+    }
+
+    private static String id(long n) {
+        return String.format("id-%012d", n);
+    }
+
+    private static List<RolloutRow> rows(long first, long end, long offsetBase) {
+        List<RolloutRow> rows = new ArrayList<>();
+        for (long n = first; n < end; n++) {
+            Rollout rollout = GENERATOR.rollout(n, 1);
+            rollout.setRecordId(id(n));
+            rows.add(new RolloutRow(rollout, 0, offsetBase + n, Instant.now()));
+        }
+        return rows;
+    }
+
+    /** Source rows sorted by record_id, as the merge round sends them. */
+    private static List<RolloutRow> source(String kind, long baseRows, long nextId, int sourceRows, int seed) {
+        List<RolloutRow> rows;
+        if (kind.equals("appended")) {
+            rows = rows(nextId, nextId + sourceRows, 1L << 40);
+        } else {
+            // new ids interleaved with the base's (a suffix sorts them between base ids), 1/4 rewrites
+            Random random = new Random(seed);
+            rows = new ArrayList<>();
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (int i = 0; rows.size() < sourceRows; i++) {
+                long n = (long) (random.nextDouble() * baseRows);
+                String recordId = i % 4 == 0 ? id(n) : id(n) + "-" + (nextId + i);
+                if (seen.add(recordId)) {
+                    Rollout rollout = GENERATOR.rollout(n, 2);
+                    rollout.setRecordId(recordId);
+                    rows.add(new RolloutRow(rollout, 0, (1L << 40) + nextId + i, Instant.now()));
+                }
+            }
+        }
+        rows.sort(Comparator.comparing(r -> r.rollout().getRecordId().toString()));
+        return rows;
+    }
+
+    /** Returns {milliseconds, RSS rise in bytes}. */
+    private long[] commit(String uri, MergeJoin join, List<RolloutRow> source) throws Exception {
+        List<VectorSchemaRoot> chunks = new ArrayList<>();
+        AtomicBoolean done = new AtomicBoolean();
+        AtomicLong peak = new AtomicLong();
+        try (Dataset base = Dataset.open(uri, allocator);
+                ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
+            int chunk = MergeRound.chunkRows(source.size(), base.countRows());
+            for (int i = 0; i < source.size(); i += chunk) {
+                chunks.add(ArrowRows.toRoot(allocator, source.subList(i, Math.min(source.size(), i + chunk))));
+            }
+            long before = rss();
+            peak.set(before);
+            Thread sampler = new Thread(() -> {
+                while (!done.get()) {
+                    peak.accumulateAndGet(rss(), Math::max);
+                    try {
+                        Thread.sleep(10);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            sampler.setDaemon(true);
+            sampler.start();
+            long started = System.nanoTime();
+            try {
+                Data.exportArrayStream(allocator, new BatchReader(allocator, chunks), stream);
+                base.mergeInsert(
+                                new MergeInsertParams(join.keys())
+                                        .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
+                                        .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll),
+                                stream)
+                        .dataset()
+                        .close();
+            } finally {
+                done.set(true);
+                sampler.join();
+            }
+            return new long[] {(System.nanoTime() - started) / 1_000_000, peak.get() - before};
+        } finally {
+            chunks.forEach(VectorSchemaRoot::close);
+        }
+    }
+
+    private static long median(List<Long> values) {
+        List<Long> sorted = new ArrayList<>(values);
+        Collections.sort(sorted);
+        return sorted.get(sorted.size() / 2);
+    }
+
+    private static long rss() {
+        try {
+            String[] fields =
+                    Files.readString(Path.of("/proc/self/statm")).trim().split(" ");
+            return Long.parseLong(fields[1]) * 4096;
+        } catch (Exception e) {
+            return 0;
+        }
+    }
+
+    private static void deleteQuietly(Path path) {
+        try (var walk = Files.walk(path)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (Exception e) {
+            // a leftover bench directory is the caller's --dir to clean
+        }
+    }
+}
