@@ -1,6 +1,8 @@
 package dev.rolloutingest.table;
 
 import java.util.List;
+import java.util.Locale;
+import org.lance.merge.MergeInsertParams;
 
 /**
  * How a merge commit finds the base rows its source replaces. lance-core 7.0.0 chooses its merge-insert plan
@@ -26,9 +28,14 @@ enum MergeJoin {
         this.keys = keys;
     }
 
-    /** The merge-insert key list that makes lance-core take this join. */
-    List<String> keys() {
-        return keys;
+    /**
+     * The merge's merge-insert with this join: a base row is replaced only by a newer source row
+     * ({@link RowOrder#MERGE_CONDITION}), new keys are inserted.
+     */
+    MergeInsertParams params() {
+        return new MergeInsertParams(keys)
+                .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
+                .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll);
     }
 
     /** The scan join for a base of at most {@code scanMaxBaseRows} rows; 0 = always the index join. */
@@ -37,6 +44,6 @@ enum MergeJoin {
     }
 
     String tag() {
-        return name().toLowerCase(java.util.Locale.ROOT);
+        return name().toLowerCase(Locale.ROOT);
     }
 }

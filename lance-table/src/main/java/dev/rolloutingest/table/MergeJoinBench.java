@@ -9,9 +9,12 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.HashSet;
 import java.util.List;
-import java.util.Optional;
+import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.arrow.c.ArrowArrayStream;
@@ -21,10 +24,6 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.lance.Dataset;
 import org.lance.WriteParams;
-import org.lance.index.IndexParams;
-import org.lance.index.IndexType;
-import org.lance.index.scalar.BTreeIndexParams;
-import org.lance.merge.MergeInsertParams;
 
 /**
  * The two merge joins against the base's size: a base of N rows (512-byte payloads, ids in shuffled order,
@@ -35,6 +34,7 @@ import org.lance.merge.MergeInsertParams;
  */
 public final class MergeJoinBench {
     private static final RolloutGenerator GENERATOR = new RolloutGenerator("join", 512, 3);
+    private static final List<MergeJoin> JOINS = List.of(MergeJoin.INDEX, MergeJoin.SCAN);
 
     private final BufferAllocator allocator = new RootAllocator();
     private final PrintStream out;
@@ -47,35 +47,31 @@ public final class MergeJoinBench {
         out.println("| base rows | source | join | commit time, median | RSS rise during the commit, max |");
         out.println("|---|---|---|---|---|");
         for (long baseRows : baseSizes) {
-            String uri = dir.toAbsolutePath().resolve("join-base-" + baseRows).toString();
+            String folder = "join-base-" + baseRows;
+            String uri = dir.toAbsolutePath().resolve(folder).toString();
             writeBase(uri, baseRows);
             long nextId = baseRows;
             for (String kind : List.of("random", "appended")) {
-                List<Long> scanMillis = new ArrayList<>();
-                List<Long> indexMillis = new ArrayList<>();
-                long scanRss = 0;
-                long indexRss = 0;
+                Map<MergeJoin, List<Long>> millis = new EnumMap<>(MergeJoin.class);
+                Map<MergeJoin, Long> rssRise = new EnumMap<>(MergeJoin.class);
                 for (int i = 0; i < commitsPerJoin; i++) {
-                    for (MergeJoin join : List.of(MergeJoin.INDEX, MergeJoin.SCAN)) {
+                    for (MergeJoin join : JOINS) {
                         List<RolloutRow> source = source(kind, baseRows, nextId, sourceRows, i);
                         nextId += sourceRows;
                         long[] timed = commit(uri, join, source);
-                        (join == MergeJoin.SCAN ? scanMillis : indexMillis).add(timed[0]);
-                        if (join == MergeJoin.SCAN) {
-                            scanRss = Math.max(scanRss, timed[1]);
-                        } else {
-                            indexRss = Math.max(indexRss, timed[1]);
-                        }
+                        millis.computeIfAbsent(join, j -> new ArrayList<>()).add(timed[0]);
+                        rssRise.merge(join, timed[1], Math::max);
                     }
                 }
-                out.printf(
-                        "| %,d | %,d %s | index | %d ms | %d MiB |%n",
-                        baseRows, sourceRows, kind, median(indexMillis), indexRss >> 20);
-                out.printf(
-                        "| %,d | %,d %s | scan | %d ms | %d MiB |%n",
-                        baseRows, sourceRows, kind, median(scanMillis), scanRss >> 20);
+                for (MergeJoin join : JOINS) {
+                    out.printf(
+                            "| %,d | %,d %s | %s | %d ms | %d MiB |%n",
+                            baseRows, sourceRows, kind, join.tag(), median(millis.get(join)), rssRise.get(join) >> 20);
+                }
             }
-            deleteQuietly(Path.of(uri));
+            try (ObjectStore store = ObjectStore.open(TableLocation.local(dir.toAbsolutePath()))) {
+                store.delete(folder);
+            }
         }
     }
 
@@ -95,14 +91,7 @@ public final class MergeJoinBench {
             }
         }
         try (Dataset base = Dataset.open(uri, allocator)) {
-            base.createIndex(
-                    List.of(RolloutSchema.RECORD_ID),
-                    IndexType.BTREE,
-                    Optional.of("record_id_idx"),
-                    IndexParams.builder()
-                            .setScalarIndexParams(BTreeIndexParams.builder().build())
-                            .build(),
-                    true);
+            TableMaintenance.createKeyIndex(base, true);
         }
     }
 
@@ -129,7 +118,7 @@ public final class MergeJoinBench {
             // new ids interleaved with the base's (a suffix sorts them between base ids), 1/4 rewrites
             Random random = new Random(seed);
             rows = new ArrayList<>();
-            java.util.Set<String> seen = new java.util.HashSet<>();
+            Set<String> seen = new HashSet<>();
             for (int i = 0; rows.size() < sourceRows; i++) {
                 long n = (long) (random.nextDouble() * baseRows);
                 String recordId = i % 4 == 0 ? id(n) : id(n) + "-" + (nextId + i);
@@ -172,13 +161,7 @@ public final class MergeJoinBench {
             long started = System.nanoTime();
             try {
                 Data.exportArrayStream(allocator, new BatchReader(allocator, chunks), stream);
-                base.mergeInsert(
-                                new MergeInsertParams(join.keys())
-                                        .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
-                                        .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll),
-                                stream)
-                        .dataset()
-                        .close();
+                base.mergeInsert(join.params(), stream).dataset().close();
             } finally {
                 done.set(true);
                 sampler.join();
@@ -202,14 +185,6 @@ public final class MergeJoinBench {
             return Long.parseLong(fields[1]) * 4096;
         } catch (Exception e) {
             return 0;
-        }
-    }
-
-    private static void deleteQuietly(Path path) {
-        try (var walk = Files.walk(path)) {
-            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (Exception e) {
-            // a leftover bench directory is the caller's --dir to clean
         }
     }
 }

@@ -330,11 +330,8 @@ public final class MergeRound {
         }
         long baseRows = base.countRows();
         MergeJoin join = MergeJoin.forBase(baseRows, settings.mergeScanJoinMaxBaseRows());
-        MergeInsertParams params = new MergeInsertParams(join.keys())
-                .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
-                .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll)
-                .markGenerationsAsMerged(marks)
-                .withConflictRetries(settings.mergeConflictRetries());
+        MergeInsertParams params =
+                join.params().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
         int rows = group.stream().mapToInt(PreparedMerge::rows).sum();
         List<VectorSchemaRoot> batches = MergeSource.sortedChunks(
                 group.stream().map(PreparedMerge::source).toList(), chunkRows(rows, baseRows), lance.allocator());

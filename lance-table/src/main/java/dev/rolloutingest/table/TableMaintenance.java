@@ -226,7 +226,7 @@ final class TableMaintenance {
         }
     }
 
-    private static void createKeyIndex(Dataset base, boolean replace) {
+    static void createKeyIndex(Dataset base, boolean replace) {
         IndexParams params = IndexParams.builder()
                 .setScalarIndexParams(BTreeIndexParams.builder().build())
                 .build();

@@ -18,7 +18,6 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
-import org.lance.merge.MergeInsertParams;
 import org.lance.merge.MergeInsertResult;
 
 /** The two ways a merge commit joins its source to the base: the same table either way, and which lance takes. */
@@ -133,11 +132,7 @@ class MergeJoinTest {
                 VectorSchemaRoot root = ArrowRows.toRoot(allocator, rows);
                 ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
             Data.exportArrayStream(allocator, new BatchReader(allocator, root), stream);
-            MergeInsertResult result = base.mergeInsert(
-                    new MergeInsertParams(join.keys())
-                            .withMatchedUpdateIf(RowOrder.MERGE_CONDITION)
-                            .withNotMatched(MergeInsertParams.WhenNotMatched.InsertAll),
-                    stream);
+            MergeInsertResult result = base.mergeInsert(join.params(), stream);
             result.dataset().close();
             assertThat(result.stats().numUpdatedRows()).isEqualTo(100);
             return result.stats().numFilesWritten();
