@@ -38,15 +38,23 @@ final class KeyFilter {
 
     /** A filter sized for the keys at {@link #FALSE_POSITIVE_RATE}. */
     public static KeyFilter of(Collection<String> keys) {
-        int n = Math.max(1, keys.size());
-        long m = (long) Math.ceil(-n * Math.log(FALSE_POSITIVE_RATE) / (Math.log(2) * Math.log(2)));
-        int words = (int) Math.max(1, (m + 63) / 64);
-        int k = Math.max(1, (int) Math.round((double) words * 64 / n * Math.log(2)));
-        KeyFilter filter = new KeyFilter(new long[words], Math.min(k, 30));
+        KeyFilter filter = withCapacity(keys.size());
         for (String key : keys) {
             filter.add(hash(key));
         }
         return filter;
+    }
+
+    /** An empty filter that holds up to {@code capacity} keys at {@link #FALSE_POSITIVE_RATE}. */
+    static KeyFilter withCapacity(long capacity) {
+        long n = Math.max(1, capacity);
+        long m = (long) Math.ceil(-n * Math.log(FALSE_POSITIVE_RATE) / (Math.log(2) * Math.log(2)));
+        long words = Math.max(1, (m + 63) / 64);
+        if (words > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("a key filter for " + capacity + " keys would exceed 16 GiB");
+        }
+        int k = Math.max(1, (int) Math.round((double) words * 64 / n * Math.log(2)));
+        return new KeyFilter(new long[(int) words], Math.min(k, 30));
     }
 
     public static Hash hash(String key) {
@@ -54,7 +62,7 @@ final class KeyFilter {
         return murmur3x64(bytes);
     }
 
-    private void add(Hash hash) {
+    void add(Hash hash) {
         long size = (long) bits.length * 64;
         long combined = hash.h1();
         long step = hash.h2() | 1;
@@ -99,9 +107,9 @@ final class KeyFilter {
         return "KeyFilter[" + bits.length * 64 + " bits, " + hashes + " probes]";
     }
 
-    /** Serialized size in bytes. */
-    public int sizeBytes() {
-        return bits.length * 8;
+    /** Serialized size in bytes (also its size in memory). */
+    public long sizeBytes() {
+        return bits.length * 8L;
     }
 
     /** "bloom-murmur3-v2:<probes>:<base64 little-endian words>": the form kept in the seal file. */

@@ -43,6 +43,21 @@ enum MergeJoin {
         return scanMaxBaseRows > 0 && baseRows <= scanMaxBaseRows ? SCAN : INDEX;
     }
 
+    /**
+     * The join for a commit of {@code sourceRows} rows: a source that is small next to the base (the keys the
+     * key filter could not rule out, usually none) through the index, whose cost is the source's; otherwise as
+     * {@link #forBase}.
+     */
+    static MergeJoin forCommit(long sourceRows, long baseRows, long scanMaxBaseRows) {
+        if (sourceRows * SMALL_SOURCE_FRACTION <= baseRows) {
+            return INDEX;
+        }
+        return forBase(baseRows, scanMaxBaseRows);
+    }
+
+    /** A source of at most 1/this of the base's rows is joined through the index. */
+    static final long SMALL_SOURCE_FRACTION = 100;
+
     String tag() {
         return name().toLowerCase(Locale.ROOT);
     }

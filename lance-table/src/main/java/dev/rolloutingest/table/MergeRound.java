@@ -9,7 +9,9 @@ import java.util.Collection;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -40,17 +42,57 @@ import org.slf4j.LoggerFactory;
 public final class MergeRound {
     private static final Logger log = LoggerFactory.getLogger(MergeRound.class);
 
+    /** Where a merged row went: appended as a new key, or joined to the base by the merge-insert. */
+    public enum Path {
+        APPEND,
+        JOIN
+    }
+
+    /** The points of a commit a test can fail at, as a crash there would. */
+    public enum CommitStage {
+        /** The new keys are appended; the merge-insert with the marks has not run. */
+        APPENDED,
+        /** The merge-insert with the marks committed. */
+        MARKED
+    }
+
     private final LanceIo lance;
+    private final ObjectStore store;
     private final GenerationCatalog catalog;
     private final TableSettings settings;
+    private final BaseKeys keys;
     private final Timer readPhase;
     private final Timer commitPhase;
+    private final Timer appendPhase;
+    private final Counter appendsPreempted;
     private final Map<MergeJoin, Counter> commitsByJoin = new EnumMap<>(MergeJoin.class);
+    private final Map<Path, Counter> rowsByPath = new EnumMap<>(Path.class);
+    private volatile Consumer<CommitStage> commitFault = stage -> {};
 
-    MergeRound(LanceIo lance, GenerationCatalog catalog, TableSettings settings, MeterRegistry meters) {
+    MergeRound(
+            LanceIo lance, ObjectStore store, GenerationCatalog catalog, TableSettings settings, MeterRegistry meters) {
         this.lance = lance;
+        this.store = store;
         this.catalog = catalog;
         this.settings = settings;
+        this.keys = new BaseKeys(lance, meters);
+        this.appendPhase = Timer.builder("rollout.merge.phase")
+                .tag("phase", "append")
+                .description("Time of a merge's phases: reading one shard's generations, committing a round")
+                .register(meters);
+        this.appendsPreempted = Counter.builder("rollout.merge.append.preempted")
+                .description("Appends of new keys refused because another data commit landed first (then the keys"
+                        + " are checked again)")
+                .register(meters);
+        for (Path path : Path.values()) {
+            rowsByPath.put(
+                    path,
+                    Counter.builder("rollout.merge.rows")
+                            .tag("path", path.name().toLowerCase(Locale.ROOT))
+                            .description("Merged rows by path: append (keys the base certainly lacked, added without"
+                                    + " a join) or join (keys it may hold, through the merge-insert)")
+                            .register(meters));
+        }
         this.readPhase = Timer.builder("rollout.merge.phase")
                 .tag("phase", "read")
                 .description("Time of a merge's phases: reading one shard's generations, committing a round")
@@ -321,6 +363,17 @@ public final class MergeRound {
         return (int) Math.max(256, Math.min(8192, sourceRows * 32_768L / Math.max(1, baseRows)));
     }
 
+    /** Rows per batch of an append: a batch is only a unit of the fragment writer's input. */
+    private static final int APPEND_CHUNK_ROWS = 16_384;
+
+    /**
+     * One commit of a group, in two Lance commits when some keys are new: first the rows whose keys the base
+     * certainly lacks, appended ({@link NewKeyAppend}); then one merge-insert of the rest (keys the base may
+     * hold: usually none) that also marks every generation of the group merged. Between the two, and after a
+     * crash between them, the appended rows are both in the base and in their still-pending generations, the same
+     * rows, which reads return once; the next round merges those generations again, finds their keys in the base
+     * and joins them (a row replaces an equal one only when newer, so nothing changes) before marking them.
+     */
     private void commitOnce(Dataset base, List<PreparedMerge> group) {
         List<MergedGeneration> marks = new ArrayList<>();
         for (PreparedMerge p : group) {
@@ -328,22 +381,135 @@ public final class MergeRound {
                     .generations()
                     .forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
         }
-        long baseRows = base.countRows();
-        MergeJoin join = MergeJoin.forBase(baseRows, settings.mergeScanJoinMaxBaseRows());
-        MergeInsertParams params =
-                join.params().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
-        int rows = group.stream().mapToInt(PreparedMerge::rows).sum();
-        List<VectorSchemaRoot> batches = MergeSource.sortedChunks(
-                group.stream().map(PreparedMerge::source).toList(), chunkRows(rows, baseRows), lance.allocator());
-        try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
-            batches.forEach(lance::checkWriteFault);
-            Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
-            MergeInsertResult result = base.mergeInsert(params, stream);
-            result.dataset().close();
-            commitsByJoin.get(join).increment();
+        List<MergeSource.Row> rows =
+                MergeSource.sortedRows(group.stream().map(PreparedMerge::source).toList());
+        Dataset target = base;
+        Dataset appended = null;
+        try {
+            List<MergeSource.Row> join = rows;
+            if (settings.mergeAppendNewKeys() && !rows.isEmpty()) {
+                Appended result = appendNewKeys(base, rows, marks);
+                appended = result.committed();
+                join = result.join();
+                if (appended != null) {
+                    target = appended;
+                }
+                if (result.appendedRows()) {
+                    commitFault.accept(CommitStage.APPENDED);
+                }
+            }
+            long baseRows = target.countRows();
+            MergeJoin how = MergeJoin.forCommit(join.size(), baseRows, settings.mergeScanJoinMaxBaseRows());
+            MergeInsertParams params =
+                    how.params().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
+            List<VectorSchemaRoot> batches =
+                    new ArrayList<>(MergeSource.chunks(join, chunkRows(join.size(), baseRows), lance.allocator()));
+            if (batches.isEmpty()) {
+                batches.add(emptyBatch()); // the marks alone: a source with the schema and no rows
+            }
+            try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
+                batches.forEach(lance::checkWriteFault);
+                Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
+                MergeInsertResult result = target.mergeInsert(params, stream);
+                result.dataset().close();
+                commitsByJoin.get(how).increment();
+                rowsByPath.get(Path.JOIN).increment(join.size());
+                keys.mayHaveInserted(join.stream().map(MergeSource.Row::hash).toList());
+            } finally {
+                batches.forEach(VectorSchemaRoot::close);
+            }
+            commitFault.accept(CommitStage.MARKED);
         } finally {
-            batches.forEach(VectorSchemaRoot::close);
+            if (appended != null) {
+                appended.close();
+            }
         }
+    }
+
+    private VectorSchemaRoot emptyBatch() {
+        VectorSchemaRoot empty = VectorSchemaRoot.create(RolloutSchema.SCHEMA, lance.allocator());
+        empty.allocateNew();
+        empty.setRowCount(0);
+        return empty;
+    }
+
+    /** What the append left for the join, and the version it committed (null when it appended nothing). */
+    private record Appended(List<MergeSource.Row> join, Dataset committed, boolean appendedRows) {}
+
+    /**
+     * Appends the rows the base certainly lacks. The key filter is caught up to the base the commit reads; when
+     * another data commit lands first, the append is refused, the filter catches up to the newer base and the
+     * split is made again, up to the merge's conflict retries; after that every row goes to the join.
+     */
+    private Appended appendNewKeys(Dataset base, List<MergeSource.Row> rows, List<MergedGeneration> marks) {
+        Dataset current = base;
+        try {
+            for (int attempt = 0; attempt <= settings.mergeConflictRetries(); attempt++) {
+                keys.catchUp(current);
+                List<MergeSource.Row> append = new ArrayList<>();
+                List<MergeSource.Row> join = new ArrayList<>();
+                for (MergeSource.Row row : rows) {
+                    (keys.mightHold(row.hash()) ? join : append).add(row);
+                }
+                if (append.isEmpty()) {
+                    return new Appended(join, current == base ? null : current, false);
+                }
+                long started = System.nanoTime();
+                List<VectorSchemaRoot> batches = MergeSource.chunks(append, APPEND_CHUNK_ROWS, lance.allocator());
+                try {
+                    Dataset committed = NewKeyAppend.commit(
+                            lance,
+                            store,
+                            current,
+                            batches,
+                            keys.firstUnseenId(),
+                            Map.of("rollout.merge.append", describe(marks)));
+                    keys.appended(
+                            committed,
+                            append.stream().map(MergeSource.Row::hash).toList());
+                    appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
+                    rowsByPath.get(Path.APPEND).increment(append.size());
+                    if (current != base) {
+                        current.close();
+                    }
+                    return new Appended(join, committed, true);
+                } catch (NewKeyAppend.Preempted e) {
+                    appendsPreempted.increment();
+                    log.info("{}; checking the keys again on the newer base", e.getMessage());
+                    if (current != base) {
+                        current.close();
+                    }
+                    current = lance.openBase();
+                } finally {
+                    batches.forEach(VectorSchemaRoot::close);
+                }
+            }
+            log.warn(
+                    "Table {}: appends of new keys were preempted {} times in a row; this commit joins all its rows",
+                    lance.location(),
+                    settings.mergeConflictRetries() + 1);
+            return new Appended(rows, current == base ? null : current, false);
+        } catch (RuntimeException e) {
+            if (current != base) {
+                current.close();
+            }
+            throw e;
+        }
+    }
+
+    private static String describe(List<MergedGeneration> marks) {
+        return marks.size() + " generations of "
+                + marks.stream().map(MergedGeneration::shardId).distinct().count() + " shards";
+    }
+
+    /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */
+    void injectCommitFault(Consumer<CommitStage> fault) {
+        this.commitFault = fault == null ? stage -> {} : fault;
+    }
+
+    /** The committer's filter of base keys (tests and benchmarks look at it). */
+    BaseKeys baseKeys() {
+        return keys;
     }
 
     /**

@@ -133,28 +133,33 @@ final class MergeSource implements AutoCloseable {
         return bytes;
     }
 
+    /** A kept row: its key (UTF-8), the key's hash for the filters, and where its values sit. */
+    record Row(byte[] key, KeyFilter.Hash hash, VectorSchemaRoot batch, int index) {}
+
     /**
-     * The kept rows of several sources in record_id order (UTF-8 byte order, the BTREE's), cut into batches of
-     * at most {@code chunkRows}; the caller closes them. Why: lance-core 7.0.0's merge-insert looks each source
-     * batch's keys up in the record_id index with one in-list over every index page any key falls in, so a
-     * batch of random keys costs (pages x keys) and grows with the base; sorted small batches touch a few pages
-     * each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for 8,000 rows).
+     * The kept rows of several sources in record_id order (UTF-8 byte order, the BTREE's). Why sorted:
+     * lance-core 7.0.0's merge-insert looks each source batch's keys up in the record_id index with one in-list
+     * over every index page any key falls in, so a batch of random keys costs (pages x keys) and grows with the
+     * base; sorted small batches touch a few pages each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for
+     * 8,000 rows).
      */
-    static List<VectorSchemaRoot> sortedChunks(List<MergeSource> sources, int chunkRows, BufferAllocator allocator) {
-        record Row(byte[] key, VectorSchemaRoot batch, int index) {}
+    static List<Row> sortedRows(List<MergeSource> sources) {
         List<Row> rows = new ArrayList<>();
         for (MergeSource source : sources) {
             for (int i = 0; i < source.size; i++) {
                 if (!source.dropped.get(i)) {
                     Position at = source.positions.get(i);
-                    rows.add(new Row(
-                            source.keys.get(i).getBytes(StandardCharsets.UTF_8),
-                            source.batches.get(at.batch()),
-                            at.row()));
+                    byte[] key = source.keys.get(i).getBytes(StandardCharsets.UTF_8);
+                    rows.add(new Row(key, KeyFilter.murmur3x64(key), source.batches.get(at.batch()), at.row()));
                 }
             }
         }
         rows.sort((a, b) -> Arrays.compareUnsigned(a.key(), b.key()));
+        return rows;
+    }
+
+    /** The rows copied into batches of at most {@code chunkRows}, in order; the caller closes them. */
+    static List<VectorSchemaRoot> chunks(List<Row> rows, int chunkRows, BufferAllocator allocator) {
         List<VectorSchemaRoot> chunks = new ArrayList<>();
         try {
             for (int from = 0; from < rows.size(); from += chunkRows) {
@@ -177,6 +182,11 @@ final class MergeSource implements AutoCloseable {
             chunks.forEach(VectorSchemaRoot::close);
             throw e;
         }
+    }
+
+    /** {@link #sortedRows} cut into {@link #chunks}. */
+    static List<VectorSchemaRoot> sortedChunks(List<MergeSource> sources, int chunkRows, BufferAllocator allocator) {
+        return chunks(sortedRows(sources), chunkRows, allocator);
     }
 
     @Override

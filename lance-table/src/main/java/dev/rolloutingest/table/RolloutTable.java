@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -54,7 +55,7 @@ public final class RolloutTable implements AutoCloseable {
         this.readCatalog = new ReadCatalog(
                 lance, catalog, Duration.ofMillis(settings.readRefreshMs()), settings.readOpenGenerations());
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
-        this.merge = new MergeRound(lance, catalog, settings, meters);
+        this.merge = new MergeRound(lance, store, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
     }
 
@@ -243,6 +244,14 @@ public final class RolloutTable implements AutoCloseable {
         Map<Long, String> rows = new LinkedHashMap<>();
         writer.findUnwritableRows(batch).forEach(row -> rows.put(row.offset(), row.error()));
         return rows;
+    }
+
+    /**
+     * Fails merge commits at a stage, as a crash of the committer there would (fault tests only; null restores):
+     * the callback runs at each stage and throws to fail the commit.
+     */
+    public void injectMergeCommitFault(Consumer<MergeRound.CommitStage> fault) {
+        merge.injectCommitFault(fault);
     }
 
     /** Tests only: fail every dataset write whose rows make {@code fault} return a message. */

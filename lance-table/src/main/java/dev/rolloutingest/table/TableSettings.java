@@ -16,6 +16,9 @@ package dev.rolloutingest.table;
  * @param mergeScanJoinMaxBaseRows rollout.merge.scan.join.max.base.rows: merge commits join their source to a base of
  *     at most this many rows by a scan, above it through the record_id index (see {@link MergeJoin}); 0 = always
  *     the index
+ * @param mergeAppendNewKeys rollout.merge.append.new.keys: merge rows whose keys the base certainly lacks are
+ *     appended as new fragments (a commit that costs what it adds); only the others are joined. false = every row
+ *     goes through the merge-insert join
  */
 public record TableSettings(
         int pendingWarnGenerations,
@@ -25,14 +28,15 @@ public record TableSettings(
         long readRefreshMs,
         long readCacheBytes,
         int readOpenGenerations,
-        long mergeScanJoinMaxBaseRows) {
+        long mergeScanJoinMaxBaseRows,
+        boolean mergeAppendNewKeys) {
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
     public static final long DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS = 2_000_000;
 
-    public static final TableSettings DEFAULTS =
-            new TableSettings(256, 2048, 20, 10_000, 1_000, 256L << 20, 1024, DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS);
+    public static final TableSettings DEFAULTS = new TableSettings(
+            256, 2048, 20, 10_000, 1_000, 256L << 20, 1024, DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS, true);
 
     public TableSettings {
         if (pendingWarnGenerations < 0) {
@@ -63,7 +67,8 @@ public record TableSettings(
                 readRefreshMs,
                 readCacheBytes,
                 readOpenGenerations,
-                mergeScanJoinMaxBaseRows);
+                mergeScanJoinMaxBaseRows,
+                mergeAppendNewKeys);
     }
 
     public TableSettings withReadRefreshMs(long ms) {
@@ -75,7 +80,8 @@ public record TableSettings(
                 ms,
                 readCacheBytes,
                 readOpenGenerations,
-                mergeScanJoinMaxBaseRows);
+                mergeScanJoinMaxBaseRows,
+                mergeAppendNewKeys);
     }
 
     public TableSettings withReadCacheBytes(long bytes) {
@@ -87,7 +93,8 @@ public record TableSettings(
                 readRefreshMs,
                 bytes,
                 readOpenGenerations,
-                mergeScanJoinMaxBaseRows);
+                mergeScanJoinMaxBaseRows,
+                mergeAppendNewKeys);
     }
 
     public TableSettings withReadOpenGenerations(int handles) {
@@ -99,7 +106,8 @@ public record TableSettings(
                 readRefreshMs,
                 readCacheBytes,
                 handles,
-                mergeScanJoinMaxBaseRows);
+                mergeScanJoinMaxBaseRows,
+                mergeAppendNewKeys);
     }
 
     public TableSettings withMergeScanJoinMaxBaseRows(long rows) {
@@ -111,6 +119,20 @@ public record TableSettings(
                 readRefreshMs,
                 readCacheBytes,
                 readOpenGenerations,
-                rows);
+                rows,
+                mergeAppendNewKeys);
+    }
+
+    public TableSettings withMergeAppendNewKeys(boolean append) {
+        return new TableSettings(
+                pendingWarnGenerations,
+                pendingMaxGenerations,
+                mergeConflictRetries,
+                maxListLimit,
+                readRefreshMs,
+                readCacheBytes,
+                readOpenGenerations,
+                mergeScanJoinMaxBaseRows,
+                append);
     }
 }

@@ -10,6 +10,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.arrow.c.ArrowArrayStream;
@@ -29,12 +30,15 @@ class MergeJoinTest {
      * Three rounds of two partitions whose generations rewrite each other's keys (within a partition the offset
      * decides, across partitions ingested_at), the base indexed between rounds.
      */
-    private static Map<String, String> mergeWorkload(SimpleMeterRegistry meters, long scanJoinMaxBaseRows) {
+    private static Map<String, String> mergeWorkload(
+            SimpleMeterRegistry meters, long scanJoinMaxBaseRows, boolean appendNewKeys) {
         Instant t0 = Instant.parse("2026-12-01T00:00:00Z");
         try (RolloutTable table = localTable(
                 "join-" + scanJoinMaxBaseRows,
                 meters,
-                TableSettings.DEFAULTS.withMergeScanJoinMaxBaseRows(scanJoinMaxBaseRows))) {
+                TableSettings.DEFAULTS
+                        .withMergeScanJoinMaxBaseRows(scanJoinMaxBaseRows)
+                        .withMergeAppendNewKeys(appendNewKeys))) {
             List<String> shards = List.of(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             for (int round = 0; round < 3; round++) {
                 for (int p = 0; p < 2; p++) {
@@ -79,8 +83,8 @@ class MergeJoinTest {
     void theScanJoinAndTheIndexJoinLeaveTheSameRowsNewestWins() {
         SimpleMeterRegistry scanMeters = new SimpleMeterRegistry();
         SimpleMeterRegistry indexMeters = new SimpleMeterRegistry();
-        Map<String, String> scanned = mergeWorkload(scanMeters, ALWAYS_SCAN);
-        Map<String, String> indexed = mergeWorkload(indexMeters, ALWAYS_INDEX);
+        Map<String, String> scanned = mergeWorkload(scanMeters, ALWAYS_SCAN, false);
+        Map<String, String> indexed = mergeWorkload(indexMeters, ALWAYS_INDEX, false);
 
         assertThat(scanned).hasSize(400).isEqualTo(indexed);
         assertThat(commits(scanMeters, MergeJoin.SCAN)).isEqualTo(6);
@@ -92,6 +96,36 @@ class MergeJoinTest {
         assertThat(scanned.get("k-350")).isEqualTo("1@600");
         // k-0: partition 0 at 0, 400, 800 and partition 1 at 150, 550; 800 is the only round-2 write.
         assertThat(scanned.get("k-0")).isEqualTo("0@800");
+    }
+
+    @Test
+    void appendingNewKeysLeavesTheSameRowsAsJoiningThemAll() {
+        SimpleMeterRegistry joinMeters = new SimpleMeterRegistry();
+        SimpleMeterRegistry appendMeters = new SimpleMeterRegistry();
+        Map<String, String> joined = mergeWorkload(joinMeters, ALWAYS_SCAN, false);
+        Map<String, String> appended = mergeWorkload(appendMeters, ALWAYS_SCAN, true);
+
+        assertThat(appended).hasSize(400).isEqualTo(joined);
+        // 6 passes of 300 distinct keys each over 400 keys: each key is new to the base once (appended), every
+        // other write of it finds it there (joined)
+        assertThat(rows(appendMeters, MergeRound.Path.APPEND)).isEqualTo(400);
+        assertThat(rows(appendMeters, MergeRound.Path.JOIN)).isEqualTo(1800 - 400);
+        assertThat(rows(joinMeters, MergeRound.Path.APPEND)).isZero();
+    }
+
+    private static double rows(SimpleMeterRegistry meters, MergeRound.Path path) {
+        return meters.get("rollout.merge.rows")
+                .tag("path", path.name().toLowerCase(Locale.ROOT))
+                .counter()
+                .count();
+    }
+
+    @Test
+    void aSmallSourceIsJoinedThroughTheIndexWhateverTheBaseSize() {
+        assertThat(MergeJoin.forCommit(0, 10, ALWAYS_SCAN)).isEqualTo(MergeJoin.INDEX);
+        assertThat(MergeJoin.forCommit(10_000, 1_000_000, ALWAYS_SCAN)).isEqualTo(MergeJoin.INDEX);
+        assertThat(MergeJoin.forCommit(10_001, 1_000_000, ALWAYS_SCAN)).isEqualTo(MergeJoin.SCAN);
+        assertThat(MergeJoin.forCommit(10_001, 1_000_000, ALWAYS_INDEX)).isEqualTo(MergeJoin.INDEX);
     }
 
     @Test

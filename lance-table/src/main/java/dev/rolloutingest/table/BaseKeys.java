@@ -1,0 +1,219 @@
+package dev.rolloutingest.table;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.Collection;
+import java.util.List;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.lance.Dataset;
+import org.lance.Fragment;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The merge committer's Bloom filter of the record_ids the base holds: a key it rules out is certainly new to
+ * the base and can be appended without a join; a key it may hold goes through the merge-insert join, which
+ * checks it exactly. It never has a false negative, because it is never trusted beyond what it has seen:
+ *
+ * <ul>
+ *   <li>built from the base's record_id column the first time a commit needs it (memory: ~1.8 bytes per key of
+ *       its capacity, twice the base's rows and at least a million);
+ *   <li>before every commit brought up to the base's latest version by reading the record_ids of the fragments
+ *       it has not seen (what merges, compactions or other committers added since), which Lance numbers above
+ *       every earlier fragment;
+ *   <li>rebuilt when a fragment appears that it has neither seen nor can have missed by that rule (a restore of
+ *       an old version), or when more keys went in than it was sized for.
+ * </ul>
+ *
+ * Keys leave the base only by deletes; a deleted key left in the filter costs a join, never a duplicate.
+ */
+final class BaseKeys {
+    private static final Logger log = LoggerFactory.getLogger(BaseKeys.class);
+    static final long MIN_CAPACITY = 1_000_000;
+
+    private final LanceIo lance;
+    private final Timer builds;
+    private final Timer catchUps;
+    private final Counter keysRead;
+    private KeyFilter filter;
+    private long capacity;
+    private long added;
+    private long version = -1;
+    /** Fragment ids this filter has read (or that were added with their keys); ids only grow in Lance. */
+    private final BitSet seen = new BitSet();
+
+    BaseKeys(LanceIo lance, MeterRegistry meters) {
+        this.lance = lance;
+        this.builds = Timer.builder("rollout.merge.key.filter.load")
+                .tag("kind", "build")
+                .description("Time to build the merge committer's filter of base keys from the record_id column"
+                        + " (kind=build) or to bring it up to the base's latest version (kind=catch-up)")
+                .register(meters);
+        this.catchUps = Timer.builder("rollout.merge.key.filter.load")
+                .tag("kind", "catch-up")
+                .description("Time to build the merge committer's filter of base keys from the record_id column"
+                        + " (kind=build) or to bring it up to the base's latest version (kind=catch-up)")
+                .register(meters);
+        this.keysRead = Counter.builder("rollout.merge.key.filter.keys.read")
+                .description("Base record_ids read into the merge committer's key filter (builds and catch-ups)")
+                .register(meters);
+        Gauge.builder("rollout.merge.key.filter.bytes", this, BaseKeys::sizeBytes)
+                .description("Memory of the merge committer's filter of base keys")
+                .baseUnit("bytes")
+                .register(meters);
+    }
+
+    /** Makes the filter hold every key of {@code base} (opened at the version the commit reads). */
+    synchronized void catchUp(Dataset base) {
+        long started = System.nanoTime();
+        List<Fragment> fragments = base.getFragments();
+        if (filter == null || added > capacity || base.version() < version || unseenOld(fragments)) {
+            build(base, fragments, started);
+            return;
+        }
+        if (base.version() == version) {
+            return;
+        }
+        List<Integer> unseen = new ArrayList<>();
+        for (Fragment fragment : fragments) {
+            if (!seen.get(fragment.getId())) {
+                unseen.add(fragment.getId());
+            }
+        }
+        long read = unseen.isEmpty() ? 0 : readKeys(base, unseen);
+        unseen.forEach(seen::set);
+        version = base.version();
+        catchUps.record(Duration.ofNanos(System.nanoTime() - started));
+        if (read > 0) {
+            log.debug(
+                    "Table {}: key filter took in {} keys of {} new fragments", lance.location(), read, unseen.size());
+        }
+    }
+
+    /** A fragment below the highest seen that this filter never read: the base went back (a restore). */
+    private boolean unseenOld(List<Fragment> fragments) {
+        int highest = seen.length() - 1;
+        for (Fragment fragment : fragments) {
+            if (fragment.getId() < highest && !seen.get(fragment.getId())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void build(Dataset base, List<Fragment> fragments, long started) {
+        long rows = base.countRows();
+        long newCapacity = Math.max(MIN_CAPACITY, rows * 2);
+        KeyFilter previous = filter;
+        filter = KeyFilter.withCapacity(newCapacity);
+        capacity = newCapacity;
+        added = 0;
+        seen.clear();
+        try {
+            readKeys(base, null);
+        } catch (RuntimeException e) {
+            filter = null; // never trust a half-read filter
+            throw e;
+        }
+        fragments.forEach(f -> seen.set(f.getId()));
+        version = base.version();
+        Duration took = Duration.ofNanos(System.nanoTime() - started);
+        builds.record(took);
+        log.info(
+                "Table {}: {} the merge key filter from {} base keys at version {} in {} ms ({} MiB, capacity {} keys)",
+                lance.location(),
+                previous == null ? "built" : "rebuilt",
+                added,
+                version,
+                took.toMillis(),
+                filter.sizeBytes() >> 20,
+                capacity);
+    }
+
+    /** Reads the record_ids of the fragments (all when null) into the filter; returns how many. */
+    private long readKeys(Dataset base, List<Integer> fragmentIds) {
+        ScanOptions.Builder options = new ScanOptions.Builder()
+                .columns(List.of(RolloutSchema.RECORD_ID))
+                .batchSize(65_536);
+        if (fragmentIds != null) {
+            options.fragmentIds(fragmentIds);
+        }
+        long read = 0;
+        try (LanceScanner scanner = base.newScan(options.build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector(RolloutSchema.RECORD_ID);
+                for (int i = 0; i < ids.getValueCount(); i++) {
+                    filter.add(KeyFilter.murmur3x64(ids.get(i)));
+                }
+                read += ids.getValueCount();
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw LanceIo.unchecked(e);
+        }
+        added += read;
+        keysRead.increment(read);
+        return read;
+    }
+
+    /** False only when the base at the version last caught up to certainly lacks the key. */
+    synchronized boolean mightHold(KeyFilter.Hash key) {
+        return filter == null || filter.mightContain(key);
+    }
+
+    /**
+     * Keys this committer just appended in {@code committed}, a version no other data commit preceded since
+     * the one caught up to: the filter now describes {@code committed}, its fragments seen.
+     */
+    synchronized void appended(Dataset committed, Collection<KeyFilter.Hash> keys) {
+        if (filter == null) {
+            return;
+        }
+        keys.forEach(filter::add);
+        added += keys.size();
+        committed.getFragments().forEach(f -> seen.set(f.getId()));
+        version = committed.version();
+    }
+
+    /**
+     * Keys a merge-insert may have inserted. The filter's version stays: the next catch-up reads that commit's
+     * fragments (and any other committer's of the same moment).
+     */
+    synchronized void mayHaveInserted(Collection<KeyFilter.Hash> keys) {
+        if (filter == null) {
+            return;
+        }
+        keys.forEach(filter::add);
+        added += keys.size();
+    }
+
+    /** Forgets everything: the next commit builds the filter from the base again. */
+    synchronized void invalidate() {
+        filter = null;
+        seen.clear();
+        version = -1;
+    }
+
+    /** Above every fragment id this filter has seen: where a new fragment of the committer's may start. */
+    synchronized int firstUnseenId() {
+        return seen.length();
+    }
+
+    synchronized long sizeBytes() {
+        return filter == null ? 0 : filter.sizeBytes();
+    }
+
+    synchronized long version() {
+        return version;
+    }
+}

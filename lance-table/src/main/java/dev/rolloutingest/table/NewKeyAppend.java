@@ -1,0 +1,134 @@
+package dev.rolloutingest.table;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.c.ArrowArrayStream;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.lance.Dataset;
+import org.lance.Fragment;
+import org.lance.FragmentMetadata;
+import org.lance.Transaction;
+import org.lance.WriteParams;
+import org.lance.fragment.DataFile;
+import org.lance.index.Index;
+import org.lance.operation.Merge;
+
+/**
+ * Rows whose keys the base lacks, added to the base as new fragments without a join, in a commit that lands only
+ * if no other data commit came after the version the key filter was checked against.
+ *
+ * <p>Why not lance-core's {@code Append}: an Append is rebased over any commit made since its read version, so
+ * two committers that both found a key absent would both add it. This commits the base's fragment list plus the
+ * new fragments as a {@code Merge} operation (lance's add-columns commit, here with the schema unchanged), which
+ * lance refuses with a retryable conflict when an Append, Update (merge-insert), Delete, Rewrite (compaction) or
+ * Merge committed after its read version, and accepts after index and config commits (measured on 7.0.0:
+ * indexes and the MemWAL state are kept; a preempted commit fails with "This Merge transaction was preempted by
+ * concurrent transaction Append"). So the filter check and the commit act as one step.
+ *
+ * <p>A Merge operation keeps the fragment ids it is given, so the new fragments are numbered above every id the
+ * base lists, every id an index segment covers and every id the committer has seen: an id an index names is
+ * never reused for rows it does not hold.
+ */
+final class NewKeyAppend {
+    private NewKeyAppend() {}
+
+    /** Thrown when another data commit landed after the read version: check the keys again and retry. */
+    static final class Preempted extends RuntimeException {
+        Preempted(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
+     * Writes the batches as new fragment files of the base and commits them on {@code base}'s version. Returns
+     * the committed version's dataset (the caller closes it).
+     *
+     * @param idFloor the lowest fragment id the new fragments may take (ids the caller has seen end below it)
+     * @throws Preempted when a data commit came first; the written files are removed
+     */
+    static Dataset commit(
+            LanceIo lance,
+            ObjectStore store,
+            Dataset base,
+            List<VectorSchemaRoot> batches,
+            int idFloor,
+            Map<String, String> properties) {
+        List<FragmentMetadata> written = write(lance, batches);
+        int next = Math.max(idFloor, firstFreeId(base));
+        List<FragmentMetadata> fragments = new ArrayList<>();
+        base.getFragments().forEach(f -> fragments.add(f.metadata()));
+        for (FragmentMetadata f : written) {
+            fragments.add(new FragmentMetadata(
+                    next++, f.getFiles(), f.getPhysicalRows(), f.getDeletionFile(), f.getRowIdMeta()));
+        }
+        try (Transaction transaction = new Transaction.Builder()
+                .readVersion(base.version())
+                .operation(Merge.builder()
+                        .fragments(fragments)
+                        .schema(base.getSchema())
+                        .build())
+                .transactionProperties(properties)
+                .build()) {
+            return base.commitTransaction(transaction);
+        } catch (Exception thrown) {
+            RuntimeException e = LanceIo.unchecked(thrown);
+            if (isPreempted(e)) {
+                removeFiles(store, written);
+                throw new Preempted(
+                        "Table " + lance.location() + ": an append of new keys at version " + base.version()
+                                + " was preempted by another commit",
+                        e);
+            }
+            throw e;
+        }
+    }
+
+    static boolean isPreempted(RuntimeException e) {
+        String message = String.valueOf(e.getMessage());
+        return message.contains("preempted") || message.contains("Retryable commit conflict");
+    }
+
+    /** Above every fragment the base lists and every fragment an index segment covers. */
+    static int firstFreeId(Dataset base) {
+        int highest = -1;
+        for (Fragment fragment : base.getFragments()) {
+            highest = Math.max(highest, fragment.getId());
+        }
+        for (Index index : base.getIndexes()) {
+            for (Integer id : index.fragments().orElse(List.of())) {
+                highest = Math.max(highest, id);
+            }
+        }
+        return highest + 1;
+    }
+
+    private static List<FragmentMetadata> write(LanceIo lance, List<VectorSchemaRoot> batches) {
+        batches.forEach(lance::checkWriteFault);
+        try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
+            Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
+            return Fragment.create(
+                    lance.location().uri(),
+                    stream,
+                    new WriteParams.Builder()
+                            .withStorageOptions(lance.location().storageOptions())
+                            .build());
+        } catch (Exception e) {
+            throw LanceIo.unchecked(e);
+        }
+    }
+
+    /** Best effort: a file left behind is unreferenced and costs only its bytes. */
+    private static void removeFiles(ObjectStore store, List<FragmentMetadata> written) {
+        for (FragmentMetadata fragment : written) {
+            for (DataFile file : fragment.getFiles()) {
+                try {
+                    store.delete("data/" + file.getPath());
+                } catch (RuntimeException ignored) {
+                    // unreferenced either way
+                }
+            }
+        }
+    }
+}

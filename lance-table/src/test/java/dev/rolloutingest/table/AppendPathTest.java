@@ -1,0 +1,292 @@
+package dev.rolloutingest.table;
+
+import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.junit.jupiter.api.Test;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
+
+/**
+ * Merges append the keys the base certainly lacks and join only the rest; the two commits (append, then the
+ * merge-insert with the marks) leave every key once, whatever stops between them and whoever commits beside.
+ * Every check of the base reads it with lance-core alone.
+ */
+class AppendPathTest {
+    private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
+
+    /** Rows for offsets [first, first + n) of a partition with ids key-(start..start+n), ingested at T0 + seconds. */
+    private static List<RolloutRow> rows(int partition, long first, int start, int n, long seconds) {
+        RolloutGenerator generator = new RolloutGenerator("append", 8, partition);
+        List<RolloutRow> rows = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Rollout rollout = generator.rollout(first + i, (int) first + i);
+            rollout.setRecordId("key-" + (start + i));
+            rows.add(new RolloutRow(rollout, partition, first + i, T0.plusSeconds(seconds)));
+        }
+        return rows;
+    }
+
+    private static void write(RolloutTable table, int partition, long first, int start, int n, long seconds) {
+        table.writeGeneration(
+                TOPIC, partition, first, first + n - 1, rows(partition, first, start, n, seconds), n * 100L);
+    }
+
+    /** record_id -> "partition@offset" of every base row, as lance-core reads it; fails on a key seen twice. */
+    private static Map<String, String> baseRows(TableLocation location) throws Exception {
+        Map<String, String> rows = new HashMap<>();
+        List<String> repeated = new ArrayList<>();
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build();
+                LanceScanner scanner = base.newScan(new ScanOptions.Builder()
+                        .columns(List.of(
+                                RolloutSchema.RECORD_ID, RolloutSchema.SOURCE_PARTITION, RolloutSchema.SOURCE_OFFSET))
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
+                BigIntVector offsets = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    String id = new String(ids.get(i));
+                    if (rows.put(id, partitions.get(i) + "@" + offsets.get(i)) != null) {
+                        repeated.add(id);
+                    }
+                }
+            }
+        }
+        assertThat(repeated).as("keys the base holds more than once").isEmpty();
+        return rows;
+    }
+
+    private static double rows(SimpleMeterRegistry meters, MergeRound.Path path) {
+        return meters.get("rollout.merge.rows")
+                .tag("path", path.name().toLowerCase(Locale.ROOT))
+                .counter()
+                .count();
+    }
+
+    @Test
+    void newKeysAreAppendedAndOnlyKeysTheBaseHoldsAreJoined() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("append-split"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            write(table, 0, 0, 0, 500, 0); // key-0..499
+            table.mergePass(shard, 8, 0);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(500);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isZero();
+
+            write(table, 0, 500, 450, 100, 1); // key-450..549: 50 rewritten, 50 new
+            table.mergePass(shard, 8, 0);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(550);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(50);
+
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(550);
+            assertThat(base.get("key-449")).isEqualTo("0@449");
+            assertThat(base.get("key-450")).isEqualTo("0@500"); // the rewrite won
+            assertThat(base.get("key-549")).isEqualTo("0@599");
+            assertThat(table.get("key-450").orElseThrow().sourceOffset()).isEqualTo(500);
+            assertThat(table.pendingGenerations(shard)).isEmpty();
+        }
+    }
+
+    @Test
+    void aCrashBetweenTheAppendAndTheMarksLeavesEveryKeyOnceForReadsAndForTheNextCommitter() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-crash"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, 0, 0, 300, 0); // key-0..299
+            table.mergePass(shard, 8, 0);
+            write(table, 0, 300, 200, 200, 1); // key-200..399: 100 rewritten, 100 new
+            table.injectMergeCommitFault(stage -> {
+                if (stage == MergeRound.CommitStage.APPENDED) {
+                    throw new IllegalStateException("injected: the committer stops after the append");
+                }
+            });
+            assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
+            table.injectMergeCommitFault(null);
+
+            // The 100 new keys are in the base and in their still-pending generation: every read counts them once.
+            Map<String, String> between = baseRows(location);
+            assertThat(between).hasSize(400);
+            assertThat(between.get("key-250")).isEqualTo("0@250"); // its rewrite is still pending
+            assertThat(table.pendingGenerations(shard)).hasSize(1);
+            assertThat(table.countRows()).isEqualTo(400);
+            assertThat(table.list(ListQuery.all(1000))).hasSize(400);
+            assertThat(table.get("key-250").orElseThrow().sourceOffset()).isEqualTo(350);
+            assertThat(table.get("key-399").orElseThrow().sourceOffset()).isEqualTo(499);
+        }
+        // A new committer (a restarted merge-worker: nothing in memory) finishes the job without a duplicate.
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            MergeResult result = table.mergePass(shard, 8, 0);
+            assertThat(result.mergedGenerations()).containsExactly(500L);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isZero(); // all 200 keys are in the base now
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(200);
+            assertThat(table.pendingGenerations(shard)).isEmpty();
+            Map<String, String> after = baseRows(location);
+            assertThat(after).hasSize(400);
+            assertThat(after.get("key-250")).isEqualTo("0@350");
+            assertThat(after.get("key-399")).isEqualTo("0@499");
+        }
+    }
+
+    @Test
+    void theSameCommitterRetryingAfterTheAppendJoinsWhatItAppended() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("append-retry"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            write(table, 0, 0, 0, 100, 0);
+            AtomicBoolean once = new AtomicBoolean(true);
+            table.injectMergeCommitFault(stage -> {
+                if (stage == MergeRound.CommitStage.APPENDED && once.getAndSet(false)) {
+                    throw new IllegalStateException("injected: the merge-insert fails once");
+                }
+            });
+            assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
+            table.mergePass(shard, 8, 0);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(100);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(100);
+            assertThat(baseRows(location)).hasSize(100);
+            assertThat(table.pendingGenerations(shard)).isEmpty();
+        }
+    }
+
+    @Test
+    void aCrashRightAfterTheMarksLeavesNothingToRedo() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-marked"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, 0, 0, 100, 0);
+            table.injectMergeCommitFault(stage -> {
+                if (stage == MergeRound.CommitStage.MARKED) {
+                    throw new IllegalStateException("injected: the committer stops after the marks");
+                }
+            });
+            assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
+        }
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.mergePass(shard, 8, 0).mergedAnything()).isFalse();
+            assertThat(baseRows(location)).hasSize(100);
+        }
+    }
+
+    /**
+     * Two committers on one table, each with its own key filter, both finding the same keys absent (a record_id
+     * written to two partitions whose shards they merge): the one that commits second is refused, checks the keys
+     * again on the newer base and joins them. With lance-core's plain Append both would add every key.
+     */
+    @Test
+    void twoCommittersNeverAppendTheSameKeyTwice() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-race"));
+        SimpleMeterRegistry metersA = new SimpleMeterRegistry();
+        SimpleMeterRegistry metersB = new SimpleMeterRegistry();
+        String shard0 = ShardId.of(TOPIC, 0);
+        String shard1 = ShardId.of(TOPIC, 1);
+        try (RolloutTable a = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, metersA);
+                RolloutTable b = RolloutTable.open(location, TableSettings.DEFAULTS, metersB)) {
+            write(a, 0, 0, 0, 200, 0); // key-0..199 in partition 0
+            write(a, 1, 0, 100, 200, 5); // key-100..299 in partition 1, ingested later: its values win
+            AtomicBoolean once = new AtomicBoolean(true);
+            // A has checked its filter (all 200 keys absent) and is about to write them: B commits first.
+            a.injectWriteFault(batch -> {
+                if (once.getAndSet(false)) {
+                    assertThat(b.mergePass(shard1, 8, 0).rows()).isEqualTo(200);
+                }
+                return null;
+            });
+            MergeResult merged = a.mergePass(shard0, 8, 0);
+            a.injectWriteFault(null);
+
+            assertThat(merged.mergedGenerations()).containsExactly(200L);
+            Map<String, String> base = baseRows(location); // fails on any key held twice
+            assertThat(base).hasSize(300);
+            assertThat(base.get("key-50")).isEqualTo("0@50");
+            assertThat(base.get("key-150")).isEqualTo("1@50"); // ingested later in partition 1
+            assertThat(metersA.get("rollout.merge.append.preempted").counter().count())
+                    .isEqualTo(1);
+            // B appended key-100..299; A, refused once, appended only key-0..99 and joined key-100..199.
+            assertThat(rows(metersB, MergeRound.Path.APPEND)).isEqualTo(200);
+            assertThat(rows(metersA, MergeRound.Path.APPEND)).isEqualTo(100);
+            assertThat(rows(metersA, MergeRound.Path.JOIN)).isEqualTo(100);
+            assertThat(a.pendingGenerations(shard0)).isEmpty();
+            assertThat(a.pendingGenerations(shard1)).isEmpty();
+        }
+    }
+
+    @Test
+    void afterCompactionAndGcTheFilterStillKnowsEveryKey() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("append-compact"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            for (int g = 0; g < 4; g++) {
+                write(table, 0, g * 100L, g * 100, 100, g); // key-0..399, 4 fragments
+                table.mergePass(shard, 8, 0);
+            }
+            table.compact(1_000_000);
+            table.optimizeKeyIndex();
+            table.collectGarbage(java.time.Duration.ZERO);
+            write(table, 0, 400, 350, 100, 10); // key-350..449: 50 rewritten, 50 new
+            table.mergePass(shard, 8, 0);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(450);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(50);
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(450);
+            assertThat(base.get("key-360")).isEqualTo("0@410");
+        }
+    }
+
+    @Test
+    void aRestartedCommitterBuildsItsFilterFromTheBase() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-rebuild"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, 0, 0, 300, 0);
+            table.mergePass(shard, 8, 0);
+        }
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            write(table, 0, 300, 250, 100, 1); // key-250..349: 50 rewritten, 50 new
+            table.mergePass(shard, 8, 0);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(50);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(50);
+            assertThat(meters.get("rollout.merge.key.filter.keys.read")
+                            .counter()
+                            .count())
+                    .isGreaterThanOrEqualTo(300);
+            assertThat(meters.get("rollout.merge.key.filter.bytes").gauge().value())
+                    .isGreaterThan(0);
+            assertThat(baseRows(location)).hasSize(350);
+        }
+    }
+}
