@@ -4,6 +4,7 @@ import static dev.rolloutingest.runtime.CommonKeys.*;
 import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
 import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
@@ -41,6 +42,7 @@ public final class MergeConfig extends AppConfig {
     public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
     public static final String ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
     public static final String SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
+    public static final String APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
     public static final String MERGED_LAG_GROUP = "rollout.lag.merged.group";
     public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String INDEX_MAX_UNINDEXED_ROWS = "rollout.index.max.unindexed.rows";
@@ -177,7 +179,17 @@ public final class MergeConfig extends AppConfig {
                     MEDIUM,
                     "Merge commits into a base of at most this many rows join their source to it by a scan (3-4x faster"
                             + " than through the record_id index for spread keys, as fast for ascending ones; memory ~90"
-                            + " bytes per base row); larger bases are joined through the index. 0 = always the index")
+                            + " bytes per base row); larger bases are joined through the index. 0 = always the index."
+                            + " A source of at most 1/100 of the base's rows is always joined through the index")
+            .define(
+                    APPEND_NEW_KEYS,
+                    BOOLEAN,
+                    TableSettings.DEFAULTS.mergeAppendNewKeys(),
+                    MEDIUM,
+                    "Merge rows whose record_id the base certainly lacks (a Bloom filter of the base's keys that the"
+                            + " committer keeps, ~1.8 bytes a key) are appended as new fragments, a commit that costs what"
+                            + " it adds; only the others are joined by the merge-insert that marks the generations merged."
+                            + " false = every row is joined (a commit that pays for the whole base)")
             .define(
                     INDEX_OPTIMIZE_INTERVAL_MS,
                     LONG,
@@ -313,10 +325,12 @@ public final class MergeConfig extends AppConfig {
         return parsed.getString(MERGED_LAG_GROUP).trim();
     }
 
-    /** The table's settings with this app's merge join threshold. */
+    /** The table's settings with this app's merge join threshold and append switch. */
     @Override
     public TableSettings tableSettings() {
-        return super.tableSettings().withMergeScanJoinMaxBaseRows(parsed.getLong(SCAN_JOIN_MAX_BASE_ROWS));
+        return super.tableSettings()
+                .withMergeScanJoinMaxBaseRows(parsed.getLong(SCAN_JOIN_MAX_BASE_ROWS))
+                .withMergeAppendNewKeys(parsed.getBoolean(APPEND_NEW_KEYS));
     }
 
     public long roundMaxBytes() {

@@ -82,4 +82,17 @@ class MergeConfigTest {
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("rollout.merge.scan.join.max.base.rows");
     }
+
+    @Test
+    void appendingNewKeysIsOnByDefaultCanBeTurnedOffAndABadValueFailsNamingTheKey() {
+        assertThat(MergeConfig.load(required(), Map.of()).tableSettings().mergeAppendNewKeys())
+                .isTrue();
+        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_APPEND_NEW_KEYS", "false"))
+                        .tableSettings()
+                        .mergeAppendNewKeys())
+                .isFalse();
+        assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_APPEND_NEW_KEYS", "sometimes")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.append.new.keys");
+    }
 }
