@@ -30,6 +30,7 @@ import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -40,6 +41,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -175,8 +177,12 @@ final class IngestCluster implements AutoCloseable {
         throw new AssertionError("offsets not committed within " + seconds + " s");
     }
 
-    /** Until the group committed every offset and the table's generations reach each partition's end. */
-    void awaitAllSealed(String group, String topic, int partitions, Path tableDir, int seconds) throws Exception {
+    /**
+     * Until the group committed every offset, the table's generations reach each partition's end, and so do the
+     * committed events announcing them on {@code eventsTopic} (with them, the dead letters of their ranges).
+     */
+    void awaitAllSealed(String group, String topic, int partitions, Path tableDir, String eventsTopic, int seconds)
+            throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
         try (Admin admin = kafka.admin()) {
             Map<TopicPartition, OffsetSpec> request = new HashMap<>();
@@ -206,42 +212,69 @@ final class IngestCluster implements AutoCloseable {
                         done &= c != null && c.offset() >= end && sealedEnd >= end;
                     }
                 }
-                if (done) {
-                    Thread.sleep(1_000); // let the last transaction's events land
+                if (done && announcedUpTo(eventsTopic, topic, ends)) {
                     return;
                 }
                 Thread.sleep(500);
             }
         }
-        throw new AssertionError("not everything sealed within " + seconds + " s");
+        throw new AssertionError("not everything sealed and announced within " + seconds + " s");
     }
 
+    /** Whether the committed events of each partition's generations reach its end offset. */
+    private boolean announcedUpTo(
+            String eventsTopic, String topic, Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends) {
+        Map<String, List<GenerationSealed>> announced = readEvents(eventsTopic);
+        return ends.entrySet().stream().allMatch(e -> {
+            long reached = announced.getOrDefault(ShardId.of(topic, e.getKey().partition()), List.of()).stream()
+                    .mapToLong(event -> event.getLastOffset() + 1)
+                    .max()
+                    .orElse(0);
+            return reached >= e.getValue().offset();
+        });
+    }
+
+    /**
+     * Every committed record of a topic, read from its beginning to its last stable offset as of now (assigned,
+     * not subscribed: no group to join, no quiet period to guess).
+     */
+    static <K, V> List<ConsumerRecord<K, V>> readToEnd(
+            String bootstrapServers, String topic, Deserializer<K> keys, Deserializer<V> values) {
+        List<ConsumerRecord<K, V>> records = new ArrayList<>();
+        try (KafkaConsumer<K, V> consumer = new KafkaConsumer<>(
+                Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        bootstrapServers,
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                        "read_committed"),
+                keys,
+                values)) {
+            List<TopicPartition> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(60)).stream()
+                    .map(p -> new TopicPartition(topic, p.partition()))
+                    .toList();
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, Duration.ofSeconds(60));
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (partitions.stream().anyMatch(tp -> consumer.position(tp, Duration.ofSeconds(60)) < ends.get(tp))) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new AssertionError(topic + " not read to its end " + ends + " within 120 s");
+                }
+                consumer.poll(Duration.ofMillis(300)).forEach(records::add);
+            }
+        }
+        return records;
+    }
+
+    /** The committed GenerationSealed events of the topic, by shard, in generation order. */
     Map<String, List<GenerationSealed>> readEvents(String topic) {
         ConfluentAvroDeserializer<GenerationSealed> deserializer =
                 new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         Map<String, List<GenerationSealed>> byShard = new HashMap<>();
-        try (KafkaConsumer<String, GenerationSealed> consumer = new KafkaConsumer<>(
-                Map.of(
-                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                        "read_committed",
-                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                        "earliest",
-                        ConsumerConfig.GROUP_ID_CONFIG,
-                        "verify-" + UUID.randomUUID()),
-                new StringDeserializer(),
-                deserializer)) {
-            consumer.subscribe(List.of(topic));
-            long quietSince = System.currentTimeMillis();
-            while (System.currentTimeMillis() - quietSince < 3_000) {
-                for (ConsumerRecord<String, GenerationSealed> record : consumer.poll(Duration.ofMillis(300))) {
-                    byShard.computeIfAbsent(record.key(), k -> new ArrayList<>())
-                            .add(record.value());
-                    quietSince = System.currentTimeMillis();
-                }
-            }
+        for (ConsumerRecord<String, GenerationSealed> record :
+                readToEnd(kafka.bootstrapServers(), topic, new StringDeserializer(), deserializer)) {
+            byShard.computeIfAbsent(record.key(), k -> new ArrayList<>()).add(record.value());
         }
         byShard.values()
                 .forEach(list -> list.sort(java.util.Comparator.comparingLong(GenerationSealed::getGeneration)));

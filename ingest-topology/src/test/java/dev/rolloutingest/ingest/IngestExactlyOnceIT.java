@@ -123,7 +123,7 @@ class IngestExactlyOnceIT {
         // D: a clean run to the end.
         app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), log);
         try {
-            cluster.awaitAllSealed(run, input, PARTITIONS, tableDir, 180);
+            cluster.awaitAllSealed(run, input, PARTITIONS, tableDir, events, 180);
         } finally {
             assertThat(app.stop()).isIn(0, 143);
         }
@@ -210,7 +210,7 @@ class IngestExactlyOnceIT {
         }
         app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), log);
         try {
-            cluster.awaitAllSealed(run, input, 1, tableDir, 120);
+            cluster.awaitAllSealed(run, input, 1, tableDir, run + "-generations", 120);
         } finally {
             app.stop();
         }

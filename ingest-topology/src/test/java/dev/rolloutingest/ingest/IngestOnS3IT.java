@@ -139,7 +139,7 @@ class IngestOnS3IT {
                     new ByteArrayDeserializer(),
                     new ByteArrayDeserializer())) {
                 dlq.subscribe(List.of("rollouts-dlq"));
-                long deadline = System.currentTimeMillis() + 30_000;
+                long deadline = System.currentTimeMillis() + 120_000;
                 while (reasons.size() < 3 && System.currentTimeMillis() < deadline) {
                     for (ConsumerRecord<byte[], byte[]> r : dlq.poll(Duration.ofMillis(300))) {
                         reasons.add(new String(

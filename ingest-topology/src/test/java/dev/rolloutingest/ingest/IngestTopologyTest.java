@@ -174,12 +174,15 @@ class IngestTopologyTest {
 
     @Test
     void aBatchSealsWhenItsOldestRecordReachesMaxAge() {
+        long began = System.currentTimeMillis();
         start(Map.of("rollout.seal.max.age.ms", 5_000L, "rollout.seal.check.interval.ms", 100L));
         send(generator.rollout(0, 0));
         send(generator.rollout(1, 0));
         driver.advanceWallClockTime(Duration.ofMillis(1_000));
         assertThat(events.isEmpty()).isTrue();
-        driver.advanceWallClockTime(Duration.ofMillis(5_000));
+        // The batch's age counts from its first record on the real clock; the driver's clock started at the real
+        // time the driver was built. Past the age whatever time the start and the first records took.
+        driver.advanceWallClockTime(Duration.ofMillis(5_000 + (System.currentTimeMillis() - began)));
         GenerationSealed sealed = events.readValue();
         assertThat(sealed.getRows()).isEqualTo(2);
         assertThat(counter("rollout.ingest.seals", "trigger", "age")).isEqualTo(1);
@@ -365,7 +368,14 @@ class IngestTopologyTest {
     @Test
     void aGenerationIsWrittenOffTheStreamThreadWhileTheNextBatchFillsAndAnnouncedWhenDone() throws Exception {
         writers = new SealWriters(1);
-        start(Map.of("rollout.seal.max.rows", 5, "rollout.seal.check.interval.ms", 50L));
+        // No age seal however long the polls below advance the driver's clock: only rows seal here.
+        start(Map.of(
+                "rollout.seal.max.rows",
+                5,
+                "rollout.seal.check.interval.ms",
+                50L,
+                "rollout.seal.max.age.ms",
+                3_600_000L));
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.atomic.AtomicInteger writes = new java.util.concurrent.atomic.AtomicInteger();
         table.injectWriteFault(batch -> {
@@ -385,7 +395,8 @@ class IngestTopologyTest {
                 .as("the batch being written still counts against the budget")
                 .isGreaterThan(5 * 20L);
         release.countDown();
-        long deadline = System.currentTimeMillis() + 10_000;
+        // The write runs on the writer thread: poll for its announcement, generously for a loaded machine.
+        long deadline = System.currentTimeMillis() + 60_000;
         while (events.isEmpty() && System.currentTimeMillis() < deadline) {
             driver.advanceWallClockTime(Duration.ofMillis(50));
             Thread.sleep(20);
@@ -394,7 +405,7 @@ class IngestTopologyTest {
         assertThat(first.getFirstOffset()).isZero();
         assertThat(first.getLastOffset()).isEqualTo(4);
         send(generator.rollout(9, 0)); // the 10th seals the second batch
-        deadline = System.currentTimeMillis() + 10_000;
+        deadline = System.currentTimeMillis() + 60_000;
         while (events.isEmpty() && System.currentTimeMillis() < deadline) {
             driver.advanceWallClockTime(Duration.ofMillis(50));
             Thread.sleep(20);

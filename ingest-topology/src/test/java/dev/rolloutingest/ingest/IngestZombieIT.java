@@ -7,10 +7,17 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.GroupState;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -79,19 +86,81 @@ class IngestZombieIT {
                         ChildJvm.start(IngestApp.class, List.of(configA.toString()), Map.of(), work.resolve("a.log"));
                 ChildJvm b =
                         ChildJvm.start(IngestApp.class, List.of(configB.toString()), Map.of(), work.resolve("b.log"))) {
-            Thread.sleep(8_000);
+            // Both own partitions, and a has sealed some: it holds batches of its own when it freezes.
+            awaitGroup(run, input, 2, 120);
+            awaitLog(work.resolve("a.log"), "sealed generation", 120);
             signal("STOP", a.pid());
-            Thread.sleep(14_000); // past the session timeout: b owns every partition now
+            // Past the session timeout: b alone owns every partition.
+            long frozen = System.nanoTime();
+            awaitGroup(run, input, 1, 120);
+            System.out.printf(
+                    "zombie: b owned every partition %.1f s after a froze (session timeout 6 s)%n",
+                    (System.nanoTime() - frozen) / 1e9);
             signal("CONT", a.pid());
             producer.join(180_000);
             assertThat(produced.get()).isEqualTo(records);
-            cluster.awaitAllSealed(run, input, PARTITIONS, tableDir, 180);
+            cluster.awaitAllSealed(run, input, PARTITIONS, tableDir, events, 180);
             a.stop();
             b.stop();
         }
         cluster.verify(tableDir, input, PARTITIONS, events, latest);
         String logs = Files.readString(work.resolve("a.log")) + Files.readString(work.resolve("b.log"));
         assertThat(logs).contains("sealed generation");
+    }
+
+    /**
+     * Until the group is stable with {@code members} members, each owning input partitions, all of them together
+     * (within {@code seconds}).
+     */
+    private static void awaitGroup(String group, String input, int members, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        String last = "not described yet";
+        try (Admin admin = cluster.kafka.admin()) {
+            while (System.currentTimeMillis() < deadline) {
+                ConsumerGroupDescription description;
+                try {
+                    description = admin.describeConsumerGroups(List.of(group))
+                            .all()
+                            .get()
+                            .get(group);
+                } catch (ExecutionException e) { // the group does not exist yet
+                    last = e.getCause().toString();
+                    Thread.sleep(200);
+                    continue;
+                }
+                last = description.toString();
+                Set<Integer> owned = new TreeSet<>();
+                boolean eachOwns = true;
+                for (MemberDescription member : description.members()) {
+                    Set<Integer> own = new TreeSet<>();
+                    member.assignment().topicPartitions().stream()
+                            .filter(tp -> tp.topic().equals(input))
+                            .forEach(tp -> own.add(tp.partition()));
+                    eachOwns &= !own.isEmpty();
+                    owned.addAll(own);
+                }
+                if (description.groupState() == GroupState.STABLE
+                        && description.members().size() == members
+                        && eachOwns
+                        && owned.size() == PARTITIONS) {
+                    return;
+                }
+                Thread.sleep(200);
+            }
+        }
+        throw new AssertionError(
+                "group " + group + " not stable with " + members + " members within " + seconds + " s: " + last);
+    }
+
+    /** Until the log holds {@code text} (within {@code seconds}). */
+    private static void awaitLog(Path log, String text, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (!(Files.exists(log) && Files.readString(log).contains(text))) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("no '" + text + "' in " + log + " within " + seconds + " s");
+            }
+            Thread.sleep(200);
+        }
     }
 
     private static Map<String, String> with(Map<String, String> base, String key, String value) {

@@ -147,13 +147,17 @@ class RegistryOutageIT {
                 app.runtime().awaitRunning(Duration.ofSeconds(60));
                 int first = direct.register(input + "-value", evolved("first"));
                 produce(input, first, 0, 100);
-                cluster.awaitAllSealed(run, input, 2, tableDir, 60);
+                cluster.awaitAllSealed(run, input, 2, tableDir, run + "-generations", 120);
 
                 // The registry is down for 20 s while records with a schema id the app has not seen arrive.
                 int second = direct.register(input + "-value", evolved("second"));
                 proxy.answerEveryRequestWith(503);
+                long down = System.nanoTime();
+                double unavailable = waits(app, "registry-unavailable");
                 produce(input, second, 100, 300);
-                Thread.sleep(20_000);
+                // Down until the app has met the outage, and for 20 s at least.
+                awaitWaits(app, "registry-unavailable", unavailable, 120);
+                Thread.sleep(Math.max(0, 20_000 - (System.nanoTime() - down) / 1_000_000));
                 assertThat(proxy.refusedRequests())
                         .as("the app did ask the registry meanwhile")
                         .isPositive();
@@ -162,7 +166,7 @@ class RegistryOutageIT {
                         .isEqualTo(100);
                 long back = System.nanoTime();
                 proxy.passThrough();
-                cluster.awaitAllSealed(run, input, 2, tableDir, 60);
+                cluster.awaitAllSealed(run, input, 2, tableDir, run + "-generations", 120);
                 System.out.printf(
                         "registry outage: ingest resumed %.1f s after the registry answered again%n",
                         (System.nanoTime() - back) / 1e9);
@@ -170,10 +174,14 @@ class RegistryOutageIT {
                 // Then it refuses our credentials (401) for 8 s: not the records' fault either.
                 int third = direct.register(input + "-value", evolved("third"));
                 proxy.answerEveryRequestWith(401);
+                long refusing = System.nanoTime();
+                double errors = waits(app, "registry-error");
                 produce(input, third, 300, 400);
-                Thread.sleep(8_000);
+                // Refusing until the app has met the refusal, and for 8 s at least.
+                awaitWaits(app, "registry-error", errors, 120);
+                Thread.sleep(Math.max(0, 8_000 - (System.nanoTime() - refusing) / 1_000_000));
                 proxy.passThrough();
-                cluster.awaitAllSealed(run, input, 2, tableDir, 60);
+                cluster.awaitAllSealed(run, input, 2, tableDir, run + "-generations", 120);
 
                 assertThat(app.registry()
                                 .find("rollout.ingest.registry.waits")
@@ -205,6 +213,26 @@ class RegistryOutageIT {
                     .as("nothing was ever written to the DLQ")
                     .isZero();
         }
+    }
+
+    /** Until a record waited for the registry for this reason, over {@code before} (within {@code seconds}). */
+    private static void awaitWaits(IngestApp app, String reason, double before, int seconds)
+            throws InterruptedException {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (waits(app, reason) <= before) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("no record waited for the registry (" + reason + ") within " + seconds + " s");
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    private static double waits(IngestApp app, String reason) {
+        var counter = app.registry()
+                .find("rollout.ingest.registry.waits")
+                .tag("reason", reason)
+                .counter();
+        return counter == null ? 0 : counter.count();
     }
 
     private static long countRows(Path tableDir) {

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -31,11 +32,16 @@ class ConcurrentMergesTest {
                 }
             }
             AtomicBoolean merging = new AtomicBoolean(true);
+            // The merges start once a read has: reads and merges overlap however the threads are scheduled.
+            CountDownLatch reading = new CountDownLatch(1);
             ExecutorService pool = Executors.newFixedThreadPool(shards + 1);
             List<Future<?>> merges = new ArrayList<>();
             for (int p = 0; p < shards; p++) {
                 String shard = ShardId.of(TOPIC, p);
                 merges.add(pool.submit(() -> {
+                    assertThat(reading.await(60, TimeUnit.SECONDS))
+                            .as("a read before the merges")
+                            .isTrue();
                     while (table.mergePass(shard, 2, 0).mergedAnything()) {
                         // drain
                     }
@@ -50,6 +56,7 @@ class ConcurrentMergesTest {
                     assertThat(table.get("p2-exp-7").orElseThrow().sourceOffset())
                             .isEqualTo(47);
                     count++;
+                    reading.countDown();
                 }
                 return count;
             });

@@ -41,6 +41,7 @@ import org.junit.jupiter.api.Test;
  */
 class ConsumerLagIT {
     private static final Path ROOT = Path.of("target", "it-lag").toAbsolutePath();
+    private static final long SEAL_MAX_AGE_MS = 12_000;
     private static EmbeddedKafka kafka;
     private static ApicurioRegistry registry;
     private static EmbeddedS3 s3;
@@ -147,7 +148,7 @@ class ConsumerLagIT {
                 "rollout.seal.max.rows",
                 "100000",
                 "rollout.seal.max.age.ms",
-                "12000",
+                Long.toString(SEAL_MAX_AGE_MS),
                 "rollout.seal.check.interval.ms",
                 "100",
                 "rollout.seal.write.attempts",
@@ -173,23 +174,37 @@ class ConsumerLagIT {
         try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start();
                 MergeApp merge = new MergeApp(MergeConfig.of(mergeProps)).start()) {
             ingest.runtime().awaitRunning(Duration.ofSeconds(60));
+            long producing = System.nanoTime();
             produce(input, 0, 400);
             // Processed: the app's own group reaches 0 lag while nothing is sealed (the seal age is 12 s).
-            assertThat(await(lagOf(run, input), 0, 30)).as("processed lag").isZero();
-            assertThat(lag(run + "-sealed", input))
-                    .as("sealed lag = produced - sealed")
-                    .isEqualTo(400);
+            assertThat(await(lagOf(run, input), 0, 120)).as("processed lag").isZero();
+            long sealedLag = lag(run + "-sealed", input);
+            // The first record was processed after `producing`: before the seal age has passed since then,
+            // nothing can have been sealed. A machine too slow to get here within it cannot tell.
+            double seconds = (System.nanoTime() - producing) / 1e9;
+            if (seconds * 1000 < SEAL_MAX_AGE_MS) {
+                assertThat(sealedLag)
+                        .as("sealed lag = produced - sealed, %.1f s after producing began", seconds)
+                        .isEqualTo(400);
+            } else {
+                System.out.printf(
+                        "lag: not checking the sealed lag before sealing: producing and processing took %.1f s,"
+                                + " past the %d ms seal age%n",
+                        seconds, SEAL_MAX_AGE_MS);
+            }
             // After the age trigger everything is sealed, then merged.
-            assertThat(await(lagOf(run + "-sealed", input), 0, 60)).isZero();
-            assertThat(await(lagOf(run + "-merged", input), 0, 60))
+            assertThat(await(lagOf(run + "-sealed", input), 0, 120)).isZero();
+            assertThat(await(lagOf(run + "-merged", input), 0, 120))
                     .as("merged lag")
                     .isZero();
 
             // The store refuses every write: processed lag 0, sealed lag stays up until writes work again.
             s3.refuseRequests(true);
             produce(input, 400, 700);
-            assertThat(await(lagOf(run, input), 0, 30)).isZero();
-            Thread.sleep(15_000); // past the seal age: the seals are being tried and fail
+            assertThat(await(lagOf(run, input), 0, 120)).isZero();
+            // Time passes deliberately: past the seal age the seals are tried and fail. However slow the machine,
+            // nothing can be sealed while the store refuses every write.
+            Thread.sleep(SEAL_MAX_AGE_MS + 3_000);
             assertThat(lag(run + "-sealed", input))
                     .as("sealed lag while writes fail")
                     .isEqualTo(300);
@@ -203,7 +218,7 @@ class ConsumerLagIT {
         // A restart never moves a position backwards.
         try (IngestApp again = new IngestApp(IngestConfig.of(ingestProps)).start()) {
             again.runtime().awaitRunning(Duration.ofSeconds(60));
-            Thread.sleep(2_000);
+            Thread.sleep(2_000); // time to move a position, were it to move: it must not go backwards
             assertThat(committed(run + "-sealed", input)).isGreaterThanOrEqualTo(sealedBefore);
         }
     }
@@ -231,10 +246,11 @@ class ConsumerLagIT {
                 new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             member.subscribe(List.of(input));
-            long deadline = System.currentTimeMillis() + 30_000;
+            long deadline = System.currentTimeMillis() + 120_000;
             while (member.assignment().isEmpty() && System.currentTimeMillis() < deadline) {
                 member.poll(Duration.ofMillis(200));
             }
+            assertThat(member.assignment()).as("the member joined its group").isNotEmpty();
             assertThatThrownBy(() -> new IngestApp(IngestConfig.of(props)))
                     .isInstanceOf(ConfigException.class)
                     .hasMessageContaining("rollout.lag.sealed.group")

@@ -264,20 +264,22 @@ class ObservabilityIT {
                     Thread.sleep(500);
                 }
                 assertThat(known).as("the merge-worker knows every generation").isEqualTo(sealed);
-                // A partition's age trigger may still seal one more: compare over a second with no new seal.
+                // A tick publishes the gauge, and a partition's age trigger may still seal one more: compare
+                // the gauge with /pending read before and after it, until both reads agree.
                 double gauge = -1;
                 int total = -1;
-                for (int attempt = 0; attempt < 10; attempt++) {
+                deadline = System.currentTimeMillis() + 60_000;
+                while (System.currentTimeMillis() < deadline) {
                     int before = pendingTotal(http, merge.http().baseUrl());
-                    Thread.sleep(1_000); // a tick publishes the gauge
                     gauge = merge.registry()
                             .get("rollout.merge.backlog.generations")
                             .gauge()
                             .value();
                     total = pendingTotal(http, merge.http().baseUrl());
-                    if (total == before) {
+                    if (total == before && gauge == total) {
                         break;
                     }
+                    Thread.sleep(200);
                 }
                 assertThat(gauge)
                         .as("the backlog gauge sums both tasks, as /pending does")

@@ -219,7 +219,7 @@ class PipelineContainersIT {
                 new ByteArrayDeserializer())) {
             consumer.subscribe(List.of("rollouts"));
             ConsumerRecord<byte[], byte[]> first = null;
-            long deadline = System.currentTimeMillis() + 30_000;
+            long deadline = System.currentTimeMillis() + 120_000;
             while (first == null && System.currentTimeMillis() < deadline) {
                 var records = consumer.poll(Duration.ofMillis(500));
                 if (!records.isEmpty()) {

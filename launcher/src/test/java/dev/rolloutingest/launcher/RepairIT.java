@@ -65,6 +65,9 @@ class RepairIT {
                 while (app.table().countRows() < 400 && System.currentTimeMillis() < deadline) {
                     Thread.sleep(300);
                 }
+                assertThat(app.table().countRows())
+                        .as("rows sealed within 90 s")
+                        .isEqualTo(400);
             }
             TableLocation location = TableLocation.local(root.resolve("table"));
             String shard = ShardId.of("rollouts", 0);

@@ -164,20 +164,27 @@ class MergeTopologyTest {
         return table.writeGeneration(TOPIC, partition, first, last, rows, 1000);
     }
 
-    /** Lets running passes finish, then lets the scheduler apply them (and start the next ones). */
+    /**
+     * Lets running passes finish, then lets the scheduler apply them (and start the next ones). Passes run on
+     * worker threads, in real time: the deadline is generous for a loaded machine, and the driver's clock moves
+     * only once they are done, so a slow pass does not make scheduler time (cooldowns, ages) run ahead.
+     */
     private void settle() throws InterruptedException {
-        for (int round = 0; round < 200; round++) {
+        long deadline = System.currentTimeMillis() + 120_000;
+        while (System.currentTimeMillis() < deadline) {
             Thread.sleep(20);
+            if (table.shards().stream().anyMatch(coordinator::running)) {
+                continue;
+            }
             driver.advanceWallClockTime(Duration.ofMillis(250));
-            boolean busy = table.shards().stream().anyMatch(coordinator::running);
-            if (!busy) {
+            if (table.shards().stream().noneMatch(coordinator::running)) {
                 driver.advanceWallClockTime(Duration.ofMillis(250));
                 if (table.shards().stream().noneMatch(coordinator::running)) {
                     return;
                 }
             }
         }
-        throw new AssertionError("passes did not settle");
+        throw new AssertionError("passes did not settle within 120 s");
     }
 
     private int pending(int partition) {

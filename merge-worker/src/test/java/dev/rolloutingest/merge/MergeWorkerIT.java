@@ -43,6 +43,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
@@ -200,7 +201,7 @@ class MergeWorkerIT {
                 assertThat(manual.body()).contains("generation " + victim.generation());
                 int before = cooldown.get("failures").asInt();
                 awaitTrue(
-                        30,
+                        120,
                         () -> get(http, admin + "/cooldowns")
                                         .get(0)
                                         .get("failures")
@@ -292,6 +293,10 @@ class MergeWorkerIT {
         throw new AssertionError("condition not met within " + seconds + " s");
     }
 
+    /**
+     * Every committed event of the topic, read from its beginning to its last stable offset as of now (assigned,
+     * not subscribed: no group to join, no quiet period to guess).
+     */
     private List<GenerationsMerged> readMerges(String topic) {
         ConfluentAvroDeserializer<GenerationsMerged> deserializer =
                 new ConfluentAvroDeserializer<>(null, GenerationsMerged.class);
@@ -302,21 +307,21 @@ class MergeWorkerIT {
                         ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
                         kafka.bootstrapServers(),
                         ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                        "read_committed",
-                        ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                        "earliest",
-                        ConsumerConfig.GROUP_ID_CONFIG,
-                        "verify-" + UUID.randomUUID()),
+                        "read_committed"),
                 new StringDeserializer(),
                 deserializer)) {
-            consumer.subscribe(List.of(topic));
-            long quietSince = System.currentTimeMillis();
-            while (System.currentTimeMillis() - quietSince < 3_000) {
-                var records = consumer.poll(Duration.ofMillis(300));
-                records.forEach(r -> events.add(r.value()));
-                if (!records.isEmpty()) {
-                    quietSince = System.currentTimeMillis();
+            List<TopicPartition> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(60)).stream()
+                    .map(p -> new TopicPartition(topic, p.partition()))
+                    .toList();
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, Duration.ofSeconds(60));
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (partitions.stream().anyMatch(tp -> consumer.position(tp, Duration.ofSeconds(60)) < ends.get(tp))) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new AssertionError(topic + " not read to its end " + ends + " within 120 s");
                 }
+                consumer.poll(Duration.ofMillis(300)).forEach(r -> events.add(r.value()));
             }
         }
         return events;
