@@ -363,9 +363,6 @@ public final class MergeRound {
         return (int) Math.max(256, Math.min(8192, sourceRows * 32_768L / Math.max(1, baseRows)));
     }
 
-    /** Rows per batch of an append: a batch is only a unit of the fragment writer's input. */
-    private static final int APPEND_CHUNK_ROWS = 16_384;
-
     /**
      * One commit of a group, in two Lance commits when some keys are new: first the rows whose keys the base
      * certainly lacks, appended ({@link NewKeyAppend}); then one merge-insert of the rest (keys the base may
@@ -382,7 +379,7 @@ public final class MergeRound {
                     .forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
         }
         List<MergeSource.Row> rows =
-                MergeSource.sortedRows(group.stream().map(PreparedMerge::source).toList());
+                MergeSource.keptRows(group.stream().map(PreparedMerge::source).toList());
         Dataset target = base;
         Dataset appended = null;
         try {
@@ -402,8 +399,8 @@ public final class MergeRound {
             MergeJoin how = MergeJoin.forCommit(join.size(), baseRows, settings.mergeScanJoinMaxBaseRows());
             MergeInsertParams params =
                     how.params().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
-            List<VectorSchemaRoot> batches =
-                    new ArrayList<>(MergeSource.chunks(join, chunkRows(join.size(), baseRows), lance.allocator()));
+            List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.chunks(
+                    MergeSource.sortedByKey(join), chunkRows(join.size(), baseRows), lance.allocator()));
             if (batches.isEmpty()) {
                 batches.add(emptyBatch()); // the marks alone: a source with the schema and no rows
             }
@@ -455,7 +452,7 @@ public final class MergeRound {
                     return new Appended(join, current == base ? null : current, false);
                 }
                 long started = System.nanoTime();
-                List<VectorSchemaRoot> batches = MergeSource.chunks(append, APPEND_CHUNK_ROWS, lance.allocator());
+                List<VectorSchemaRoot> batches = MergeSource.slices(append);
                 try {
                     Dataset committed = NewKeyAppend.commit(
                             lance,

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
@@ -136,14 +137,8 @@ final class MergeSource implements AutoCloseable {
     /** A kept row: its key (UTF-8), the key's hash for the filters, and where its values sit. */
     record Row(byte[] key, KeyFilter.Hash hash, VectorSchemaRoot batch, int index) {}
 
-    /**
-     * The kept rows of several sources in record_id order (UTF-8 byte order, the BTREE's). Why sorted:
-     * lance-core 7.0.0's merge-insert looks each source batch's keys up in the record_id index with one in-list
-     * over every index page any key falls in, so a batch of random keys costs (pages x keys) and grows with the
-     * base; sorted small batches touch a few pages each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for
-     * 8,000 rows).
-     */
-    static List<Row> sortedRows(List<MergeSource> sources) {
+    /** The kept rows of several sources (each key once after {@link #resolveAcross}), in no particular order. */
+    static List<Row> keptRows(List<MergeSource> sources) {
         List<Row> rows = new ArrayList<>();
         for (MergeSource source : sources) {
             for (int i = 0; i < source.size; i++) {
@@ -154,8 +149,19 @@ final class MergeSource implements AutoCloseable {
                 }
             }
         }
-        rows.sort((a, b) -> Arrays.compareUnsigned(a.key(), b.key()));
         return rows;
+    }
+
+    /**
+     * Rows in record_id order (UTF-8 byte order, the BTREE's), for a merge-insert source. Why sorted: lance-core
+     * 7.0.0's merge-insert looks each source batch's keys up in the record_id index with one in-list over every
+     * index page any key falls in, so a batch of random keys costs (pages x keys) and grows with the base; sorted
+     * small batches touch a few pages each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for 8,000 rows).
+     */
+    static List<Row> sortedByKey(List<Row> rows) {
+        List<Row> sorted = new ArrayList<>(rows);
+        sorted.sort((a, b) -> Arrays.compareUnsigned(a.key(), b.key()));
+        return sorted;
     }
 
     /** The rows copied into batches of at most {@code chunkRows}, in order; the caller closes them. */
@@ -184,9 +190,38 @@ final class MergeSource implements AutoCloseable {
         }
     }
 
-    /** {@link #sortedRows} cut into {@link #chunks}. */
-    static List<VectorSchemaRoot> sortedChunks(List<MergeSource> sources, int chunkRows, BufferAllocator allocator) {
-        return chunks(sortedRows(sources), chunkRows, allocator);
+    /**
+     * The rows as slices of the batches they sit in, in no particular order (an append needs none): runs of
+     * consecutive rows share their batch's buffers, so nothing is copied row by row (a row-by-row copy of the
+     * list and map columns costs ~20 us a row). The caller closes them.
+     */
+    static List<VectorSchemaRoot> slices(List<Row> rows) {
+        Map<VectorSchemaRoot, BitSet> byBatch = new IdentityHashMap<>();
+        List<VectorSchemaRoot> order = new ArrayList<>();
+        for (Row row : rows) {
+            byBatch.computeIfAbsent(row.batch(), batch -> {
+                        order.add(batch);
+                        return new BitSet();
+                    })
+                    .set(row.index());
+        }
+        List<VectorSchemaRoot> slices = new ArrayList<>();
+        try {
+            for (VectorSchemaRoot batch : order) {
+                BitSet kept = byBatch.get(batch);
+                for (int from = kept.nextSetBit(0); from >= 0; from = kept.nextSetBit(from)) {
+                    int to = kept.nextClearBit(from);
+                    VectorSchemaRoot slice = batch.slice(from, to - from);
+                    // the base's schema exactly (the scan's may carry other metadata)
+                    slices.add(new VectorSchemaRoot(RolloutSchema.SCHEMA, slice.getFieldVectors(), to - from));
+                    from = to;
+                }
+            }
+            return slices;
+        } catch (RuntimeException e) {
+            slices.forEach(VectorSchemaRoot::close);
+            throw e;
+        }
     }
 
     @Override

@@ -347,6 +347,11 @@ public final class RolloutTable implements AutoCloseable {
         return round.merged().get(shard);
     }
 
+    /** The merge rounds of this table (benchmarks look at their key filter). */
+    MergeRound mergeRound() {
+        return merge;
+    }
+
     /** What each shard would merge now (see {@link MergeRound#plan}). */
     public List<MergeRound.MergePlan> planMerge(Collection<String> shards, int maxGenerations, long maxBytes) {
         return merge.plan(shards, maxGenerations, maxBytes);

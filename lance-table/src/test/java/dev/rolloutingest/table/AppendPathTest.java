@@ -98,7 +98,8 @@ class AppendPathTest {
             assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(500);
             assertThat(rows(meters, MergeRound.Path.JOIN)).isZero();
 
-            write(table, 0, 500, 450, 100, 1); // key-450..549: 50 rewritten, 50 new
+            List<RolloutRow> second = rows(0, 500, 450, 100, 1); // key-450..549: 50 rewritten, 50 new
+            table.writeGeneration(TOPIC, 0, 500, 599, second, 100 * 100L);
             table.mergePass(shard, 8, 0);
             assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(550);
             assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(50);
@@ -109,6 +110,12 @@ class AppendPathTest {
             assertThat(base.get("key-450")).isEqualTo("0@500"); // the rewrite won
             assertThat(base.get("key-549")).isEqualTo("0@599");
             assertThat(table.get("key-450").orElseThrow().sourceOffset()).isEqualTo(500);
+            // appended rows are slices of the generation's batch around the joined ones: every column intact
+            for (RolloutRow written : List.of(second.get(0), second.get(49), second.get(50), second.get(99))) {
+                RolloutRow read =
+                        table.get(written.rollout().getRecordId().toString()).orElseThrow();
+                assertThat(read.rollout()).isEqualTo(written.rollout());
+            }
             assertThat(table.pendingGenerations(shard)).isEmpty();
         }
     }

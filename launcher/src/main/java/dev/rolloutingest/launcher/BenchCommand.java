@@ -5,6 +5,7 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.ListQuery;
 import dev.rolloutingest.table.MergeJoinBench;
 import dev.rolloutingest.table.MergeResult;
+import dev.rolloutingest.table.MergeRoundBench;
 import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
@@ -47,7 +48,9 @@ final class BenchCommand implements Callable<Integer> {
             description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
                     + " backlog and shard count at two base sizes, merge passes and lists at both), merge (draining a"
                     + " backlog with 1, 2, 4 merge threads), merge-join (a merge commit's time and memory with the scan"
-                    + " join and the index join against the base's size), ingest (the topology against a plain consumer, a plain write and both"
+                    + " join and the index join against the base's size), merge-round (a round of 16,000 rows against the"
+                    + " base's size: new keys appended, 1 % and 50 % present, the join-only path, a plain Append as the"
+                    + " floor; --round-base-rows, --commits rounds each), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
                     + " per shard, merge capacity / ingest, 0 lost / 0 duplicated)")
     String suite;
@@ -132,8 +135,18 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--source-rows", defaultValue = "60000", description = "merge-join: rows per commit")
     int sourceRows;
 
-    @Option(names = "--commits", defaultValue = "3", description = "merge-join: commits per join, base and source")
+    @Option(
+            names = "--commits",
+            defaultValue = "3",
+            description = "merge-join: commits per join, base and source; merge-round: timed rounds per case")
     int commits;
+
+    @Option(
+            names = "--round-base-rows",
+            defaultValue = "100000,1000000,10000000",
+            split = ",",
+            description = "merge-round: base sizes")
+    long[] roundBaseRows;
 
     /** The machine line every suite starts with, so a figure is read against what it ran on. */
     private static void printMachine(String after) {
@@ -149,6 +162,11 @@ final class BenchCommand implements Callable<Integer> {
         if (suite.equals("merge-join")) {
             printMachine("%n");
             new MergeJoinBench(System.out).run(dir, baseRows, sourceRows, commits);
+            return 0;
+        }
+        if (suite.equals("merge-round")) {
+            printMachine("%n");
+            new MergeRoundBench(System.out, 128).run(dir, roundBaseRows, commits);
             return 0;
         }
         if (suite.equals("sustained")) {
