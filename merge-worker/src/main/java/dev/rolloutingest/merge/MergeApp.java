@@ -7,18 +7,23 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.MergeRound;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.config.ConfigException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * merge-worker as a running process: the topology, the round coordinator, table upkeep, and the HTTP endpoint
  * with the admin API ({@link MergeAdminApi}), /metrics and /health.
  */
 public final class MergeApp extends RolloutApp {
+    private static final Logger log = LoggerFactory.getLogger(MergeApp.class);
     private final MergeCoordinator coordinator;
     private final TableMaintenanceRunner maintenance;
 
@@ -35,6 +40,7 @@ public final class MergeApp extends RolloutApp {
                 config.faultHaltAfterMerges(),
                 config.afterGenerations());
         this.maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
+        haltAfterAppends(config.faultHaltAfterAppends());
         ConfluentAvroDeserializer<GenerationSealed> events =
                 new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);
@@ -54,6 +60,20 @@ public final class MergeApp extends RolloutApp {
                 config);
         runtime().mountHealth(http(), () -> Map.of("table", table.location().uri()));
         new MergeAdminApi(runtime(), coordinator).mount(http());
+    }
+
+    /** Fault injection: a crash between a round's two Lance commits (the append and the marks). */
+    private void haltAfterAppends(int appends) {
+        if (appends <= 0) {
+            return;
+        }
+        AtomicInteger seen = new AtomicInteger();
+        table.injectMergeCommitFault(stage -> {
+            if (stage == MergeRound.CommitStage.APPENDED && seen.incrementAndGet() == appends) {
+                log.warn("Fault injection: halting after append {}, before its merge-insert", appends);
+                Runtime.getRuntime().halt(137);
+            }
+        });
     }
 
     /** The partition count of the events topic: which task owns a shard depends on it. */

@@ -51,6 +51,7 @@ public final class MergeConfig extends AppConfig {
     public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
     public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
+    public static final String FAULT_HALT_AFTER_APPENDS = "rollout.fault.halt.after.appends";
 
     public static final ConfigDef DEFINITION = CommonKeys.define(
                     "rollout-merge",
@@ -250,7 +251,15 @@ public final class MergeConfig extends AppConfig {
                     ConfigDef.Range.atLeast(0),
                     LOW,
                     "Fault injection for crash tests: halt this JVM right after its Nth committed merge pass, before"
-                            + " the pass is applied or its event committed (0 = never)");
+                            + " the pass is applied or its event committed (0 = never)")
+            .defineInternal(
+                    FAULT_HALT_AFTER_APPENDS,
+                    INT,
+                    0,
+                    ConfigDef.Range.atLeast(0),
+                    LOW,
+                    "Fault injection for crash tests: halt this JVM right after its Nth append of new keys, before the"
+                            + " merge-insert that marks the generations merged (0 = never)");
 
     private MergeConfig(Map<String, Object> raw) {
         super(DEFINITION, raw);
@@ -367,5 +376,9 @@ public final class MergeConfig extends AppConfig {
 
     public int faultHaltAfterMerges() {
         return parsed.getInt(FAULT_HALT_AFTER_MERGES);
+    }
+
+    public int faultHaltAfterAppends() {
+        return parsed.getInt(FAULT_HALT_AFTER_APPENDS);
     }
 }

@@ -17,14 +17,19 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.ListQuery;
+import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
 import java.io.IOException;
 import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,8 +40,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.BooleanSupplier;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -49,6 +59,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
 
 /**
  * The merge-worker on a real broker and registry, fed by the real ingest app: it is halted right after a
@@ -235,6 +248,164 @@ class MergeWorkerIT {
         assertThat(events)
                 .filteredOn(e -> e.getShardId().equals(poisoned))
                 .allSatisfy(e -> assertThat(e.getNewWatermark()).isLessThan(victim.generation()));
+    }
+
+    /**
+     * A merge round is two Lance commits when it has new keys: the append, then the merge-insert with the marks.
+     * The worker is killed between them, then right after the marks, then runs on: reads never see a key twice,
+     * and lance-core's own reader finds every key once in the base, with its latest value.
+     */
+    @Test
+    void aKillBetweenTheAppendAndTheMarksAndRightAfterThemLeavesEveryKeyOnceInTheBase() throws Exception {
+        String run = "mwk-" + UUID.randomUUID().toString().substring(0, 8);
+        String input = run + "-rollouts";
+        String generations = run + "-generations";
+        int partitions = 4;
+        kafka.createTopics(List.of(
+                new NewTopic(input, partitions, (short) 1),
+                new NewTopic(generations, 2, (short) 1),
+                new NewTopic(run + "-merges", 1, (short) 1),
+                new NewTopic(run + "-dlq", 1, (short) 1)));
+        Path work = ROOT.resolve(run);
+        Path tableDir = work.resolve("table");
+        Map<String, String> ingestProps = new HashMap<>(Map.of(
+                "bootstrap.servers",
+                kafka.bootstrapServers(),
+                "schema.registry.url",
+                registry.confluentUrl(),
+                "rollout.table.uri",
+                tableDir.toString(),
+                "application.id",
+                run + "-ingest",
+                "rollout.input.topic",
+                input,
+                "rollout.generations.topic",
+                generations,
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.seal.max.rows",
+                "20",
+                "rollout.seal.max.age.ms",
+                "300",
+                "rollout.state.dir",
+                work.resolve("ingest-state").toString()));
+        ingestProps.put("http.port", "0");
+        Path mergeConfig = writeConfig(
+                work.resolve("merge.properties"),
+                Map.ofEntries(
+                        Map.entry("bootstrap.servers", kafka.bootstrapServers()),
+                        Map.entry("schema.registry.url", registry.confluentUrl()),
+                        Map.entry("rollout.table.uri", tableDir.toString()),
+                        Map.entry("application.id", run + "-merge"),
+                        Map.entry("rollout.generations.topic", generations),
+                        Map.entry("rollout.merges.topic", run + "-merges"),
+                        Map.entry("rollout.merge.after.generations", "2"),
+                        Map.entry("rollout.merge.max.generations", "4"),
+                        Map.entry("rollout.merge.max.pending.age.ms", "1000"),
+                        Map.entry(
+                                "rollout.state.dir", work.resolve("merge-state").toString()),
+                        Map.entry("http.port", "0")));
+        Path log = work.resolve("merge.log");
+        int records = 600; // ids exp-0..299, each written twice: later merges find them in the base
+        Map<String, Long> latest = new TreeMap<>();
+        RolloutGenerator generator = new RolloutGenerator("exp", 64, 3);
+        for (int i = 0; i < records; i++) {
+            latest.put(generator.rollout(i % 300, i).getRecordId(), (long) i);
+        }
+        TableLocation location = TableLocation.local(tableDir);
+        try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start()) {
+            produce(input, 0, records / 2);
+            awaitTrue(120, () -> sealed(ingest, input, partitions) == records / 2);
+
+            ChildJvm worker = ChildJvm.start(
+                    MergeApp.class,
+                    List.of(mergeConfig.toString()),
+                    Map.of("ROLLOUT_FAULT_HALT_AFTER_APPENDS", "1"),
+                    log);
+            assertThat(worker.waitFor(180))
+                    .as("halted between its first append and its marks")
+                    .isEqualTo(137);
+            assertThat(Files.readString(log)).contains("halting after append 1");
+            assertThat(pending(ingest, input, partitions))
+                    .as("the appended round is still pending")
+                    .isPositive();
+            assertEveryKeyOnce(ingest.table(), location);
+
+            produce(input, records / 2, records);
+            awaitTrue(120, () -> sealed(ingest, input, partitions) == records);
+            worker = ChildJvm.start(
+                    MergeApp.class,
+                    List.of(mergeConfig.toString()),
+                    Map.of("ROLLOUT_FAULT_HALT_AFTER_MERGES", "1"),
+                    log);
+            assertThat(worker.waitFor(180))
+                    .as("halted right after its first marks")
+                    .isEqualTo(137);
+            assertEveryKeyOnce(ingest.table(), location);
+
+            worker = ChildJvm.start(MergeApp.class, List.of(mergeConfig.toString()), Map.of(), log);
+            try {
+                awaitTrue(120, () -> pending(ingest, input, partitions) == 0);
+            } finally {
+                worker.stop();
+            }
+            Map<String, Long> read = new TreeMap<>();
+            for (RolloutRow row : ingest.table().list(ListQuery.all(10_000))) {
+                assertThat(read.put(row.recordId(), (long) row.rollout().getPolicyVersion()))
+                        .as("read twice: %s", row.recordId())
+                        .isNull();
+            }
+            assertThat(read).isEqualTo(latest);
+            assertThat(baseKeys(location)).hasSize(latest.size()).isEqualTo(latest.keySet());
+        }
+    }
+
+    /** Reads return each key once, and lance-core's reader finds each key at most once in the base. */
+    private static void assertEveryKeyOnce(RolloutTable table, TableLocation location) throws Exception {
+        Set<String> read = new HashSet<>();
+        for (RolloutRow row : table.list(ListQuery.all(10_000))) {
+            assertThat(read.add(row.recordId()))
+                    .as("read twice: %s", row.recordId())
+                    .isTrue();
+        }
+        assertThat(table.countRows()).isEqualTo(read.size());
+        baseKeys(location);
+    }
+
+    /** The base's record_ids as lance-core reads them; fails on one held twice. */
+    private static Set<String> baseKeys(TableLocation location) throws Exception {
+        Set<String> keys = new TreeSet<>();
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build();
+                LanceScanner scanner = base.newScan(
+                        new ScanOptions.Builder().columns(List.of("record_id")).build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector("record_id");
+                for (int i = 0; i < ids.getValueCount(); i++) {
+                    String id = new String(ids.get(i), StandardCharsets.UTF_8);
+                    assertThat(keys.add(id)).as("the base holds %s twice", id).isTrue();
+                }
+            }
+        }
+        return keys;
+    }
+
+    private static long sealed(IngestApp ingest, String input, int partitions) {
+        long sealed = 0;
+        for (int p = 0; p < partitions; p++) {
+            sealed += ingest.table().sealedRecords(ShardId.of(input, p));
+        }
+        return sealed;
+    }
+
+    private static int pending(IngestApp ingest, String input, int partitions) {
+        int pending = 0;
+        for (int p = 0; p < partitions; p++) {
+            pending += ingest.table().pendingGenerations(ShardId.of(input, p)).size();
+        }
+        return pending;
     }
 
     private void produce(String topic, int from, int to) throws Exception {
