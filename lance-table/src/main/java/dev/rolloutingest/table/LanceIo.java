@@ -103,6 +103,11 @@ final class LanceIo {
         return create(uri, batch, Map.of());
     }
 
+    /** Whether a test fault is injected (then rows that are not written, e.g. adopted ones, are checked too). */
+    boolean hasWriteFault() {
+        return writeFault != NO_FAULT;
+    }
+
     /** Fails as the test fault says for these rows, if one is injected. */
     void checkWriteFault(VectorSchemaRoot batch) {
         String injected = writeFault.apply(batch);

@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -80,6 +81,25 @@ final class LocalObjectStore implements ObjectStore {
             return null;
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot read " + root.resolve(path), e);
+        }
+    }
+
+    @Override
+    public void copy(String from, String to) {
+        Path source = root.resolve(from);
+        Path target = root.resolve(to);
+        try {
+            Files.createDirectories(target.getParent());
+            try {
+                Files.createLink(target, source);
+            } catch (UnsupportedOperationException | FileSystemException e) {
+                if (Files.exists(target)) {
+                    throw e;
+                }
+                Files.copy(source, target); // another file system, or no hard links here
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot copy " + source + " to " + target, e);
         }
     }
 

@@ -42,9 +42,13 @@ import org.slf4j.LoggerFactory;
 public final class MergeRound {
     private static final Logger log = LoggerFactory.getLogger(MergeRound.class);
 
-    /** Where a merged row went: appended as a new key, or joined to the base by the merge-insert. */
+    /**
+     * Where a merged row went: appended as a new key (written again), adopted with its whole generation (its data
+     * files linked, not written), or joined to the base by the merge-insert.
+     */
     public enum Path {
         APPEND,
+        ADOPT,
         JOIN
     }
 
@@ -89,8 +93,9 @@ public final class MergeRound {
                     path,
                     Counter.builder("rollout.merge.rows")
                             .tag("path", path.name().toLowerCase(Locale.ROOT))
-                            .description("Merged rows by path: append (keys the base certainly lacked, added without"
-                                    + " a join) or join (keys it may hold, through the merge-insert)")
+                            .description("Merged rows by path: append (keys the base certainly lacked, written as new"
+                                    + " fragments), adopt (whole generations of such keys whose data files became base"
+                                    + " fragments unwritten) or join (keys it may hold, through the merge-insert)")
                             .register(meters));
         }
         this.readPhase = Timer.builder("rollout.merge.phase")
@@ -179,9 +184,15 @@ public final class MergeRound {
                                 .batchSize(4096)
                                 .build());
                         ArrowReader reader = scanner.scanBatches()) {
+                    int first = source.size();
                     while (reader.loadNextBatch()) {
                         source.addAll(reader.getVectorSchemaRoot(), lance.allocator());
                     }
+                    source.endGeneration(
+                            generation,
+                            first,
+                            GenerationAdoption.fragmentOf(dataset),
+                            GenerationAdoption.schemaOf(dataset));
                 } catch (RolloutTableException e) {
                     throw e;
                 } catch (Exception e) {
@@ -452,20 +463,42 @@ public final class MergeRound {
                     return new Appended(join, current == base ? null : current, false);
                 }
                 long started = System.nanoTime();
-                List<VectorSchemaRoot> batches = MergeSource.slices(append);
+                if (lance.hasWriteFault()) {
+                    List<VectorSchemaRoot> checked = MergeSource.slices(append);
+                    try {
+                        checked.forEach(lance::checkWriteFault);
+                    } finally {
+                        checked.forEach(VectorSchemaRoot::close);
+                    }
+                }
+                GenerationAdoption.Split split = settings.mergeAdoptGenerations()
+                        ? GenerationAdoption.split(append, GenerationAdoption.schemaOf(current))
+                        : new GenerationAdoption.Split(List.of(), append);
+                GenerationAdoption.Linked adopted = GenerationAdoption.link(store, split.adopt());
+                List<MergeSource.Row> written = new ArrayList<>(split.rows());
+                for (MergeSource.Span failed : adopted.failed()) {
+                    for (MergeSource.Row row : append) {
+                        if (row.source().spanOf(row.ordinal()) == failed) {
+                            written.add(row);
+                        }
+                    }
+                }
+                List<VectorSchemaRoot> batches = MergeSource.slices(written);
                 try {
                     Dataset committed = NewKeyAppend.commit(
                             lance,
                             store,
                             current,
                             batches,
+                            adopted,
                             keys.firstUnseenId(),
                             Map.of("rollout.merge.append", describe(marks)));
                     keys.appended(
                             committed,
                             append.stream().map(MergeSource.Row::hash).toList());
                     appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
-                    rowsByPath.get(Path.APPEND).increment(append.size());
+                    rowsByPath.get(Path.APPEND).increment(written.size());
+                    rowsByPath.get(Path.ADOPT).increment(adopted.rows());
                     if (current != base) {
                         current.close();
                     }

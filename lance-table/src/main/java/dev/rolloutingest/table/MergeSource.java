@@ -18,6 +18,7 @@ import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.lance.FragmentMetadata;
 
 /**
  * The rows one shard brings to a merge: its generations' scanned batches, kept as they came (no copy, no
@@ -135,7 +136,40 @@ final class MergeSource implements AutoCloseable {
     }
 
     /** A kept row: its key (UTF-8), the key's hash for the filters, and where its values sit. */
-    record Row(byte[] key, KeyFilter.Hash hash, VectorSchemaRoot batch, int index) {}
+    record Row(byte[] key, KeyFilter.Hash hash, VectorSchemaRoot batch, int index, MergeSource source, int ordinal) {}
+
+    /**
+     * One generation's rows in this source (ordinals [first, first + rows)), with what adopting its data files
+     * needs: its one fragment (null when it has several or a deletion file) and its schema with lance's field ids.
+     */
+    record Span(SealedGeneration generation, int first, int rows, FragmentMetadata fragment, String schema) {}
+
+    private final List<Span> spans = new ArrayList<>();
+
+    /** Marks the rows added since {@code first} as the generation's. */
+    void endGeneration(SealedGeneration generation, int first, FragmentMetadata fragment, String schema) {
+        spans.add(new Span(generation, first, size - first, fragment, schema));
+    }
+
+    /** Rows added so far (kept and dropped): the ordinal the next row gets. */
+    int size() {
+        return size;
+    }
+
+    /** The generation a row came from. */
+    Span spanOf(int ordinal) {
+        int low = 0;
+        int high = spans.size() - 1;
+        while (low < high) {
+            int mid = (low + high + 1) >>> 1;
+            if (spans.get(mid).first() <= ordinal) {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        return spans.get(low);
+    }
 
     /** The kept rows of several sources (each key once after {@link #resolveAcross}), in no particular order. */
     static List<Row> keptRows(List<MergeSource> sources) {
@@ -145,7 +179,8 @@ final class MergeSource implements AutoCloseable {
                 if (!source.dropped.get(i)) {
                     Position at = source.positions.get(i);
                     byte[] key = source.keys.get(i).getBytes(StandardCharsets.UTF_8);
-                    rows.add(new Row(key, KeyFilter.murmur3x64(key), source.batches.get(at.batch()), at.row()));
+                    rows.add(new Row(
+                            key, KeyFilter.murmur3x64(key), source.batches.get(at.batch()), at.row(), source, i));
                 }
             }
         }

@@ -45,17 +45,20 @@ final class NewKeyAppend {
      * Writes the batches as new fragment files of the base and commits them on {@code base}'s version. Returns
      * the committed version's dataset (the caller closes it).
      *
+     * @param adopted generations' data files already linked into the base's data/ ({@link GenerationAdoption})
      * @param idFloor the lowest fragment id the new fragments may take (ids the caller has seen end below it)
-     * @throws Preempted when a data commit came first; the written files are removed
+     * @throws Preempted when a data commit came first; the written and linked files are removed
      */
     static Dataset commit(
             LanceIo lance,
             ObjectStore store,
             Dataset base,
             List<VectorSchemaRoot> batches,
+            GenerationAdoption.Linked adopted,
             int idFloor,
             Map<String, String> properties) {
-        List<FragmentMetadata> written = write(lance, batches);
+        List<FragmentMetadata> written = new ArrayList<>(batches.isEmpty() ? List.of() : write(lance, batches));
+        written.addAll(adopted.fragments());
         int next = Math.max(idFloor, firstFreeId(base));
         List<FragmentMetadata> fragments = new ArrayList<>();
         base.getFragments().forEach(f -> fragments.add(f.metadata()));
@@ -75,7 +78,7 @@ final class NewKeyAppend {
         } catch (Exception thrown) {
             RuntimeException e = LanceIo.unchecked(thrown);
             if (isPreempted(e)) {
-                removeFiles(store, written);
+                removeFiles(store, written); // the linked generation files too: only the links go
                 throw new Preempted(
                         "Table " + lance.location() + ": an append of new keys at version " + base.version()
                                 + " was preempted by another commit",

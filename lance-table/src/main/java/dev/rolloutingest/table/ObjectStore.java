@@ -24,6 +24,13 @@ interface ObjectStore extends AutoCloseable {
     /** Deletes a file or a folder with everything below it; missing is fine. */
     void delete(String path);
 
+    /**
+     * Makes {@code to} a file with {@code from}'s bytes without moving them through this process: a hard link
+     * on local disk (a copy where the file system has none), a server-side copy on S3. Fails when {@code to}
+     * exists.
+     */
+    void copy(String from, String to);
+
     @Override
     void close();
 

@@ -126,6 +126,24 @@ final class S3ObjectStore implements ObjectStore {
     }
 
     @Override
+    public void copy(String from, String to) {
+        try {
+            s3.headObject(b -> b.bucket(bucket).key(key(to)));
+            throw new IllegalStateException("Cannot copy to " + key(to) + ": it exists");
+        } catch (NoSuchKeyException e) {
+            // free
+        } catch (S3Exception e) {
+            if (e.statusCode() != 404) {
+                throw e;
+            }
+        }
+        s3.copyObject(b -> b.sourceBucket(bucket)
+                .sourceKey(key(from))
+                .destinationBucket(bucket)
+                .destinationKey(key(to)));
+    }
+
+    @Override
     public void delete(String path) {
         String base = key(path);
         try {

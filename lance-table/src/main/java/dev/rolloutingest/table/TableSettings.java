@@ -19,6 +19,8 @@ package dev.rolloutingest.table;
  * @param mergeAppendNewKeys rollout.merge.append.new.keys: merge rows whose keys the base certainly lacks are
  *     appended as new fragments (a commit that costs what it adds); only the others are joined. false = every row
  *     goes through the merge-insert join
+ * @param mergeAdoptGenerations rollout.merge.adopt.generations: a generation all of whose rows are appended is
+ *     taken into the base whole, its data files linked (local) or copied server-side (S3) instead of rewritten
  */
 public record TableSettings(
         int pendingWarnGenerations,
@@ -29,14 +31,15 @@ public record TableSettings(
         long readCacheBytes,
         int readOpenGenerations,
         long mergeScanJoinMaxBaseRows,
-        boolean mergeAppendNewKeys) {
+        boolean mergeAppendNewKeys,
+        boolean mergeAdoptGenerations) {
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
     public static final long DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS = 2_000_000;
 
     public static final TableSettings DEFAULTS = new TableSettings(
-            256, 2048, 20, 10_000, 1_000, 256L << 20, 1024, DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS, true);
+            256, 2048, 20, 10_000, 1_000, 256L << 20, 1024, DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS, true, true);
 
     public TableSettings {
         if (pendingWarnGenerations < 0) {
@@ -68,7 +71,8 @@ public record TableSettings(
                 readCacheBytes,
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys);
+                mergeAppendNewKeys,
+                mergeAdoptGenerations);
     }
 
     public TableSettings withReadRefreshMs(long ms) {
@@ -81,7 +85,8 @@ public record TableSettings(
                 readCacheBytes,
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys);
+                mergeAppendNewKeys,
+                mergeAdoptGenerations);
     }
 
     public TableSettings withReadCacheBytes(long bytes) {
@@ -94,7 +99,8 @@ public record TableSettings(
                 bytes,
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys);
+                mergeAppendNewKeys,
+                mergeAdoptGenerations);
     }
 
     public TableSettings withReadOpenGenerations(int handles) {
@@ -107,7 +113,8 @@ public record TableSettings(
                 readCacheBytes,
                 handles,
                 mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys);
+                mergeAppendNewKeys,
+                mergeAdoptGenerations);
     }
 
     public TableSettings withMergeScanJoinMaxBaseRows(long rows) {
@@ -120,7 +127,8 @@ public record TableSettings(
                 readCacheBytes,
                 readOpenGenerations,
                 rows,
-                mergeAppendNewKeys);
+                mergeAppendNewKeys,
+                mergeAdoptGenerations);
     }
 
     public TableSettings withMergeAppendNewKeys(boolean append) {
@@ -133,6 +141,21 @@ public record TableSettings(
                 readCacheBytes,
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
-                append);
+                append,
+                mergeAdoptGenerations);
+    }
+
+    public TableSettings withMergeAdoptGenerations(boolean adopt) {
+        return new TableSettings(
+                pendingWarnGenerations,
+                pendingMaxGenerations,
+                mergeConflictRetries,
+                maxListLimit,
+                readRefreshMs,
+                readCacheBytes,
+                readOpenGenerations,
+                mergeScanJoinMaxBaseRows,
+                mergeAppendNewKeys,
+                adopt);
     }
 }

@@ -8,6 +8,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -80,6 +83,11 @@ class AppendPathTest {
         return rows;
     }
 
+    /** Rows merged as keys new to the base: written again (append) or in whole adopted generations. */
+    private static double newRows(SimpleMeterRegistry meters) {
+        return rows(meters, MergeRound.Path.APPEND) + rows(meters, MergeRound.Path.ADOPT);
+    }
+
     private static double rows(SimpleMeterRegistry meters, MergeRound.Path path) {
         return meters.get("rollout.merge.rows")
                 .tag("path", path.name().toLowerCase(Locale.ROOT))
@@ -95,13 +103,13 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             write(table, 0, 0, 0, 500, 0); // key-0..499
             table.mergePass(shard, 8, 0);
-            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(500);
+            assertThat(newRows(meters)).isEqualTo(500);
             assertThat(rows(meters, MergeRound.Path.JOIN)).isZero();
 
             List<RolloutRow> second = rows(0, 500, 450, 100, 1); // key-450..549: 50 rewritten, 50 new
             table.writeGeneration(TOPIC, 0, 500, 599, second, 100 * 100L);
             table.mergePass(shard, 8, 0);
-            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(550);
+            assertThat(newRows(meters)).isEqualTo(550);
             assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(50);
 
             Map<String, String> base = baseRows(location);
@@ -117,6 +125,74 @@ class AppendPathTest {
                 assertThat(read.rollout()).isEqualTo(written.rollout());
             }
             assertThat(table.pendingGenerations(shard)).isEmpty();
+        }
+    }
+
+    @Test
+    void aGenerationOfNewKeysOnlyIsAdoptedWholeItsFilesLinkedNotWritten() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("adopt"));
+        String shard0 = ShardId.of(TOPIC, 0);
+        String shard1 = ShardId.of(TOPIC, 1);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            List<RolloutRow> adopted = rows(0, 0, 0, 100, 0); // key-0..99: new
+            SealedGeneration generation = table.writeGeneration(TOPIC, 0, 0, 99, adopted, 100 * 100L);
+            // partition 1: one generation of new keys whose key-250 partition 0 rewrites later in the same round
+            write(table, 1, 0, 200, 100, 0); // key-200..299
+            write(table, 0, 100, 250, 1, 9); // key-250, ingested later: the partition 1 row of it is dropped
+            MergeRound.RoundResult round = table.commitMerge(table.planMerge(List.of(shard0, shard1), 8, 0).stream()
+                    .map(table::prepareMerge)
+                    .toList());
+            assertThat(round.failed()).isEmpty();
+            // shard 0's first generation is adopted; its second (one row) too; shard 1's lost a row to the rewrite
+            assertThat(rows(meters, MergeRound.Path.ADOPT)).isEqualTo(101);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(99);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isZero();
+
+            // the base's data file is the generation's, linked: the same file, not a copy
+            Path genData = Path.of(location.resolve(generation.datasetPath())).resolve("data");
+            Path genFile;
+            try (var files = Files.list(genData)) {
+                genFile = files.findFirst().orElseThrow();
+            }
+            assertThat(Files.isSameFile(
+                            genFile,
+                            Path.of(
+                                    location.uri(),
+                                    "data",
+                                    genFile.getFileName().toString())))
+                    .isTrue();
+
+            // GC removes the generation folders; the base keeps reading the adopted rows, every column intact
+            table.collectGarbage(Duration.ZERO);
+            assertThat(Files.exists(genData)).isFalse();
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(200);
+            assertThat(base.get("key-250")).isEqualTo("0@100");
+            for (RolloutRow written : List.of(adopted.get(0), adopted.get(99))) {
+                assertThat(table.get(written.rollout().getRecordId().toString())
+                                .orElseThrow()
+                                .rollout())
+                        .isEqualTo(written.rollout());
+            }
+            table.compact(1_000_000);
+            table.optimizeKeyIndex();
+            assertThat(baseRows(location)).hasSize(200);
+            assertThat(table.get("key-42").orElseThrow().sourceOffset()).isEqualTo(42);
+        }
+    }
+
+    @Test
+    void withAdoptionOffEveryNewRowIsWritten() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("no-adopt"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS.withMergeAdoptGenerations(false), meters)) {
+            write(table, 0, 0, 0, 100, 0);
+            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(100);
+            assertThat(rows(meters, MergeRound.Path.ADOPT)).isZero();
+            assertThat(baseRows(location)).hasSize(100);
         }
     }
 
@@ -152,7 +228,7 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             MergeResult result = table.mergePass(shard, 8, 0);
             assertThat(result.mergedGenerations()).containsExactly(500L);
-            assertThat(rows(meters, MergeRound.Path.APPEND)).isZero(); // all 200 keys are in the base now
+            assertThat(newRows(meters)).isZero(); // all 200 keys are in the base now
             assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(200);
             assertThat(table.pendingGenerations(shard)).isEmpty();
             Map<String, String> after = baseRows(location);
@@ -177,7 +253,7 @@ class AppendPathTest {
             });
             assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
             table.mergePass(shard, 8, 0);
-            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(100);
+            assertThat(newRows(meters)).isEqualTo(100);
             assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(100);
             assertThat(baseRows(location)).hasSize(100);
             assertThat(table.pendingGenerations(shard)).isEmpty();
@@ -241,8 +317,8 @@ class AppendPathTest {
             assertThat(metersA.get("rollout.merge.append.preempted").counter().count())
                     .isEqualTo(1);
             // B appended key-100..299; A, refused once, appended only key-0..99 and joined key-100..199.
-            assertThat(rows(metersB, MergeRound.Path.APPEND)).isEqualTo(200);
-            assertThat(rows(metersA, MergeRound.Path.APPEND)).isEqualTo(100);
+            assertThat(newRows(metersB)).isEqualTo(200);
+            assertThat(newRows(metersA)).isEqualTo(100);
             assertThat(rows(metersA, MergeRound.Path.JOIN)).isEqualTo(100);
             assertThat(a.pendingGenerations(shard0)).isEmpty();
             assertThat(a.pendingGenerations(shard1)).isEmpty();
@@ -261,10 +337,10 @@ class AppendPathTest {
             }
             table.compact(1_000_000);
             table.optimizeKeyIndex();
-            table.collectGarbage(java.time.Duration.ZERO);
+            table.collectGarbage(Duration.ZERO);
             write(table, 0, 400, 350, 100, 10); // key-350..449: 50 rewritten, 50 new
             table.mergePass(shard, 8, 0);
-            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(450);
+            assertThat(newRows(meters)).isEqualTo(450);
             assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(50);
             Map<String, String> base = baseRows(location);
             assertThat(base).hasSize(450);
@@ -285,7 +361,7 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             write(table, 0, 300, 250, 100, 1); // key-250..349: 50 rewritten, 50 new
             table.mergePass(shard, 8, 0);
-            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(50);
+            assertThat(newRows(meters)).isEqualTo(50);
             assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(50);
             assertThat(meters.get("rollout.merge.key.filter.keys.read")
                             .counter()

@@ -43,6 +43,7 @@ public final class MergeConfig extends AppConfig {
     public static final String ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
     public static final String SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
     public static final String APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
+    public static final String ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
     public static final String MERGED_LAG_GROUP = "rollout.lag.merged.group";
     public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String INDEX_MAX_UNINDEXED_ROWS = "rollout.index.max.unindexed.rows";
@@ -192,6 +193,14 @@ public final class MergeConfig extends AppConfig {
                             + " it adds; only the others are joined by the merge-insert that marks the generations merged."
                             + " false = every row is joined (a commit that pays for the whole base)")
             .define(
+                    ADOPT_GENERATIONS,
+                    BOOLEAN,
+                    TableSettings.DEFAULTS.mergeAdoptGenerations(),
+                    MEDIUM,
+                    "A generation all of whose rows are appended (every key new to the base and to the round) becomes a"
+                            + " base fragment as it is: its data files are hard-linked (local disk) or copied server-side"
+                            + " (S3) into the base instead of written again. false = its rows are written")
+            .define(
                     INDEX_OPTIMIZE_INTERVAL_MS,
                     LONG,
                     2_000L,
@@ -334,12 +343,13 @@ public final class MergeConfig extends AppConfig {
         return parsed.getString(MERGED_LAG_GROUP).trim();
     }
 
-    /** The table's settings with this app's merge join threshold and append switch. */
+    /** The table's settings with this app's merge join threshold and its append and adoption switches. */
     @Override
     public TableSettings tableSettings() {
         return super.tableSettings()
                 .withMergeScanJoinMaxBaseRows(parsed.getLong(SCAN_JOIN_MAX_BASE_ROWS))
-                .withMergeAppendNewKeys(parsed.getBoolean(APPEND_NEW_KEYS));
+                .withMergeAppendNewKeys(parsed.getBoolean(APPEND_NEW_KEYS))
+                .withMergeAdoptGenerations(parsed.getBoolean(ADOPT_GENERATIONS));
     }
 
     public long roundMaxBytes() {

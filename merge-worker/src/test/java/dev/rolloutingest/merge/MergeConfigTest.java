@@ -91,6 +91,12 @@ class MergeConfigTest {
                         .tableSettings()
                         .mergeAppendNewKeys())
                 .isFalse();
+        assertThat(MergeConfig.load(required(), Map.of()).tableSettings().mergeAdoptGenerations())
+                .isTrue();
+        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_GENERATIONS", "false"))
+                        .tableSettings()
+                        .mergeAdoptGenerations())
+                .isFalse();
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_APPEND_NEW_KEYS", "sometimes")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("rollout.merge.append.new.keys");
