@@ -464,7 +464,7 @@ public final class MergeRound {
                 }
                 long started = System.nanoTime();
                 if (lance.hasWriteFault()) {
-                    List<VectorSchemaRoot> checked = MergeSource.slices(append);
+                    List<VectorSchemaRoot> checked = MergeSource.slices(append, lance.allocator());
                     try {
                         checked.forEach(lance::checkWriteFault);
                     } finally {
@@ -483,7 +483,7 @@ public final class MergeRound {
                         }
                     }
                 }
-                List<VectorSchemaRoot> batches = MergeSource.slices(written);
+                List<VectorSchemaRoot> batches = MergeSource.slices(written, lance.allocator());
                 try {
                     Dataset committed = NewKeyAppend.commit(
                             lance,

@@ -57,8 +57,9 @@ public final class MergeRoundBench {
         return new UUID(random.nextLong(), random.nextLong()).toString();
     }
 
+    /** A key the base does not hold, spread over the same range as the base's (a UUID from other seeds). */
     private String newKey() {
-        return "new-" + baseKey(~(nextNewKey++));
+        return baseKey(~(nextNewKey++));
     }
 
     public void run(Path dir, long[] baseSizes, int rounds) throws Exception {
@@ -97,6 +98,11 @@ public final class MergeRoundBench {
                         }
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
                         round(table, baseRows, present);
+                        io.micrometer.core.instrument.Timer appendTimer = meters.get("rollout.merge.phase")
+                                .tag("phase", "append")
+                                .timer();
+                        long warmAppends = appendTimer.count();
+                        double warmAppendMs = appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS);
                         List<Long> roundMs = new ArrayList<>();
                         List<Long> commitMs = new ArrayList<>();
                         for (int r = 0; r < rounds; r++) {
@@ -105,13 +111,10 @@ public final class MergeRoundBench {
                             commitMs.add(timed[1]);
                         }
                         long round = median(roundMs);
-                        io.micrometer.core.instrument.Timer appendTimer = meters.get("rollout.merge.phase")
-                                .tag("phase", "append")
-                                .timer();
-                        double appendMean = appendTimer.count() == 0
+                        double appendMean = appendTimer.count() == warmAppends
                                 ? 0
-                                : appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS)
-                                        / appendTimer.count();
+                                : (appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmAppendMs)
+                                        / (appendTimer.count() - warmAppends);
                         long floor = median(floorMs);
                         if (append && present == 0) {
                             allNewAppendRound.put(baseRows, round);

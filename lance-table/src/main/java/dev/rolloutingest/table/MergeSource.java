@@ -226,11 +226,18 @@ final class MergeSource implements AutoCloseable {
     }
 
     /**
-     * The rows as slices of the batches they sit in, in no particular order (an append needs none): runs of
-     * consecutive rows share their batch's buffers, so nothing is copied row by row (a row-by-row copy of the
-     * list and map columns costs ~20 us a row). The caller closes them.
+     * Below this many consecutive rows a slice (a new root over shared buffers, ~0.3 ms) costs more than copying
+     * the rows one by one (~20 us each).
      */
-    static List<VectorSchemaRoot> slices(List<Row> rows) {
+    static final int MIN_SLICE_ROWS = 32;
+
+    /**
+     * The rows as batches for an append, in no particular order (an append needs none): runs of at least
+     * {@link #MIN_SLICE_ROWS} consecutive rows of a batch are slices sharing its buffers, nothing copied (a whole
+     * generation of new keys is a few slices); rows scattered between kept and joined ones are copied. The caller
+     * closes them.
+     */
+    static List<VectorSchemaRoot> slices(List<Row> rows, BufferAllocator allocator) {
         Map<VectorSchemaRoot, BitSet> byBatch = new IdentityHashMap<>();
         List<VectorSchemaRoot> order = new ArrayList<>();
         for (Row row : rows) {
@@ -241,17 +248,25 @@ final class MergeSource implements AutoCloseable {
                     .set(row.index());
         }
         List<VectorSchemaRoot> slices = new ArrayList<>();
+        List<Row> scattered = new ArrayList<>();
         try {
             for (VectorSchemaRoot batch : order) {
                 BitSet kept = byBatch.get(batch);
                 for (int from = kept.nextSetBit(0); from >= 0; from = kept.nextSetBit(from)) {
                     int to = kept.nextClearBit(from);
-                    VectorSchemaRoot slice = batch.slice(from, to - from);
-                    // the base's schema exactly (the scan's may carry other metadata)
-                    slices.add(new VectorSchemaRoot(RolloutSchema.SCHEMA, slice.getFieldVectors(), to - from));
+                    if (to - from < MIN_SLICE_ROWS) {
+                        for (int i = from; i < to; i++) {
+                            scattered.add(new Row(null, null, batch, i, null, -1));
+                        }
+                    } else {
+                        VectorSchemaRoot slice = batch.slice(from, to - from);
+                        // the base's schema exactly (the scan's may carry other metadata)
+                        slices.add(new VectorSchemaRoot(RolloutSchema.SCHEMA, slice.getFieldVectors(), to - from));
+                    }
                     from = to;
                 }
             }
+            slices.addAll(chunks(scattered, 8192, allocator));
             return slices;
         } catch (RuntimeException e) {
             slices.forEach(VectorSchemaRoot::close);

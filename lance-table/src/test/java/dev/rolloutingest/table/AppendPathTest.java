@@ -182,6 +182,98 @@ class AppendPathTest {
         }
     }
 
+    /**
+     * A Merge operation keeps the fragment ids it is given, and an index segment's fragment list stays as it was
+     * made: a fragment deleted whole leaves its id in the index. The append numbers its fragments above it, or a
+     * lookup would trust the index for rows it never held.
+     */
+    @Test
+    void appendedFragmentsAreNumberedAboveEveryIdAnIndexStillCovers() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-ids"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, 0, 0, 100, 0);
+            table.mergePass(shard, 8, 0);
+            write(table, 0, 100, 100, 100, 1);
+            table.mergePass(shard, 8, 0);
+            table.optimizeKeyIndex(0, 8);
+            int highest;
+            try (RootAllocator allocator = new RootAllocator();
+                    Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(location.uri())
+                            .build()) {
+                highest = base.getFragments().stream()
+                        .mapToInt(org.lance.Fragment::getId)
+                        .max()
+                        .orElseThrow();
+                // the newest fragment's rows all deleted: lance drops the fragment, the index keeps its id
+                base.delete("record_id >= 'key-100' AND record_id < 'key-199' OR record_id = 'key-199'");
+            }
+            try (RootAllocator allocator = new RootAllocator();
+                    Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(location.uri())
+                            .build()) {
+                assertThat(base.getFragments()).noneMatch(f -> f.getId() == highest);
+                assertThat(NewKeyAppend.firstFreeId(base)).isGreaterThan(highest);
+            }
+            write(table, 0, 200, 300, 50, 2); // key-300..349
+            table.mergePass(shard, 8, 0);
+            for (int k = 300; k < 350; k++) {
+                assertThat(table.get("key-" + k)).as("key-%d", k).isPresent();
+            }
+        }
+    }
+
+    /**
+     * lance-core 7.0.0 refuses a merge-insert that can change nothing (matched: do nothing, not matched: do
+     * nothing) even when it carries marks ("not configured to change the data in any way"); so the marks ride on
+     * the merge's own update-if/insert-all params with an empty source.
+     */
+    @Test
+    void marksAloneRideOnTheMergesOwnParamsWithAnEmptySource() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("marks-only"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                        RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator()) {
+            SealedGeneration generation = table.writeGeneration(TOPIC, 0, 0, 9, rows(0, 0, 0, 10, 0), 1000);
+            List<org.lance.memwal.MergedGeneration> marks =
+                    List.of(new org.lance.memwal.MergedGeneration(shard, generation.generation()));
+            for (boolean ownParams : new boolean[] {false, true}) {
+                org.lance.merge.MergeInsertParams params = ownParams
+                        ? MergeJoin.INDEX.params()
+                        : new org.lance.merge.MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
+                                .withMatchedDoNothing()
+                                .withNotMatched(org.lance.merge.MergeInsertParams.WhenNotMatched.DoNothing);
+                try (Dataset base = Dataset.open()
+                                .allocator(allocator)
+                                .uri(location.uri())
+                                .build();
+                        VectorSchemaRoot empty = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
+                        org.apache.arrow.c.ArrowArrayStream stream =
+                                org.apache.arrow.c.ArrowArrayStream.allocateNew(allocator)) {
+                    empty.allocateNew();
+                    empty.setRowCount(0);
+                    org.apache.arrow.c.Data.exportArrayStream(allocator, new BatchReader(allocator, empty), stream);
+                    if (ownParams) {
+                        base.mergeInsert(params.markGenerationsAsMerged(marks), stream)
+                                .dataset()
+                                .close();
+                    } else {
+                        assertThatThrownBy(() -> base.mergeInsert(params.markGenerationsAsMerged(marks), stream))
+                                .hasMessageContaining("not configured to change the data");
+                    }
+                }
+                assertThat(table.watermarks().getOrDefault(shard, 0L))
+                        .as(ownParams ? "marked by the merge's own params" : "refused, nothing marked")
+                        .isEqualTo(ownParams ? generation.generation() : 0L);
+            }
+        }
+    }
+
     @Test
     void withAdoptionOffEveryNewRowIsWritten() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();

@@ -124,9 +124,9 @@ class MergeJoinTest {
     @Test
     void aSmallSourceIsJoinedThroughTheIndexWhateverTheBaseSize() {
         assertThat(MergeJoin.forCommit(0, 10, ALWAYS_SCAN)).isEqualTo(MergeJoin.INDEX);
-        assertThat(MergeJoin.forCommit(10_000, 1_000_000, ALWAYS_SCAN)).isEqualTo(MergeJoin.INDEX);
-        assertThat(MergeJoin.forCommit(10_001, 1_000_000, ALWAYS_SCAN)).isEqualTo(MergeJoin.SCAN);
-        assertThat(MergeJoin.forCommit(10_001, 1_000_000, ALWAYS_INDEX)).isEqualTo(MergeJoin.INDEX);
+        assertThat(MergeJoin.forCommit(1_000, 1_000_000, ALWAYS_SCAN)).isEqualTo(MergeJoin.INDEX);
+        assertThat(MergeJoin.forCommit(1_001, 1_000_000, ALWAYS_SCAN)).isEqualTo(MergeJoin.SCAN);
+        assertThat(MergeJoin.forCommit(1_001, 1_000_000, ALWAYS_INDEX)).isEqualTo(MergeJoin.INDEX);
     }
 
     @Test

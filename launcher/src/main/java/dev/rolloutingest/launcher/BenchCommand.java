@@ -94,7 +94,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--partitions", defaultValue = "4", description = "ingest: partitions of the input topic")
     int partitions;
 
-    @Option(names = "--payload-bytes", defaultValue = "1024", description = "ingest: payload of each rollout")
+    @Option(
+            names = "--payload-bytes",
+            defaultValue = "1024",
+            description = "ingest, merge-round: payload of each rollout")
     int payloadBytes;
 
     @Option(
@@ -166,7 +169,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (suite.equals("merge-round")) {
             printMachine("%n");
-            new MergeRoundBench(System.out, 128).run(dir, roundBaseRows, commits);
+            new MergeRoundBench(System.out, payloadBytes).run(dir, roundBaseRows, commits);
             return 0;
         }
         if (suite.equals("sustained")) {
