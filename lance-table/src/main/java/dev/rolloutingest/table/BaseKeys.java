@@ -71,15 +71,16 @@ final class BaseKeys {
                 .register(meters);
     }
 
-    /** Makes the filter hold every key of {@code base} (opened at the version the commit reads). */
+    /**
+     * Makes the filter hold every key of {@code base} (opened at the version the commit reads). It never forgets:
+     * a base older than what the filter has seen (another thread's commit was newer) leaves it as it is, a
+     * superset of that base's keys.
+     */
     synchronized void catchUp(Dataset base) {
         long started = System.nanoTime();
         List<Fragment> fragments = base.getFragments();
-        if (filter == null || added > capacity || base.version() < version || unseenOld(fragments)) {
+        if (filter == null || added > capacity || unseenOld(fragments)) {
             build(base, fragments, started);
-            return;
-        }
-        if (base.version() == version) {
             return;
         }
         List<Integer> unseen = new ArrayList<>();
@@ -88,14 +89,14 @@ final class BaseKeys {
                 unseen.add(fragment.getId());
             }
         }
-        long read = unseen.isEmpty() ? 0 : readKeys(base, unseen);
-        unseen.forEach(seen::set);
-        version = base.version();
-        catchUps.record(Duration.ofNanos(System.nanoTime() - started));
-        if (read > 0) {
-            log.debug(
-                    "Table {}: key filter took in {} keys of {} new fragments", lance.location(), read, unseen.size());
+        if (unseen.isEmpty()) {
+            return;
         }
+        long read = readKeys(base, unseen);
+        unseen.forEach(seen::set);
+        version = Math.max(version, base.version());
+        catchUps.record(Duration.ofNanos(System.nanoTime() - started));
+        log.debug("Table {}: key filter took in {} keys of {} new fragments", lance.location(), read, unseen.size());
     }
 
     /** A fragment below the highest seen that this filter never read: the base went back (a restore). */
@@ -166,28 +167,24 @@ final class BaseKeys {
         return read;
     }
 
-    /** False only when the base at the version last caught up to certainly lacks the key. */
+    /** False only when every base this filter caught up to certainly lacks the key. */
     synchronized boolean mightHold(KeyFilter.Hash key) {
         return filter == null || filter.mightContain(key);
     }
 
-    /**
-     * Keys this committer just appended in {@code committed}, a version no other data commit preceded since
-     * the one caught up to: the filter now describes {@code committed}, its fragments seen.
-     */
-    synchronized void appended(Dataset committed, Collection<KeyFilter.Hash> keys) {
+    /** Keys this committer just appended, in these new fragments: seen, so no catch-up reads them again. */
+    synchronized void appended(Collection<Integer> fragmentIds, Collection<KeyFilter.Hash> keys) {
         if (filter == null) {
             return;
         }
         keys.forEach(filter::add);
         added += keys.size();
-        committed.getFragments().forEach(f -> seen.set(f.getId()));
-        version = committed.version();
+        fragmentIds.forEach(seen::set);
     }
 
     /**
-     * Keys a merge-insert may have inserted. The filter's version stays: the next catch-up reads that commit's
-     * fragments (and any other committer's of the same moment).
+     * Keys a merge-insert may have inserted. Its fragments stay unseen: the next catch-up reads them (and any other
+     * committer's of the same moment).
      */
     synchronized void mayHaveInserted(Collection<KeyFilter.Hash> keys) {
         if (filter == null) {

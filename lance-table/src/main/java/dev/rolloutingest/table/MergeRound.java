@@ -168,7 +168,12 @@ public final class MergeRound {
         return plans;
     }
 
-    /** Reads a plan's generations, ascending, newest row per key; safe on any thread. */
+    /**
+     * Reads a plan's generations, ascending, newest row per key; safe on any thread. Every generation's keys and
+     * provenance are read first; a generation the merge will likely adopt whole (all its rows kept, every key ruled
+     * out by the committer's filter as it stands) stays at that, the others are read in full. The commit reads in
+     * full whatever it cannot adopt after all.
+     */
     PreparedMerge prepare(MergePlan plan) {
         if (plan.failure() != null) {
             throw plan.failure();
@@ -176,32 +181,19 @@ public final class MergeRound {
         long started = System.nanoTime();
         MergeSource source = new MergeSource();
         try {
+            boolean mayAdopt = settings.mergeAppendNewKeys() && settings.mergeAdoptGenerations();
             for (SealedGeneration generation : plan.generations()) {
-                String uri = lance.location().resolve(generation.datasetPath());
-                try (Dataset dataset = lance.openGeneration(uri);
-                        LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
-                                .columns(RolloutSchema.allColumns())
-                                .batchSize(4096)
-                                .build());
-                        ArrowReader reader = scanner.scanBatches()) {
-                    int first = source.size();
-                    while (reader.loadNextBatch()) {
-                        source.addAll(reader.getVectorSchemaRoot(), lance.allocator());
+                readGeneration(source, generation, mayAdopt ? MergeSource.KEY_COLUMNS : RolloutSchema.allColumns());
+            }
+            if (mayAdopt) {
+                for (MergeSource.Span span : source.spans()) {
+                    if (span.fragment() != null
+                            && !source.anyDropped(span)
+                            && source.hashes(span).stream().noneMatch(keys::mightHold)) {
+                        source.keepKeysOnly(span);
+                    } else {
+                        readFull(source, span);
                     }
-                    source.endGeneration(
-                            generation,
-                            first,
-                            GenerationAdoption.fragmentOf(dataset),
-                            GenerationAdoption.schemaOf(dataset));
-                } catch (RolloutTableException e) {
-                    throw e;
-                } catch (Exception e) {
-                    throw new RolloutTableException.GenerationUnreadable(
-                            lance.location().uri(),
-                            generation.shard(),
-                            generation.generation(),
-                            generation.folder(),
-                            e);
                 }
             }
             Duration read = Duration.ofNanos(System.nanoTime() - started);
@@ -211,6 +203,75 @@ public final class MergeRound {
             source.close();
             throw LanceIo.unchecked(e);
         }
+    }
+
+    private void readGeneration(MergeSource source, SealedGeneration generation, List<String> columns) {
+        String uri = lance.location().resolve(generation.datasetPath());
+        try (Dataset dataset = lance.openGeneration(uri);
+                LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
+                        .columns(columns)
+                        .batchSize(4096)
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
+            int first = source.size();
+            while (reader.loadNextBatch()) {
+                source.addAll(reader.getVectorSchemaRoot(), lance.allocator());
+            }
+            source.endGeneration(
+                    generation, first, GenerationAdoption.fragmentOf(dataset), GenerationAdoption.schemaOf(dataset));
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (Exception e) {
+            throw unreadable(generation, e);
+        }
+    }
+
+    /** Reads a keys-only generation's rows in full, in the order its keys were read. */
+    private void readFull(MergeSource source, MergeSource.Span span) {
+        SealedGeneration generation = span.generation();
+        try (Dataset dataset = lance.openGeneration(lance.location().resolve(generation.datasetPath()));
+                LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
+                        .columns(RolloutSchema.allColumns())
+                        .batchSize(4096)
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
+            int row = 0;
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                source.addFullRows(span, batch, row, lance.allocator());
+                row += batch.getRowCount();
+            }
+            source.fullRowsRead(span);
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (Exception e) {
+            throw unreadable(generation, e);
+        }
+    }
+
+    private RolloutTableException unreadable(SealedGeneration generation, Exception e) {
+        return new RolloutTableException.GenerationUnreadable(
+                lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
+    }
+
+    /** The rows with all their columns: keys-only generations among them are read in full first. */
+    private List<MergeSource.Row> withAllColumns(List<MergeSource.Row> rows) {
+        boolean any = false;
+        for (MergeSource.Row row : rows) {
+            MergeSource.Span span = row.source().spanOf(row.ordinal());
+            if (row.source().isKeysOnly(span)) {
+                readFull(row.source(), span);
+                any = true;
+            }
+        }
+        if (!any) {
+            return rows;
+        }
+        List<MergeSource.Row> refreshed = new ArrayList<>(rows.size());
+        for (MergeSource.Row row : rows) {
+            refreshed.add(row.source().row(row.ordinal()));
+        }
+        return refreshed;
     }
 
     /**
@@ -411,7 +472,9 @@ public final class MergeRound {
             MergeInsertParams params =
                     how.params().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
             List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.chunks(
-                    MergeSource.sortedByKey(join), chunkRows(join.size(), baseRows), lance.allocator()));
+                    MergeSource.sortedByKey(withAllColumns(join)),
+                    chunkRows(join.size(), baseRows),
+                    lance.allocator()));
             if (batches.isEmpty()) {
                 batches.add(emptyBatch()); // the marks alone: a source with the schema and no rows
             }
@@ -464,7 +527,7 @@ public final class MergeRound {
                 }
                 long started = System.nanoTime();
                 if (lance.hasWriteFault()) {
-                    List<VectorSchemaRoot> checked = MergeSource.slices(append, lance.allocator());
+                    List<VectorSchemaRoot> checked = MergeSource.slices(withAllColumns(append), lance.allocator());
                     try {
                         checked.forEach(lance::checkWriteFault);
                     } finally {
@@ -483,7 +546,7 @@ public final class MergeRound {
                         }
                     }
                 }
-                List<VectorSchemaRoot> batches = MergeSource.slices(written, lance.allocator());
+                List<VectorSchemaRoot> batches = MergeSource.slices(withAllColumns(written), lance.allocator());
                 try {
                     Dataset committed = NewKeyAppend.commit(
                             lance,
@@ -494,7 +557,7 @@ public final class MergeRound {
                             keys.firstUnseenId(),
                             Map.of("rollout.merge.append", describe(marks)));
                     keys.appended(
-                            committed,
+                            NewKeyAppend.addedFragments(current, committed),
                             append.stream().map(MergeSource.Row::hash).toList());
                     appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
                     rowsByPath.get(Path.APPEND).increment(written.size());
@@ -535,6 +598,10 @@ public final class MergeRound {
     /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */
     void injectCommitFault(Consumer<CommitStage> fault) {
         this.commitFault = fault == null ? stage -> {} : fault;
+    }
+
+    LanceIo lance() {
+        return lance;
     }
 
     /** The committer's filter of base keys (tests and benchmarks look at it). */

@@ -4,10 +4,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
@@ -45,10 +47,7 @@ final class MergeSource implements AutoCloseable {
      * and records each row's key and provenance; older values of a key are dropped.
      */
     void addAll(VectorSchemaRoot scanned, BufferAllocator allocator) {
-        VectorSchemaRoot batch = VectorSchemaRoot.create(scanned.getSchema(), allocator);
-        try (ArrowRecordBatch buffers = new VectorUnloader(scanned).getRecordBatch()) {
-            new VectorLoader(batch).load(buffers);
-        }
+        VectorSchemaRoot batch = retain(scanned, allocator);
         batches.add(batch);
         int batchIndex = batches.size() - 1;
         VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
@@ -75,7 +74,20 @@ final class MergeSource implements AutoCloseable {
                 dropped.set(row);
             }
         }
-        bytes += batch.getFieldVectors().stream()
+        bytes += bufferBytes(batch);
+    }
+
+    /** The scanned batch's buffers in a root of our own, not copied. */
+    private static VectorSchemaRoot retain(VectorSchemaRoot scanned, BufferAllocator allocator) {
+        VectorSchemaRoot batch = VectorSchemaRoot.create(scanned.getSchema(), allocator);
+        try (ArrowRecordBatch buffers = new VectorUnloader(scanned).getRecordBatch()) {
+            new VectorLoader(batch).load(buffers);
+        }
+        return batch;
+    }
+
+    private static long bufferBytes(VectorSchemaRoot batch) {
+        return batch.getFieldVectors().stream()
                 .mapToLong(FieldVector::getBufferSize)
                 .sum();
     }
@@ -130,9 +142,12 @@ final class MergeSource implements AutoCloseable {
         return size - dropped.cardinality();
     }
 
-    /** Off-heap bytes held. */
+    /**
+     * Off-heap bytes held, counting a keys-only generation at its sealed size (what it holds once read in full,
+     * as it must be if its keys turn out to need the join).
+     */
     long bytes() {
-        return bytes;
+        return bytes + keysOnlyBytes;
     }
 
     /** A kept row: its key (UTF-8), the key's hash for the filters, and where its values sit. */
@@ -144,11 +159,89 @@ final class MergeSource implements AutoCloseable {
      */
     record Span(SealedGeneration generation, int first, int rows, FragmentMetadata fragment, String schema) {}
 
+    /** What a merge reads first of every generation: the key and what orders rows ({@link RowOrder}). */
+    static final List<String> KEY_COLUMNS = List.of(
+            RolloutSchema.RECORD_ID,
+            RolloutSchema.SOURCE_PARTITION,
+            RolloutSchema.SOURCE_OFFSET,
+            RolloutSchema.INGESTED_AT);
+
     private final List<Span> spans = new ArrayList<>();
+    /** Generations whose rows are so far only their {@link #KEY_COLUMNS} (candidates for adoption). */
+    private final Set<Span> keysOnly = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** Sealed bytes of the keys-only generations: what they would hold once read in full. */
+    private long keysOnlyBytes;
 
     /** Marks the rows added since {@code first} as the generation's. */
-    void endGeneration(SealedGeneration generation, int first, FragmentMetadata fragment, String schema) {
-        spans.add(new Span(generation, first, size - first, fragment, schema));
+    Span endGeneration(SealedGeneration generation, int first, FragmentMetadata fragment, String schema) {
+        Span span = new Span(generation, first, size - first, fragment, schema);
+        spans.add(span);
+        return span;
+    }
+
+    List<Span> spans() {
+        return spans;
+    }
+
+    /** Whether any row of the span lost to a newer one of the same key in this source. */
+    boolean anyDropped(Span span) {
+        int next = dropped.nextSetBit(span.first());
+        return next >= 0 && next < span.first() + span.rows();
+    }
+
+    /** The span's keys, hashed for the filters. */
+    List<KeyFilter.Hash> hashes(Span span) {
+        List<KeyFilter.Hash> hashes = new ArrayList<>(span.rows());
+        for (int i = span.first(); i < span.first() + span.rows(); i++) {
+            hashes.add(KeyFilter.hash(keys.get(i)));
+        }
+        return hashes;
+    }
+
+    /** Marks a generation read as keys only: its rows must be read in full ({@link #addFullRows}) before use. */
+    void keepKeysOnly(Span span) {
+        keysOnly.add(span);
+        keysOnlyBytes += span.generation().bytes();
+    }
+
+    boolean isKeysOnly(Span span) {
+        return keysOnly.contains(span);
+    }
+
+    /**
+     * Takes a batch of a keys-only generation's full rows, scanned in the order its keys were (the generation's
+     * {@code fromRow}-th row first): its rows now point there. Fails if a key differs from the one read first.
+     */
+    void addFullRows(Span span, VectorSchemaRoot scanned, int fromRow, BufferAllocator allocator) {
+        VectorSchemaRoot batch = retain(scanned, allocator);
+        batches.add(batch);
+        int batchIndex = batches.size() - 1;
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            int ordinal = span.first() + fromRow + i;
+            if (ordinal >= span.first() + span.rows()
+                    || !keys.get(ordinal).equals(new String(ids.get(i), StandardCharsets.UTF_8))) {
+                throw new IllegalStateException(
+                        "generation " + span.generation().generation() + " of shard "
+                                + span.generation().shard() + " read back in another order");
+            }
+            positions.set(ordinal, new Position(batchIndex, i));
+        }
+        bytes += bufferBytes(batch);
+    }
+
+    /** After {@link #addFullRows} took every row of the span. */
+    void fullRowsRead(Span span) {
+        if (keysOnly.remove(span)) {
+            keysOnlyBytes -= span.generation().bytes();
+        }
+    }
+
+    /** The kept row at an ordinal, where it sits now. */
+    Row row(int ordinal) {
+        Position at = positions.get(ordinal);
+        byte[] key = keys.get(ordinal).getBytes(StandardCharsets.UTF_8);
+        return new Row(key, KeyFilter.murmur3x64(key), batches.get(at.batch()), at.row(), this, ordinal);
     }
 
     /** Rows added so far (kept and dropped): the ordinal the next row gets. */

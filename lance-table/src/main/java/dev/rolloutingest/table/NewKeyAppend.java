@@ -88,6 +88,19 @@ final class NewKeyAppend {
         }
     }
 
+    /** The fragments {@code committed} has that {@code base} had not: the append's own. */
+    static List<Integer> addedFragments(Dataset base, Dataset committed) {
+        java.util.Set<Integer> before = new java.util.HashSet<>();
+        base.getFragments().forEach(f -> before.add(f.getId()));
+        List<Integer> added = new ArrayList<>();
+        committed.getFragments().forEach(f -> {
+            if (!before.contains(f.getId())) {
+                added.add(f.getId());
+            }
+        });
+        return added;
+    }
+
     static boolean isPreempted(RuntimeException e) {
         String message = String.valueOf(e.getMessage());
         return message.contains("preempted") || message.contains("Retryable commit conflict");

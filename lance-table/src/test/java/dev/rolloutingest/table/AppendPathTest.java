@@ -274,6 +274,43 @@ class AppendPathTest {
         }
     }
 
+    /**
+     * Commits of one process may catch the filter up to bases of different versions in any order (each commit
+     * reads the version it opened): the filter never goes back to an older base's keys.
+     */
+    @Test
+    void theKeyFilterNeverForgetsWhatANewerBaseHeld() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("filter-order"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                        RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator()) {
+            write(table, 0, 0, 0, 100, 0);
+            table.mergePass(shard, 8, 0);
+            long older;
+            try (Dataset base =
+                    Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+                older = base.version();
+            }
+            write(table, 0, 100, 100, 100, 1); // key-100..199
+            table.mergePass(shard, 8, 0);
+            BaseKeys keys = new BaseKeys(table.mergeRound().lance(), new SimpleMeterRegistry());
+            try (Dataset newer = Dataset.open()
+                            .allocator(allocator)
+                            .uri(location.uri())
+                            .build();
+                    Dataset old = newer.checkoutVersion(older)) {
+                keys.catchUp(newer);
+                keys.catchUp(old); // a commit that opened the older version catches up after one that opened the newer
+            }
+            for (int k = 0; k < 200; k++) {
+                assertThat(keys.mightHold(KeyFilter.hash("key-" + k)))
+                        .as("key-%d", k)
+                        .isTrue();
+            }
+        }
+    }
+
     @Test
     void withAdoptionOffEveryNewRowIsWritten() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();

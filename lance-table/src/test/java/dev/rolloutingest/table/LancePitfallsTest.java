@@ -282,8 +282,12 @@ class LancePitfallsTest {
         // On an indexed base lance-core's merge-insert collects its whole source into a hash join inside a
         // 100 MiB pool it cannot spill: two shards of 80,000 rows (~62 MiB each) fail as one commit ("Resources
         // exhausted ... HashJoinInput"), so the round is cut into commits that fit. The index join is the one
-        // bounded by the pool, so this table always takes it.
-        try (RolloutTable table = localTable("pool", meters, TableSettings.DEFAULTS.withMergeScanJoinMaxBaseRows(0))) {
+        // bounded by the pool, so this table always takes it, and joins every row (new keys are otherwise
+        // appended, outside the pool).
+        try (RolloutTable table = localTable(
+                "pool",
+                meters,
+                TableSettings.DEFAULTS.withMergeScanJoinMaxBaseRows(0).withMergeAppendNewKeys(false))) {
             List<String> shards = List.of(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             for (int p = 0; p < 2; p++) {
                 generation(table, p, 0, 1_000, "base-");
