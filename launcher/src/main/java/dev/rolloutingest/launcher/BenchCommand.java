@@ -50,7 +50,8 @@ final class BenchCommand implements Callable<Integer> {
                     + " backlog with 1, 2, 4 merge threads), merge-join (a merge commit's time and memory with the scan"
                     + " join and the index join against the base's size), merge-round (a round of 16,000 rows against the"
                     + " base's size: new keys appended, 1 % and 50 % present, the join-only path, a plain Append as the"
-                    + " floor; --round-base-rows, --commits rounds each), ingest (the topology against a plain consumer, a plain write and both"
+                    + " floor; --round-base-rows, --commits rounds each), capacity (ingest alone for --seconds, then the"
+                    + " merge-worker alone draining that backlog: merge / ingest), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
                     + " per shard, merge capacity / ingest, 0 lost / 0 duplicated)")
     String suite;
@@ -170,6 +171,13 @@ final class BenchCommand implements Callable<Integer> {
         if (suite.equals("merge-round")) {
             printMachine("%n");
             new MergeRoundBench(System.out, payloadBytes).run(dir, roundBaseRows, commits);
+            return 0;
+        }
+        if (suite.equals("capacity")) {
+            System.out.printf(
+                    "machine: %d cores, java %s%n",
+                    Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
+            new SustainedBench(dir, seconds, partitions, payloadBytes).runAlone();
             return 0;
         }
         if (suite.equals("sustained")) {

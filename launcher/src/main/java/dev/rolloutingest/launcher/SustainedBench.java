@@ -182,6 +182,100 @@ final class SustainedBench {
         FileTrees.deleteRecursively(dir);
     }
 
+    /**
+     * Each side alone, in one run: the ingest app with an unthrottled producer for {@code seconds} and no
+     * merge-worker (rows sealed per second of wall time); then, the producer stopped and everything sealed, the
+     * merge-worker alone draining that backlog (rows merged per second of wall time, from its first merge to an
+     * empty backlog). Their ratio is what merge can fold per row ingest can seal.
+     */
+    void runAlone() throws Exception {
+        FileTrees.deleteRecursively(dir);
+        Path tableDir = dir.resolve("table");
+        try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
+                ApicurioRegistry registry = ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(120))) {
+            kafka.createTopics(List.of(
+                    new NewTopic(TOPIC, partitions, (short) 1),
+                    new NewTopic("rollout-generations", 2, (short) 1),
+                    new NewTopic("rollout-merges", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1)));
+            int mergePort = FreePorts.next();
+            Path ingestConfig = config("ingest", kafka, registry, tableDir, FreePorts.next());
+            Path mergeConfig = config("merge", kafka, registry, tableDir, mergePort);
+            System.out.printf(
+                    "capacity alone: ingest for %d s (producer unthrottled, %d partitions, %d-byte payloads, no"
+                            + " merge-worker), then the merge-worker alone drains the backlog; apps in their own JVMs"
+                            + " (-Xmx1g), default settings%n",
+                    seconds, partitions, payloadBytes);
+            try (ChildJvm ingest = ChildJvm.start(
+                    IngestApp.class, List.of(ingestConfig.toString()), Map.of(), dir.resolve("ingest.log"), "-Xmx1g")) {
+                BitSet acked = new BitSet();
+                AtomicLong produced = new AtomicLong();
+                AtomicBoolean producing = new AtomicBoolean(true);
+                Thread producer =
+                        new Thread(() -> produce(kafka, registry, producing, acked, produced), "capacity-producer");
+                RolloutTable table = awaitTable(tableDir, ingest);
+                try {
+                    long sealedAtStart = sealed(table);
+                    long start = System.nanoTime();
+                    producer.start();
+                    Thread.sleep(seconds * 1000L);
+                    long sealedInRun = sealed(table) - sealedAtStart;
+                    double ingestRate = sealedInRun / ((System.nanoTime() - start) / 1e9);
+                    producing.set(false);
+                    producer.join();
+                    long deadline = System.nanoTime() + 300_000_000_000L;
+                    while (sealed(table) < acked.cardinality() && System.nanoTime() < deadline) {
+                        Thread.sleep(500);
+                    }
+                    long backlog = sealed(table);
+                    int pending = 0;
+                    Map<String, Long> watermarks = table.watermarks();
+                    for (String shard : table.shards()) {
+                        pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                    }
+                    System.out.printf(
+                            "ingest alone: %,d rows sealed in %d s = %,.0f rows/s; backlog %,d rows in %d generations%n",
+                            sealedInRun, seconds, ingestRate, backlog, pending);
+                    try (ChildJvm merge = ChildJvm.start(
+                            MergeApp.class,
+                            List.of(mergeConfig.toString()),
+                            Map.of(),
+                            dir.resolve("merge.log"),
+                            "-Xmx1g")) {
+                        while (table.countBaseRows() == 0) {
+                            if (!merge.isAlive()) {
+                                throw new IllegalStateException("the merge-worker died; see " + dir);
+                            }
+                            Thread.sleep(20);
+                        }
+                        long mergeStart = System.nanoTime();
+                        long baseAtStart = table.countBaseRows();
+                        while (table.countBaseRows() < backlog) {
+                            if (!merge.isAlive()) {
+                                throw new IllegalStateException("the merge-worker died; see " + dir);
+                            }
+                            Thread.sleep(20);
+                        }
+                        double drain = (System.nanoTime() - mergeStart) / 1e9;
+                        double mergeRate = (backlog - baseAtStart) / drain;
+                        System.out.printf(
+                                "merge alone: %,d rows merged in %.1f s (from its first merge) = %,.0f rows/s; peak RSS"
+                                        + " %d MiB%n",
+                                backlog - baseAtStart, drain, mergeRate, IngestBench.hwmMiB(merge.pid()));
+                        System.out.printf("merge alone / ingest alone = %.2f%n", mergeRate / ingestRate);
+                        verify(table, tableDir, acked, produced.get());
+                        merge.stop();
+                    }
+                } finally {
+                    producing.set(false);
+                    table.close();
+                }
+                ingest.stop();
+            }
+        }
+        FileTrees.deleteRecursively(dir);
+    }
+
     /** Waits until every acknowledged record is merged, then counts each id in the base. */
     private void verify(RolloutTable table, Path tableDir, BitSet acked, long produced) throws Exception {
         long deadline = System.nanoTime() + 600_000_000_000L;
