@@ -46,7 +46,7 @@ final class BenchCommand implements Callable<Integer> {
             defaultValue = "table",
             arity = "0..1",
             description = "What to measure: table (writes, reads, merges on one shard), reads (lookups against the"
-                    + " backlog and shard count at two base sizes, merge passes and lists at both), merge (draining a"
+                    + " backlog and shard count at --read-base-rows base sizes, merge passes and lists at both), merge (draining a"
                     + " backlog with 1, 2, 4 merge threads), merge-join (a merge commit's time and memory with the scan"
                     + " join and the index join against the base's size), merge-round (a round of 16,000 rows against the"
                     + " base's size: new keys appended, 1 % and 50 % present, the join-only path, a plain Append as the"
@@ -59,8 +59,12 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
     int lookups;
 
-    @Option(names = "--large-rows", defaultValue = "1000000", description = "reads: rows of the large base")
-    long largeRows;
+    @Option(
+            names = "--read-base-rows",
+            defaultValue = "10000,1000000",
+            split = ",",
+            description = "reads: base sizes (on S3: 10,000 only)")
+    long[] readBaseRows;
 
     @Option(names = "--s3", description = "reads: on the embedded S3 API, counting object-store operations per lookup")
     boolean s3;
@@ -212,7 +216,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (suite.equals("reads")) {
             printMachine("%n");
-            new ReadBench(dir, lookups, largeRows, s3).run();
+            new ReadBench(dir, lookups, readBaseRows, s3).run();
             return 0;
         }
         if (!suite.equals("table")) {

@@ -31,17 +31,17 @@ final class ReadBench {
 
     private final Path dir;
     private final int lookups;
-    private final long largeRows;
+    private final long[] baseSizes;
     private final boolean s3;
     private final SplittableRandom random = new SplittableRandom(42);
     private final RolloutGenerator generator = new RolloutGenerator(EXPERIMENT, 64, 1);
     private long nextOffset;
     private SimpleMeterRegistry meters;
 
-    ReadBench(Path dir, int lookups, long largeRows, boolean s3) {
+    ReadBench(Path dir, int lookups, long[] baseSizes, boolean s3) {
         this.dir = dir;
         this.lookups = lookups;
-        this.largeRows = largeRows;
+        this.baseSizes = baseSizes;
         this.s3 = s3;
     }
 
@@ -52,7 +52,7 @@ final class ReadBench {
         System.out.println("|---|---|---|---|---|---|" + (s3 ? "---|" : ""));
         List<String> merges = new ArrayList<>();
         List<String> lists = new ArrayList<>();
-        for (long baseRows : s3 ? new long[] {10_000} : new long[] {10_000, largeRows}) {
+        for (long baseRows : s3 ? new long[] {10_000} : baseSizes) {
             EmbeddedS3 server = s3 ? EmbeddedS3.start(dir.resolve("s3-" + baseRows), "bench") : null;
             try (RolloutTable table = open(baseRows, server)) {
                 nextOffset = 0;
