@@ -17,6 +17,7 @@ import org.apache.arrow.c.Data;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
+import org.lance.Fragment;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 import org.lance.memwal.MergedGeneration;
@@ -516,7 +517,8 @@ public final class MergeRound {
         Dataset current = base;
         try {
             for (int attempt = 0; attempt <= settings.mergeConflictRetries(); attempt++) {
-                keys.catchUp(current);
+                List<Fragment> fragments = current.getFragments();
+                keys.catchUp(current, fragments);
                 List<MergeSource.Row> append = new ArrayList<>();
                 List<MergeSource.Row> join = new ArrayList<>();
                 for (MergeSource.Row row : rows) {
@@ -548,16 +550,18 @@ public final class MergeRound {
                 }
                 List<VectorSchemaRoot> batches = MergeSource.slices(withAllColumns(written), lance.allocator());
                 try {
-                    Dataset committed = NewKeyAppend.commit(
+                    NewKeyAppend.Committed result = NewKeyAppend.commit(
                             lance,
                             store,
                             current,
+                            fragments,
                             batches,
                             adopted,
                             keys.firstUnseenId(),
                             Map.of("rollout.merge.append", describe(marks)));
+                    Dataset committed = result.dataset();
                     keys.appended(
-                            NewKeyAppend.addedFragments(current, committed),
+                            result.fragmentIds(),
                             append.stream().map(MergeSource.Row::hash).toList());
                     appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
                     rowsByPath.get(Path.APPEND).increment(written.size());

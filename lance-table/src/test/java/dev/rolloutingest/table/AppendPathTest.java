@@ -311,6 +311,41 @@ class AppendPathTest {
         }
     }
 
+    /** More keys than the filter was sized for add a layer to it, never a rebuild, and it still misses none. */
+    @Test
+    void aFilterOutgrownTakesALayerInsteadOfARebuild() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("filter-layers"));
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table =
+                        RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator()) {
+            BaseKeys keys = new BaseKeys(table.mergeRound().lance(), meters, 100);
+            try (Dataset empty =
+                    Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+                keys.catchUp(empty);
+            }
+            for (int g = 0; g < 5; g++) {
+                write(table, 0, g * 200L, g * 200, 200, g);
+                table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+                try (Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+                    keys.catchUp(base);
+                }
+            }
+            assertThat(keys.layers()).isGreaterThan(1);
+            assertThat(meters.get("rollout.merge.key.filter.load")
+                            .tag("kind", "build")
+                            .timer()
+                            .count())
+                    .isEqualTo(1);
+            for (int k = 0; k < 1000; k++) {
+                assertThat(keys.mightHold(KeyFilter.hash("key-" + k)))
+                        .as("key-%d", k)
+                        .isTrue();
+            }
+        }
+    }
+
     @Test
     void withAdoptionOffEveryNewRowIsWritten() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
