@@ -451,14 +451,16 @@ public final class MergeRound {
                     .generations()
                     .forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
         }
+        long started = System.nanoTime();
         List<MergeSource.Row> rows =
                 MergeSource.keptRows(group.stream().map(PreparedMerge::source).toList());
         Dataset target = base;
         Dataset appended = null;
+        Appended result = null;
         try {
             List<MergeSource.Row> join = rows;
             if (settings.mergeAppendNewKeys() && !rows.isEmpty()) {
-                Appended result = appendNewKeys(base, rows, marks);
+                result = appendNewKeys(base, rows, marks);
                 appended = result.committed();
                 join = result.join();
                 if (appended != null) {
@@ -468,6 +470,7 @@ public final class MergeRound {
                     commitFault.accept(CommitStage.APPENDED);
                 }
             }
+            long joinStarted = System.nanoTime();
             long baseRows = target.countRows();
             MergeJoin how = MergeJoin.forCommit(join.size(), baseRows, settings.mergeScanJoinMaxBaseRows());
             MergeInsertParams params =
@@ -482,8 +485,8 @@ public final class MergeRound {
             try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
                 batches.forEach(lance::checkWriteFault);
                 Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
-                MergeInsertResult result = target.mergeInsert(params, stream);
-                result.dataset().close();
+                MergeInsertResult inserted = target.mergeInsert(params, stream);
+                inserted.dataset().close();
                 commitsByJoin.get(how).increment();
                 rowsByPath.get(Path.JOIN).increment(join.size());
                 keys.mayHaveInserted(join.stream().map(MergeSource.Row::hash).toList());
@@ -491,6 +494,19 @@ public final class MergeRound {
                 batches.forEach(VectorSchemaRoot::close);
             }
             commitFault.accept(CommitStage.MARKED);
+            log.info(
+                    "Table {}: commit of {} generations of {} shards: {} rows appended ({} in {} adopted generations) in"
+                            + " {} ms, {} rows joined ({}) with the marks in {} ms",
+                    lance.location(),
+                    marks.size(),
+                    group.size(),
+                    rows.size() - join.size(),
+                    result == null ? 0 : result.adoptedRows(),
+                    result == null ? 0 : result.adoptedGenerations(),
+                    (joinStarted - started) / 1_000_000,
+                    join.size(),
+                    how.tag(),
+                    (System.nanoTime() - joinStarted) / 1_000_000);
         } finally {
             if (appended != null) {
                 appended.close();
@@ -506,7 +522,12 @@ public final class MergeRound {
     }
 
     /** What the append left for the join, and the version it committed (null when it appended nothing). */
-    private record Appended(List<MergeSource.Row> join, Dataset committed, boolean appendedRows) {}
+    private record Appended(
+            List<MergeSource.Row> join,
+            Dataset committed,
+            boolean appendedRows,
+            long adoptedRows,
+            int adoptedGenerations) {}
 
     /**
      * Appends the rows the base certainly lacks. The key filter is caught up to the base the commit reads; when
@@ -525,7 +546,7 @@ public final class MergeRound {
                     (keys.mightHold(row.hash()) ? join : append).add(row);
                 }
                 if (append.isEmpty()) {
-                    return new Appended(join, current == base ? null : current, false);
+                    return new Appended(join, current == base ? null : current, false, 0, 0);
                 }
                 long started = System.nanoTime();
                 if (lance.hasWriteFault()) {
@@ -569,7 +590,12 @@ public final class MergeRound {
                     if (current != base) {
                         current.close();
                     }
-                    return new Appended(join, committed, true);
+                    return new Appended(
+                            join,
+                            committed,
+                            true,
+                            adopted.rows(),
+                            adopted.fragments().size());
                 } catch (NewKeyAppend.Preempted e) {
                     appendsPreempted.increment();
                     log.info("{}; checking the keys again on the newer base", e.getMessage());
@@ -585,7 +611,7 @@ public final class MergeRound {
                     "Table {}: appends of new keys were preempted {} times in a row; this commit joins all its rows",
                     lance.location(),
                     settings.mergeConflictRetries() + 1);
-            return new Appended(rows, current == base ? null : current, false);
+            return new Appended(rows, current == base ? null : current, false, 0, 0);
         } catch (RuntimeException e) {
             if (current != base) {
                 current.close();
