@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
@@ -70,6 +71,7 @@ public final class MergeRound {
     private final Timer commitPhase;
     private final Timer appendPhase;
     private final Counter appendsPreempted;
+    private final Counter falsePositives;
     private final Map<MergeJoin, Counter> commitsByJoin = new EnumMap<>(MergeJoin.class);
     private final Map<Path, Counter> rowsByPath = new EnumMap<>(Path.class);
     private volatile Consumer<CommitStage> commitFault = stage -> {};
@@ -88,6 +90,10 @@ public final class MergeRound {
         this.appendsPreempted = Counter.builder("rollout.merge.append.preempted")
                 .description("Appends of new keys refused because another data commit landed first (then the keys"
                         + " are checked again)")
+                .register(meters);
+        this.falsePositives = Counter.builder("rollout.merge.key.filter.false.positives")
+                .description("Keys the merge committer's filter could not rule out that the base did not hold (checked"
+                        + " exactly through the record_id index, then appended)")
                 .register(meters);
         for (Path path : Path.values()) {
             rowsByPath.put(
@@ -169,10 +175,13 @@ public final class MergeRound {
         return plans;
     }
 
+    /** A generation with at most 1/this of its keys maybe in the base is likely all new (false positives). */
+    private static final int LIKELY_NEW_MAYBES = 100;
+
     /**
      * Reads a plan's generations, ascending, newest row per key; safe on any thread. Every generation's keys and
-     * provenance are read first; a generation the merge will likely adopt whole (all its rows kept, every key ruled
-     * out by the committer's filter as it stands) stays at that, the others are read in full. The commit reads in
+     * provenance are read first; a generation the merge will likely adopt whole (all its rows kept, its keys ruled
+     * out by the committer's filter as it stands but for a few false positives) stays at that, the others are read in full. The commit reads in
      * full whatever it cannot adopt after all.
      */
     PreparedMerge prepare(MergePlan plan) {
@@ -188,9 +197,13 @@ public final class MergeRound {
             }
             if (mayAdopt) {
                 for (MergeSource.Span span : source.spans()) {
+                    // a few maybes are the filter's false positives, which the commit checks exactly
                     if (span.fragment() != null
                             && !source.anyDropped(span)
-                            && source.hashes(span).stream().noneMatch(keys::mightHold)) {
+                            && source.hashes(span).stream()
+                                            .filter(keys::mightHold)
+                                            .count()
+                                    <= span.rows() / LIKELY_NEW_MAYBES) {
                         source.keepKeysOnly(span);
                     } else {
                         readFull(source, span);
@@ -541,9 +554,22 @@ public final class MergeRound {
                 List<Fragment> fragments = current.getFragments();
                 keys.catchUp(current, fragments);
                 List<MergeSource.Row> append = new ArrayList<>();
-                List<MergeSource.Row> join = new ArrayList<>();
+                List<MergeSource.Row> maybe = new ArrayList<>();
                 for (MergeSource.Row row : rows) {
-                    (keys.mightHold(row.hash()) ? join : append).add(row);
+                    (keys.mightHold(row.hash()) ? maybe : append).add(row);
+                }
+                List<MergeSource.Row> join = maybe;
+                if (!maybe.isEmpty() && maybe.size() <= BaseKeys.MAX_EXACT_CHECKS) {
+                    // the filter's maybes checked exactly: a false positive (0.1 % of new keys) would otherwise
+                    // take a join and keep its whole generation from being adopted
+                    Set<String> held = BaseKeys.heldBy(
+                            current,
+                            maybe.stream().map(MergeSource.Row::keyString).toList());
+                    join = new ArrayList<>();
+                    for (MergeSource.Row row : maybe) {
+                        (held.contains(row.keyString()) ? join : append).add(row);
+                    }
+                    falsePositives.increment(maybe.size() - join.size());
                 }
                 if (append.isEmpty()) {
                     return new Appended(join, current == base ? null : current, false, 0, 0);

@@ -151,7 +151,11 @@ final class MergeSource implements AutoCloseable {
     }
 
     /** A kept row: its key (UTF-8), the key's hash for the filters, and where its values sit. */
-    record Row(byte[] key, KeyFilter.Hash hash, VectorSchemaRoot batch, int index, MergeSource source, int ordinal) {}
+    record Row(byte[] key, KeyFilter.Hash hash, VectorSchemaRoot batch, int index, MergeSource source, int ordinal) {
+        String keyString() {
+            return new String(key, StandardCharsets.UTF_8);
+        }
+    }
 
     /**
      * One generation's rows in this source (ordinals [first, first + rows)), with what adopting its data files

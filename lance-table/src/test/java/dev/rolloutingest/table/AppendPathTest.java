@@ -346,6 +346,40 @@ class AppendPathTest {
         }
     }
 
+    /**
+     * A key the filter cannot rule out but the base does not hold (a false positive; here a key deleted from the
+     * base, which stays in the filter) is checked exactly: appended, and its generation still adopted whole.
+     */
+    @Test
+    void aKeyTheFilterCannotRuleOutIsCheckedExactlyAndDoesNotStopAnAdoption() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("false-positive"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters);
+                RootAllocator allocator = new RootAllocator()) {
+            write(table, 0, 0, 0, 100, 0); // key-0..99
+            table.mergePass(shard, 8, 0);
+            try (Dataset base =
+                    Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+                base.delete("record_id = 'key-5'");
+            }
+            write(table, 0, 100, 0, 1, 1); // key-0, in the base: joined, in a generation of its own
+            write(table, 0, 101, 5, 1, 1); // key-5: the filter says maybe, the base says no
+            write(table, 0, 102, 200, 98, 1); // key-200..297: new
+            table.mergePass(shard, 8, 0);
+            assertThat(meters.get("rollout.merge.key.filter.false.positives")
+                            .counter()
+                            .count())
+                    .isEqualTo(1);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(1); // key-0
+            assertThat(rows(meters, MergeRound.Path.ADOPT)).isEqualTo(100 + 1 + 98);
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(100 + 98);
+            assertThat(base.get("key-5")).isEqualTo("0@101");
+            assertThat(base.get("key-0")).isEqualTo("0@100");
+        }
+    }
+
     @Test
     void withAdoptionOffEveryNewRowIsWritten() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
