@@ -15,7 +15,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.arrow.memory.RootAllocator;
@@ -89,10 +88,7 @@ class AppendPathTest {
     }
 
     private static double rows(SimpleMeterRegistry meters, MergeRound.Path path) {
-        return meters.get("rollout.merge.rows")
-                .tag("path", path.name().toLowerCase(Locale.ROOT))
-                .counter()
-                .count();
+        return TableFixtures.mergedRows(meters, path);
     }
 
     @Test

@@ -10,7 +10,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.arrow.c.ArrowArrayStream;
@@ -115,10 +114,7 @@ class MergeJoinTest {
     }
 
     private static double rows(SimpleMeterRegistry meters, MergeRound.Path path) {
-        return meters.get("rollout.merge.rows")
-                .tag("path", path.name().toLowerCase(Locale.ROOT))
-                .counter()
-                .count();
+        return TableFixtures.mergedRows(meters, path);
     }
 
     @Test

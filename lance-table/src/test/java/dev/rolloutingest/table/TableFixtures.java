@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.UUID;
 
 /** Builders shared by the table tests. */
@@ -41,5 +42,13 @@ final class TableFixtures {
     static SealedGeneration write(RolloutTable table, int partition, long first, long last, int keys) {
         return table.writeGeneration(
                 TOPIC, partition, first, last, rows(partition, first, last, keys), 100 * (last - first + 1));
+    }
+
+    /** Merged rows of a path, from a table's meters. */
+    static double mergedRows(SimpleMeterRegistry meters, MergeRound.Path path) {
+        return meters.get("rollout.merge.rows")
+                .tag("path", path.name().toLowerCase(Locale.ROOT))
+                .counter()
+                .count();
     }
 }

@@ -177,18 +177,17 @@ final class BenchCommand implements Callable<Integer> {
             new MergeRoundBench(System.out, payloadBytes).run(dir, roundBaseRows, commits);
             return 0;
         }
-        if (suite.equals("capacity")) {
+        if (suite.equals("capacity") || suite.equals("sustained")) {
+            // the apps run in JVMs of their own: this JVM's heap says nothing about them
             System.out.printf(
                     "machine: %d cores, java %s%n",
                     Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
-            new SustainedBench(dir, seconds, partitions, payloadBytes).runAlone();
-            return 0;
-        }
-        if (suite.equals("sustained")) {
-            System.out.printf(
-                    "machine: %d cores, java %s%n",
-                    Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
-            new SustainedBench(dir, seconds, partitions, payloadBytes).run();
+            SustainedBench bench = new SustainedBench(dir, seconds, partitions, payloadBytes);
+            if (suite.equals("capacity")) {
+                bench.runAlone();
+            } else {
+                bench.run();
+            }
             return 0;
         }
         if (suite.equals("ingest")) {

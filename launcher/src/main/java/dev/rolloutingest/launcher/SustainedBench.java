@@ -72,11 +72,7 @@ final class SustainedBench {
         Path tableDir = dir.resolve("table");
         try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(
-                    new NewTopic(TOPIC, partitions, (short) 1),
-                    new NewTopic("rollout-generations", 2, (short) 1),
-                    new NewTopic("rollout-merges", 1, (short) 1),
-                    new NewTopic("rollouts-dlq", 1, (short) 1)));
+            createTopics(kafka);
             int mergePort = FreePorts.next();
             Path ingestConfig = config("ingest", kafka, registry, tableDir, FreePorts.next());
             Path mergeConfig = config("merge", kafka, registry, tableDir, mergePort);
@@ -193,11 +189,7 @@ final class SustainedBench {
         Path tableDir = dir.resolve("table");
         try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(120))) {
-            kafka.createTopics(List.of(
-                    new NewTopic(TOPIC, partitions, (short) 1),
-                    new NewTopic("rollout-generations", 2, (short) 1),
-                    new NewTopic("rollout-merges", 1, (short) 1),
-                    new NewTopic("rollouts-dlq", 1, (short) 1)));
+            createTopics(kafka);
             int mergePort = FreePorts.next();
             Path ingestConfig = config("ingest", kafka, registry, tableDir, FreePorts.next());
             Path mergeConfig = config("merge", kafka, registry, tableDir, mergePort);
@@ -274,6 +266,14 @@ final class SustainedBench {
             }
         }
         FileTrees.deleteRecursively(dir);
+    }
+
+    private void createTopics(EmbeddedKafka kafka) {
+        kafka.createTopics(List.of(
+                new NewTopic(TOPIC, partitions, (short) 1),
+                new NewTopic("rollout-generations", 2, (short) 1),
+                new NewTopic("rollout-merges", 1, (short) 1),
+                new NewTopic("rollouts-dlq", 1, (short) 1)));
     }
 
     /** Waits until every acknowledged record is merged, then counts each id in the base. */

@@ -88,60 +88,22 @@ class MergeWorkerIT {
 
     @Test
     void aPoisonedShardCoolsDownWhileHealthyShardsMergeAndAHaltAfterCommitMergesNothingTwice() throws Exception {
-        String run = "mw-" + UUID.randomUUID().toString().substring(0, 8);
-        String input = run + "-rollouts";
-        String generations = run + "-generations";
-        String merges = run + "-merges";
-        int partitions = 4;
-        kafka.createTopics(List.of(
-                new NewTopic(input, partitions, (short) 1),
-                new NewTopic(generations, 2, (short) 1),
-                new NewTopic(merges, 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
-        Path work = ROOT.resolve(run);
-        Path tableDir = work.resolve("table");
-        Map<String, String> ingestProps = new HashMap<>(Map.of(
-                "bootstrap.servers",
-                kafka.bootstrapServers(),
-                "schema.registry.url",
-                registry.confluentUrl(),
-                "rollout.table.uri",
-                tableDir.toString(),
-                "application.id",
-                run + "-ingest",
-                "rollout.input.topic",
-                input,
-                "rollout.generations.topic",
-                generations,
-                "rollout.dlq.topic",
-                run + "-dlq",
-                "rollout.seal.max.rows",
-                "20",
-                "rollout.seal.max.age.ms",
-                "300",
-                "rollout.state.dir",
-                work.resolve("ingest-state").toString()));
-        ingestProps.put("http.port", "0");
+        Run run = Run.create("mw");
+        String input = run.input();
+        String merges = run.merges();
+        Path work = run.work();
+        Path tableDir = run.tableDir();
+        Map<String, String> ingestProps = run.ingestProps();
         int adminPort = FreePorts.next();
-        Path mergeConfig = writeConfig(
-                work.resolve("merge.properties"),
-                Map.ofEntries(
-                        Map.entry("bootstrap.servers", kafka.bootstrapServers()),
-                        Map.entry("schema.registry.url", registry.confluentUrl()),
-                        Map.entry("rollout.table.uri", tableDir.toString()),
-                        Map.entry("application.id", run + "-merge"),
-                        Map.entry("rollout.generations.topic", generations),
-                        Map.entry("rollout.merges.topic", merges),
-                        Map.entry("rollout.merge.after.generations", "3"),
-                        Map.entry("rollout.merge.max.generations", "4"),
-                        Map.entry("rollout.merge.max.pending.age.ms", "1500"),
-                        Map.entry("rollout.compaction.interval.ms", "3000"),
-                        Map.entry("rollout.gc.interval.ms", "2000"),
-                        Map.entry("rollout.gc.grace.ms", "1000"),
-                        Map.entry(
-                                "rollout.state.dir", work.resolve("merge-state").toString()),
-                        Map.entry("streams.commit.interval.ms", "200"),
-                        Map.entry("http.port", Integer.toString(adminPort))));
+        Path mergeConfig = run.mergeConfig(Map.of(
+                "rollout.merge.after.generations", "3",
+                "rollout.merge.max.generations", "4",
+                "rollout.merge.max.pending.age.ms", "1500",
+                "rollout.compaction.interval.ms", "3000",
+                "rollout.gc.interval.ms", "2000",
+                "rollout.gc.grace.ms", "1000",
+                "streams.commit.interval.ms", "200",
+                "http.port", Integer.toString(adminPort)));
         Path log = work.resolve("merge.log");
         HttpClient http = HttpClient.newHttpClient();
         String admin = "http://127.0.0.1:" + adminPort;
@@ -257,54 +219,17 @@ class MergeWorkerIT {
      */
     @Test
     void aKillBetweenTheAppendAndTheMarksAndRightAfterThemLeavesEveryKeyOnceInTheBase() throws Exception {
-        String run = "mwk-" + UUID.randomUUID().toString().substring(0, 8);
-        String input = run + "-rollouts";
-        String generations = run + "-generations";
-        int partitions = 4;
-        kafka.createTopics(List.of(
-                new NewTopic(input, partitions, (short) 1),
-                new NewTopic(generations, 2, (short) 1),
-                new NewTopic(run + "-merges", 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
-        Path work = ROOT.resolve(run);
-        Path tableDir = work.resolve("table");
-        Map<String, String> ingestProps = new HashMap<>(Map.of(
-                "bootstrap.servers",
-                kafka.bootstrapServers(),
-                "schema.registry.url",
-                registry.confluentUrl(),
-                "rollout.table.uri",
-                tableDir.toString(),
-                "application.id",
-                run + "-ingest",
-                "rollout.input.topic",
-                input,
-                "rollout.generations.topic",
-                generations,
-                "rollout.dlq.topic",
-                run + "-dlq",
-                "rollout.seal.max.rows",
-                "20",
-                "rollout.seal.max.age.ms",
-                "300",
-                "rollout.state.dir",
-                work.resolve("ingest-state").toString()));
-        ingestProps.put("http.port", "0");
-        Path mergeConfig = writeConfig(
-                work.resolve("merge.properties"),
-                Map.ofEntries(
-                        Map.entry("bootstrap.servers", kafka.bootstrapServers()),
-                        Map.entry("schema.registry.url", registry.confluentUrl()),
-                        Map.entry("rollout.table.uri", tableDir.toString()),
-                        Map.entry("application.id", run + "-merge"),
-                        Map.entry("rollout.generations.topic", generations),
-                        Map.entry("rollout.merges.topic", run + "-merges"),
-                        Map.entry("rollout.merge.after.generations", "2"),
-                        Map.entry("rollout.merge.max.generations", "4"),
-                        Map.entry("rollout.merge.max.pending.age.ms", "1000"),
-                        Map.entry(
-                                "rollout.state.dir", work.resolve("merge-state").toString()),
-                        Map.entry("http.port", "0")));
+        Run run = Run.create("mwk");
+        String input = run.input();
+        int partitions = Run.PARTITIONS;
+        Path work = run.work();
+        Path tableDir = run.tableDir();
+        Map<String, String> ingestProps = run.ingestProps();
+        Path mergeConfig = run.mergeConfig(Map.of(
+                "rollout.merge.after.generations", "2",
+                "rollout.merge.max.generations", "4",
+                "rollout.merge.max.pending.age.ms", "1000",
+                "http.port", "0"));
         Path log = work.resolve("merge.log");
         int records = 600; // ids exp-0..299, each written twice: later merges find them in the base
         Map<String, Long> latest = new TreeMap<>();
@@ -406,6 +331,69 @@ class MergeWorkerIT {
             pending += ingest.table().pendingGenerations(ShardId.of(input, p)).size();
         }
         return pending;
+    }
+
+    /** One scenario's topics, folders and app settings: an input of 4 partitions, two events partitions. */
+    private record Run(String name, Path work) {
+        static final int PARTITIONS = 4;
+
+        static Run create(String prefix) {
+            String name = prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
+            Run run = new Run(name, ROOT.resolve(name));
+            kafka.createTopics(List.of(
+                    new NewTopic(run.input(), PARTITIONS, (short) 1),
+                    new NewTopic(run.generations(), 2, (short) 1),
+                    new NewTopic(run.merges(), 1, (short) 1),
+                    new NewTopic(name + "-dlq", 1, (short) 1)));
+            return run;
+        }
+
+        String input() {
+            return name + "-rollouts";
+        }
+
+        String generations() {
+            return name + "-generations";
+        }
+
+        String merges() {
+            return name + "-merges";
+        }
+
+        Path tableDir() {
+            return work.resolve("table");
+        }
+
+        /** The ingest app: 20-row, 300 ms seals, so generations come quickly. */
+        Map<String, String> ingestProps() {
+            Map<String, String> props = new HashMap<>();
+            props.put("bootstrap.servers", kafka.bootstrapServers());
+            props.put("schema.registry.url", registry.confluentUrl());
+            props.put("rollout.table.uri", tableDir().toString());
+            props.put("application.id", name + "-ingest");
+            props.put("rollout.input.topic", input());
+            props.put("rollout.generations.topic", generations());
+            props.put("rollout.dlq.topic", name + "-dlq");
+            props.put("rollout.seal.max.rows", "20");
+            props.put("rollout.seal.max.age.ms", "300");
+            props.put("rollout.state.dir", work.resolve("ingest-state").toString());
+            props.put("http.port", "0");
+            return props;
+        }
+
+        /** The merge-worker's properties file, with the scenario's own settings on top. */
+        Path mergeConfig(Map<String, String> settings) throws IOException {
+            Map<String, String> props = new HashMap<>();
+            props.put("bootstrap.servers", kafka.bootstrapServers());
+            props.put("schema.registry.url", registry.confluentUrl());
+            props.put("rollout.table.uri", tableDir().toString());
+            props.put("application.id", name + "-merge");
+            props.put("rollout.generations.topic", generations());
+            props.put("rollout.merges.topic", merges());
+            props.put("rollout.state.dir", work.resolve("merge-state").toString());
+            props.putAll(settings);
+            return writeConfig(work.resolve("merge.properties"), props);
+        }
     }
 
     private void produce(String topic, int from, int to) throws Exception {
