@@ -28,7 +28,8 @@ import org.lance.operation.Append;
 /**
  * What a merge round costs as the base grows: on a MemWAL base of N rows (UUID-like record_ids, built with plain
  * appends and given the record_id index), rounds that fold 16 generations of 4 shards (1,000 rows each) whose
- * keys are all new, 1 % present or 50 % present; each round timed from plan to commit (plan, prepare, the
+ * keys are all new (appended with adoption, appended without it, or all joined as before), 1 % present or 50 %
+ * present; each round timed from plan to commit (plan, prepare, the
  * commits), with the key filter already built (its build is timed once, apart) and the record_id index brought up
  * to date between rounds, untimed, as the merge-worker's upkeep does every few seconds. Beside them the floor: a plain
  * lance-core Append commit of as many rows on the same base. And the same rounds with the append path off
@@ -86,11 +87,14 @@ public final class MergeRoundBench {
                     baseRows, (System.nanoTime() - built) / 1_000_000_000);
             reportFilter(location, baseRows);
             for (double present : new double[] {0, 0.01, 0.5}) {
-                for (boolean append : new boolean[] {true, false}) {
-                    if (!append && present > 0) {
-                        continue; // the join-only path costs the same whatever the mix
+                for (String path : List.of("append + join", "append, no adoption", "join only")) {
+                    boolean append = !path.equals("join only");
+                    if (present > 0 && !path.equals("append + join")) {
+                        continue; // the other paths are compared on all-new rounds
                     }
-                    TableSettings settings = TableSettings.DEFAULTS.withMergeAppendNewKeys(append);
+                    TableSettings settings = TableSettings.DEFAULTS
+                            .withMergeAppendNewKeys(append)
+                            .withMergeAdoptGenerations(!path.equals("append, no adoption"));
                     SimpleMeterRegistry meters = new SimpleMeterRegistry();
                     try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
                         List<Long> floorMs = new ArrayList<>();
@@ -120,14 +124,14 @@ public final class MergeRoundBench {
                                 : (appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmAppendMs)
                                         / (appendTimer.count() - warmAppends);
                         long floor = median(floorMs);
-                        if (append && present == 0) {
+                        if (path.equals("append + join") && present == 0) {
                             allNewAppendRound.put(baseRows, round);
                         }
                         out.printf(
                                 "| %,d | %.0f %% | %s | %d ms | %d ms (append, mean: %.0f ms) | %d ms | %.1fx |%n",
                                 baseRows,
                                 present * 100,
-                                append ? "append + join" : "join only",
+                                path,
                                 round,
                                 median(commitMs),
                                 appendMean,
