@@ -99,7 +99,15 @@ final class BaseKeys {
     /** {@link #catchUp(Dataset)} with the base's fragments listed once by the caller. */
     synchronized void catchUp(Dataset base, List<Fragment> fragments) {
         long started = System.nanoTime();
-        if (filter == null || unseenOld(fragments)) {
+        if (filter == null) {
+            build(base, fragments, started);
+            return;
+        }
+        if (base.version() < version) {
+            return; // an older base (a commit that opened it before another's): the filter holds more than it
+        }
+        if (unseenOld(fragments) || filter.layers() > 3 && added > 4 * Math.max(minCapacity, base.countRows())) {
+            // a restore; or compactions and rewrites took the same keys in again and again
             build(base, fragments, started);
             return;
         }

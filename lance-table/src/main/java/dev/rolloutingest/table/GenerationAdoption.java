@@ -6,6 +6,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import org.lance.Dataset;
 import org.lance.Fragment;
 import org.lance.FragmentMetadata;
@@ -19,7 +20,7 @@ import org.lance.schema.LanceField;
  * written with the base's exact schema, so its data files carry the base's field ids; this is checked per
  * generation (lance's field ids, names and types), and a generation that differs, has more than one fragment or a
  * deletion file, or shares a key with another generation of the round (a row of it dropped as older) takes the
- * row path. The generation's folder is deleted by GC as before: the base's link or copy stays.
+ * row path. Each attempt links under names of its own (a prefix), so a refused attempt removes only its files. The generation's folder is deleted by GC as before: the base's link or copy stays.
  */
 final class GenerationAdoption {
     private GenerationAdoption() {}
@@ -99,6 +100,19 @@ final class GenerationAdoption {
         static final Linked NONE = new Linked(List.of(), 0, List.of());
     }
 
+    /** Removes the links made for a commit that is not going to happen. */
+    static void unlink(ObjectStore store, Linked linked) {
+        for (FragmentMetadata fragment : linked.fragments()) {
+            for (DataFile file : fragment.getFiles()) {
+                try {
+                    store.delete("data/" + file.getPath());
+                } catch (RuntimeException ignored) {
+                    // unreferenced either way
+                }
+            }
+        }
+    }
+
     static Linked link(ObjectStore store, List<MergeSource.Span> spans) {
         if (spans.isEmpty()) {
             return Linked.NONE;
@@ -106,16 +120,28 @@ final class GenerationAdoption {
         List<FragmentMetadata> fragments = new ArrayList<>();
         long rows = 0;
         List<MergeSource.Span> failed = new ArrayList<>();
+        // A name of this attempt's own: two committers adopting the same generation (a handover) never share a
+        // file, so the one whose append is refused removes only its own copy (S3 copies do not fail on an existing
+        // target, so a shared name would let it delete what the other committed).
+        String attempt = UUID.randomUUID().toString().substring(0, 8) + "-";
         for (MergeSource.Span span : spans) {
             List<String> linked = new ArrayList<>();
+            List<DataFile> files = new ArrayList<>();
             try {
                 for (DataFile file : span.fragment().getFiles()) {
-                    String to = "data/" + file.getPath();
-                    store.copy(span.generation().datasetPath() + "/data/" + file.getPath(), to);
-                    linked.add(to);
+                    String name = attempt + file.getPath();
+                    store.copy(span.generation().datasetPath() + "/data/" + file.getPath(), "data/" + name);
+                    linked.add("data/" + name);
+                    files.add(new DataFile(
+                            name,
+                            file.getFields(),
+                            file.getColumnIndices(),
+                            file.getFileMajorVersion(),
+                            file.getFileMinorVersion(),
+                            file.getFileSizeBytes(),
+                            file.getBaseId().orElse(null)));
                 }
-                fragments.add(new FragmentMetadata(
-                        0, span.fragment().getFiles(), span.fragment().getPhysicalRows(), null, null));
+                fragments.add(new FragmentMetadata(0, files, span.fragment().getPhysicalRows(), null, null));
                 rows += span.rows();
             } catch (RuntimeException e) {
                 linked.forEach(store::delete);

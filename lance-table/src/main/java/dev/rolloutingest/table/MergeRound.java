@@ -272,24 +272,23 @@ public final class MergeRound {
                 lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
     }
 
-    /** The rows with all their columns: keys-only generations among them are read in full first. */
+    /**
+     * The rows with all their columns: keys-only generations among them are read in full first, and every row is
+     * looked up where it sits now (a row taken before another call read its generation in full still points at
+     * the keys-only batch).
+     */
     private List<MergeSource.Row> withAllColumns(List<MergeSource.Row> rows) {
-        boolean any = false;
         for (MergeSource.Row row : rows) {
             MergeSource.Span span = row.source().spanOf(row.ordinal());
             if (row.source().isKeysOnly(span)) {
                 readFull(row.source(), span);
-                any = true;
             }
         }
-        if (!any) {
-            return rows;
-        }
-        List<MergeSource.Row> refreshed = new ArrayList<>(rows.size());
+        List<MergeSource.Row> current = new ArrayList<>(rows.size());
         for (MergeSource.Row row : rows) {
-            refreshed.add(row.source().row(row.ordinal()));
+            current.add(row.source().row(row.ordinal()));
         }
-        return refreshed;
+        return current;
     }
 
     /**
@@ -411,6 +410,10 @@ public final class MergeRound {
                             commit.toMillis(),
                             result.leftover());
                 }
+            } catch (WatermarkMoved moved) {
+                // nothing of this commit landed; planned again, the shards merged meanwhile are left out
+                log.info("{}; committing the group again", moved.getMessage());
+                commitGroup(current, merged, failed, commits);
             } catch (Exception thrown) {
                 RuntimeException e = LanceIo.unchecked(thrown); // mergeInsert's IOExceptions are undeclared
                 commits[0]++;
@@ -477,7 +480,9 @@ public final class MergeRound {
         try {
             List<MergeSource.Row> join = rows;
             if (settings.mergeAppendNewKeys() && !rows.isEmpty()) {
-                result = appendNewKeys(base, rows, marks);
+                Map<String, Long> planned = new LinkedHashMap<>();
+                group.forEach(p -> planned.put(p.plan().shard(), p.plan().watermark()));
+                result = appendNewKeys(base, rows, marks, planned);
                 appended = result.committed();
                 join = result.join();
                 if (appended != null) {
@@ -551,7 +556,8 @@ public final class MergeRound {
      * another data commit lands first, the append is refused, the filter catches up to the newer base and the
      * split is made again, up to the merge's conflict retries; after that every row goes to the join.
      */
-    private Appended appendNewKeys(Dataset base, List<MergeSource.Row> rows, List<MergedGeneration> marks) {
+    private Appended appendNewKeys(
+            Dataset base, List<MergeSource.Row> rows, List<MergedGeneration> marks, Map<String, Long> planned) {
         Dataset current = base;
         try {
             for (int attempt = 0; attempt <= settings.mergeConflictRetries(); attempt++) {
@@ -590,17 +596,26 @@ public final class MergeRound {
                 GenerationAdoption.Split split = settings.mergeAdoptGenerations()
                         ? GenerationAdoption.split(append, GenerationAdoption.schemaOf(current))
                         : new GenerationAdoption.Split(List.of(), append);
-                GenerationAdoption.Linked adopted = GenerationAdoption.link(store, split.adopt());
-                List<MergeSource.Row> written = new ArrayList<>(split.rows());
-                for (MergeSource.Span failed : adopted.failed()) {
-                    for (MergeSource.Row row : append) {
-                        if (row.source().spanOf(row.ordinal()) == failed) {
-                            written.add(row);
-                        }
-                    }
-                }
-                List<VectorSchemaRoot> batches = MergeSource.slices(withAllColumns(written), lance.allocator());
+                List<MergeSource.Row> written = new ArrayList<>(withAllColumns(split.rows()));
+                List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.slices(written, lance.allocator()));
                 try {
+                    GenerationAdoption.Linked adopted = GenerationAdoption.link(store, split.adopt());
+                    try {
+                        List<MergeSource.Row> notLinked = new ArrayList<>();
+                        for (MergeSource.Row row : append) {
+                            if (adopted.failed().contains(row.source().spanOf(row.ordinal()))) {
+                                notLinked.add(row);
+                            }
+                        }
+                        if (!notLinked.isEmpty()) {
+                            notLinked = withAllColumns(notLinked);
+                            written.addAll(notLinked);
+                            batches.addAll(MergeSource.slices(notLinked, lance.allocator()));
+                        }
+                    } catch (RuntimeException e) {
+                        GenerationAdoption.unlink(store, adopted);
+                        throw e;
+                    }
                     NewKeyAppend.Committed result = NewKeyAppend.commit(
                             lance,
                             store,
@@ -633,6 +648,7 @@ public final class MergeRound {
                         current.close();
                     }
                     current = lance.openBase();
+                    requireWatermarks(current, planned);
                 } finally {
                     batches.forEach(VectorSchemaRoot::close);
                 }
@@ -647,6 +663,25 @@ public final class MergeRound {
                 current.close();
             }
             throw e;
+        }
+    }
+
+    /** Thrown when a shard of the commit was merged by another committer while its append was being retried. */
+    static final class WatermarkMoved extends RuntimeException {
+        WatermarkMoved(String message) {
+            super(message);
+        }
+    }
+
+    /** After a preempted append: the newer base must still have every shard at its planned watermark. */
+    private void requireWatermarks(Dataset base, Map<String, Long> planned) {
+        Map<String, Long> now = MemWalWatermarks.read(base);
+        for (Map.Entry<String, Long> shard : planned.entrySet()) {
+            long watermark = now.getOrDefault(shard.getKey(), 0L);
+            if (watermark != shard.getValue()) {
+                throw new WatermarkMoved("Table " + lance.location() + " shard " + shard.getKey() + ": watermark moved"
+                        + " from " + shard.getValue() + " to " + watermark + " while an append was retried");
+            }
         }
     }
 

@@ -357,8 +357,13 @@ final class MergeSource implements AutoCloseable {
                         }
                     } else {
                         VectorSchemaRoot slice = batch.slice(from, to - from);
-                        // the base's schema exactly (the scan's may carry other metadata)
-                        slices.add(new VectorSchemaRoot(RolloutSchema.SCHEMA, slice.getFieldVectors(), to - from));
+                        try {
+                            // the base's schema exactly (the scan's may carry other metadata)
+                            slices.add(new VectorSchemaRoot(RolloutSchema.SCHEMA, slice.getFieldVectors(), to - from));
+                        } catch (RuntimeException e) {
+                            slice.close();
+                            throw e;
+                        }
                     }
                     from = to;
                 }

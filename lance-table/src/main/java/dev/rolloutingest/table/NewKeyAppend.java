@@ -58,7 +58,15 @@ final class NewKeyAppend {
             GenerationAdoption.Linked adopted,
             int idFloor,
             Map<String, String> properties) {
-        List<FragmentMetadata> written = new ArrayList<>(batches.isEmpty() ? List.of() : write(lance, batches));
+        List<FragmentMetadata> written = new ArrayList<>();
+        try {
+            if (!batches.isEmpty()) {
+                written.addAll(write(lance, batches));
+            }
+        } catch (RuntimeException e) {
+            GenerationAdoption.unlink(store, adopted); // no commit follows: the links go
+            throw e;
+        }
         written.addAll(adopted.fragments());
         int next = Math.max(idFloor, firstFreeId(baseFragments, base));
         List<FragmentMetadata> fragments = new ArrayList<>();

@@ -151,13 +151,13 @@ class AppendPathTest {
             try (var files = Files.list(genData)) {
                 genFile = files.findFirst().orElseThrow();
             }
-            assertThat(Files.isSameFile(
-                            genFile,
-                            Path.of(
-                                    location.uri(),
-                                    "data",
-                                    genFile.getFileName().toString())))
-                    .isTrue();
+            Path baseFile;
+            try (var files = Files.list(Path.of(location.uri(), "data"))) {
+                baseFile = files.filter(f -> f.getFileName().toString().endsWith("-" + genFile.getFileName()))
+                        .findFirst()
+                        .orElseThrow();
+            }
+            assertThat(Files.isSameFile(genFile, baseFile)).isTrue();
 
             // GC removes the generation folders; the base keeps reading the adopted rows, every column intact
             table.collectGarbage(Duration.ZERO);
@@ -373,6 +373,37 @@ class AppendPathTest {
             assertThat(base).hasSize(100 + 98);
             assertThat(base.get("key-5")).isEqualTo("0@101");
             assertThat(base.get("key-0")).isEqualTo("0@100");
+        }
+    }
+
+    /**
+     * A generation of mostly new keys and a few the base holds is prepared with its keys only (it looks new), then
+     * cannot be adopted: its rows are read in full at the commit, the new ones appended, the others joined.
+     */
+    @Test
+    void aMostlyNewGenerationWithAFewUpdatesIsReadInFullAtTheCommit() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("few-updates"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            write(table, 0, 0, 0, 100, 0); // key-0..99
+            table.mergePass(shard, 8, 0);
+            List<RolloutRow> rows = new ArrayList<>(rows(0, 100, 0, 2, 1)); // key-0, key-1: updates
+            rows.addAll(rows(0, 102, 1000, 998, 1)); // key-1000..1997: new
+            table.writeGeneration(TOPIC, 0, 100, 1099, rows, rows.size() * 100L);
+            MergeResult merged = table.mergePass(shard, 8, 0);
+            assertThat(merged.rows()).isEqualTo(1000);
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(2);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(998);
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(100 + 998);
+            assertThat(base.get("key-1")).isEqualTo("0@101");
+            for (RolloutRow written : List.of(rows.get(0), rows.get(2), rows.get(999))) {
+                assertThat(table.get(written.rollout().getRecordId().toString())
+                                .orElseThrow()
+                                .rollout())
+                        .isEqualTo(written.rollout());
+            }
         }
     }
 
