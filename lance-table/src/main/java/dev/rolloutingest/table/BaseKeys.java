@@ -245,10 +245,7 @@ final class BaseKeys {
     /** Which of the keys the base holds: an exact check through the record_id index, 256 keys a scan. */
     static Set<String> heldBy(Dataset base, List<String> keys) {
         Set<String> held = new HashSet<>();
-        for (int from = 0; from < keys.size(); from += 256) {
-            List<String> chunk = keys.subList(from, Math.min(keys.size(), from + 256));
-            String in = RolloutSchema.RECORD_ID + " IN ("
-                    + String.join(", ", chunk.stream().map(LsmReader::sqlString).toList()) + ")";
+        for (String in : LsmReader.recordIdIn(keys)) {
             try (LanceScanner scanner = base.newScan(new ScanOptions.Builder()
                             .columns(List.of(RolloutSchema.RECORD_ID))
                             .filter(in)
@@ -297,13 +294,6 @@ final class BaseKeys {
         added += keys.size();
     }
 
-    /** Forgets everything: the next commit builds the filter from the base again. */
-    synchronized void invalidate() {
-        filter = null;
-        seen.clear();
-        version = -1;
-    }
-
     /** Above every fragment id this filter has seen: where a new fragment of the committer's may start. */
     synchronized int firstUnseenId() {
         return seen.length();
@@ -315,9 +305,5 @@ final class BaseKeys {
 
     synchronized int layers() {
         return filter == null ? 0 : filter.layers();
-    }
-
-    synchronized long version() {
-        return version;
     }
 }

@@ -102,15 +102,7 @@ final class GenerationAdoption {
 
     /** Removes the links made for a commit that is not going to happen. */
     static void unlink(ObjectStore store, Linked linked) {
-        for (FragmentMetadata fragment : linked.fragments()) {
-            for (DataFile file : fragment.getFiles()) {
-                try {
-                    store.delete("data/" + file.getPath());
-                } catch (RuntimeException ignored) {
-                    // unreferenced either way
-                }
-            }
-        }
+        NewKeyAppend.removeFiles(store, linked.fragments());
     }
 
     static Linked link(ObjectStore store, List<MergeSource.Span> spans) {

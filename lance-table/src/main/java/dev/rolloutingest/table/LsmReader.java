@@ -241,10 +241,7 @@ final class LsmReader {
                 RolloutSchema.SOURCE_PARTITION,
                 RolloutSchema.SOURCE_OFFSET,
                 RolloutSchema.INGESTED_AT);
-        for (int from = 0; from < keys.size(); from += 256) {
-            List<String> chunk = keys.subList(from, Math.min(keys.size(), from + 256));
-            String in = RolloutSchema.RECORD_ID + " IN ("
-                    + String.join(", ", chunk.stream().map(LsmReader::sqlString).toList()) + ")";
+        for (String in : recordIdIn(keys)) {
             forEachRow(base, in, provenance, row -> {
                 if (RowOrder.newer(row, byKey.get(row.recordId()))) {
                     newer.add(row.recordId());
@@ -381,6 +378,17 @@ final class LsmReader {
         } catch (Exception e) {
             throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
         }
+    }
+
+    /** {@code record_id IN (...)} filters over the keys, 256 keys each (an indexed lookup per key). */
+    static List<String> recordIdIn(List<String> keys) {
+        List<String> filters = new ArrayList<>();
+        for (int from = 0; from < keys.size(); from += 256) {
+            List<String> chunk = keys.subList(from, Math.min(keys.size(), from + 256));
+            filters.add(RolloutSchema.RECORD_ID + " IN ("
+                    + String.join(", ", chunk.stream().map(LsmReader::sqlString).toList()) + ")");
+        }
+        return filters;
     }
 
     /**

@@ -172,7 +172,7 @@ public final class MergeJoinBench {
         }
     }
 
-    private static long median(List<Long> values) {
+    static long median(List<Long> values) {
         List<Long> sorted = new ArrayList<>(values);
         Collections.sort(sorted);
         return sorted.get(sorted.size() / 2);

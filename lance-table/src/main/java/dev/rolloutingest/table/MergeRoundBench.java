@@ -7,7 +7,6 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -118,12 +117,12 @@ public final class MergeRoundBench {
                             roundMs.add(timed[0]);
                             commitMs.add(timed[1]);
                         }
-                        long round = median(roundMs);
+                        long round = MergeJoinBench.median(roundMs);
                         double appendMean = appendTimer.count() == warmAppends
                                 ? 0
                                 : (appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmAppendMs)
                                         / (appendTimer.count() - warmAppends);
-                        long floor = median(floorMs);
+                        long floor = MergeJoinBench.median(floorMs);
                         if (path.equals("append + join") && present == 0) {
                             allNewAppendRound.put(baseRows, round);
                         }
@@ -133,7 +132,7 @@ public final class MergeRoundBench {
                                 present * 100,
                                 path,
                                 round,
-                                median(commitMs),
+                                MergeJoinBench.median(commitMs),
                                 appendMean,
                                 floor,
                                 (double) round / Math.max(1, floor));
@@ -256,11 +255,5 @@ public final class MergeRoundBench {
             }
             return (System.nanoTime() - started) / 1_000_000;
         }
-    }
-
-    private static long median(List<Long> values) {
-        List<Long> sorted = new ArrayList<>(values);
-        Collections.sort(sorted);
-        return sorted.get(sorted.size() / 2);
     }
 }

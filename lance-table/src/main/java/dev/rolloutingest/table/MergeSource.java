@@ -274,10 +274,7 @@ final class MergeSource implements AutoCloseable {
         for (MergeSource source : sources) {
             for (int i = 0; i < source.size; i++) {
                 if (!source.dropped.get(i)) {
-                    Position at = source.positions.get(i);
-                    byte[] key = source.keys.get(i).getBytes(StandardCharsets.UTF_8);
-                    rows.add(new Row(
-                            key, KeyFilter.murmur3x64(key), source.batches.get(at.batch()), at.row(), source, i));
+                    rows.add(source.row(i));
                 }
             }
         }

@@ -145,7 +145,7 @@ final class NewKeyAppend {
     }
 
     /** Best effort: a file left behind is unreferenced and costs only its bytes. */
-    private static void removeFiles(ObjectStore store, List<FragmentMetadata> written) {
+    static void removeFiles(ObjectStore store, List<FragmentMetadata> written) {
         for (FragmentMetadata fragment : written) {
             for (DataFile file : fragment.getFiles()) {
                 try {
