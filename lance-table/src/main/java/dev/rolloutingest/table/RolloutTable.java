@@ -372,8 +372,13 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     public TableMaintenance.CompactionResult compact(long targetRowsPerFragment) {
+        return compact(targetRowsPerFragment, () -> {});
+    }
+
+    /** For tests: {@code beforeCommit} runs once the fragments are rewritten, before the compaction commits. */
+    TableMaintenance.CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
         try {
-            return maintenance.compact(targetRowsPerFragment);
+            return maintenance.compact(targetRowsPerFragment, beforeCommit);
         } finally {
             readCatalog.invalidate();
         }

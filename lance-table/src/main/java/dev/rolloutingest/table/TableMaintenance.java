@@ -13,10 +13,16 @@ import java.util.Set;
 import java.util.TreeSet;
 import org.lance.Dataset;
 import org.lance.Fragment;
+import org.lance.FragmentMetadata;
 import org.lance.Version;
 import org.lance.cleanup.CleanupPolicy;
 import org.lance.cleanup.RemovalStats;
+import org.lance.compaction.Compaction;
 import org.lance.compaction.CompactionOptions;
+import org.lance.compaction.CompactionPlan;
+import org.lance.compaction.CompactionTask;
+import org.lance.compaction.RewriteResult;
+import org.lance.compaction.TaskData;
 import org.lance.index.Index;
 import org.lance.index.IndexOptions;
 import org.lance.index.IndexParams;
@@ -62,11 +68,37 @@ final class TableMaintenance {
      * existed with no fields") when compacting a table with MemWAL initialised unless the index remap is
      * deferred, so it always is; and after a deferred-remap compaction, optimizing the index silently drops
      * the rewritten fragments' rows from it (lance-format/lance#9270), so the index is rebuilt instead.
+     *
+     * <p>The fragment appends of new keys fence on ({@link NewKeyAppend#fence}) is left out of the plan: a
+     * rewrite of it would be preempted by every append committed while the compaction ran, and under steady
+     * merging the compaction would never land.
      */
-    CompactionResult compact(long targetRowsPerFragment) {
+    CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
         try (Dataset base = lance.openBase()) {
-            int before = base.getFragments().size();
-            base.compact(compactionOptions(targetRowsPerFragment));
+            List<Fragment> listed = base.getFragments();
+            int before = listed.size();
+            if (listed.isEmpty()) {
+                return new CompactionResult(0, 0);
+            }
+            int fence = NewKeyAppend.fence(listed).getId();
+            CompactionOptions options = compactionOptions(targetRowsPerFragment);
+            CompactionPlan plan = Compaction.planCompaction(base, options);
+            List<RewriteResult> rewritten = new ArrayList<>();
+            for (CompactionTask task : plan.getCompactionTasks()) {
+                List<FragmentMetadata> planned = task.getTaskData().getFragments();
+                List<FragmentMetadata> fragments =
+                        planned.stream().filter(f -> f.getId() != fence).toList();
+                if (fragments.isEmpty() || (fragments.size() == 1 && planned.size() > 1)) {
+                    continue; // only the fence, or one fragment left that the plan meant to join with it
+                }
+                rewritten.add(
+                        new CompactionTask(new TaskData(fragments), plan.getReadVersion(), options).execute(base));
+            }
+            if (rewritten.isEmpty()) {
+                return new CompactionResult(before, before);
+            }
+            beforeCommit.run();
+            Compaction.commitCompaction(base, rewritten, options);
             int fragments;
             try (Dataset after = lance.openBase()) {
                 fragments = after.getFragments().size();

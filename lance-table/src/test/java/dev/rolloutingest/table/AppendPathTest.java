@@ -179,7 +179,7 @@ class AppendPathTest {
     }
 
     /**
-     * A Merge operation keeps the fragment ids it is given, and an index segment's fragment list stays as it was
+     * An append's fragments keep the ids it gives them (lance numbers only id 0), and an index segment's fragment list stays as it was
      * made: a fragment deleted whole leaves its id in the index. The append numbers its fragments above it, or a
      * lookup would trust the index for rows it never held.
      */
@@ -514,7 +514,22 @@ class AppendPathTest {
      */
     @Test
     void twoCommittersNeverAppendTheSameKeyTwice() throws Exception {
-        TableLocation location = TableLocation.local(freshDir("append-race"));
+        // an empty base: the first append commits as a Merge of the (empty) fragment list
+        raceTwoCommitters(TableLocation.local(freshDir("append-race")), 0);
+    }
+
+    @Test
+    void onABaseWithRowsTwoCommittersAppendsExcludeEachOtherThroughTheFence() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-race-fenced"));
+        try (RolloutTable seed =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(seed, 2, 0, 1_000, 50, 0); // key-1000..1049: the base's first fragment, the fence
+            seed.mergePass(ShardId.of(TOPIC, 2), 8, 0);
+        }
+        raceTwoCommitters(location, 50);
+    }
+
+    private void raceTwoCommitters(TableLocation location, int baseRows) throws Exception {
         SimpleMeterRegistry metersA = new SimpleMeterRegistry();
         SimpleMeterRegistry metersB = new SimpleMeterRegistry();
         String shard0 = ShardId.of(TOPIC, 0);
@@ -536,7 +551,7 @@ class AppendPathTest {
 
             assertThat(merged.mergedGenerations()).containsExactly(200L);
             Map<String, String> base = baseRows(location); // fails on any key held twice
-            assertThat(base).hasSize(300);
+            assertThat(base).hasSize(300 + baseRows);
             assertThat(base.get("key-50")).isEqualTo("0@50");
             assertThat(base.get("key-150")).isEqualTo("1@50"); // ingested later in partition 1
             assertThat(metersA.get("rollout.merge.append.preempted").counter().count())
@@ -547,6 +562,49 @@ class AppendPathTest {
             assertThat(rows(metersA, MergeRound.Path.JOIN)).isEqualTo(100);
             assertThat(a.pendingGenerations(shard0)).isEmpty();
             assertThat(a.pendingGenerations(shard1)).isEmpty();
+        }
+    }
+
+    @Test
+    void aCompactionAndAnAppendOfNewKeysCommittedMeanwhileBothLand() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-compact-race"));
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters);
+                RolloutTable compactor =
+                        RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            for (int g = 0; g < 4; g++) {
+                write(table, 0, g * 100L, g * 100, 100, g); // key-0..399, 4 fragments
+                table.mergePass(shard, 8, 0);
+            }
+            write(table, 0, 400, 400, 100, 10); // key-400..499, new
+            int fence = fenceId(location);
+            // The compaction has rewritten its fragments; before it commits, an append of new keys lands.
+            TableMaintenance.CompactionResult compacted = compactor.compact(
+                    1_000_000,
+                    () -> assertThat(table.mergePass(shard, 8, 0).rows()).isEqualTo(100));
+
+            assertThat(compacted.fragmentsBefore()).isEqualTo(4);
+            // the append's fragment kept, the fence left alone, at least two others rewritten into one
+            assertThat(compacted.fragmentsAfter()).isLessThan(4 + 1);
+            assertThat(fenceId(location)).isEqualTo(fence);
+            assertThat(meters.get("rollout.merge.append.preempted").counter().count())
+                    .isZero();
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(500);
+            // and the next append, fenced on the same fragment, lands on the compacted base
+            write(table, 0, 500, 450, 100, 11); // key-450..549: 50 rewritten, 50 new
+            table.mergePass(shard, 8, 0);
+            assertThat(baseRows(location)).hasSize(550);
+            assertThat(table.get("key-460").orElseThrow().sourceOffset()).isEqualTo(510);
+        }
+    }
+
+    private static int fenceId(TableLocation location) {
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+            return NewKeyAppend.fence(base.getFragments()).getId();
         }
     }
 
