@@ -230,6 +230,25 @@ final class LsmReader {
         return page.rows;
     }
 
+    /** A key's row in one base version alone (a snapshot: nothing pending counts). */
+    Optional<RolloutRow> getFromBase(Dataset base, String recordId) {
+        String filter = RolloutSchema.RECORD_ID + " = " + sqlString(recordId);
+        return first(row -> forEachRow(base, filter, RolloutSchema.allColumns(), row, true));
+    }
+
+    /** A page of one base version alone (a snapshot). */
+    List<RolloutRow> listFromBase(Dataset base, ListQuery query) {
+        int limit = Math.min(query.limit(), settings.maxListLimit());
+        List<String> columns =
+                query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
+        Page page = new Page(query, limit);
+        forEachRow(base, query.baseFilter(), columns, row -> {
+            page.offer(row);
+            return !page.full();
+        });
+        return page.rows;
+    }
+
     /** Keys among the rows whose base row is newer (another partition's, ingested later): indexed lookups. */
     private Set<String> newerInBase(Dataset base, List<RolloutRow> rows) {
         Set<String> newer = new HashSet<>();

@@ -130,8 +130,9 @@ public final class MergeRound {
      *
      * @param maxGenerations per shard, 0 = unbounded
      * @param maxBytes per shard, 0 = unbounded (the oldest pending generation is always taken)
+     * @param upTo the highest generation a plan may take (unsigned; -1 = any)
      */
-    List<MergePlan> plan(Collection<String> shards, int maxGenerations, long maxBytes) {
+    List<MergePlan> plan(Collection<String> shards, int maxGenerations, long maxBytes, long upTo) {
         if (maxGenerations < 0 || maxBytes < 0) {
             throw new IllegalArgumentException("maxGenerations and maxBytes must be >= 0");
         }
@@ -150,6 +151,10 @@ public final class MergeRound {
             List<GenerationCatalog.Listed> pending = sealed.getOrDefault(shard, List.of()).stream()
                     .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0)
                     .toList();
+            int beyondBound = (int) pending.stream()
+                    .filter(g -> Long.compareUnsigned(g.generation(), upTo) > 0)
+                    .count();
+            pending = pending.subList(0, pending.size() - beyondBound); // ascending: those beyond come last
             List<SealedGeneration> chosen = new ArrayList<>();
             long bytes = 0;
             RuntimeException failure = null;
@@ -170,7 +175,8 @@ public final class MergeRound {
                 chosen.add(seal);
                 bytes += seal.bytes();
             }
-            plans.add(new MergePlan(shard, watermark, chosen, bytes, pending.size() - chosen.size(), failure));
+            plans.add(new MergePlan(
+                    shard, watermark, chosen, bytes, pending.size() + beyondBound - chosen.size(), failure));
         }
         return plans;
     }

@@ -44,6 +44,7 @@ public final class RolloutTable implements AutoCloseable {
     private final MergeRound merge;
     private final TableMaintenance maintenance;
     private final LanceIo lance;
+    private final TableSnapshots snapshots;
 
     private RolloutTable(TableLocation location, TableSettings settings, MeterRegistry meters) {
         this.location = location;
@@ -57,6 +58,7 @@ public final class RolloutTable implements AutoCloseable {
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.merge = new MergeRound(lance, store, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
+        this.snapshots = new TableSnapshots(this, lance);
     }
 
     /** Opens the table, creating it (schema + MemWAL) when nothing is at the URI yet. */
@@ -307,6 +309,30 @@ public final class RolloutTable implements AutoCloseable {
                 .toList();
     }
 
+    /** A shard's sealed generations, ascending, merged ones included until GC removes them: one listing. */
+    List<GenerationCatalog.Listed> sealedGenerations(String shard) {
+        return catalog.sealed(ShardId.requireValid(shard));
+    }
+
+    /** Named snapshots of this table (lance tags with the Kafka offsets they hold). */
+    public TableSnapshots snapshots() {
+        return snapshots;
+    }
+
+    /** One rollout as the snapshot holds it (the base at its version; nothing pending). */
+    public Optional<RolloutRow> get(String recordId, String snapshot) {
+        try (Dataset base = snapshots.open(snapshot)) {
+            return reader.getFromBase(base, recordId);
+        }
+    }
+
+    /** A page of rollouts as the snapshot holds them. */
+    public List<RolloutRow> list(ListQuery query, String snapshot) {
+        try (Dataset base = snapshots.open(snapshot)) {
+            return reader.listFromBase(base, query);
+        }
+    }
+
     /** Pending generation count of a shard: one listing, no seal reads. */
     public int pendingCount(String shard, long watermark) {
         return catalog.pending(ShardId.requireValid(shard), watermark).size();
@@ -337,8 +363,13 @@ public final class RolloutTable implements AutoCloseable {
      * failed it.
      */
     public MergeResult mergePass(String shard, int maxGenerations, long maxBytes) {
+        return mergePass(shard, maxGenerations, maxBytes, -1L);
+    }
+
+    /** {@link #mergePass(String, int, long)} taking no generation above {@code upTo} (unsigned; -1 = any). */
+    public MergeResult mergePass(String shard, int maxGenerations, long maxBytes, long upTo) {
         MergeRound.MergePlan plan =
-                planMerge(List.of(shard), maxGenerations, maxBytes).get(0);
+                merge.plan(List.of(shard), maxGenerations, maxBytes, upTo).get(0);
         MergeRound.RoundResult round = commitMerge(List.of(prepareMerge(plan)));
         RuntimeException failure = round.failed().get(shard);
         if (failure != null) {
@@ -354,7 +385,7 @@ public final class RolloutTable implements AutoCloseable {
 
     /** What each shard would merge now (see {@link MergeRound#plan}). */
     public List<MergeRound.MergePlan> planMerge(Collection<String> shards, int maxGenerations, long maxBytes) {
-        return merge.plan(shards, maxGenerations, maxBytes);
+        return merge.plan(shards, maxGenerations, maxBytes, -1L);
     }
 
     /** Reads and de-duplicates a shard's planned generations; any thread; the caller closes it or commits it. */

@@ -289,6 +289,8 @@ final class TableMaintenance {
         try (Dataset base = lance.openBase()) {
             RemovalStats removed = base.cleanupWithPolicy(CleanupPolicy.builder()
                     .withBeforeTimestampMillis(before.toEpochMilli())
+                    // a tagged version (a snapshot) is kept; lance's default fails the whole cleanup on one
+                    .withErrorIfTaggedOldVersions(false)
                     .build());
             return removed.getOldVersions();
         }

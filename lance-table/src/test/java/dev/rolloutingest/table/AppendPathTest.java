@@ -1,6 +1,7 @@
 package dev.rolloutingest.table;
 
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static dev.rolloutingest.table.TableFixtures.baseRows;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -13,20 +14,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.IntVector;
-import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.ipc.ArrowReader;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
 
 /**
  * Merges append the keys the base certainly lacks and join only the rest; the two commits (append, then the
@@ -51,35 +45,6 @@ class AppendPathTest {
     private static void write(RolloutTable table, int partition, long first, int start, int n, long seconds) {
         table.writeGeneration(
                 TOPIC, partition, first, first + n - 1, rows(partition, first, start, n, seconds), n * 100L);
-    }
-
-    /** record_id -> "partition@offset" of every base row, as lance-core reads it; fails on a key seen twice. */
-    private static Map<String, String> baseRows(TableLocation location) throws Exception {
-        Map<String, String> rows = new HashMap<>();
-        List<String> repeated = new ArrayList<>();
-        try (RootAllocator allocator = new RootAllocator();
-                Dataset base =
-                        Dataset.open().allocator(allocator).uri(location.uri()).build();
-                LanceScanner scanner = base.newScan(new ScanOptions.Builder()
-                        .columns(List.of(
-                                RolloutSchema.RECORD_ID, RolloutSchema.SOURCE_PARTITION, RolloutSchema.SOURCE_OFFSET))
-                        .build());
-                ArrowReader reader = scanner.scanBatches()) {
-            while (reader.loadNextBatch()) {
-                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
-                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
-                BigIntVector offsets = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
-                for (int i = 0; i < batch.getRowCount(); i++) {
-                    String id = new String(ids.get(i));
-                    if (rows.put(id, partitions.get(i) + "@" + offsets.get(i)) != null) {
-                        repeated.add(id);
-                    }
-                }
-            }
-        }
-        assertThat(repeated).as("keys the base holds more than once").isEmpty();
-        return rows;
     }
 
     /** Rows merged as keys new to the base: written again (append) or in whole adopted generations. */

@@ -1,14 +1,27 @@
 package dev.rolloutingest.table;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.UUID;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
 
 /** Builders shared by the table tests. */
 final class TableFixtures {
@@ -42,6 +55,41 @@ final class TableFixtures {
     static SealedGeneration write(RolloutTable table, int partition, long first, long last, int keys) {
         return table.writeGeneration(
                 TOPIC, partition, first, last, rows(partition, first, last, keys), 100 * (last - first + 1));
+    }
+
+    /** record_id -> "partition@offset" of every base row, as lance-core reads it; fails on a key seen twice. */
+    static Map<String, String> baseRows(TableLocation location) throws Exception {
+        return baseRows(location, null);
+    }
+
+    /** The same at a lance tag (null: the latest version), read by lance-core alone. */
+    static Map<String, String> baseRows(TableLocation location, String tag) throws Exception {
+        Map<String, String> rows = new HashMap<>();
+        List<String> repeated = new ArrayList<>();
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset latest =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build();
+                Dataset base = tag == null ? latest.checkoutVersion(latest.version()) : latest.checkoutTag(tag);
+                LanceScanner scanner = base.newScan(new ScanOptions.Builder()
+                        .columns(List.of(
+                                RolloutSchema.RECORD_ID, RolloutSchema.SOURCE_PARTITION, RolloutSchema.SOURCE_OFFSET))
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
+                BigIntVector offsets = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    String id = new String(ids.get(i));
+                    if (rows.put(id, partitions.get(i) + "@" + offsets.get(i)) != null) {
+                        repeated.add(id);
+                    }
+                }
+            }
+        }
+        assertThat(repeated).as("keys the base holds more than once").isEmpty();
+        return rows;
     }
 
     /** Merged rows of a path, from a table's meters. */

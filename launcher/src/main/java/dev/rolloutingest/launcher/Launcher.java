@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
             ReadCommands.List.class,
             StatusCommand.class,
             ReplayCommand.class,
+            SnapshotCommand.class,
             RepairCommand.class,
             BenchCommand.class,
             ConfigDocsCommand.class

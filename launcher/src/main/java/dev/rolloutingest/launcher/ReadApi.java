@@ -6,6 +6,7 @@ import dev.rolloutingest.table.ListQuery;
 import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.TableSnapshots;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -20,8 +21,10 @@ import java.util.Optional;
  * GET /rollouts/{record_id}            one rollout (payload as its size)       404 unknown id
  * GET /rollouts/{record_id}/payload    the payload bytes, application/octet-stream
  * GET /rollouts?experiment=&amp;rollout_id=&amp;limit=&amp;offset=    a page      400 bad parameter
+ * GET /snapshots                        the snapshots, as {@code snapshot list} prints them
  * </pre>
- * Over the pending hard cap a read answers 503 with the shard and what to do.
+ * Every rollout read takes {@code ?snapshot=NAME}: the read sees that snapshot only (404 unknown snapshot, 400 a
+ * name that cannot be one). Over the pending hard cap a read answers 503 with the shard and what to do.
  */
 final class ReadApi {
     static final int DEFAULT_LIMIT = 100;
@@ -32,20 +35,28 @@ final class ReadApi {
     }
 
     void mount(HttpEndpoint http) {
+        mountSnapshots(http);
         http.route("/rollouts", exchange -> {
             if (!"GET".equals(exchange.getRequestMethod())) {
                 return Response.error(405, "only GET");
             }
             String path = exchange.getRequestURI().getRawPath();
             try {
+                Map<String, String> params = query(exchange.getRequestURI().getRawQuery());
                 if (path.equals("/rollouts") || path.equals("/rollouts/")) {
-                    return list(query(exchange.getRequestURI().getRawQuery()));
+                    return list(params);
+                }
+                String snapshot = params.get("snapshot");
+                if (params.size() > (snapshot == null ? 0 : 1)) {
+                    throw new IllegalArgumentException("a single rollout takes only the parameter 'snapshot'");
                 }
                 String rest = path.substring("/rollouts/".length());
                 if (rest.endsWith("/payload")) {
-                    return payload(decode(rest.substring(0, rest.length() - "/payload".length())));
+                    return payload(decode(rest.substring(0, rest.length() - "/payload".length())), snapshot);
                 }
-                return get(decode(rest));
+                return get(decode(rest), snapshot);
+            } catch (TableSnapshots.SnapshotException e) {
+                return Response.error(e.httpStatus(), e.getMessage());
             } catch (RolloutTableException.PendingBacklogTooLarge e) {
                 return Response.error(
                         503,
@@ -63,14 +74,27 @@ final class ReadApi {
         });
     }
 
-    private Response get(String recordId) {
-        Optional<RolloutRow> row = table.get(recordId);
+    private void mountSnapshots(HttpEndpoint http) {
+        http.route("/snapshots", exchange -> {
+            if (!"GET".equals(exchange.getRequestMethod())) {
+                return Response.error(405, "only GET (snapshots are made and dropped on the merge-worker)");
+            }
+            return Response.json(200, table.snapshots().describeAll());
+        });
+    }
+
+    private Optional<RolloutRow> read(String recordId, String snapshot) {
+        return snapshot == null ? table.get(recordId) : table.get(recordId, snapshot);
+    }
+
+    private Response get(String recordId, String snapshot) {
+        Optional<RolloutRow> row = read(recordId, snapshot);
         return row.map(r -> Response.json(200, RowJson.of(r)))
                 .orElseGet(() -> Response.error(404, "no rollout with record_id " + recordId));
     }
 
-    private Response payload(String recordId) {
-        Optional<RolloutRow> row = table.get(recordId);
+    private Response payload(String recordId, String snapshot) {
+        Optional<RolloutRow> row = read(recordId, snapshot);
         if (row.isEmpty()) {
             return Response.error(404, "no rollout with record_id " + recordId);
         }
@@ -85,16 +109,18 @@ final class ReadApi {
 
     private Response list(Map<String, String> params) {
         for (String name : params.keySet()) {
-            if (!List.of("experiment", "rollout_id", "limit", "offset").contains(name)) {
+            if (!List.of("experiment", "rollout_id", "limit", "offset", "snapshot")
+                    .contains(name)) {
                 throw new IllegalArgumentException(
-                        "unknown parameter '" + name + "' (experiment, rollout_id, limit, offset)");
+                        "unknown parameter '" + name + "' (experiment, rollout_id, limit, offset, snapshot)");
             }
         }
         int limit = intParam(params, "limit", DEFAULT_LIMIT, 1, 10_000);
         int offset = intParam(params, "offset", 0, 0, Integer.MAX_VALUE);
         ListQuery query = new ListQuery(params.get("experiment"), params.get("rollout_id"), limit, offset, false);
-        List<Map<String, Object>> rows =
-                table.list(query).stream().map(RowJson::of).toList();
+        String snapshot = params.get("snapshot");
+        List<Map<String, Object>> rows = (snapshot == null ? table.list(query) : table.list(query, snapshot))
+                .stream().map(RowJson::of).toList();
         return Response.json(200, Map.of("rollouts", rows, "count", rows.size(), "limit", limit, "offset", offset));
     }
 

@@ -3,6 +3,7 @@ package dev.rolloutingest.launcher;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.table.ListQuery;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -25,10 +26,13 @@ final class ReadCommands {
         @Parameters(index = "0", description = "record_id")
         String recordId;
 
+        @Option(names = "--snapshot", description = "Read this snapshot instead of the live table")
+        String snapshot;
+
         @Override
         public Integer call() throws Exception {
             try (RolloutTable t = RolloutTable.open(table.location(), table.settings(), new SimpleMeterRegistry())) {
-                var row = t.get(recordId);
+                var row = snapshot == null ? t.get(recordId) : t.get(recordId, snapshot);
                 if (row.isEmpty()) {
                     System.err.println("no rollout with record_id " + recordId);
                     return 3;
@@ -36,6 +40,8 @@ final class ReadCommands {
                 System.out.println(
                         HttpEndpoint.JSON.writerWithDefaultPrettyPrinter().writeValueAsString(RowJson.of(row.get())));
                 return 0;
+            } catch (TableSnapshots.SnapshotException e) {
+                return SnapshotCommand.refused(e);
             }
         }
     }
@@ -60,13 +66,19 @@ final class ReadCommands {
         @Option(names = "--offset", defaultValue = "0", description = "Rows to skip (default ${DEFAULT-VALUE})")
         long offset;
 
+        @Option(names = "--snapshot", description = "Read this snapshot instead of the live table")
+        String snapshot;
+
         @Override
         public Integer call() throws Exception {
             try (RolloutTable t = RolloutTable.open(table.location(), table.settings(), new SimpleMeterRegistry())) {
-                for (var row : t.list(new ListQuery(experiment, rolloutId, limit, offset, false))) {
+                ListQuery query = new ListQuery(experiment, rolloutId, limit, offset, false);
+                for (var row : snapshot == null ? t.list(query) : t.list(query, snapshot)) {
                     System.out.println(HttpEndpoint.JSON.writeValueAsString(RowJson.of(row)));
                 }
                 return 0;
+            } catch (TableSnapshots.SnapshotException e) {
+                return SnapshotCommand.refused(e);
             }
         }
     }

@@ -2,13 +2,18 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.StreamsRuntime;
+import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableSnapshots;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiFunction;
@@ -24,15 +29,24 @@ import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
  * GET  /cooldowns       every cooldown record: kind, target, failures, until, active, last error
  * GET  /pending         per shard: pending generations and the oldest's age; the last round
  * POST /merge/{shard}   a manual merge, never gated by a cooldown                400 not a shard id
+ * GET  /snapshots       every snapshot: name, version, created, rows, offsets per partition
+ * POST /snapshots/{name}?until-offsets=0=1200,1=900
+ *                       fold what is pending up to the cut (default: everything sealed) and tag it: 201 with the
+ *                       snapshot; 400 a bad name or cut, 409 the name is taken
+ * DELETE /snapshots/{name}  drop it: 204; 404 unknown
  * </pre>
  */
 final class MergeAdminApi {
     private final StreamsRuntime runtime;
     private final MergeCoordinator coordinator;
+    private final RolloutTable table;
+    private final MergeConfig config;
 
-    MergeAdminApi(StreamsRuntime runtime, MergeCoordinator coordinator) {
+    MergeAdminApi(StreamsRuntime runtime, MergeCoordinator coordinator, RolloutTable table, MergeConfig config) {
         this.runtime = runtime;
         this.coordinator = coordinator;
+        this.table = table;
+        this.config = config;
     }
 
     void mount(HttpEndpoint http) {
@@ -48,6 +62,63 @@ final class MergeAdminApi {
             }
             return manual(shard);
         });
+        http.route("/snapshots", exchange -> {
+            String path = exchange.getRequestURI().getPath();
+            String method = exchange.getRequestMethod();
+            try {
+                if (path.equals("/snapshots") || path.equals("/snapshots/")) {
+                    if (!"GET".equals(method)) {
+                        return HttpEndpoint.Response.error(405, "GET /snapshots, POST or DELETE /snapshots/{name}");
+                    }
+                    return HttpEndpoint.Response.json(200, table.snapshots().describeAll());
+                }
+                String name = path.substring("/snapshots/".length());
+                switch (method) {
+                    case "POST" -> {
+                        TableSnapshots.Cut cut = cut(exchange.getRequestURI().getRawQuery());
+                        TableSnapshots.Snapshot created =
+                                table.snapshots().create(name, cut, config.maxGenerations(), config.maxBytes());
+                        return HttpEndpoint.Response.json(201, created.describe());
+                    }
+                    case "DELETE" -> {
+                        table.snapshots().drop(name);
+                        return new HttpEndpoint.Response(204, "application/json", new byte[0]);
+                    }
+                    default -> {
+                        return HttpEndpoint.Response.error(405, "POST or DELETE /snapshots/{name}");
+                    }
+                }
+            } catch (TableSnapshots.SnapshotException e) {
+                return HttpEndpoint.Response.error(e.httpStatus(), e.getMessage());
+            } catch (IllegalArgumentException e) {
+                return HttpEndpoint.Response.error(400, e.getMessage());
+            }
+        });
+    }
+
+    /** {@code until-offsets=0=1200,1=900}: partition=offset pairs of the input topic; none = everything sealed. */
+    private TableSnapshots.Cut cut(String rawQuery) {
+        Map<Integer, Long> offsets = new TreeMap<>();
+        if (rawQuery != null && !rawQuery.isBlank()) {
+            for (String param : rawQuery.split("&")) {
+                String decoded = URLDecoder.decode(param, StandardCharsets.UTF_8);
+                if (!decoded.startsWith("until-offsets=")) {
+                    throw new IllegalArgumentException("unknown parameter in '" + decoded + "' (until-offsets)");
+                }
+                for (String pair : decoded.substring("until-offsets=".length()).split(",")) {
+                    int eq = pair.indexOf('=');
+                    try {
+                        offsets.put(
+                                Integer.parseInt(pair.substring(0, eq).trim()),
+                                Long.parseLong(pair.substring(eq + 1).trim()));
+                    } catch (RuntimeException e) {
+                        throw new IllegalArgumentException(
+                                "until-offsets takes partition=offset pairs, e.g. 0=1200,1=900; got '" + pair + "'");
+                    }
+                }
+            }
+        }
+        return new TableSnapshots.Cut(config.snapshotTopic(), offsets);
     }
 
     private HttpEndpoint.Response manual(String shard) throws Exception {

@@ -59,7 +59,7 @@ public final class MergeApp extends RolloutApp {
                         shadowPositions()),
                 config);
         runtime().mountHealth(http(), () -> Map.of("table", table.location().uri()));
-        new MergeAdminApi(runtime(), coordinator).mount(http());
+        new MergeAdminApi(runtime(), coordinator, table, config).mount(http());
     }
 
     /** Fault injection: a crash between a round's two Lance commits (the append and the marks). */

@@ -51,6 +51,7 @@ public final class MergeConfig extends AppConfig {
     public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
     public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
+    public static final String SNAPSHOT_TOPIC = "rollout.snapshot.topic";
     public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
     public static final String FAULT_HALT_AFTER_APPENDS = "rollout.fault.halt.after.appends";
 
@@ -253,6 +254,14 @@ public final class MergeConfig extends AppConfig {
                     ConfigDef.Range.atLeast(0),
                     MEDIUM,
                     "Only generations merged at least this long ago are deleted (readers may still hold them)")
+            .define(
+                    SNAPSHOT_TOPIC,
+                    STRING,
+                    "rollouts",
+                    new ConfigDef.NonEmptyString(),
+                    LOW,
+                    "The ingest app's input topic (its rollout.input.topic): snapshots record their offsets per"
+                            + " partition of it, and a cut names its partitions")
             .defineInternal(
                     FAULT_HALT_AFTER_MERGES,
                     INT,
@@ -370,6 +379,10 @@ public final class MergeConfig extends AppConfig {
 
     public long compactionIntervalMs() {
         return parsed.getLong(COMPACTION_INTERVAL_MS);
+    }
+
+    public String snapshotTopic() {
+        return parsed.getString(SNAPSHOT_TOPIC);
     }
 
     public long compactionTargetRows() {
