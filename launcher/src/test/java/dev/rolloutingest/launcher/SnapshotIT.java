@@ -17,6 +17,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -24,6 +25,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -123,9 +125,25 @@ class SnapshotIT {
                 }
 
                 // later: snap-0..199 written again, 100 new keys; merged, compacted, collected
+                Thread.sleep(20); // the next records' Kafka timestamps are after this instant
+                Instant beforeSecondBatch = Instant.now();
+                Thread.sleep(20);
                 publisher.publish(TOPIC, "snap", 200, 200, 32, 0, new AtomicLong());
                 publisher.publish(TOPIC, "later", 100, 100, 32, 0, new AtomicLong());
                 awaitMerged(location, 400, 300 + 200 + 100);
+                // a cut by time, resolved through the broker: the records before it are the first 300
+                assertThat(Launcher.run(concat(
+                                new String[] {
+                                    "snapshot",
+                                    "create",
+                                    "by-time",
+                                    "--until-timestamp",
+                                    beforeSecondBatch.toString(),
+                                    "--bootstrap-servers",
+                                    kafka.bootstrapServers()
+                                },
+                                storageArgs(location))))
+                        .isZero();
             }
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                 table.compact(1_000_000);
@@ -134,6 +152,9 @@ class SnapshotIT {
                         .isGreaterThan(table.get("snap-7", "mid").orElseThrow().sourceOffset());
                 assertThat(table.list(ListQuery.all(1000), "mid")).containsExactlyInAnyOrderElementsOf(listed);
                 assertThat(table.get("later-1", "mid")).isEmpty();
+                TableSnapshots.Snapshot byTime = table.snapshots().get("by-time");
+                assertThat(byTime.offsets()).isEqualTo(offsets);
+                assertThat(table.list(ListQuery.all(1000), "by-time")).containsExactlyInAnyOrderElementsOf(listed);
             }
             assertThat(lanceRows(location, "mid")).isEqualTo(first);
 
@@ -171,6 +192,8 @@ class SnapshotIT {
             assertThat(Launcher.run(concat(new String[] {"get", "snap-1", "--snapshot", "nope"}, table)))
                     .isEqualTo(SnapshotCommand.NOT_FOUND);
             assertThat(Launcher.run(concat(new String[] {"snapshot", "drop", "mid"}, table)))
+                    .isZero();
+            assertThat(Launcher.run(concat(new String[] {"snapshot", "drop", "by-time"}, table)))
                     .isZero();
             try (RolloutTable t = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                 assertThat(t.snapshots().list()).isEmpty();
