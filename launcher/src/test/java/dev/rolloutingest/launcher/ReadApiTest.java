@@ -10,6 +10,7 @@ import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -63,6 +64,38 @@ class ReadApiTest {
         return client.send(
                 HttpRequest.newBuilder(URI.create(http.baseUrl() + path)).build(),
                 HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void aSnapshotReadSeesOnlyTheSnapshot() throws Exception {
+        table.snapshots().create("s1", TableSnapshots.Cut.everythingSealed("rollouts"), 8, 0);
+        Rollout later = new RolloutGenerator("exp-c", 64, 6).rollout(100, 0);
+        table.writeGeneration("rollouts", 0, 10, 10, List.of(new RolloutRow(later, 0, 10, Instant.now())), 100);
+
+        assertThat(get("/rollouts/" + later.getRecordId()).statusCode()).isEqualTo(200);
+        assertThat(get("/rollouts/" + later.getRecordId() + "?snapshot=s1").statusCode())
+                .isEqualTo(404);
+        assertThat(get("/rollouts/" + first.getRecordId() + "?snapshot=s1").statusCode())
+                .isEqualTo(200);
+        JsonNode page = HttpEndpoint.JSON.readTree(
+                get("/rollouts?snapshot=s1&limit=100").body());
+        assertThat(page.get("count").asInt()).isEqualTo(10);
+        assertThat(HttpEndpoint.JSON
+                        .readTree(get("/rollouts?limit=100").body())
+                        .get("count")
+                        .asInt())
+                .isEqualTo(11);
+        assertThat(get("/rollouts/x?snapshot=nope").statusCode()).isEqualTo(404);
+        assertThat(get("/rollouts?snapshot=..%2Fbad").statusCode()).isEqualTo(400);
+        assertThat(get("/rollouts/x?limit=3").statusCode()).isEqualTo(400);
+        JsonNode listed = HttpEndpoint.JSON.readTree(get("/snapshots").body());
+        assertThat(listed.get("snapshots").get(0).get("name").asText()).isEqualTo("s1");
+        assertThat(listed.get("snapshots")
+                        .get(0)
+                        .get("offsets")
+                        .get("rollouts:0")
+                        .asLong())
+                .isEqualTo(10);
     }
 
     @Test
