@@ -93,6 +93,53 @@ public final class ApicurioRegistry implements AutoCloseable {
         return "http://127.0.0.1:" + port + "/apis/ccompat/v7";
     }
 
+    /**
+     * Registers a schema under a subject through the Confluent-compatible API, as an independent client would
+     * (plain REST); returns its id.
+     *
+     * @param schemaType AVRO, JSON or PROTOBUF; null for Avro (the API's default)
+     */
+    public int register(String subject, String schemaType, String schema) {
+        String body = "{\"schema\":" + jsonString(schema)
+                + (schemaType == null ? "" : ",\"schemaType\":" + jsonString(schemaType)) + "}";
+        try {
+            HttpResponse<String> response = HttpClient.newHttpClient()
+                    .send(
+                            HttpRequest.newBuilder(URI.create(confluentUrl() + "/subjects/" + subject + "/versions"))
+                                    .header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                                    .POST(HttpRequest.BodyPublishers.ofString(body))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
+            java.util.regex.Matcher id =
+                    java.util.regex.Pattern.compile("\"id\"\\s*:\\s*(\\d+)").matcher(response.body());
+            if (response.statusCode() != 200 || !id.find()) {
+                throw new IllegalStateException(
+                        "Registering " + subject + " answered HTTP " + response.statusCode() + ": " + response.body());
+            }
+            return Integer.parseInt(id.group(1));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static String jsonString(String text) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char c : text.toCharArray()) {
+            switch (c) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                case '\n' -> out.append("\\n");
+                case '\r' -> out.append("\\r");
+                case '\t' -> out.append("\\t");
+                default -> out.append(c < 0x20 ? String.format("\\u%04x", (int) c) : String.valueOf(c));
+            }
+        }
+        return out.append('"').toString();
+    }
+
     public int port() {
         return port;
     }

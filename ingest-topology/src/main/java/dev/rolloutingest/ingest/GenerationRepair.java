@@ -32,12 +32,7 @@ public final class GenerationRepair {
         ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
         deserializer.configure(config.serdeConfig(), false);
         IngestMetrics metrics = new IngestMetrics(new SimpleMeterRegistry(), new InflightBudget(0));
-        RecordCheck check = new RecordCheck(
-                seal.topic(),
-                deserializer,
-                config.maxPayloadBytes(),
-                Duration.ofMillis(config.registryWaitMs()),
-                metrics);
+        RecordCheck check = RecordCheck.of(config, seal.topic(), deserializer, metrics);
         InputRereader rereader =
                 new InputRereader(tp -> IngestTopology.recoveryReader(config), metrics, Duration.ofMinutes(5));
         Set<Long> refused = new HashSet<>();

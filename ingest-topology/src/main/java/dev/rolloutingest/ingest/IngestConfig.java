@@ -33,6 +33,8 @@ public final class IngestConfig extends AppConfig {
     public static final String MAX_INFLIGHT_BLOB_BYTES = "rollout.max.inflight.blob.bytes";
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
+    public static final String KEYLESS_RECORDS = "rollout.input.keyless.records";
+    public static final String DLQ_LOG_INTERVAL_MS = "rollout.dlq.log.interval.ms";
     public static final String REGISTRY_WAIT_MS = "rollout.registry.wait.ms";
     public static final String SEALED_LAG_GROUP = "rollout.lag.sealed.group";
     static final String SEALED_LAG_GROUP_DEFAULT = "<application.id>-sealed";
@@ -127,6 +129,25 @@ public final class IngestConfig extends AppConfig {
                     MEDIUM,
                     "ROLLOUT_LARGE_BLOB_LOG_BYTES: a payload of at least this size logs a warn with experiment and"
                             + " record_id (inclusive; 0 disables)")
+            .define(
+                    KEYLESS_RECORDS,
+                    STRING,
+                    "accept",
+                    ConfigDef.ValidString.in("accept", "reject"),
+                    MEDIUM,
+                    "Records without a key: accept (record_id from the value; counted in"
+                            + " rollout_ingest_keyless_records_total) or reject (to the DLQ, reason missing-key). A"
+                            + " keyless producer's records of one record_id may land in different partitions: the"
+                            + " newest-wins rule across partitions (ingested_at) decides between them")
+            .define(
+                    DLQ_LOG_INTERVAL_MS,
+                    LONG,
+                    10_000L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
+                    "Dead letters log at most one line per reason in this interval, with the count of records it"
+                            + " stands for (the DLQ and rollout_ingest_dlq_records_total still have every one; 0 = a"
+                            + " line per record)")
             .define(
                     MAX_PAYLOAD_BYTES,
                     LONG,
@@ -243,6 +264,14 @@ public final class IngestConfig extends AppConfig {
 
     public long largeBlobLogBytes() {
         return parsed.getLong(LARGE_BLOB_LOG_BYTES);
+    }
+
+    public boolean keylessAccepted() {
+        return "accept".equals(parsed.getString(KEYLESS_RECORDS));
+    }
+
+    public long dlqLogIntervalMs() {
+        return parsed.getLong(DLQ_LOG_INTERVAL_MS);
     }
 
     public long maxPayloadBytes() {

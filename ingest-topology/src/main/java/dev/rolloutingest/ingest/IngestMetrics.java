@@ -129,6 +129,11 @@ final class IngestMetrics {
         registry.counter("rollout.ingest.dlq.records", "reason", reason).increment();
     }
 
+    /** A record without a key, accepted with the record_id of its value. */
+    void keyless() {
+        registry.counter("rollout.ingest.keyless.records").increment();
+    }
+
     /** trigger: rows | bytes | age | pressure | recovery; result: success | failure | empty. */
     void seal(String trigger, String result, Duration duration) {
         registry.counter("rollout.ingest.seals", "trigger", trigger, "result", result)

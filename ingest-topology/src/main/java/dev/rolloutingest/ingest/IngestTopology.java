@@ -103,12 +103,7 @@ final class IngestTopology {
             IngestFaults faults,
             SealWriters writers,
             ObjLongConsumer<TopicPartition> sealedPositions) {
-        RecordCheck check = new RecordCheck(
-                config.inputTopic(),
-                rollouts,
-                config.maxPayloadBytes(),
-                Duration.ofMillis(config.registryWaitMs()),
-                metrics);
+        RecordCheck check = RecordCheck.of(config, config.inputTopic(), rollouts, metrics);
         InputRereader rereader = new InputRereader(recoveryReader, metrics, Duration.ofMinutes(2));
         Topology topology = new Topology();
         topology.addSource(

@@ -211,14 +211,18 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
 
     private void deadLetter(byte[] key, byte[] value, Headers headers, long timestamp, long offset, DeadLetter dead) {
         metrics.dlq(dead.reason());
-        log.warn(
-                "Shard {}: {}/{}@{} to the DLQ ({}): {}", shard, topic, partition, offset, dead.reason(), dead.error());
+        check.deadLetterLog()
+                .deadLettered(
+                        dead.reason(),
+                        () -> "Shard " + shard + ": " + topic + "/" + partition + "@" + offset + " to the DLQ ("
+                                + dead.reason() + "): " + dead.error());
         context.forward(
                 new Record<Object, Object>(key, value, timestamp, dead.headers(headers, topic, partition, offset)),
                 IngestTopology.DLQ_SINK);
     }
 
     private void tick(long now) {
+        check.deadLetterLog().flush();
         recoverOnce();
         finishWrite(false);
         if (sealedUpTo != null && lastOffset >= batchStart) {

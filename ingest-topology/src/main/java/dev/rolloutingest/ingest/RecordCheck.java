@@ -1,12 +1,14 @@
 package dev.rolloutingest.ingest;
 
-import dev.rolloutingest.serde.FieldReader;
 import dev.rolloutingest.serde.FieldsDeserializer;
+import dev.rolloutingest.serde.RecordKeys;
+import dev.rolloutingest.serde.SchemaRegistryClient;
+import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.serde.SerdeException;
 import dev.rolloutingest.table.GenerationBatch;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,11 +34,29 @@ final class RecordCheck {
 
     private final String topic;
     private final FieldsDeserializer deserializer;
+    private final RecordKeys keys;
+    private final boolean keylessAccepted;
+    private final DeadLetterLog deadLetterLog;
     private final long maxPayloadBytes;
     private final Duration registryWait;
     private final IngestMetrics metrics;
 
+    /** The app's check: the value decoded by {@code deserializer}, keys through the same registry. */
+    static RecordCheck of(IngestConfig config, String topic, FieldsDeserializer deserializer, IngestMetrics metrics) {
+        return new RecordCheck(
+                topic,
+                deserializer,
+                new RecordKeys(new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig()))),
+                config.keylessAccepted(),
+                config.maxPayloadBytes(),
+                Duration.ofMillis(config.registryWaitMs()),
+                metrics,
+                new DeadLetterLog(config.dlqLogIntervalMs()));
+    }
+
     /**
+     * @param keys reads the record_id a key carries (plain string or Confluent wire format)
+     * @param keylessAccepted a record without a key lands (else it is dead-lettered as missing-key)
      * @param registryWait how long one record waits for a registry that cannot answer before the stream
      *     thread gives up (and is replaced, redoing its work from the last commit); keep it well under
      *     max.poll.interval.ms
@@ -44,14 +64,25 @@ final class RecordCheck {
     RecordCheck(
             String topic,
             FieldsDeserializer deserializer,
+            RecordKeys keys,
+            boolean keylessAccepted,
             long maxPayloadBytes,
             Duration registryWait,
-            IngestMetrics metrics) {
+            IngestMetrics metrics,
+            DeadLetterLog deadLetterLog) {
         this.topic = topic;
+        this.deadLetterLog = deadLetterLog;
         this.deserializer = deserializer;
+        this.keys = keys;
+        this.keylessAccepted = keylessAccepted;
         this.maxPayloadBytes = maxPayloadBytes;
         this.registryWait = registryWait;
         this.metrics = metrics;
+    }
+
+    /** Where the app's partitions log their dead letters, rate-limited per reason. */
+    DeadLetterLog deadLetterLog() {
+        return deadLetterLog;
     }
 
     /**
@@ -71,7 +102,8 @@ final class RecordCheck {
         batch.requireAscending(offset); // outside the catch below: a program error, not the record's fault
         GenerationBatch.Staged row;
         try {
-            row = decodeWaitingForRegistry(value, (in, order) -> batch.stage(in, order, partition, offset, ingestedAt));
+            row = waitingForRegistry(() -> deserializer.deserializeFields(
+                    topic, value, (in, order) -> batch.stage(in, order, partition, offset, ingestedAt)));
         } catch (SerdeException e) {
             return Result.rejected(e.reason(), e.getMessage());
         } catch (RuntimeException e) {
@@ -81,12 +113,24 @@ final class RecordCheck {
             return Result.rejected("missing-record-id", "record_id is empty");
         }
         if (key == null) {
-            return Result.rejected("missing-key", "record has no key; the key must equal record_id " + row.recordId());
-        }
-        String recordKey = new String(key, StandardCharsets.UTF_8);
-        if (!recordKey.equals(row.recordId())) {
-            return Result.rejected(
-                    "key-mismatch", "key '" + recordKey + "' differs from record_id '" + row.recordId() + "'");
+            if (!keylessAccepted) {
+                return Result.rejected(
+                        "missing-key",
+                        "record has no key and " + IngestConfig.KEYLESS_RECORDS + "=reject; the key must equal"
+                                + " record_id " + row.recordId());
+            }
+            metrics.keyless();
+        } else {
+            String recordKey;
+            try {
+                recordKey = waitingForRegistry(() -> keys.recordId(topic, key));
+            } catch (SerdeException e) {
+                return Result.rejected(e.reason(), "key: " + e.getMessage());
+            }
+            if (!recordKey.equals(row.recordId())) {
+                return Result.rejected(
+                        "key-mismatch", "key '" + recordKey + "' differs from record_id '" + row.recordId() + "'");
+            }
         }
         batch.commitStaged();
         return Result.accepted(row);
@@ -97,12 +141,12 @@ final class RecordCheck {
      * blaming the record. Past {@code registryWait} the failure is thrown: the thread is replaced and the
      * record redone from the last commit, still never dead-lettered.
      */
-    private <R> R decodeWaitingForRegistry(byte[] value, FieldReader<R> reader) {
+    private <R> R waitingForRegistry(Supplier<R> decode) {
         long deadline = System.nanoTime() + registryWait.toNanos();
         long lastLog = 0;
         while (true) {
             try {
-                return deserializer.deserializeFields(topic, value, reader);
+                return decode.get();
             } catch (SerdeException e) {
                 if (e.recordsFault()) {
                     throw e;

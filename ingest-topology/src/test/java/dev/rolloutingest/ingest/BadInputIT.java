@@ -130,7 +130,9 @@ class BadInputIT {
                 "rollout.max.payload.bytes",
                 "100000",
                 "streams.commit.interval.ms",
-                "200"));
+                "200",
+                "rollout.input.keyless.records", // keyless records land by default; this battery refuses them
+                "reject"));
 
         SchemaRegistryClient registry = new SchemaRegistryClient(
                 SerdeConfig.from(Map.of("schema.registry.url", cluster.registry.confluentUrl())));

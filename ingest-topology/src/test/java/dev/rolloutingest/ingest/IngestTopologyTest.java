@@ -205,7 +205,13 @@ class IngestTopologyTest {
 
     @Test
     void unusableRecordsGoToTheDlqWithTheirReasonAndTheRestIsSealed() {
-        start(Map.of("rollout.seal.max.rows", 3, "rollout.max.payload.bytes", 4_000L));
+        start(Map.of(
+                "rollout.seal.max.rows",
+                3,
+                "rollout.max.payload.bytes",
+                4_000L,
+                "rollout.input.keyless.records",
+                "reject"));
         Rollout good = generator.rollout(1, 0);
         byte[] goodBytes = FixedSchemaSerde.rollout(good);
         input.pipeInput("x".getBytes(), "plain text, not Avro".getBytes()); // offset 0
@@ -248,6 +254,18 @@ class IngestTopologyTest {
         assertThat(counter("rollout.ingest.dlq.records", "reason", "key-mismatch"))
                 .isEqualTo(1);
         assertThat(counter("rollout.ingest.dlq.records")).isEqualTo(7);
+    }
+
+    @Test
+    void aRecordWithoutAKeyLandsByItsRecordIdAndIsCounted() {
+        start(Map.of("rollout.seal.max.rows", 2));
+        Rollout keyless = generator.rollout(1, 0);
+        input.pipeInput((byte[]) null, FixedSchemaSerde.rollout(keyless));
+        send(generator.rollout(2, 0));
+        assertThat(dlq.readRecordsToList()).isEmpty();
+        assertThat(events.readValue().getRows()).isEqualTo(2);
+        assertThat(table.get(keyless.getRecordId().toString())).isPresent();
+        assertThat(counter("rollout.ingest.keyless.records")).isEqualTo(1);
     }
 
     @Test

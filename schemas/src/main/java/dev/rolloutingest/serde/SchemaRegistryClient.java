@@ -33,11 +33,15 @@ public final class SchemaRegistryClient {
     /** A schema as registered under a subject. */
     public record RegisteredSchema(int id, int version, Schema schema) {}
 
+    /** A schema of any type by its id: AVRO, JSON or PROTOBUF, with its text. */
+    public record TypedSchema(String type, String text) {}
+
     private final SerdeConfig config;
     private final HttpClient http;
     private final String authorization;
     private final Map<Integer, Schema> schemaById;
     private final Map<String, Integer> idBySubjectAndSchema;
+    private final Map<Integer, TypedSchema> typedById;
 
     public SchemaRegistryClient(SerdeConfig config) {
         this.config = config;
@@ -50,6 +54,7 @@ public final class SchemaRegistryClient {
                                 .encodeToString(config.basicAuthUserInfo().getBytes(StandardCharsets.UTF_8));
         this.schemaById = lru(config.cacheCapacity());
         this.idBySubjectAndSchema = lru(config.cacheCapacity());
+        this.typedById = lru(config.cacheCapacity());
     }
 
     /** Registers (idempotently) and returns the global schema id. HTTP 409 means incompatible. */
@@ -108,6 +113,17 @@ public final class SchemaRegistryClient {
         if (cached != null) {
             return cached;
         }
+        Schema schema = parse(typedById(id).text(), "schema id " + id);
+        schemaById.put(id, schema);
+        return schema;
+    }
+
+    /** The schema of an id whatever its type (the registry omits schemaType for Avro). */
+    public TypedSchema typedById(int id) {
+        TypedSchema cached = typedById.get(id);
+        if (cached != null) {
+            return cached;
+        }
         JsonNode answer;
         try {
             answer = call("GET", "/schemas/ids/" + id, null, "fetching schema id " + id);
@@ -120,8 +136,10 @@ public final class SchemaRegistryClient {
             }
             throw e;
         }
-        Schema schema = parse(answer.path("schema").asText(), "schema id " + id);
-        schemaById.put(id, schema);
+        TypedSchema schema = new TypedSchema(
+                answer.path("schemaType").asText("AVRO").toUpperCase(java.util.Locale.ROOT),
+                answer.path("schema").asText());
+        typedById.put(id, schema);
         return schema;
     }
 
