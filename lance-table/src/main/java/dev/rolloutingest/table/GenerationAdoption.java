@@ -63,7 +63,7 @@ final class GenerationAdoption {
     record Split(List<MergeSource.Span> adopt, List<MergeSource.Row> rows) {}
 
     /** Generations every row of which is in {@code append} and whose schema is {@code baseSchema}. */
-    static Split split(List<MergeSource.Row> append, String baseSchema) {
+    static Split split(List<MergeSource.Row> append, String baseSchema, long minRows) {
         Map<MergeSource.Span, Integer> appended = new IdentityHashMap<>();
         for (MergeSource.Row row : append) {
             appended.merge(row.source().spanOf(row.ordinal()), 1, Integer::sum);
@@ -72,6 +72,7 @@ final class GenerationAdoption {
         for (Map.Entry<MergeSource.Span, Integer> entry : appended.entrySet()) {
             MergeSource.Span span = entry.getKey();
             if (span.fragment() != null
+                    && span.rows() >= minRows
                     && entry.getValue() == span.rows()
                     && span.fragment().getPhysicalRows() == span.rows()
                     && span.schema().equals(baseSchema)) {

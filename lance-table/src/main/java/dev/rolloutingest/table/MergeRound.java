@@ -6,7 +6,9 @@ import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.EnumMap;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -201,12 +203,20 @@ public final class MergeRound {
         long started = System.nanoTime();
         MergeSource source = new MergeSource();
         try {
-            boolean mayAdopt = settings.mergeAppendNewKeys() && settings.mergeAdoptGenerations();
+            Set<SealedGeneration> byKeys = Collections.newSetFromMap(new IdentityHashMap<>());
             for (SealedGeneration generation : plan.generations()) {
+                // only a generation the commit may adopt is worth reading by its keys alone first
+                boolean mayAdopt = settings.mergeAppendNewKeys() && generation.rows() >= settings.mergeAdoptMinRows();
+                if (mayAdopt) {
+                    byKeys.add(generation);
+                }
                 readGeneration(source, generation, mayAdopt ? MergeSource.KEY_COLUMNS : RolloutSchema.allColumns());
             }
-            if (mayAdopt) {
+            if (!byKeys.isEmpty()) {
                 for (MergeSource.Span span : source.spans()) {
+                    if (!byKeys.contains(span.generation())) {
+                        continue; // read in full already
+                    }
                     // a few maybes are the filter's false positives, which the commit checks exactly
                     if (span.fragment() != null
                             && !source.anyDropped(span)
@@ -600,7 +610,8 @@ public final class MergeRound {
                     }
                 }
                 GenerationAdoption.Split split = settings.mergeAdoptGenerations()
-                        ? GenerationAdoption.split(append, GenerationAdoption.schemaOf(current))
+                        ? GenerationAdoption.split(
+                                append, GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
                         : new GenerationAdoption.Split(List.of(), append);
                 List<MergeSource.Row> written = new ArrayList<>(withAllColumns(split.rows()));
                 List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.slices(written, lance.allocator()));

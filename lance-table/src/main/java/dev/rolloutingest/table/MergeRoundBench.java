@@ -93,7 +93,7 @@ public final class MergeRoundBench {
                     }
                     TableSettings settings = TableSettings.DEFAULTS
                             .withMergeAppendNewKeys(append)
-                            .withMergeAdoptGenerations(!path.equals("append, no adoption"));
+                            .withMergeAdoptMinRows(path.equals("append, no adoption") ? TableSettings.NEVER_ADOPT : 0);
                     SimpleMeterRegistry meters = new SimpleMeterRegistry();
                     try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
                         List<Long> floorMs = new ArrayList<>();

@@ -19,8 +19,11 @@ package dev.rolloutingest.table;
  * @param mergeAppendNewKeys rollout.merge.append.new.keys: merge rows whose keys the base certainly lacks are
  *     appended as new fragments (a commit that costs what it adds); only the others are joined. false = every row
  *     goes through the merge-insert join
- * @param mergeAdoptGenerations rollout.merge.adopt.generations: a generation all of whose rows are appended is
- *     taken into the base whole, its data files linked (local) or copied server-side (S3) instead of rewritten
+ * @param mergeAdoptMinRows rollout.merge.adopt.min.rows (and rollout.merge.adopt.generations): a generation of at
+ *     least this many rows, all of them appended, is taken into the base whole, its data files linked (local) or
+ *     copied server-side (S3) instead of rewritten; {@link #NEVER_ADOPT} = never. Each adopted generation stays a
+ *     fragment of its own until compaction, and every later commit pays for the base's fragment count, so small
+ *     generations are written together instead (one fragment a commit)
  */
 public record TableSettings(
         int pendingWarnGenerations,
@@ -32,14 +35,28 @@ public record TableSettings(
         int readOpenGenerations,
         long mergeScanJoinMaxBaseRows,
         boolean mergeAppendNewKeys,
-        boolean mergeAdoptGenerations) {
+        long mergeAdoptMinRows) {
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
     public static final long DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS = 2_000_000;
 
+    /** Generations of at least this many rows are adopted by default: a written round holds about as many. */
+    public static final long DEFAULT_MERGE_ADOPT_MIN_ROWS = 50_000;
+
+    public static final long NEVER_ADOPT = Long.MAX_VALUE;
+
     public static final TableSettings DEFAULTS = new TableSettings(
-            256, 2048, 20, 10_000, 1_000, 256L << 20, 1024, DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS, true, true);
+            256,
+            2048,
+            20,
+            10_000,
+            1_000,
+            256L << 20,
+            1024,
+            DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS,
+            true,
+            DEFAULT_MERGE_ADOPT_MIN_ROWS);
 
     public TableSettings {
         if (pendingWarnGenerations < 0) {
@@ -54,6 +71,9 @@ public record TableSettings(
         if (readRefreshMs < 0 || readCacheBytes < (1L << 20) || readOpenGenerations < 0) {
             throw new IllegalArgumentException(
                     "readRefreshMs and readOpenGenerations must be >= 0, readCacheBytes >= 1 MiB");
+        }
+        if (mergeAdoptMinRows < 0) {
+            throw new IllegalArgumentException("mergeAdoptMinRows must be >= 0, was " + mergeAdoptMinRows);
         }
         if (mergeScanJoinMaxBaseRows < 0) {
             throw new IllegalArgumentException(
@@ -72,7 +92,7 @@ public record TableSettings(
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
                 mergeAppendNewKeys,
-                mergeAdoptGenerations);
+                mergeAdoptMinRows);
     }
 
     public TableSettings withReadRefreshMs(long ms) {
@@ -86,7 +106,7 @@ public record TableSettings(
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
                 mergeAppendNewKeys,
-                mergeAdoptGenerations);
+                mergeAdoptMinRows);
     }
 
     public TableSettings withReadCacheBytes(long bytes) {
@@ -100,7 +120,7 @@ public record TableSettings(
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
                 mergeAppendNewKeys,
-                mergeAdoptGenerations);
+                mergeAdoptMinRows);
     }
 
     public TableSettings withReadOpenGenerations(int handles) {
@@ -114,7 +134,7 @@ public record TableSettings(
                 handles,
                 mergeScanJoinMaxBaseRows,
                 mergeAppendNewKeys,
-                mergeAdoptGenerations);
+                mergeAdoptMinRows);
     }
 
     public TableSettings withMergeScanJoinMaxBaseRows(long rows) {
@@ -128,7 +148,7 @@ public record TableSettings(
                 readOpenGenerations,
                 rows,
                 mergeAppendNewKeys,
-                mergeAdoptGenerations);
+                mergeAdoptMinRows);
     }
 
     public TableSettings withMergeAppendNewKeys(boolean append) {
@@ -142,10 +162,15 @@ public record TableSettings(
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
                 append,
-                mergeAdoptGenerations);
+                mergeAdoptMinRows);
     }
 
-    public TableSettings withMergeAdoptGenerations(boolean adopt) {
+    /** Whether any generation may be adopted (see {@link #mergeAdoptMinRows}). */
+    public boolean mergeAdoptGenerations() {
+        return mergeAdoptMinRows != NEVER_ADOPT;
+    }
+
+    public TableSettings withMergeAdoptMinRows(long rows) {
         return new TableSettings(
                 pendingWarnGenerations,
                 pendingMaxGenerations,
@@ -156,6 +181,6 @@ public record TableSettings(
                 readOpenGenerations,
                 mergeScanJoinMaxBaseRows,
                 mergeAppendNewKeys,
-                adopt);
+                rows);
     }
 }

@@ -28,6 +28,9 @@ import org.lance.Dataset;
  * Every check of the base reads it with lance-core alone.
  */
 class AppendPathTest {
+    /** Adoption of generations of any size (the tests' generations are small). */
+    private static final TableSettings ADOPTING = TableSettings.DEFAULTS.withMergeAdoptMinRows(0);
+
     private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
 
     /** Rows for offsets [first, first + n) of a partition with ids key-(start..start+n), ingested at T0 + seconds. */
@@ -95,7 +98,7 @@ class AppendPathTest {
         TableLocation location = TableLocation.local(freshDir("adopt"));
         String shard0 = ShardId.of(TOPIC, 0);
         String shard1 = ShardId.of(TOPIC, 1);
-        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+        try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters)) {
             List<RolloutRow> adopted = rows(0, 0, 0, 100, 0); // key-0..99: new
             SealedGeneration generation = table.writeGeneration(TOPIC, 0, 0, 99, adopted, 100 * 100L);
             // partition 1: one generation of new keys whose key-250 partition 0 rewrites later in the same round
@@ -316,7 +319,7 @@ class AppendPathTest {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("false-positive"));
         String shard = ShardId.of(TOPIC, 0);
-        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters);
                 RootAllocator allocator = new RootAllocator()) {
             write(table, 0, 0, 0, 100, 0); // key-0..99
             table.mergePass(shard, 8, 0);
@@ -350,7 +353,7 @@ class AppendPathTest {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("few-updates"));
         String shard = ShardId.of(TOPIC, 0);
-        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+        try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters)) {
             write(table, 0, 0, 0, 100, 0); // key-0..99
             table.mergePass(shard, 8, 0);
             List<RolloutRow> rows = new ArrayList<>(rows(0, 100, 0, 2, 1)); // key-0, key-1: updates
@@ -376,13 +379,37 @@ class AppendPathTest {
     void withAdoptionOffEveryNewRowIsWritten() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("no-adopt"));
-        try (RolloutTable table =
-                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS.withMergeAdoptGenerations(false), meters)) {
+        try (RolloutTable table = RolloutTable.createOrOpen(
+                location, TableSettings.DEFAULTS.withMergeAdoptMinRows(TableSettings.NEVER_ADOPT), meters)) {
             write(table, 0, 0, 0, 100, 0);
             table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
             assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(100);
             assertThat(rows(meters, MergeRound.Path.ADOPT)).isZero();
             assertThat(baseRows(location)).hasSize(100);
+        }
+    }
+
+    /** Each adopted generation would stay a fragment; small ones are written together, one fragment a commit. */
+    @Test
+    void generationsBelowTheAdoptionSizeAreWrittenTogetherAsOneFragment() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("adopt-min"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS.withMergeAdoptMinRows(150), meters)) {
+            write(table, 0, 0, 0, 100, 0); // below 150 rows: written
+            write(table, 0, 100, 100, 100, 0); // written, into the same fragment
+            write(table, 0, 200, 200, 200, 0); // 200 rows: adopted whole
+            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(200);
+            assertThat(rows(meters, MergeRound.Path.ADOPT)).isEqualTo(200);
+            try (RootAllocator allocator = new RootAllocator();
+                    Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(location.uri())
+                            .build()) {
+                assertThat(base.getFragments()).hasSize(2);
+            }
+            assertThat(baseRows(location)).hasSize(400);
         }
     }
 

@@ -97,6 +97,15 @@ class MergeConfigTest {
                         .tableSettings()
                         .mergeAdoptGenerations())
                 .isFalse();
+        assertThat(MergeConfig.load(required(), Map.of()).tableSettings().mergeAdoptMinRows())
+                .isEqualTo(50_000);
+        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_MIN_ROWS", "1000"))
+                        .tableSettings()
+                        .mergeAdoptMinRows())
+                .isEqualTo(1000);
+        assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_MIN_ROWS", "-1")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.adopt.min.rows");
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_APPEND_NEW_KEYS", "sometimes")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("rollout.merge.append.new.keys");
