@@ -129,6 +129,11 @@ final class IngestMetrics {
         registry.counter("rollout.ingest.dlq.records", "reason", reason).increment();
     }
 
+    /** A delete (a key with a null value) sealed with its partition's records. */
+    void tombstone() {
+        registry.counter("rollout.ingest.tombstones").increment();
+    }
+
     /** A record without a key, accepted with the record_id of its value. */
     void keyless() {
         registry.counter("rollout.ingest.keyless.records").increment();

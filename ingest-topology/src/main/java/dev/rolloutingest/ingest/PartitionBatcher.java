@@ -192,7 +192,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             return;
         }
         int payload = checked.payloadBytes();
-        if (live) {
+        if (live && value != null) {
             boolean large = largeBlobLogBytes > 0 && payload >= largeBlobLogBytes;
             metrics.blob(payload, large);
             if (large) {
@@ -204,7 +204,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                         checked.recordId());
             }
         }
-        long bytes = value.length + (key == null ? 0 : key.length);
+        long bytes = (value == null ? 0 : value.length) + (key == null ? 0 : key.length);
         batchBytes += bytes;
         budget.add(partition, bytes);
     }

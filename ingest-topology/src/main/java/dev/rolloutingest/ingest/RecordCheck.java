@@ -6,6 +6,7 @@ import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.serde.SerdeException;
 import dev.rolloutingest.table.GenerationBatch;
+import dev.rolloutingest.table.Tombstones;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.function.Supplier;
@@ -91,7 +92,7 @@ final class RecordCheck {
      */
     Result accept(byte[] key, byte[] value, GenerationBatch batch, int partition, long offset, Instant ingestedAt) {
         if (value == null) {
-            return Result.rejected("null-value", "record has no value (tombstone)");
+            return tombstone(key, batch, partition, offset, ingestedAt);
         }
         if (value.length > maxPayloadBytes) {
             return Result.rejected(
@@ -134,6 +135,29 @@ final class RecordCheck {
         }
         batch.commitStaged();
         return Result.accepted(row);
+    }
+
+    /**
+     * A record with a key and no value deletes the key's record_id: it becomes a delete row of the batch
+     * ({@link Tombstones}), newest-wins with the values around it.
+     */
+    private Result tombstone(byte[] key, GenerationBatch batch, int partition, long offset, Instant ingestedAt) {
+        if (key == null) {
+            return Result.rejected("null-value", "record has neither a key nor a value: nothing to write or delete");
+        }
+        String recordId;
+        try {
+            recordId = waitingForRegistry(() -> keys.recordId(topic, key));
+        } catch (SerdeException e) {
+            return Result.rejected(e.reason(), "key of a delete: " + e.getMessage());
+        }
+        if (recordId.isEmpty()) {
+            return Result.rejected("missing-record-id", "a delete (null value) whose key is empty");
+        }
+        batch.requireAscending(offset);
+        batch.append(Tombstones.of(recordId, ingestedAt), partition, offset, ingestedAt);
+        metrics.tombstone();
+        return new Result(recordId, 0, null);
     }
 
     /**

@@ -220,7 +220,7 @@ class IngestTopologyTest {
         input.pipeInput("other-id".getBytes(), goodBytes); // 3
         Rollout big = new RolloutGenerator("exp", 8_000, 1).rollout(5, 0);
         input.pipeInput(big.getRecordId().getBytes(), FixedSchemaSerde.rollout(big)); // 4
-        input.pipeInput("x".getBytes(), (byte[]) null); // 5
+        input.pipeInput((byte[]) null, (byte[]) null); // 5: neither a value nor a key to delete
         byte[] truncated = java.util.Arrays.copyOf(goodBytes, goodBytes.length - 8);
         input.pipeInput(good.getRecordId().getBytes(), truncated); // 6
         for (int i = 10; i < 13; i++) {
@@ -254,6 +254,27 @@ class IngestTopologyTest {
         assertThat(counter("rollout.ingest.dlq.records", "reason", "key-mismatch"))
                 .isEqualTo(1);
         assertThat(counter("rollout.ingest.dlq.records")).isEqualTo(7);
+    }
+
+    @Test
+    void aKeyWithoutAValueIsSealedAsADeleteAndAReservedMarkerIsRefused() {
+        start(Map.of("rollout.seal.max.rows", 3));
+        Rollout kept = generator.rollout(1, 0);
+        Rollout deleted = generator.rollout(2, 0);
+        send(kept);
+        send(deleted);
+        Rollout forged = generator.rollout(3, 0);
+        forged.setMetadata(Map.of(dev.rolloutingest.table.Tombstones.MARKER, "true"));
+        send(forged); // refused: only a null value deletes
+        input.pipeInput(deleted.getRecordId().getBytes(StandardCharsets.UTF_8), (byte[]) null);
+        assertThat(events.readValue().getRows()).isEqualTo(2); // kept, and the delete that replaced its put
+        assertThat(dlq.readRecordsToList())
+                .extracting(r -> header(r, "rollout.dlq.reason"))
+                .containsExactly(dev.rolloutingest.table.Tombstones.RESERVED_REASON);
+        assertThat(table.get(kept.getRecordId().toString())).isPresent();
+        assertThat(table.get(deleted.getRecordId().toString())).isEmpty();
+        assertThat(table.get(forged.getRecordId().toString())).isEmpty();
+        assertThat(counter("rollout.ingest.tombstones")).isEqualTo(1);
     }
 
     @Test

@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import static dev.rolloutingest.table.RolloutSchema.*;
 
 import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.SerdeException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -210,7 +211,17 @@ final class ArrowRows {
                         }
                     }
                     case F_INCLUDE_IN_TRAINING -> includeInTraining.setSafe(i, in.readBoolean() ? 1 : 0);
-                    case F_METADATA -> metadata(i, readMap(in));
+                    case F_METADATA -> {
+                        Map<String, String> values = readMap(in);
+                        if (values.containsKey(Tombstones.MARKER)) {
+                            throw new SerdeException(
+                                    Tombstones.RESERVED_REASON,
+                                    "record " + id + " has the metadata key " + Tombstones.MARKER
+                                            + ", which marks deletes; a delete is a record with a null value",
+                                    null);
+                        }
+                        metadata(i, values);
+                    }
                     case F_BINARY_PAYLOAD -> {
                         if (isNull(in)) {
                             payload.setNull(i);
@@ -509,7 +520,7 @@ final class ArrowRows {
         return new ArrayList<>((List<T>) ((ListVector) vector).getObject(i));
     }
 
-    private static Map<String, String> metadataAt(VectorSchemaRoot root, int i) {
+    static Map<String, String> metadataAt(VectorSchemaRoot root, int i) {
         FieldVector vector = root.getVector(METADATA);
         Map<String, String> map = new LinkedHashMap<>();
         if (vector == null || vector.isNull(i)) {

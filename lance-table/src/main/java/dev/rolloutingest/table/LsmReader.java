@@ -148,7 +148,8 @@ final class LsmReader {
             if (base.isPresent()) {
                 newest = newer(base.get(), newest);
             }
-            return Optional.ofNullable(newest);
+            // the newest row may be a delete: the key is gone
+            return Optional.ofNullable(newest).filter(row -> !row.isTombstone());
         }
     }
 
@@ -213,7 +214,7 @@ final class LsmReader {
                 if (candidates.size() >= limit + query.offset()) {
                     break;
                 }
-                if (!shownFromBase.contains(row.recordId()) && query.matches(row)) {
+                if (!row.isTombstone() && !shownFromBase.contains(row.recordId()) && query.matches(row)) {
                     candidates.add(row);
                 }
             }
@@ -286,24 +287,37 @@ final class LsmReader {
         return newest;
     }
 
-    /** Rows visible to readers (base + pending, de-duplicated). A full count: for tests and status. */
+    /**
+     * Rows visible to readers (base + pending, de-duplicated, deletes applied). A full count: for tests and status.
+     * A key whose newest pending row is a delete is not counted, whatever the base holds.
+     */
     long countRows() {
         List<String> keyOnly = List.of(RolloutSchema.RECORD_ID);
-        Set<String> pending = new HashSet<>();
+        List<String> keyAndOrder = List.of(
+                RolloutSchema.RECORD_ID,
+                RolloutSchema.EXPERIMENT,
+                RolloutSchema.METADATA,
+                RolloutSchema.SOURCE_PARTITION,
+                RolloutSchema.SOURCE_OFFSET,
+                RolloutSchema.INGESTED_AT);
+        Map<String, RolloutRow> pending = new HashMap<>();
         long[] baseOnly = {0};
         try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
             observe(snapshot);
             for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
-                forEachRow(generation.listed(), null, keyOnly, row -> pending.add(row.recordId()) || true);
+                forEachRow(generation.listed(), null, keyAndOrder, row -> {
+                    pending.merge(row.recordId(), row, (a, b) -> RowOrder.newer(b, a) ? b : a);
+                    return true;
+                });
             }
             forEachRow(snapshot.base, null, keyOnly, row -> {
-                if (!pending.contains(row.recordId())) {
+                if (!pending.containsKey(row.recordId())) {
                     baseOnly[0]++;
                 }
                 return true;
             });
         }
-        return pending.size() + baseOnly[0];
+        return pending.values().stream().filter(row -> !row.isTombstone()).count() + baseOnly[0];
     }
 
     /** Collects a page: skips the query's offset of matching rows, then takes up to the limit. */

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -76,6 +77,7 @@ public final class MergeRound {
     private final Counter falsePositives;
     private final Map<MergeJoin, Counter> commitsByJoin = new EnumMap<>(MergeJoin.class);
     private final Map<Path, Counter> rowsByPath = new EnumMap<>(Path.class);
+    private final Map<String, Counter> deletesByResult = new HashMap<>();
     private volatile Consumer<CommitStage> commitFault = stage -> {};
 
     MergeRound(
@@ -97,6 +99,15 @@ public final class MergeRound {
                 .description("Keys the merge committer's filter could not rule out that the base did not hold (checked"
                         + " exactly through the record_id index, then appended)")
                 .register(meters);
+        for (String result : List.of("applied", "no-op")) {
+            deletesByResult.put(
+                    result,
+                    Counter.builder("rollout.merge.deletes")
+                            .tag("result", result)
+                            .description("Deletes merged: applied (a base row removed) or no-op (the key was not in"
+                                    + " the base, or its base value was newer than the delete)")
+                            .register(meters));
+        }
         for (Path path : Path.values()) {
             rowsByPath.put(
                     path,
@@ -220,6 +231,7 @@ public final class MergeRound {
                     // a few maybes are the filter's false positives, which the commit checks exactly
                     if (span.fragment() != null
                             && !source.anyDropped(span)
+                            && !source.mayHoldDeletes(span)
                             && source.hashes(span).stream()
                                             .filter(keys::mightHold)
                                             .count()
@@ -488,8 +500,12 @@ public final class MergeRound {
                     .forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
         }
         long started = System.nanoTime();
-        List<MergeSource.Row> rows =
-                MergeSource.keptRows(group.stream().map(PreparedMerge::source).toList());
+        List<MergeSource.Row> rows = new ArrayList<>();
+        List<MergeSource.Row> deletes = new ArrayList<>();
+        for (MergeSource.Row row :
+                MergeSource.keptRows(group.stream().map(PreparedMerge::source).toList())) {
+            (row.isTombstone() ? deletes : rows).add(row);
+        }
         Dataset target = base;
         Dataset appended = null;
         Appended result = null;
@@ -507,6 +523,14 @@ public final class MergeRound {
                 if (result.appendedRows()) {
                     commitFault.accept(CommitStage.APPENDED);
                 }
+            }
+            if (!deletes.isEmpty()) {
+                Dataset deleted = applyDeletes(target, deletes);
+                if (appended != null) {
+                    appended.close();
+                }
+                appended = deleted;
+                target = deleted;
             }
             long joinStarted = System.nanoTime();
             long baseRows = target.countRows();
@@ -550,6 +574,38 @@ public final class MergeRound {
                 appended.close();
             }
         }
+    }
+
+    /** Deletes per lance {@code delete} commit: each key is a clause of its filter. */
+    static final int DELETES_PER_COMMIT = 256;
+
+    /**
+     * Removes the base rows the round's deletes replace (older by {@link RowOrder}: a value of another partition
+     * ingested later stays), before the merge-insert that marks the generations: until then the pending deletes hide
+     * the keys from reads, and after a crash in between the next round deletes again, which removes nothing more.
+     * Returns the base after them (the caller closes it).
+     */
+    private Dataset applyDeletes(Dataset base, List<MergeSource.Row> deletes) {
+        long removed = 0;
+        for (int from = 0; from < deletes.size(); from += DELETES_PER_COMMIT) {
+            List<String> clauses = new ArrayList<>();
+            for (MergeSource.Row row : deletes.subList(from, Math.min(deletes.size(), from + DELETES_PER_COMMIT))) {
+                clauses.add("(" + RolloutSchema.RECORD_ID + " = " + LsmReader.sqlString(row.keyString()) + " AND "
+                        + RowOrder.olderThan(row.partition(), row.offset(), row.ingestedAt()) + ")");
+            }
+            String filter = String.join(" OR ", clauses);
+            try (Dataset latest = lance.openBase()) {
+                long matching = latest.countRows(filter);
+                if (matching > 0) {
+                    latest.delete(filter);
+                    removed += matching;
+                }
+            }
+        }
+        deletesByResult.get("applied").increment(removed);
+        deletesByResult.get("no-op").increment(Math.max(0, deletes.size() - removed));
+        log.info("Table {}: {} deletes removed {} base rows", lance.location(), deletes.size(), removed);
+        return lance.openBase();
     }
 
     private VectorSchemaRoot emptyBatch() {

@@ -155,6 +155,24 @@ final class MergeSource implements AutoCloseable {
         String keyString() {
             return new String(key, StandardCharsets.UTF_8);
         }
+
+        /** A delete of its key ({@link Tombstones}); a keys-only row never is (see {@link #mayHoldDeletes}). */
+        boolean isTombstone() {
+            return Tombstones.is(batch, index);
+        }
+
+        /** Where the row sits in its partition, for {@link RowOrder#olderThan}. */
+        int partition() {
+            return source.partitions[ordinal];
+        }
+
+        long offset() {
+            return source.offsets[ordinal];
+        }
+
+        java.time.Instant ingestedAt() {
+            return ArrowRows.instant(source.ingestedMicros[ordinal]);
+        }
     }
 
     /**
@@ -166,6 +184,7 @@ final class MergeSource implements AutoCloseable {
     /** What a merge reads first of every generation: the key and what orders rows ({@link RowOrder}). */
     static final List<String> KEY_COLUMNS = List.of(
             RolloutSchema.RECORD_ID,
+            RolloutSchema.EXPERIMENT, // empty in a delete: such a generation is read in full
             RolloutSchema.SOURCE_PARTITION,
             RolloutSchema.SOURCE_OFFSET,
             RolloutSchema.INGESTED_AT);
@@ -206,6 +225,18 @@ final class MergeSource implements AutoCloseable {
     void keepKeysOnly(Span span) {
         keysOnly.add(span);
         keysOnlyBytes += span.generation().bytes();
+    }
+
+    /** True when a row of the span has an empty experiment, as deletes have: it must be read in full. */
+    boolean mayHoldDeletes(Span span) {
+        for (int ordinal = span.first(); ordinal < span.first() + span.rows(); ordinal++) {
+            Position at = positions.get(ordinal);
+            VarCharVector experiment = (VarCharVector) batches.get(at.batch()).getVector(RolloutSchema.EXPERIMENT);
+            if (experiment != null && !experiment.isNull(at.row()) && experiment.getValueLength(at.row()) == 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     boolean isKeysOnly(Span span) {

@@ -9,6 +9,11 @@ public record RolloutRow(Rollout rollout, int sourcePartition, long sourceOffset
         return rollout.getRecordId();
     }
 
+    /** A delete of its record_id ({@link Tombstones}), not a value. */
+    public boolean isTombstone() {
+        return Tombstones.is(rollout);
+    }
+
     /** Bytes of the inline payload, 0 when absent. */
     public int payloadBytes() {
         return rollout.getBinaryPayload() == null

@@ -20,6 +20,7 @@ import picocli.CommandLine.Command;
             StatusCommand.class,
             ReplayCommand.class,
             SnapshotCommand.class,
+            DeleteCommand.class,
             RepairCommand.class,
             BenchCommand.class,
             ConfigDocsCommand.class

@@ -10,6 +10,7 @@ import dev.rolloutingest.table.TableSnapshots;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +23,8 @@ import java.util.Optional;
  * GET /rollouts/{record_id}/payload    the payload bytes, application/octet-stream
  * GET /rollouts?experiment=&amp;rollout_id=&amp;limit=&amp;offset=    a page      400 bad parameter
  * GET /snapshots                        the snapshots, as {@code snapshot list} prints them
+ * DELETE /rollouts/{record_id}          publishes its tombstone; 200 once reads no longer return it, 202 when not
+ *                                       yet (sealed later); 405 when this server has no Kafka producer
  * </pre>
  * Every rollout read takes {@code ?snapshot=NAME}: the read sees that snapshot only (404 unknown snapshot, 400 a
  * name that cannot be one). Over the pending hard cap a read answers 503 with the shard and what to do.
@@ -29,18 +32,30 @@ import java.util.Optional;
 final class ReadApi {
     static final int DEFAULT_LIMIT = 100;
     private final RolloutTable table;
+    private final Deletes deletes;
+    private final Duration deleteWait;
 
     ReadApi(RolloutTable table) {
+        this(table, null, Duration.ZERO);
+    }
+
+    /** @param deletes publishes tombstones for DELETE; null = deletes are refused (405) */
+    ReadApi(RolloutTable table, Deletes deletes, Duration deleteWait) {
         this.table = table;
+        this.deletes = deletes;
+        this.deleteWait = deleteWait;
     }
 
     void mount(HttpEndpoint http) {
         mountSnapshots(http);
         http.route("/rollouts", exchange -> {
-            if (!"GET".equals(exchange.getRequestMethod())) {
-                return Response.error(405, "only GET");
-            }
             String path = exchange.getRequestURI().getRawPath();
+            if ("DELETE".equals(exchange.getRequestMethod()) && path.startsWith("/rollouts/")) {
+                return delete(decode(path.substring("/rollouts/".length())));
+            }
+            if (!"GET".equals(exchange.getRequestMethod())) {
+                return Response.error(405, "only GET, and DELETE of one rollout");
+            }
             try {
                 Map<String, String> params = query(exchange.getRequestURI().getRawQuery());
                 if (path.equals("/rollouts") || path.equals("/rollouts/")) {
@@ -81,6 +96,23 @@ final class ReadApi {
             }
             return Response.json(200, table.snapshots().describeAll());
         });
+    }
+
+    private Response delete(String recordId) throws InterruptedException {
+        if (deletes == null) {
+            return Response.error(405, "this read API publishes no deletes: start serve with --bootstrap-servers");
+        }
+        if (recordId.isEmpty() || recordId.contains("/")) {
+            return Response.error(400, "DELETE /rollouts/{record_id}");
+        }
+        var at = deletes.publish(recordId);
+        boolean visible = Deletes.awaitGone(table, recordId, deleteWait);
+        Map<String, Object> body = new java.util.LinkedHashMap<>();
+        body.put("record_id", recordId);
+        body.put("partition", at.partition());
+        body.put("offset", at.offset());
+        body.put("visible", visible);
+        return Response.json(visible ? 200 : 202, body);
     }
 
     private Optional<RolloutRow> read(String recordId, String snapshot) {

@@ -26,6 +26,26 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8092")
     int port;
 
+    @Option(
+            names = "--bootstrap-servers",
+            description = "Kafka, for DELETE /rollouts/{id} (tombstones to --topic); without it deletes are refused")
+    String bootstrapServers;
+
+    @Option(
+            names = "--topic",
+            defaultValue = "${env:ROLLOUT_INPUT_TOPIC:-rollouts}",
+            description = "The input topic deletes are published to (default ${DEFAULT-VALUE})")
+    String topic;
+
+    @Mixin
+    KafkaClientOptions kafka;
+
+    @Option(
+            names = "--delete-wait-ms",
+            defaultValue = "30000",
+            description = "How long DELETE waits for reads to stop returning the record (default ${DEFAULT-VALUE})")
+    long deleteWaitMs;
+
     @Override
     public Integer call() throws Exception {
         Launcher.KeepRunning.request();
@@ -37,12 +57,16 @@ final class ServeCommand implements Callable<Integer> {
                 "/health",
                 exchange -> HttpEndpoint.Response.json(
                         200, Map.of("app", "rollout-read", "table", t.location().uri())));
-        new ReadApi(t).mount(http);
+        Deletes deletes = bootstrapServers == null ? null : new Deletes(kafka.clientConfig(bootstrapServers), topic);
+        new ReadApi(t, deletes, java.time.Duration.ofMillis(deleteWaitMs)).mount(http);
         http.start();
         System.out.println("read API on " + http.baseUrl() + "/rollouts");
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             http.close();
+            if (deletes != null) {
+                deletes.close();
+            }
             t.close();
             stopped.countDown();
         }));

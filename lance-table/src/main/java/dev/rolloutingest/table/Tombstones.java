@@ -1,0 +1,57 @@
+package dev.rolloutingest.table;
+
+import dev.rolloutingest.schemas.Rollout;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * A delete of one record_id as a generation holds it: a row of the record_id with every other value empty and the
+ * metadata entry {@value #MARKER}. It takes part in newest-wins like any row (within a partition the higher offset,
+ * across partitions the later ingested_at), so a delete hides older values and a later put hides it. Reads return
+ * nothing for a key whose newest row is a tombstone; a merge deletes the key's base row instead of writing the
+ * tombstone. The marker is reserved: a produced record whose metadata holds it is dead-lettered
+ * ({@link #RESERVED_REASON}).
+ */
+public final class Tombstones {
+    /** The metadata key that marks a row as a delete; never written to the base. */
+    public static final String MARKER = "__rollout_deleted";
+
+    public static final String RESERVED_REASON = "reserved-metadata-key";
+
+    private Tombstones() {}
+
+    /** The delete of {@code recordId} as a row. */
+    public static Rollout of(String recordId, Instant at) {
+        return Rollout.newBuilder()
+                .setRecordId(recordId)
+                .setExperiment("")
+                .setRolloutId("")
+                .setSequenceOrder(0)
+                .setRole("")
+                .setCreatedAt(at)
+                .setInputTokens(List.of())
+                .setOutputTokens(List.of())
+                .setOutputLogprobs(List.of())
+                .setIncludeInTraining(false)
+                .setMetadata(Map.of(MARKER, "true"))
+                .build();
+    }
+
+    public static boolean is(Rollout rollout) {
+        return rollout.getExperiment().length() == 0
+                && rollout.getMetadata() != null
+                && rollout.getMetadata().keySet().stream().anyMatch(k -> MARKER.contentEquals(k));
+    }
+
+    /** Row {@code i} of a batch with the experiment and metadata columns; an empty experiment is checked first. */
+    static boolean is(VectorSchemaRoot batch, int i) {
+        VarCharVector experiment = (VarCharVector) batch.getVector(RolloutSchema.EXPERIMENT);
+        if (experiment == null || experiment.isNull(i) || experiment.getValueLength(i) != 0) {
+            return false;
+        }
+        return ArrowRows.metadataAt(batch, i).containsKey(MARKER);
+    }
+}

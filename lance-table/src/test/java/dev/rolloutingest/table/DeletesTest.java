@@ -1,0 +1,171 @@
+package dev.rolloutingest.table;
+
+import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static dev.rolloutingest.table.TableFixtures.baseRows;
+import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A delete is a row of the generation (a tombstone) that wins or loses by the same rule as values: reads stop
+ * returning the key once it is sealed, the merge removes the base row, and a later value comes back. Every check of
+ * the base reads it with lance-core alone.
+ */
+class DeletesTest {
+    private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
+    private final RolloutGenerator generator = new RolloutGenerator("del", 8, 3);
+
+    private RolloutRow put(int partition, long offset, String id, long seconds) {
+        Rollout rollout = generator.rollout(offset, (int) offset);
+        rollout.setRecordId(id);
+        return new RolloutRow(rollout, partition, offset, T0.plusSeconds(seconds));
+    }
+
+    private static RolloutRow delete(int partition, long offset, String id, long seconds) {
+        Instant at = T0.plusSeconds(seconds);
+        return new RolloutRow(Tombstones.of(id, at), partition, offset, at);
+    }
+
+    private static void write(RolloutTable table, int partition, List<RolloutRow> rows) {
+        long first = rows.get(0).sourceOffset();
+        long last = rows.get(rows.size() - 1).sourceOffset();
+        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 100L);
+    }
+
+    private List<RolloutRow> puts(int partition, long firstOffset, int n, long seconds) {
+        List<RolloutRow> rows = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            rows.add(put(partition, firstOffset + i, "key-" + i, seconds));
+        }
+        return rows;
+    }
+
+    private static double deletes(SimpleMeterRegistry meters, String result) {
+        return meters.get("rollout.merge.deletes")
+                .tag("result", result)
+                .counter()
+                .count();
+    }
+
+    @Test
+    void aSealedDeleteHidesTheKeyAndTheMergeRemovesTheBaseRow() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("deletes"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            write(table, 0, puts(0, 0, 10, 0)); // key-0..9
+            table.mergePass(shard, 8, 0);
+            write(table, 0, List.of(delete(0, 10, "key-3", 1), put(0, 11, "key-20", 1), delete(0, 12, "nope", 1)));
+
+            assertThat(table.get("key-3")).isEmpty(); // pending: hidden at once
+            assertThat(table.list(ListQuery.all(100)))
+                    .extracting(RolloutRow::recordId)
+                    .doesNotContain("key-3", "nope")
+                    .contains("key-20");
+            assertThat(table.countRows()).isEqualTo(10);
+
+            table.mergePass(shard, 8, 0);
+            assertThat(baseRows(location))
+                    .hasSize(10)
+                    .doesNotContainKey("key-3")
+                    .doesNotContainKey("nope")
+                    .containsKey("key-20");
+            assertThat(table.get("key-3")).isEmpty();
+            assertThat(table.countRows()).isEqualTo(10);
+            assertThat(deletes(meters, "applied")).isEqualTo(1);
+            assertThat(deletes(meters, "no-op")).isEqualTo(1); // "nope" never existed
+            assertThat(table.pendingGenerations(shard)).isEmpty();
+        }
+    }
+
+    @Test
+    void orderHoldsPerKeyPutDeletePutLeavesTheLastPutAndDeleteThenPutLeavesThePut() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-order"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "a", 0), put(0, 1, "b", 0)));
+            write(table, 0, List.of(delete(0, 2, "a", 1), delete(0, 3, "b", 1)));
+            write(table, 0, List.of(put(0, 4, "a", 2))); // put -> delete -> put
+            // within one generation: delete then put
+            write(table, 0, List.of(delete(0, 5, "c", 3), put(0, 6, "c", 3)));
+            assertThat(table.get("a").orElseThrow().sourceOffset()).isEqualTo(4);
+            assertThat(table.get("b")).isEmpty();
+            assertThat(table.get("c").orElseThrow().sourceOffset()).isEqualTo(6);
+
+            table.mergePass(shard, 1, 0); // a, b in the base
+            table.mergePass(shard, 1, 0); // both deleted
+            assertThat(baseRows(location)).isEmpty();
+            assertThat(table.get("a").orElseThrow().sourceOffset()).isEqualTo(4); // still pending
+            table.mergePass(shard, 8, 0);
+            assertThat(baseRows(location))
+                    .containsOnlyKeys("a", "c")
+                    .containsEntry("a", "0@4")
+                    .containsEntry("c", "0@6");
+        }
+    }
+
+    @Test
+    void aDeleteNeverRemovesANewerValueOfAnotherPartition() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-cross"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 1, List.of(put(1, 0, "x", 10), put(1, 1, "y", 10))); // ingested at T0+10
+            table.mergePass(ShardId.of(TOPIC, 1), 8, 0);
+            // deletes from partition 0, one ingested before (x), one after (y) the base values
+            write(table, 0, List.of(delete(0, 0, "x", 5), delete(0, 1, "y", 20)));
+            assertThat(table.get("x")).isPresent();
+            assertThat(table.get("y")).isEmpty();
+            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            assertThat(baseRows(location)).containsOnlyKeys("x");
+        }
+    }
+
+    @Test
+    void aSnapshotTakenBeforeADeleteStillHoldsTheRow() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-snapshot"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, puts(0, 0, 5, 0));
+            table.snapshots().create("before", TableSnapshots.Cut.everythingSealed(TOPIC), 8, 0);
+            write(table, 0, List.of(delete(0, 5, "key-2", 1)));
+            table.mergePass(shard, 8, 0);
+            assertThat(baseRows(location)).doesNotContainKey("key-2");
+            assertThat(baseRows(location, "before")).containsKey("key-2");
+            assertThat(table.get("key-2", "before")).isPresent();
+        }
+    }
+
+    @Test
+    void aCrashBetweenTheDeleteAndTheMarksDeletesOnceAndResurrectsNothing() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-crash"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, puts(0, 0, 5, 0));
+            table.mergePass(shard, 8, 0);
+            write(table, 0, List.of(delete(0, 5, "key-1", 1)));
+            table.injectWriteFault(batch -> "the marks' merge-insert fails after the delete"); // every write fails
+            try {
+                table.mergePass(shard, 8, 0);
+            } catch (RuntimeException expected) {
+                // the delete committed, the marks did not
+            }
+            table.injectWriteFault(null);
+            assertThat(baseRows(location)).doesNotContainKey("key-1");
+            assertThat(table.pendingGenerations(shard)).hasSize(1);
+            assertThat(table.get("key-1")).isEmpty();
+            table.mergePass(shard, 8, 0);
+            assertThat(baseRows(location)).hasSize(4).doesNotContainKey("key-1");
+            assertThat(table.pendingGenerations(shard)).isEmpty();
+        }
+    }
+}

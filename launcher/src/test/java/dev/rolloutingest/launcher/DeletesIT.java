@@ -1,0 +1,204 @@
+package dev.rolloutingest.launcher;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.embedded.ApicurioRegistry;
+import dev.rolloutingest.embedded.EmbeddedKafka;
+import dev.rolloutingest.ingest.IngestApp;
+import dev.rolloutingest.ingest.IngestConfig;
+import dev.rolloutingest.merge.MergeApp;
+import dev.rolloutingest.merge.MergeConfig;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.junit.jupiter.api.Test;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
+
+/**
+ * Deletes through the real broker: `rollout-ingest delete` and DELETE /rollouts/{id} publish tombstones; reads stop
+ * returning the keys once ingest seals them, while no merge-worker runs; a merge-worker started afterwards removes
+ * the rows from the base (read back with lance-core alone); a later put brings a key back.
+ */
+class DeletesIT {
+    @Test
+    void tombstonesHideKeysWhenSealedAndTheMergeRemovesThemFromTheBase() throws Exception {
+        Path root =
+                Path.of("target", "it-deletes", UUID.randomUUID().toString()).toAbsolutePath();
+        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
+                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+            kafka.createTopics(List.of(
+                    new NewTopic("rollouts", 2, (short) 1),
+                    new NewTopic("rollout-generations", 1, (short) 1),
+                    new NewTopic("rollout-merges", 1, (short) 1),
+                    new NewTopic("rollouts-dlq", 1, (short) 1)));
+            Path tableDir = root.resolve("table");
+            Map<String, Object> common = new HashMap<>(Map.of(
+                    "bootstrap.servers", kafka.bootstrapServers(),
+                    "schema.registry.url", registry.confluentUrl(),
+                    "rollout.table.uri", tableDir.toString(),
+                    "http.port", "0"));
+            Map<String, Object> ingestProps = new HashMap<>(common);
+            ingestProps.putAll(Map.of(
+                    "rollout.state.dir", root.resolve("ingest-state").toString(), "rollout.seal.max.age.ms", "300"));
+            RolloutPublisher publisher = new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl());
+            TableLocation location = TableLocation.local(tableDir);
+            try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start()) {
+                publisher.publish("rollouts", "del", 50, 50, 16, 0, new AtomicLong());
+                awaitRows(ingest.table(), 50);
+                try (RolloutTable table =
+                        RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+                    for (int p = 0; p < 2; p++) {
+                        while (table.mergePass(ShardId.of("rollouts", p), 0, 0).mergedAnything()) {
+                            // the 50 rows into the base
+                        }
+                    }
+                }
+                assertThat(baseKeys(tableDir)).hasSize(50);
+
+                assertThat(Launcher.run(
+                                "delete",
+                                "del-3",
+                                "del-4",
+                                "never-was",
+                                "--bootstrap-servers",
+                                kafka.bootstrapServers(),
+                                "--table",
+                                tableDir.toString(),
+                                "--wait-ms",
+                                "60000"))
+                        .isZero();
+                // over the read API: published, then visible
+                try (RolloutTable reader =
+                                RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                        Deletes deletes =
+                                new Deletes(Map.of("bootstrap.servers", kafka.bootstrapServers()), "rollouts")) {
+                    var http = new dev.rolloutingest.runtime.HttpEndpoint("127.0.0.1", 0);
+                    new ReadApi(reader, deletes, Duration.ofSeconds(60)).mount(http);
+                    http.start();
+                    try {
+                        HttpResponse<String> deleted = HttpClient.newHttpClient()
+                                .send(
+                                        HttpRequest.newBuilder(URI.create(http.baseUrl() + "/rollouts/del-5"))
+                                                .DELETE()
+                                                .build(),
+                                        HttpResponse.BodyHandlers.ofString());
+                        assertThat(deleted.statusCode()).as(deleted.body()).isEqualTo(200);
+                        assertThat(deleted.body()).contains("\"visible\":true");
+                    } finally {
+                        http.close();
+                    }
+                }
+                assertThat(ingest.table().get("del-3")).isEmpty();
+                assertThat(ingest.table().get("del-5")).isEmpty();
+                assertThat(ingest.table().countRows()).isEqualTo(47);
+                assertThat(ingest.registry()
+                                .get("rollout.ingest.tombstones")
+                                .counter()
+                                .count())
+                        .isEqualTo(4);
+            }
+            // sealed by the ingest app, not merged yet: the base still holds the rows
+            assertThat(baseKeys(tableDir)).contains("del-3", "del-4", "del-5");
+
+            Map<String, Object> mergeProps = new HashMap<>(common);
+            mergeProps.putAll(Map.of(
+                    "rollout.state.dir", root.resolve("merge-state").toString(),
+                    "rollout.merge.after.generations", "1",
+                    "rollout.merge.max.pending.age.ms", "200"));
+            try (MergeApp merge = new MergeApp(MergeConfig.of(mergeProps)).start()) {
+                long deadline = System.currentTimeMillis() + 120_000;
+                while (System.currentTimeMillis() < deadline && !allMerged(location)) {
+                    Thread.sleep(300);
+                }
+                assertThat(allMerged(location)).as("every generation merged").isTrue();
+                assertThat(merge.registry()
+                                .get("rollout.merge.deletes")
+                                .tag("result", "applied")
+                                .counter()
+                                .count())
+                        .isEqualTo(3);
+            }
+            Set<String> base = baseKeys(tableDir);
+            assertThat(base)
+                    .hasSize(47)
+                    .doesNotContain("del-3", "del-4", "del-5", "never-was")
+                    .contains("del-6");
+
+            // a put after the delete brings the key back
+            try (IngestApp ingest = new IngestApp(IngestConfig.of(ingestProps)).start()) {
+                publisher.publish("rollouts", "del", 4, 4, 16, 0, new AtomicLong()); // del-0..3
+                long deadline = System.currentTimeMillis() + 120_000;
+                while (System.currentTimeMillis() < deadline
+                        && ingest.table().get("del-3").isEmpty()) {
+                    Thread.sleep(300);
+                }
+                assertThat(ingest.table().get("del-3")).isPresent();
+                assertThat(ingest.table().get("del-4")).isEmpty();
+            }
+        }
+    }
+
+    private static void awaitRows(RolloutTable table, long rows) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 120_000;
+        while (System.currentTimeMillis() < deadline && table.countRows() < rows) {
+            Thread.sleep(300);
+        }
+        assertThat(table.countRows()).isEqualTo(rows);
+    }
+
+    private static boolean allMerged(TableLocation location) {
+        try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            for (int p = 0; p < 2; p++) {
+                if (!table.pendingGenerations(ShardId.of("rollouts", p)).isEmpty()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /** The base's record_ids, read by lance-core alone. */
+    private static Set<String> baseKeys(Path tableDir) throws Exception {
+        List<String> keys = new ArrayList<>();
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base = Dataset.open()
+                        .allocator(allocator)
+                        .uri(tableDir.toString())
+                        .build();
+                LanceScanner scanner = base.newScan(
+                        new ScanOptions.Builder().columns(List.of("record_id")).build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector("record_id");
+                for (int i = 0; i < ids.getValueCount(); i++) {
+                    keys.add(new String(ids.get(i)));
+                }
+            }
+        }
+        Set<String> distinct = new HashSet<>(keys);
+        assertThat(distinct).as("each key once").hasSize(keys.size());
+        return distinct;
+    }
+}
