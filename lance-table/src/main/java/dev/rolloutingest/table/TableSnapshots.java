@@ -427,7 +427,7 @@ public final class TableSnapshots {
                                 .allMatch(
                                         t -> Long.compareUnsigned(watermarks.getOrDefault(t.getKey(), 0L), t.getValue())
                                                 <= 0);
-                if (within && holdsOnlyMerged(at, watermarks, partitions)) {
+                if (within && !madeByADelete(at) && holdsOnlyMerged(at, watermarks, partitions)) {
                     return version.getId();
                 }
             }
@@ -436,6 +436,24 @@ public final class TableSnapshots {
                 SnapshotException.Kind.BAD_REQUEST,
                 "No base version of the last " + searched + " holds the cut: every one has merged past it (versions"
                         + " older than the GC grace are removed); cut at or after the merged offsets");
+    }
+
+    /**
+     * A merge deletes before it moves the marks: the version its delete made holds the deletes of generations its
+     * watermarks do not yet include.
+     */
+    private static boolean madeByADelete(Dataset at) {
+        try {
+            return at.readTransaction()
+                    .map(t -> {
+                        try (t) {
+                            return "Delete".equals(t.operation().name());
+                        }
+                    })
+                    .orElse(false);
+        } catch (RuntimeException e) {
+            return false; // no transaction file (old versions): judged by its rows alone
+        }
     }
 
     /** True when no row of the version lies at or above its partition's watermark: one scan of two columns. */

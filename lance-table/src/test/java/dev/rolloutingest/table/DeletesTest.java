@@ -162,6 +162,9 @@ class DeletesTest {
             table.injectWriteFault(null);
             assertThat(baseRows(location)).doesNotContainKey("key-1");
             assertThat(table.pendingGenerations(shard)).hasSize(1);
+            // a snapshot cut below the delete's generation is not taken from the version the delete made
+            table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, java.util.Map.of(0, 5L)), 8, 0);
+            assertThat(baseRows(location, "cut")).containsKey("key-1").hasSize(5);
             assertThat(table.get("key-1")).isEmpty();
             table.mergePass(shard, 8, 0);
             assertThat(baseRows(location)).hasSize(4).doesNotContainKey("key-1");

@@ -124,10 +124,17 @@ class FaultToleranceIT {
                                 serializer)) {
                             for (long i = 0; running.get(); i++) {
                                 Rollout rollout = generator.rollout(i % keys, (int) i);
-                                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout))
+                                // every 7th record deletes its key (a tombstone): the kills hit deletes too
+                                boolean delete = i % 7 == 6;
+                                producer.send(new ProducerRecord<>(
+                                                topic, rollout.getRecordId(), delete ? null : rollout))
                                         .get();
                                 synchronized (latest) {
-                                    latest.put(rollout.getRecordId(), rollout.getPolicyVersion());
+                                    if (delete) {
+                                        latest.remove(rollout.getRecordId());
+                                    } else {
+                                        latest.put(rollout.getRecordId(), rollout.getPolicyVersion());
+                                    }
                                 }
                                 produced.incrementAndGet();
                                 Thread.sleep(1000 / perSecond);
