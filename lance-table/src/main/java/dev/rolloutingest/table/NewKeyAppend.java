@@ -36,8 +36,10 @@ import org.lance.operation.Update;
  * <p>An empty base has no fence: the first append commits as a {@code Merge} operation (the fragment list is
  * empty), which any data commit preempts.
  *
- * <p>The new fragments are numbered above every id the base lists, every id an index segment covers and every
- * id the committer has seen: an id an index names is never reused for rows it does not hold.
+ * <p>The fenced Update's fragments are numbered by lance at the commit, from the manifest's highest id ever: it is
+ * rebased over concurrent merge-inserts that add fragments of their own, and ids chosen from its read version
+ * collided with theirs (two fragments of one id; the base could no longer be read). The empty base's Merge keeps
+ * the ids it is given, numbered above every id the base lists, an index segment covers or the committer has seen.
  */
 final class NewKeyAppend {
     private NewKeyAppend() {}
@@ -76,20 +78,30 @@ final class NewKeyAppend {
             throw e;
         }
         written.addAll(adopted.fragments());
+        // A fenced Update is rebased over concurrent merge-inserts, which add fragments of their own: its fragments
+        // are numbered by lance at the commit (id 0), from the manifest's highest id ever. A Merge (the empty base)
+        // keeps the ids it is given and lands only if nothing came between, so those are chosen here.
+        boolean lanceNumbers = !baseFragments.isEmpty();
         int next = Math.max(idFloor, firstFreeId(baseFragments, base));
         List<FragmentMetadata> added = new ArrayList<>();
         for (FragmentMetadata f : written) {
             added.add(new FragmentMetadata(
-                    next++, f.getFiles(), f.getPhysicalRows(), f.getDeletionFile(), f.getRowIdMeta()));
+                    lanceNumbers ? 0 : next++,
+                    f.getFiles(),
+                    f.getPhysicalRows(),
+                    f.getDeletionFile(),
+                    f.getRowIdMeta()));
         }
         try (Transaction transaction = new Transaction.Builder()
                 .readVersion(base.version())
                 .operation(operation(base, baseFragments, added))
                 .transactionProperties(properties)
                 .build()) {
-            return new Committed(
-                    base.commitTransaction(transaction),
-                    added.stream().map(FragmentMetadata::getId).toList());
+            Dataset committed = base.commitTransaction(transaction);
+            List<Integer> ids = lanceNumbers
+                    ? idsOf(committed, added)
+                    : added.stream().map(FragmentMetadata::getId).toList();
+            return new Committed(committed, ids);
         } catch (Exception thrown) {
             RuntimeException e = LanceIo.unchecked(thrown);
             if (isPreempted(e)) {
@@ -121,6 +133,25 @@ final class NewKeyAppend {
     /** The fragment every append of new keys names as updated: the first one listed. */
     static Fragment fence(List<Fragment> baseFragments) {
         return baseFragments.get(0);
+    }
+
+    /** The ids lance gave the committed fragments, found by their first data file (a path of this commit's own). */
+    private static List<Integer> idsOf(Dataset committed, List<FragmentMetadata> added) {
+        java.util.Set<String> paths = new java.util.HashSet<>();
+        added.forEach(f -> paths.add(f.getFiles().get(0).getPath()));
+        List<Integer> ids = new ArrayList<>();
+        for (Fragment fragment : committed.getFragments()) {
+            FragmentMetadata metadata = fragment.metadata();
+            if (!metadata.getFiles().isEmpty()
+                    && paths.contains(metadata.getFiles().get(0).getPath())) {
+                ids.add(fragment.getId());
+            }
+        }
+        if (ids.size() != added.size()) {
+            throw new IllegalStateException("Table committed " + added.size() + " appended fragments but " + ids.size()
+                    + " are listed with their files at version " + committed.version());
+        }
+        return ids;
     }
 
     static boolean isPreempted(RuntimeException e) {

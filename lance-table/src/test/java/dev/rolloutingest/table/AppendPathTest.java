@@ -557,6 +557,53 @@ class AppendPathTest {
         }
     }
 
+    /**
+     * A fenced append is rebased over a merge-insert of another committer that touched other fragments; that
+     * merge-insert adds a fragment of its own (the rewritten rows), numbered by lance. Numbering the append's
+     * fragments from its read version gave both the same id: the base could no longer be read ("Invalid read of
+     * range ... for fragment N"). lance numbers them at the commit now.
+     */
+    @Test
+    void anAppendRebasedOverAnotherCommittersJoinNeverSharesAFragmentId() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("append-ids-race"));
+        String shard0 = ShardId.of(TOPIC, 0);
+        String shard1 = ShardId.of(TOPIC, 1);
+        try (RolloutTable a = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                RolloutTable b = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(a, 0, 0, 0, 100, 0); // key-0..99: fragment 0, the fence
+            a.mergePass(shard0, 8, 0);
+            write(a, 0, 100, 100, 100, 1); // key-100..199: another fragment
+            a.mergePass(shard0, 8, 0);
+            write(a, 1, 0, 150, 10, 5); // partition 1 rewrites key-150..159: B joins them (not the fence)
+            write(a, 0, 200, 1000, 50, 2); // key-1000..1049: new, A appends them
+            AtomicBoolean once = new AtomicBoolean(true);
+            a.injectWriteFault(batch -> {
+                if (once.getAndSet(false)) {
+                    assertThat(b.mergePass(shard1, 8, 0).rows()).isEqualTo(10);
+                }
+                return null;
+            });
+            a.mergePass(shard0, 8, 0);
+            a.injectWriteFault(null);
+
+            List<Integer> ids;
+            try (RootAllocator allocator = new RootAllocator();
+                    Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(location.uri())
+                            .build()) {
+                ids = base.getFragments().stream()
+                        .map(org.lance.Fragment::getId)
+                        .toList();
+            }
+            assertThat(ids).doesNotHaveDuplicates();
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(200 + 50);
+            assertThat(base.get("key-155")).isEqualTo("1@5");
+            assertThat(a.get("key-1049")).isPresent();
+        }
+    }
+
     @Test
     void aCompactionAndAnAppendOfNewKeysCommittedMeanwhileBothLand() throws Exception {
         TableLocation location = TableLocation.local(freshDir("append-compact-race"));
