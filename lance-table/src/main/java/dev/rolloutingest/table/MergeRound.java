@@ -525,7 +525,7 @@ public final class MergeRound {
                 }
             }
             if (!deletes.isEmpty()) {
-                Dataset deleted = applyDeletes(target, deletes);
+                Dataset deleted = applyDeletes(deletes);
                 if (appended != null) {
                     appended.close();
                 }
@@ -585,7 +585,7 @@ public final class MergeRound {
      * the keys from reads, and after a crash in between the next round deletes again, which removes nothing more.
      * Returns the base after them (the caller closes it).
      */
-    private Dataset applyDeletes(Dataset base, List<MergeSource.Row> deletes) {
+    private Dataset applyDeletes(List<MergeSource.Row> deletes) {
         long removed = 0;
         for (int from = 0; from < deletes.size(); from += DELETES_PER_COMMIT) {
             List<String> clauses = new ArrayList<>();

@@ -82,7 +82,7 @@ final class NewKeyAppend {
         // are numbered by lance at the commit (id 0), from the manifest's highest id ever. A Merge (the empty base)
         // keeps the ids it is given and lands only if nothing came between, so those are chosen here.
         boolean lanceNumbers = !baseFragments.isEmpty();
-        int next = Math.max(idFloor, firstFreeId(baseFragments, base));
+        int next = lanceNumbers ? 0 : Math.max(idFloor, firstFreeId(baseFragments, base)); // index listing: Merge only
         List<FragmentMetadata> added = new ArrayList<>();
         for (FragmentMetadata f : written) {
             added.add(new FragmentMetadata(

@@ -1,8 +1,6 @@
 package dev.rolloutingest.launcher;
 
-import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
@@ -64,11 +62,8 @@ final class DeleteCommand implements Callable<Integer> {
         if (table == null) {
             return 0;
         }
-        java.util.Map<String, String> storageOptions =
-                new java.util.HashMap<>(ConfigSources.storageOptionsFromEnv(System.getenv()));
-        storageOptions.putAll(storage);
         try (RolloutTable t = RolloutTable.open(
-                new TableLocation(table, storageOptions), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+                TableOptions.location(table, storage), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             for (String id : recordIds) {
                 if (!Deletes.awaitGone(t, id, Duration.ofMillis(waitMs))) {
                     System.err.println("delete of " + id + " not yet visible after " + waitMs + " ms (not sealed yet)");

@@ -56,8 +56,13 @@ final class TableOptions {
     }
 
     TableLocation location() {
+        return location(table, storage);
+    }
+
+    /** A table URI with its storage options: ROLLOUT_TABLE_STORAGE_* env vars, then the given ones. */
+    static TableLocation location(String uri, Map<String, String> storage) {
         Map<String, String> options = new HashMap<>(ConfigSources.storageOptionsFromEnv(System.getenv()));
         options.putAll(storage);
-        return new TableLocation(table, options);
+        return new TableLocation(uri, options);
     }
 }
