@@ -136,10 +136,13 @@ public final class TableSnapshots {
     public Snapshot create(String name, Cut cut, int maxGenerationsPerPass, long maxBytesPerPass) {
         requireValidName(name);
         requireAbsent(name);
-        Map<String, Integer> partitions = partitions(cut.topic());
+        // one base open and one seal listing for the whole request, not one per partition
+        Map<String, Long> merged = table.watermarks();
+        List<String> shards = shardsOfTable(merged);
+        Map<String, Integer> partitions = partitions(cut.topic(), shards);
         Map<String, String> labels = new HashMap<>();
         partitions.forEach((shard, p) -> labels.put(shard, cut.topic() + ":" + p));
-        Map<String, Long> targets = targets(cut, labels);
+        Map<String, Long> targets = targets(cut, labels, shards, merged);
         for (Map.Entry<String, Long> target : targets.entrySet()) {
             fold(target.getKey(), target.getValue(), maxGenerationsPerPass, maxBytesPerPass);
         }
@@ -310,8 +313,7 @@ public final class TableSnapshots {
     }
 
     /** Shard id to partition, for the topic's partitions the table holds. */
-    private Map<String, Integer> partitions(String topic) {
-        List<String> shards = shardsOfTable();
+    private static Map<String, Integer> partitions(String topic, List<String> shards) {
         Map<String, Integer> partitions = new HashMap<>();
         for (int p = 0; p < MAX_PARTITIONS && partitions.size() < shards.size(); p++) {
             String shard = ShardId.of(topic, p);
@@ -323,9 +325,9 @@ public final class TableSnapshots {
     }
 
     /** Shards that ever sealed (seals of merged generations go with GC) or merged. */
-    private List<String> shardsOfTable() {
+    private List<String> shardsOfTable(Map<String, Long> watermarks) {
         List<String> shards = new ArrayList<>(table.shards());
-        for (String merged : table.watermarks().keySet()) {
+        for (String merged : watermarks.keySet()) {
             if (!shards.contains(merged)) {
                 shards.add(merged);
             }
@@ -334,9 +336,9 @@ public final class TableSnapshots {
     }
 
     /** Per shard, the highest generation the snapshot may hold (-1, unsigned: any sealed now). */
-    private Map<String, Long> targets(Cut cut, Map<String, String> labels) {
+    private Map<String, Long> targets(
+            Cut cut, Map<String, String> labels, List<String> shards, Map<String, Long> watermarks) {
         Map<String, Long> targets = new TreeMap<>();
-        List<String> shards = shardsOfTable();
         if (!cut.bounded()) {
             for (String shard : shards) {
                 List<GenerationCatalog.Listed> sealed = table.sealedGenerations(shard);
@@ -369,7 +371,7 @@ public final class TableSnapshots {
                         "The cut " + cut.topic() + ":" + partition + "=" + until + " is negative");
             }
             List<GenerationCatalog.Listed> sealed = table.sealedGenerations(shard);
-            long watermark = table.watermarks().getOrDefault(shard, 0L);
+            long watermark = watermarks.getOrDefault(shard, 0L);
             long sealedUpTo = Math.max(
                     watermark,
                     sealed.isEmpty() ? 0L : sealed.get(sealed.size() - 1).generation());
@@ -390,20 +392,41 @@ public final class TableSnapshots {
         return targets;
     }
 
-    /** Merges the shard's generations up to {@code target}, unless already merged (by anyone). */
+    /** Passes in a row that may move nothing before the fold gives up (another committer holding the shard). */
+    static final int MAX_PASSES_WITHOUT_PROGRESS = 50;
+
+    /**
+     * Merges the shard's generations up to {@code target}, unless already merged (by anyone). A pass merges nothing
+     * when another committer (the merge-worker) took the same generations first; the watermark then moves without
+     * it, so only passes after which neither happened count against the bound.
+     */
     private void fold(String shard, long target, int maxGenerationsPerPass, long maxBytesPerPass) {
-        for (int pass = 0; ; pass++) {
-            long watermark = table.watermarks().getOrDefault(shard, 0L);
-            if (Long.compareUnsigned(watermark, target) >= 0 || target == 0) {
-                return;
-            }
+        int stalled = 0;
+        long watermark = table.watermarks().getOrDefault(shard, 0L);
+        while (Long.compareUnsigned(watermark, target) < 0 && target != 0) {
             MergeResult merged = table.mergePass(shard, maxGenerationsPerPass, maxBytesPerPass, target);
-            if (merged.mergedGenerations().isEmpty() && pass > 0) {
-                throw new RolloutTableException(
-                        "Table " + lance.location() + " shard " + shard + ": nothing left to merge below generation "
-                                + target + " though the watermark is " + watermark,
-                        null);
+            long now = table.watermarks().getOrDefault(shard, 0L);
+            if (merged.mergedGenerations().isEmpty() && now == watermark) {
+                if (++stalled >= MAX_PASSES_WITHOUT_PROGRESS) {
+                    throw new RolloutTableException(
+                            "Table " + lance.location() + " shard " + shard + ": " + stalled + " merge passes moved"
+                                    + " nothing below generation " + target + "; the watermark stays at " + now,
+                            null);
+                }
+                sleepQuietly(100);
+            } else {
+                stalled = 0;
             }
+            watermark = now;
+        }
+    }
+
+    private static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RolloutTableException("interrupted while folding for a snapshot", e);
         }
     }
 
