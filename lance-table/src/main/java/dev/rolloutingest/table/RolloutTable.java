@@ -417,19 +417,13 @@ public final class RolloutTable implements AutoCloseable {
 
     /** Brings the record_id index up to date with every fragment merges added (a rebuild after a compaction). */
     public TableMaintenance.IndexResult optimizeKeyIndex() {
-        return optimizeKeyIndex(0, DEFAULT_KEY_INDEX_SEGMENTS);
+        return optimizeKeyIndex(KeyIndexTiers.DEFAULT);
     }
 
-    /** Segments the record_id index keeps at most unless told otherwise ({@code rollout.index.max.segments}). */
-    public static final int DEFAULT_KEY_INDEX_SEGMENTS = 8;
-
-    /**
-     * Brings the record_id index up to date once more than {@code maxUnindexedRows} rows wait for it, in
-     * at most {@code maxSegments} segments.
-     */
-    public TableMaintenance.IndexResult optimizeKeyIndex(long maxUnindexedRows, int maxSegments) {
+    /** Brings the record_id index up to date once more rows wait for it than {@code tiers} allows. */
+    public TableMaintenance.IndexResult optimizeKeyIndex(KeyIndexTiers tiers) {
         try {
-            return maintenance.optimizeKeyIndex(maxUnindexedRows, maxSegments);
+            return maintenance.optimizeKeyIndex(tiers);
         } finally {
             readCatalog.invalidate();
         }

@@ -39,8 +39,8 @@ final class TableMaintenance {
     public record CompactionResult(int fragmentsBefore, int fragmentsAfter) {}
 
     /**
-     * What bringing the record_id index up to date did: rebuilt (after a compaction, or when its segments
-     * outgrew the oldest) or took the unindexed fragments up (optimized); segments of the index after it.
+     * What bringing the record_id index up to date did: rebuilt (the first build, or after a compaction) or took
+     * the unindexed fragments up (optimized); segments of the index after it.
      */
     public record IndexResult(
             boolean rebuilt, boolean optimized, int fragments, long unindexedRowsBefore, int segments, long millis) {}
@@ -140,13 +140,13 @@ final class TableMaintenance {
      * <p>Why segments: lance-core 7.0.0's {@code optimizeIndices} rewrites the whole BTREE (about 0.3 s per
      * million rows) and gives it a new id, so the next merge-insert reads every index page cold again; under
      * sustained load that was most of the merge-worker's time. A segment over only the new fragments costs
-     * 10-60 ms whatever the table size. Segments are tiered: at {@code maxSegments} the newer ones are rebuilt
-     * into one (cost: their rows), and when those outgrow the oldest the whole index is (cost: the table), so
-     * each row is re-indexed O(log) times. {@code optimizeIndices} is never called: in 7.0.0 it fails on an
+     * 10-60 ms whatever the table size. Segments are tiered under a cap ({@link KeyIndexTiers}): no take-up
+     * re-indexes more than the cap, however large the table (a whole rebuild took 10 s at 13M rows on 2 cores and
+     * showed as a spike of pending generations). {@code optimizeIndices} is never called: in 7.0.0 it fails on an
      * index with more than one segment ("Index with id ... does not exist") and leaves an orphan directory.
      * After a compaction the index is rebuilt instead: see {@link #compact}.
      */
-    IndexResult optimizeKeyIndex(long maxUnindexedRows, int maxSegments) {
+    IndexResult optimizeKeyIndex(KeyIndexTiers tiers) {
         long started = System.nanoTime();
         try (Dataset base = lance.openBase()) {
             List<Index> segments = base.getIndexes().stream()
@@ -174,53 +174,41 @@ final class TableMaintenance {
                     .anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name()) && i.datasetVersion() >= keyIndexVersion);
             // A new table's index covers no fragment: the first take-up builds it whole (it is small then).
             boolean rebuild = indexed.isEmpty()
-                    ? unindexedRows > maxUnindexedRows
+                    ? tiers.takeUp(unindexedRows)
                     : !rowsOf.keySet().containsAll(indexed) || compactedSince;
-            boolean takeUp = !rebuild && unindexedRows > 0 && unindexedRows > maxUnindexedRows;
+            boolean takeUp = !rebuild && tiers.takeUp(unindexedRows);
             String how = "";
-            boolean rebuilt = rebuild;
             int segmentsAfter = segments.size();
             if (rebuild) {
                 createKeyIndex(base, true);
-                how = "rebuilt";
+                how = "rebuilt the " + KEY_INDEX + " index";
                 segmentsAfter = 1;
             } else if (takeUp) {
-                // The oldest (largest) segment stays; the newer ones are merged with the new fragments at the cap.
-                Index oldest = segments.stream()
-                        .max(Comparator.comparingLong(i -> rows(i, rowsOf)))
-                        .orElseThrow();
-                List<Index> newer = segments.stream().filter(i -> i != oldest).toList();
-                long newerRows = newer.stream().mapToLong(i -> rows(i, rowsOf)).sum() + unindexedRows;
-                if (segments.size() + 1 > maxSegments && (maxSegments < 2 || newerRows >= rows(oldest, rowsOf))) {
-                    createKeyIndex(base, true);
-                    rebuilt = true;
-                    how = "rebuilt (segments outgrew the oldest)";
-                    segmentsAfter = 1;
-                } else if (segments.size() + 1 > maxSegments) {
-                    List<Integer> fragments = new ArrayList<>(unindexed);
-                    newer.forEach(i -> i.fragments().ifPresent(fragments::addAll));
-                    addSegment(base, fragments);
-                    how = "merged " + newer.size() + " segments and the new fragments into one";
-                    segmentsAfter = 2;
-                } else {
-                    addSegment(base, unindexed);
-                    how = "added a segment for";
-                    segmentsAfter = segments.size() + 1;
-                }
+                List<Index> merged = tiers.toMerge(segments, i -> rows(i, rowsOf), unindexedRows);
+                List<Integer> fragments = new ArrayList<>(unindexed);
+                merged.forEach(i -> i.fragments().ifPresent(fragments::addAll));
+                addSegment(base, fragments);
+                segmentsAfter = segments.size() - merged.size() + 1;
+                how = merged.isEmpty()
+                        ? "gave the new fragments a segment of their own in the " + KEY_INDEX + " index"
+                        : "merged the new fragments and " + merged.size() + " open segments ("
+                                + merged.stream()
+                                        .mapToLong(i -> rows(i, rowsOf))
+                                        .sum() + " rows) into one segment of"
+                                + " the " + KEY_INDEX + " index";
             }
             long millis = (System.nanoTime() - started) / 1_000_000;
             if (rebuild || takeUp) {
                 log.info(
-                        "Table {}: {} the {} index ({} fragments, {} rows were not indexed; {} segments) in {} ms",
+                        "Table {}: {} ({} fragments, {} rows were not indexed; {} segments) in {} ms",
                         lance.location(),
                         how,
-                        KEY_INDEX,
                         rowsOf.size(),
                         unindexedRows,
                         segmentsAfter,
                         millis);
             }
-            return new IndexResult(rebuilt, takeUp, rowsOf.size(), unindexedRows, segmentsAfter, millis);
+            return new IndexResult(rebuild, takeUp, rowsOf.size(), unindexedRows, segmentsAfter, millis);
         }
     }
 

@@ -161,7 +161,7 @@ class AppendPathTest {
             table.mergePass(shard, 8, 0);
             write(table, 0, 100, 100, 100, 1);
             table.mergePass(shard, 8, 0);
-            table.optimizeKeyIndex(0, 8);
+            table.optimizeKeyIndex();
             int highest;
             try (RootAllocator allocator = new RootAllocator();
                     Dataset base = Dataset.open()

@@ -215,7 +215,7 @@ class LancePitfallsTest {
             for (long g = 0; g < 2; g++) {
                 table.writeGeneration(TOPIC, 0, g, g, List.of(row("seg-" + g, "exp", g)), 100);
                 table.mergePass(shard, 0, 0);
-                table.optimizeKeyIndex(0, 8);
+                table.optimizeKeyIndex();
             }
             table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("seg-2", "exp", 2)), 100);
             table.mergePass(shard, 0, 0);
@@ -231,7 +231,7 @@ class LancePitfallsTest {
                                 .build()))
                         .hasMessageContaining("does not exist");
             }
-            assertThat(table.optimizeKeyIndex(0, 8).segments()).isEqualTo(3);
+            assertThat(table.optimizeKeyIndex().segments()).isEqualTo(3);
             assertThat(table.get("seg-2")).isPresent();
         }
         try (Stream<Path> sources = Files.walk(Path.of("src/main/java"))) {

@@ -20,9 +20,11 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
+import org.lance.index.Index;
 
 /** Reads that pay for what may hold the key: key filters, the record_id index, the cached catalog. */
 class ReadPathTest {
@@ -198,10 +200,13 @@ class ReadPathTest {
             }
             write(table, 0, 600, 699, 1_000_000);
             table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
-            assertThat(table.optimizeKeyIndex(100, 8).optimized())
+            assertThat(table.optimizeKeyIndex(new KeyIndexTiers(100, 8, 2_000_000))
+                            .optimized())
                     .as("100 unindexed rows: not over the bound")
                     .isFalse();
-            assertThat(table.optimizeKeyIndex(99, 8).optimized()).isTrue();
+            assertThat(table.optimizeKeyIndex(new KeyIndexTiers(99, 8, 2_000_000))
+                            .optimized())
+                    .isTrue();
             assertThat(table.get("exp-650")).isPresent();
             assertThat(table.collectGarbage(java.time.Duration.ZERO).deletedGenerations())
                     .isPositive();
@@ -215,28 +220,27 @@ class ReadPathTest {
             String shard = ShardId.of(TOPIC, 0);
             write(table, 0, 0, 999, 1_000_000);
             table.mergePass(shard, 0, 0);
-            assertThat(table.optimizeKeyIndex(0, 3).segments()).isEqualTo(1);
+            // open segments: under 50 rows; at 3 open ones a take-up merges them, up to 100 rows
+            KeyIndexTiers tiers = new KeyIndexTiers(0, 3, 100);
+            assertThat(table.optimizeKeyIndex(tiers).segments()).isEqualTo(1);
+            UUID full = keySegments(table).get(0).uuid();
             List<Integer> segments = new ArrayList<>();
             for (long g = 1; g <= 6; g++) {
-                write(table, 0, 1000 + g * 10, 1009 + g * 10, 1_000_000); // small: never outgrows the first 1,000
+                write(table, 0, 1000 + g * 10, 1009 + g * 10, 1_000_000);
                 table.mergePass(shard, 0, 0);
-                TableMaintenance.IndexResult result = table.optimizeKeyIndex(0, 3);
+                TableMaintenance.IndexResult result = table.optimizeKeyIndex(tiers);
                 assertThat(result.optimized()).isTrue();
                 assertThat(result.rebuilt()).isFalse();
                 assertThat(result.unindexedRowsBefore()).isEqualTo(10);
                 segments.add(result.segments());
-                try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
-                        Dataset base = Dataset.open()
-                                .allocator(allocator)
-                                .uri(table.location().uri())
-                                .build()) {
-                    assertThat(base.getIndexes().stream().filter(i -> TableMaintenance.KEY_INDEX.equals(i.name())))
-                            .hasSize(result.segments());
-                }
+                assertThat(keySegments(table)).hasSize(result.segments());
             }
-            // 1 + one per merge up to the cap of 3; then the newer ones are folded into one: 2, 3, 2, 3 ...
-            assertThat(segments).containsExactly(2, 3, 2, 3, 2, 3);
-            assertThat(table.optimizeKeyIndex(0, 3).optimized())
+            // one segment per take-up up to 3 open ones; the 4th merges the three (30 rows) with its own 10
+            assertThat(segments).containsExactly(2, 3, 4, 2, 3, 4);
+            assertThat(keySegments(table).stream().map(Index::uuid))
+                    .as("the full segment (1,000 rows, over half the cap) is never rebuilt")
+                    .contains(full);
+            assertThat(table.optimizeKeyIndex(tiers).optimized())
                     .as("every fragment is covered")
                     .isFalse();
             for (int i = 0; i < 1000; i += 41) {
@@ -245,14 +249,35 @@ class ReadPathTest {
             for (long g = 1; g <= 6; g++) {
                 assertThat(table.get("exp-" + (1000 + g * 10 + 5))).isPresent();
             }
-            // Newer segments outgrowing the oldest: the whole index is rebuilt into one.
-            write(table, 0, 2000, 3999, 1_000_000);
+            // A take-up never re-indexes more than the cap: 60 new rows and 3 open segments of 40, 10 and 10 rows
+            // merge only the two smallest (60 + 20 <= 100); the full segment stays as it was.
+            write(table, 0, 2000, 2059, 1_000_000);
             table.mergePass(shard, 0, 0);
-            TableMaintenance.IndexResult rebuilt = table.optimizeKeyIndex(0, 3);
-            assertThat(rebuilt.rebuilt()).isTrue();
-            assertThat(rebuilt.segments()).isEqualTo(1);
-            assertThat(table.get("exp-3500")).isPresent();
+            TableMaintenance.IndexResult capped = table.optimizeKeyIndex(tiers);
+            assertThat(capped.rebuilt()).isFalse();
+            assertThat(capped.segments()).isEqualTo(3);
+            assertThat(keySegments(table).stream().map(Index::uuid)).contains(full);
+            assertThat(keySegments(table).stream()
+                            .map(i -> i.fragments().orElseThrow().size())
+                            .sorted()
+                            .toList())
+                    .as("fragments per segment: the 40-row one (4 merges), the merged 80 rows (3), the first")
+                    .containsExactly(1, 3, 4);
+            assertThat(table.get("exp-2050")).isPresent();
             assertThat(table.get("exp-7")).isPresent();
+            assertThat(table.get("exp-1015")).isPresent();
+        }
+    }
+
+    private static List<Index> keySegments(RolloutTable table) {
+        try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
+                Dataset base = Dataset.open()
+                        .allocator(allocator)
+                        .uri(table.location().uri())
+                        .build()) {
+            return base.getIndexes().stream()
+                    .filter(i -> TableMaintenance.KEY_INDEX.equals(i.name()))
+                    .toList();
         }
     }
 

@@ -369,8 +369,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         maintenance.submit(kind, () -> switch (kind) {
             case "compact" -> table.compact(config.compactionTargetRows()).toString();
-            case "index" -> table.optimizeKeyIndex(config.indexMaxUnindexedRows(), config.indexMaxSegments())
-                    .toString();
+            case "index" -> table.optimizeKeyIndex(config.keyIndexTiers()).toString();
             default -> table.collectGarbage(config.gcGrace()).toString();
         });
     }
