@@ -28,11 +28,14 @@ public abstract class AppConfig {
     protected final AbstractConfig parsed;
     protected final Map<String, Object> raw;
     private final TableLocation tableLocation;
+    private final HttpAccess httpAccess;
 
     protected AppConfig(ConfigDef definition, Map<String, Object> raw) {
         this.raw = raw;
         this.parsed = new AbstractConfig(definition, raw, false);
         SerdeConfig.from(raw); // registry settings fail here, naming their key
+        this.httpAccess = HttpAccess.from(parsed);
+        httpAccess.requireAllowedOn(parsed.getString(HTTP_HOST));
         try {
             this.tableLocation = new TableLocation(
                     parsed.getString(TABLE_URI), ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
@@ -87,6 +90,11 @@ public abstract class AppConfig {
 
     public int httpPort() {
         return parsed.getInt(HTTP_PORT);
+    }
+
+    /** Who may call which HTTP route (tokens, TLS). */
+    public HttpAccess httpAccess() {
+        return httpAccess;
     }
 
     public int healthMaxThreadReplacements() {

@@ -46,7 +46,7 @@ public final class CommonKeys {
     /** A ConfigDef holding the common keys; the app adds its own to it. */
     public static ConfigDef define(
             String defaultApplicationId, String defaultStateDir, int defaultHttpPort, String httpRoutes) {
-        return new ConfigDef()
+        return HttpAccess.define(new ConfigDef())
                 .define(
                         BOOTSTRAP_SERVERS,
                         STRING,

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
@@ -65,10 +67,25 @@ public final class HttpEndpoint implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
+    private final HttpAccess access;
 
+    /** An endpoint without authentication: loopback only. */
     public HttpEndpoint(String host, int port) {
+        this(host, port, HttpAccess.OPEN);
+    }
+
+    public HttpEndpoint(String host, int port, HttpAccess access) {
+        access.requireAllowedOn(host);
+        this.access = access;
         try {
-            this.server = HttpServer.create(new InetSocketAddress(host, port), 64);
+            InetSocketAddress address = new InetSocketAddress(host, port);
+            if (access.tls().isPresent()) {
+                HttpsServer https = HttpsServer.create(address, 64);
+                https.setHttpsConfigurator(new HttpsConfigurator(access.tls().get()));
+                this.server = https;
+            } else {
+                this.server = HttpServer.create(address, 64);
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(
                     "Cannot bind the HTTP endpoint to " + host + ":" + port + " (" + e.getMessage()
@@ -83,12 +100,18 @@ public final class HttpEndpoint implements AutoCloseable {
         server.setExecutor(executor);
     }
 
-    /** Adds a route for a path prefix (the JDK server matches the longest prefix). */
-    public HttpEndpoint route(String path, Route route) {
+    /**
+     * Adds a route for a path prefix (the JDK server matches the longest prefix), open to callers with what
+     * {@code access} asks (checked before the route runs).
+     */
+    public HttpEndpoint route(String path, HttpAccess.Access access, Route route) {
         server.createContext(path, exchange -> {
             Response response;
             try {
-                response = route.handle(exchange);
+                response = this.access.refusal(exchange, access).orElse(null);
+                if (response == null) {
+                    response = route.handle(exchange);
+                }
             } catch (Exception e) {
                 response = Response.failure(
                         500,
@@ -111,7 +134,10 @@ public final class HttpEndpoint implements AutoCloseable {
 
     public HttpEndpoint start() {
         server.start();
-        log.info("HTTP endpoint on http://{}:{}", server.getAddress().getHostString(), port());
+        log.info(
+                "HTTP endpoint on {} ({})",
+                baseUrl(),
+                access.authenticates() ? "bearer tokens required" : "no authentication");
         return this;
     }
 
@@ -120,7 +146,8 @@ public final class HttpEndpoint implements AutoCloseable {
     }
 
     public String baseUrl() {
-        return "http://" + server.getAddress().getHostString() + ":" + port();
+        return (server instanceof HttpsServer ? "https://" : "http://")
+                + server.getAddress().getHostString() + ":" + port();
     }
 
     @Override

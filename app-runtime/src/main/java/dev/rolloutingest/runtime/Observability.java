@@ -28,6 +28,7 @@ public final class Observability {
     public static void mountMetrics(HttpEndpoint http, PrometheusMeterRegistry registry) {
         http.route(
                 "/metrics",
+                HttpAccess.Access.METRICS,
                 exchange ->
                         HttpEndpoint.Response.text(200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
     }

@@ -55,7 +55,7 @@ public abstract class RolloutApp implements AutoCloseable {
                 registry,
                 config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
-        this.http = new HttpEndpoint(config.httpHost(), config.httpPort());
+        this.http = new HttpEndpoint(config.httpHost(), config.httpPort(), config.httpAccess());
         Observability.mountMetrics(http, registry);
     }
 

@@ -1,6 +1,7 @@
 package dev.rolloutingest.runtime;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.kafka.KafkaStreamsMetrics;
 import java.time.Duration;
@@ -78,6 +79,12 @@ public final class StreamsRuntime implements AutoCloseable {
         this.streams.setStateListener((now, before) -> log.info("{}: {} -> {}", name, before, now));
         this.metrics = new KafkaStreamsMetrics(streams);
         this.metrics.bindTo(registry);
+        // Kafka's own client-state metric is a string, which Prometheus cannot hold: alerts need a number.
+        Gauge.builder("rollout.app.running", this, r -> r.state() == KafkaStreams.State.RUNNING ? 1 : 0)
+                .description("1 while the Streams client is RUNNING, 0 in any other state (starting,"
+                        + " rebalancing, pending shutdown, error)")
+                .tag("app", name)
+                .register(registry);
     }
 
     public StreamsRuntime start() {
@@ -177,7 +184,7 @@ public final class StreamsRuntime implements AutoCloseable {
      */
     public void mountHealth(
             HttpEndpoint http, Supplier<Map<String, Object>> details, Supplier<List<String>> appProblems) {
-        http.route("/health", exchange -> {
+        http.route("/health", HttpAccess.Access.PUBLIC, exchange -> {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("app", name);
             body.put("state", streams.state().toString());

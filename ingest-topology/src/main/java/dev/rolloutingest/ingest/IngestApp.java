@@ -3,8 +3,11 @@ package dev.rolloutingest.ingest;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.runtime.RolloutApp;
 import dev.rolloutingest.runtime.StreamsRuntime;
+import io.micrometer.core.instrument.Gauge;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
@@ -28,18 +31,20 @@ public final class IngestApp extends RolloutApp {
                 "rollout-ingest",
                 IngestTopology.build(config, table, metrics, budget, health, writers, shadowPositions()),
                 config);
-        runtime()
-                .mountHealth(
-                        http(),
-                        () -> Map.of("table", table.location().uri(), "inflight_bytes", budget.total()),
-                        () -> health.stuck(
-                                runtime().assignedPartitions().stream()
-                                        .filter(tp -> tp.topic().equals(config.inputTopic()))
-                                        .map(TopicPartition::partition)
-                                        .collect(Collectors.toSet()),
-                                runtime().state() == KafkaStreams.State.RUNNING,
-                                System.currentTimeMillis(),
-                                config.healthStuckAfterMs()));
+        Supplier<List<String>> stuck = () -> health.stuck(
+                runtime().assignedPartitions().stream()
+                        .filter(tp -> tp.topic().equals(config.inputTopic()))
+                        .map(TopicPartition::partition)
+                        .collect(Collectors.toSet()),
+                runtime().state() == KafkaStreams.State.RUNNING,
+                System.currentTimeMillis(),
+                config.healthStuckAfterMs());
+        runtime().mountHealth(http(), () -> Map.of("inflight_bytes", budget.total()), stuck);
+        Gauge.builder("rollout.ingest.stuck.partitions", stuck, s -> s.get().size())
+                .description("Input partitions of this instance whose oldest unsealed record is older than "
+                        + IngestConfig.HEALTH_STUCK_AFTER_MS + " (what /health names)")
+                .strongReference(true) // the supplier lives only here
+                .register(registry());
     }
 
     public IngestApp start() {

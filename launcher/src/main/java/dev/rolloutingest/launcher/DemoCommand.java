@@ -8,6 +8,7 @@ import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.merge.MergeApp;
 import dev.rolloutingest.merge.MergeConfig;
+import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.table.RolloutTable;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -131,6 +132,7 @@ final class DemoCommand implements Callable<Integer> {
             new ReadApi(reader).mount(readApi);
             readApi.route(
                     "/health",
+                    HttpAccess.Access.PUBLIC,
                     exchange -> HttpEndpoint.Response.json(
                             200,
                             Map.of(

@@ -1,5 +1,6 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.HttpEndpoint.Response;
 import dev.rolloutingest.table.ListQuery;
@@ -48,7 +49,7 @@ final class ReadApi {
 
     void mount(HttpEndpoint http) {
         mountSnapshots(http);
-        http.route("/rollouts", exchange -> {
+        http.route("/rollouts", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
             String path = exchange.getRequestURI().getRawPath();
             if ("DELETE".equals(exchange.getRequestMethod()) && path.startsWith("/rollouts/")) {
                 return delete(decode(path.substring("/rollouts/".length())));
@@ -90,7 +91,7 @@ final class ReadApi {
     }
 
     private void mountSnapshots(HttpEndpoint http) {
-        http.route("/snapshots", exchange -> {
+        http.route("/snapshots", HttpAccess.Access.READ, exchange -> {
             if (!"GET".equals(exchange.getRequestMethod())) {
                 return Response.error(405, "only GET (snapshots are made and dropped on the merge-worker)");
             }

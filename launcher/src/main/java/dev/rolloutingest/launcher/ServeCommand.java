@@ -1,5 +1,6 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.table.RolloutTable;
@@ -14,8 +15,9 @@ import picocli.CommandLine.Option;
 @Command(
         name = "serve",
         mixinStandardHelpOptions = true,
-        description =
-                "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=) with /metrics and /health.")
+        description = "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=) with"
+                + " /metrics and /health. Tokens and TLS come from the apps' HTTP_AUTH_* and HTTP_TLS_* env vars;"
+                + " beyond loopback tokens are required (or HTTP_ALLOW_UNAUTHENTICATED=true).")
 final class ServeCommand implements Callable<Integer> {
     @Mixin
     TableOptions table;
@@ -51,12 +53,12 @@ final class ServeCommand implements Callable<Integer> {
         Launcher.KeepRunning.request();
         PrometheusMeterRegistry registry = Observability.prometheus("rollout-read");
         RolloutTable t = RolloutTable.open(table.location(), table.settings(), registry);
-        HttpEndpoint http = new HttpEndpoint(host, port);
+        HttpEndpoint http = new HttpEndpoint(host, port, HttpAccess.fromEnv(System.getenv()));
         Observability.mountMetrics(http, registry);
         http.route(
                 "/health",
-                exchange -> HttpEndpoint.Response.json(
-                        200, Map.of("app", "rollout-read", "table", t.location().uri())));
+                HttpAccess.Access.PUBLIC,
+                exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read")));
         Deletes deletes = bootstrapServers == null ? null : new Deletes(kafka.clientConfig(bootstrapServers), topic);
         new ReadApi(t, deletes, java.time.Duration.ofMillis(deleteWaitMs)).mount(http);
         http.start();

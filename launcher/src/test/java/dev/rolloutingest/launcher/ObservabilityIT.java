@@ -114,7 +114,7 @@ class ObservabilityIT {
         return names;
     }
 
-    private static boolean exporterMetric(String name) {
+    static boolean exporterMetric(String name) {
         return name.startsWith("kafka_consumergroup_") || name.startsWith("kafka_topic_");
     }
 
@@ -128,7 +128,7 @@ class ObservabilityIT {
         return names;
     }
 
-    private static List<String> dashboardExpressions() throws Exception {
+    static List<String> dashboardExpressions() throws Exception {
         List<String> expressions = new ArrayList<>();
         try (Stream<Path> files = Files.list(REPO.resolve("docker/grafana/dashboards"))) {
             for (Path file : files.filter(f -> f.toString().endsWith(".json")).toList()) {
@@ -140,7 +140,7 @@ class ObservabilityIT {
         return expressions;
     }
 
-    private static List<String> ruleExpressions() throws Exception {
+    static List<String> ruleExpressions() throws Exception {
         List<String> expressions = new ArrayList<>();
         String rules = Files.readString(REPO.resolve("docker/prometheus/rules.yml"));
         Matcher m =

@@ -1,5 +1,6 @@
 package dev.rolloutingest.merge;
 
+import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.table.RolloutTable;
@@ -50,9 +51,9 @@ final class MergeAdminApi {
     }
 
     void mount(HttpEndpoint http) {
-        http.route("/cooldowns", exchange -> HttpEndpoint.Response.json(200, cooldowns()));
-        http.route("/pending", exchange -> HttpEndpoint.Response.json(200, pending()));
-        http.route("/merge/", exchange -> {
+        http.route("/cooldowns", HttpAccess.Access.READ, exchange -> HttpEndpoint.Response.json(200, cooldowns()));
+        http.route("/pending", HttpAccess.Access.READ, exchange -> HttpEndpoint.Response.json(200, pending()));
+        http.route("/merge/", HttpAccess.Access.ADMIN, exchange -> {
             if (!"POST".equals(exchange.getRequestMethod())) {
                 return HttpEndpoint.Response.error(405, "POST /merge/{shard}");
             }
@@ -62,7 +63,7 @@ final class MergeAdminApi {
             }
             return manual(shard);
         });
-        http.route("/snapshots", exchange -> {
+        http.route("/snapshots", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
             String path = exchange.getRequestURI().getPath();
             String method = exchange.getRequestMethod();
             try {

@@ -58,7 +58,7 @@ public final class MergeApp extends RolloutApp {
                         merges,
                         shadowPositions()),
                 config);
-        runtime().mountHealth(http(), () -> Map.of("table", table.location().uri()));
+        runtime().mountHealth(http(), Map::of); // /health is public: no paths in it
         new MergeAdminApi(runtime(), coordinator, table, config).mount(http());
     }
 

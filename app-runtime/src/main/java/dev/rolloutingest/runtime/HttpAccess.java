@@ -1,0 +1,386 @@
+package dev.rolloutingest.runtime;
+
+import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
+import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
+import static org.apache.kafka.common.config.ConfigDef.Type.PASSWORD;
+import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
+
+import com.sun.net.httpserver.HttpExchange;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.types.Password;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Who may call which route of an {@link HttpEndpoint}: bearer tokens, each with a role ({@code read} or
+ * {@code admin}, which includes read), from a setting and/or a file that is re-read when it changes (so a token
+ * is rotated without a restart), and TLS from a keystore. An endpoint bound beyond loopback without tokens is
+ * refused at start unless {@value #ALLOW_UNAUTHENTICATED} says so. Only the tokens' SHA-256 digests are kept.
+ */
+public final class HttpAccess {
+    private static final Logger log = LoggerFactory.getLogger(HttpAccess.class);
+
+    public static final String TOKENS = "http.auth.tokens";
+    public static final String TOKENS_FILE = "http.auth.tokens.file";
+    public static final String PROTECT_METRICS = "http.auth.metrics";
+    public static final String ALLOW_UNAUTHENTICATED = "http.allow.unauthenticated";
+    public static final String KEYSTORE_PATH = "http.tls.keystore.path";
+    public static final String KEYSTORE_PASSWORD = "http.tls.keystore.password";
+    public static final String KEYSTORE_TYPE = "http.tls.keystore.type";
+
+    /** How often at most the tokens file is checked for a change. */
+    private static final long TOKENS_FILE_CHECK_MS = 1_000;
+
+    /** What a route asks of its caller. */
+    public enum Access {
+        /** Anyone (/health: probes carry no tokens). */
+        PUBLIC,
+        /** Anyone, or the read role when {@value #PROTECT_METRICS} is on. */
+        METRICS,
+        /** The read role. */
+        READ,
+        /** GET and HEAD need the read role, every other method the admin role. */
+        READ_OR_ADMIN_TO_CHANGE,
+        /** The admin role. */
+        ADMIN
+    }
+
+    /** A token's holder and what it may do. */
+    public enum Role {
+        READ,
+        ADMIN;
+
+        boolean allows(Role needed) {
+            return this == ADMIN || needed == READ;
+        }
+    }
+
+    private record Holder(String name, Role role) {}
+
+    private record TokensFile(FileTime modified, long size, Map<String, Holder> tokens) {}
+
+    /** Everyone may call everything: loopback-only endpoints of tests and the embedded demo. */
+    public static final HttpAccess OPEN = new HttpAccess(Map.of(), null, false, false, null);
+
+    private final Map<String, Holder> configuredTokens;
+    private final Path tokensFile;
+    private final boolean protectMetrics;
+    private final boolean allowUnauthenticated;
+    private final SSLContext tls;
+    private volatile TokensFile fileTokens;
+    private volatile long fileCheckedAtMs;
+
+    private HttpAccess(
+            Map<String, Holder> configuredTokens,
+            Path tokensFile,
+            boolean protectMetrics,
+            boolean allowUnauthenticated,
+            SSLContext tls) {
+        this.configuredTokens = configuredTokens;
+        this.tokensFile = tokensFile;
+        this.protectMetrics = protectMetrics;
+        this.allowUnauthenticated = allowUnauthenticated;
+        this.tls = tls;
+        if (tokensFile != null) {
+            this.fileTokens = readTokensFile(tokensFile);
+            this.fileCheckedAtMs = System.currentTimeMillis();
+        }
+    }
+
+    /** Adds the access keys to an app's settings. */
+    public static ConfigDef define(ConfigDef def) {
+        return def.define(
+                        TOKENS,
+                        PASSWORD,
+                        "",
+                        HIGH,
+                        "Bearer tokens of the HTTP APIs, comma separated, each name:role:token (role read or admin;"
+                                + " admin includes read). Empty with no " + TOKENS_FILE + " = no authentication")
+                .define(
+                        TOKENS_FILE,
+                        STRING,
+                        "",
+                        HIGH,
+                        "A file of bearer tokens, one 'name role token' a line (# comments): re-read within a second"
+                                + " of a change, so a token is rotated without a restart")
+                .define(
+                        PROTECT_METRICS,
+                        BOOLEAN,
+                        false,
+                        MEDIUM,
+                        "/metrics needs a read token too (Prometheus: authorization.credentials_file); /health is"
+                                + " always open for probes")
+                .define(
+                        ALLOW_UNAUTHENTICATED,
+                        BOOLEAN,
+                        false,
+                        HIGH,
+                        "Serve the read and admin APIs without tokens on an address other than loopback (refused at"
+                                + " start otherwise): anyone who reaches the port could force merges, snapshot and"
+                                + " delete")
+                .define(
+                        KEYSTORE_PATH,
+                        STRING,
+                        "",
+                        MEDIUM,
+                        "A keystore with the HTTP endpoint's key and certificate: serve HTTPS (empty = plain HTTP)")
+                .define(KEYSTORE_PASSWORD, PASSWORD, "", MEDIUM, "The keystore's password (also its key's)")
+                .define(KEYSTORE_TYPE, STRING, "PKCS12", MEDIUM, "The keystore's type (PKCS12, JKS)");
+    }
+
+    /**
+     * The access an endpoint on {@code host} gets from these settings; malformed tokens, an unreadable keystore
+     * or a non-loopback address without tokens fail here, naming the key.
+     */
+    public static HttpAccess from(AbstractConfig config) {
+        Map<String, Holder> tokens =
+                parseTokens(TOKENS, config.getPassword(TOKENS).value());
+        String file = config.getString(TOKENS_FILE);
+        Path tokensFile = file.isBlank() ? null : Path.of(file);
+        SSLContext tls = tlsContext(
+                config.getString(KEYSTORE_PATH),
+                config.getPassword(KEYSTORE_PASSWORD),
+                config.getString(KEYSTORE_TYPE));
+        HttpAccess access = new HttpAccess(
+                tokens, tokensFile, config.getBoolean(PROTECT_METRICS), config.getBoolean(ALLOW_UNAUTHENTICATED), tls);
+        if (access.protectMetrics && !access.authenticates()) {
+            throw new ConfigException(PROTECT_METRICS, true, "needs tokens (" + TOKENS + " or " + TOKENS_FILE + ")");
+        }
+        return access;
+    }
+
+    /** The access set by the env vars of these keys ({@code HTTP_AUTH_TOKENS_FILE} ...): for the CLI's serve. */
+    public static HttpAccess fromEnv(Map<String, String> env) {
+        ConfigDef def = define(new ConfigDef());
+        return from(new AbstractConfig(def, ConfigSources.resolve(def, new java.util.Properties(), env), false));
+    }
+
+    /** Refuses, naming the key, serving without tokens beyond loopback unless that is explicitly allowed. */
+    void requireAllowedOn(String host) {
+        if (!authenticates() && !allowUnauthenticated && !loopback(host)) {
+            throw new ConfigException(
+                    TOKENS,
+                    "(none)",
+                    "the HTTP endpoint binds " + host + ", beyond loopback, and no bearer tokens are set ("
+                            + TOKENS + " or " + TOKENS_FILE + "); set some, bind 127.0.0.1, or set "
+                            + ALLOW_UNAUTHENTICATED + "=true to serve without authentication");
+        }
+    }
+
+    /** Whether any route asks for a token. */
+    public boolean authenticates() {
+        return !configuredTokens.isEmpty() || tokensFile != null;
+    }
+
+    Optional<SSLContext> tls() {
+        return Optional.ofNullable(tls);
+    }
+
+    /** Why this request may not go on (401: no or an unknown token; 403: a token without the role), if so. */
+    Optional<HttpEndpoint.Response> refusal(HttpExchange exchange, Access access) {
+        Role needed = needed(access, exchange.getRequestMethod());
+        if (needed == null || !authenticates()) {
+            return Optional.empty();
+        }
+        String header = exchange.getRequestHeaders().getFirst("Authorization");
+        if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"rollout-ingest\"");
+            return Optional.of(HttpEndpoint.Response.error(401, "a bearer token is required"));
+        }
+        Holder holder = holderOf(header.substring(7).trim());
+        if (holder == null) {
+            exchange.getResponseHeaders()
+                    .set("WWW-Authenticate", "Bearer realm=\"rollout-ingest\", error=\"invalid_token\"");
+            return Optional.of(HttpEndpoint.Response.error(401, "the bearer token is not valid"));
+        }
+        if (!holder.role().allows(needed)) {
+            return Optional.of(HttpEndpoint.Response.error(
+                    403,
+                    "token '" + holder.name() + "' has the " + name(holder.role()) + " role; this needs "
+                            + name(needed)));
+        }
+        return Optional.empty();
+    }
+
+    private Role needed(Access access, String method) {
+        return switch (access) {
+            case PUBLIC -> null;
+            case METRICS -> protectMetrics ? Role.READ : null;
+            case READ -> Role.READ;
+            case ADMIN -> Role.ADMIN;
+            case READ_OR_ADMIN_TO_CHANGE -> "GET".equals(method) || "HEAD".equals(method) ? Role.READ : Role.ADMIN;
+        };
+    }
+
+    private Holder holderOf(String token) {
+        String digest = digest(token);
+        Holder holder = null;
+        // Every entry is compared, in constant time, so the answer's timing says nothing about a near miss.
+        for (Map.Entry<String, Holder> entry : currentTokens().entrySet()) {
+            if (MessageDigest.isEqual(
+                    entry.getKey().getBytes(StandardCharsets.US_ASCII), digest.getBytes(StandardCharsets.US_ASCII))) {
+                holder = entry.getValue();
+            }
+        }
+        return holder;
+    }
+
+    private Map<String, Holder> currentTokens() {
+        if (tokensFile == null) {
+            return configuredTokens;
+        }
+        long now = System.currentTimeMillis();
+        if (now - fileCheckedAtMs >= TOKENS_FILE_CHECK_MS) {
+            fileCheckedAtMs = now;
+            reloadIfChanged();
+        }
+        Map<String, Holder> all = new HashMap<>(fileTokens.tokens());
+        all.putAll(configuredTokens);
+        return all;
+    }
+
+    private synchronized void reloadIfChanged() {
+        try {
+            FileTime modified = Files.getLastModifiedTime(tokensFile);
+            long size = Files.size(tokensFile);
+            if (modified.equals(fileTokens.modified()) && size == fileTokens.size()) {
+                return;
+            }
+            fileTokens = readTokensFile(tokensFile);
+            log.info(
+                    "HTTP tokens re-read from {}: {} tokens",
+                    tokensFile,
+                    fileTokens.tokens().size());
+        } catch (IOException | ConfigException e) {
+            // Keeping the tokens that worked beats locking every caller out over a half-written file.
+            log.error(
+                    "HTTP tokens file {} could not be re-read; the previous tokens stay: {}",
+                    tokensFile,
+                    e.getMessage());
+        }
+    }
+
+    private static TokensFile readTokensFile(Path file) {
+        try {
+            FileTime modified = Files.getLastModifiedTime(file);
+            long size = Files.size(file);
+            StringBuilder entries = new StringBuilder();
+            for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+                String trimmed = line.strip();
+                if (trimmed.isEmpty() || trimmed.startsWith("#")) {
+                    continue;
+                }
+                String[] parts = trimmed.split("\\s+");
+                if (parts.length != 3) {
+                    throw new ConfigException(
+                            TOKENS_FILE,
+                            file.toString(),
+                            "each line is 'name role token' (a line has " + parts.length + " fields)");
+                }
+                entries.append(entries.isEmpty() ? "" : ",")
+                        .append(parts[0])
+                        .append(':')
+                        .append(parts[1])
+                        .append(':')
+                        .append(parts[2]);
+            }
+            return new TokensFile(modified, size, parseTokens(TOKENS_FILE, entries.toString()));
+        } catch (IOException e) {
+            throw new ConfigException(TOKENS_FILE, file.toString(), "cannot be read: " + e.getMessage());
+        }
+    }
+
+    /** name:role:token entries by the token's digest (only digests stay in memory). */
+    private static Map<String, Holder> parseTokens(String key, String value) {
+        Map<String, Holder> tokens = new HashMap<>();
+        if (value == null || value.isBlank()) {
+            return tokens;
+        }
+        for (String entry : value.split(",")) {
+            String[] parts = entry.strip().split(":", 3);
+            if (parts.length != 3 || parts[0].isBlank() || parts[2].isBlank()) {
+                // the value is never echoed: it holds secrets
+                throw new ConfigException(key, "(hidden)", "each token is name:role:token with a name and a token");
+            }
+            Role role;
+            try {
+                role = Role.valueOf(parts[1].strip().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(
+                        key,
+                        "(hidden)",
+                        "token '" + parts[0].strip() + "' has role '" + parts[1].strip() + "'; roles are read, admin");
+            }
+            if (parts[2].strip().length() < 16) {
+                throw new ConfigException(
+                        key, "(hidden)", "token '" + parts[0].strip() + "' is shorter than 16 characters");
+            }
+            if (tokens.put(digest(parts[2].strip()), new Holder(parts[0].strip(), role)) != null) {
+                throw new ConfigException(key, "(hidden)", "token '" + parts[0].strip() + "' repeats another token");
+            }
+        }
+        return tokens;
+    }
+
+    private static String digest(String token) {
+        try {
+            return HexFormat.of()
+                    .formatHex(MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static SSLContext tlsContext(String path, Password password, String type) {
+        if (path.isBlank()) {
+            return null;
+        }
+        char[] secret = password.value().toCharArray();
+        try (InputStream in = Files.newInputStream(Path.of(path))) {
+            KeyStore store = KeyStore.getInstance(type);
+            store.load(in, secret);
+            KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            keys.init(store, secret);
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(keys.getKeyManagers(), null, null);
+            return context;
+        } catch (IOException | GeneralSecurityException e) {
+            throw new ConfigException(KEYSTORE_PATH, path, "cannot be loaded as " + type + ": " + e.getMessage());
+        }
+    }
+
+    static boolean loopback(String host) {
+        try {
+            return List.of(InetAddress.getAllByName(host)).stream().allMatch(InetAddress::isLoopbackAddress);
+        } catch (UnknownHostException e) {
+            return false;
+        }
+    }
+
+    private static String name(Role role) {
+        return role.name().toLowerCase(Locale.ROOT);
+    }
+}
