@@ -8,7 +8,10 @@ import picocli.CommandLine.Command;
         name = "rollout-ingest",
         mixinStandardHelpOptions = true,
         version = "rollout-ingest 0.1.0",
-        description = "Lands RL rollouts from Kafka in a Lance table.",
+        description = {
+            "Lands RL rollouts from Kafka in a Lance table.",
+            "Benchmarks: rollout-ingest bench --help (the benchmarks module's jar)."
+        },
         subcommands = {
             DemoCommand.class,
             AppCommands.Ingest.class,
@@ -22,7 +25,6 @@ import picocli.CommandLine.Command;
             SnapshotCommand.class,
             DeleteCommand.class,
             RepairCommand.class,
-            BenchCommand.class,
             ConfigDocsCommand.class
         })
 public final class Launcher implements Runnable {

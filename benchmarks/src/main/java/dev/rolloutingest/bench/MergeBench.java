@@ -1,4 +1,4 @@
-package dev.rolloutingest.launcher;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.ChildJvm;
 import dev.rolloutingest.embedded.FileTrees;

@@ -1,4 +1,4 @@
-package dev.rolloutingest.launcher;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.EmbeddedS3;
 import dev.rolloutingest.embedded.FileTrees;

@@ -1,4 +1,4 @@
-package dev.rolloutingest.launcher;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.ApicurioRegistry;
 import dev.rolloutingest.embedded.EmbeddedKafka;

@@ -1,0 +1,19 @@
+package dev.rolloutingest.bench;
+
+import picocli.CommandLine;
+
+/** {@code rollout-ingest bench ...}: the launcher script hands this subcommand to the benchmarks jar. */
+public final class BenchMain {
+    private BenchMain() {}
+
+    public static void main(String[] args) {
+        int code = new CommandLine(new BenchCommand())
+                .setCommandName("rollout-ingest bench")
+                .setExecutionExceptionHandler((e, cmd, parsed) -> {
+                    cmd.getErr().println("error: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
+                    return 1;
+                })
+                .execute(args);
+        System.exit(code);
+    }
+}
