@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -98,6 +99,12 @@ final class ArrowRows {
         private Utf8 text; // reused for every string decoded into this batch
         private ByteBuffer bytes; // reused for every payload decoded into this batch
 
+        /** Decodes a field beyond the contract (a producer's newer schema) into its row. */
+        @FunctionalInterface
+        interface AddedFieldDecoder {
+            void decode(int row, Decoder in, Schema.Field field) throws IOException;
+        }
+
         RowWriter(VectorSchemaRoot root) {
             recordId = (VarCharVector) root.getVector(RECORD_ID);
             experiment = (VarCharVector) root.getVector(EXPERIMENT);
@@ -169,7 +176,14 @@ final class ArrowRows {
          * overwritten whole by the next one.
          */
         GenerationBatch.Staged decode(
-                int i, Decoder in, Schema.Field[] order, int partition, long offset, long ingested) throws IOException {
+                int i,
+                Decoder in,
+                Schema.Field[] order,
+                int partition,
+                long offset,
+                long ingested,
+                AddedFieldDecoder added)
+                throws IOException {
             String id = null;
             int payloadBytes = 0;
             for (Schema.Field field : order) {
@@ -231,7 +245,12 @@ final class ArrowRows {
                             payload.setSafe(i, bytes, bytes.position(), payloadBytes);
                         }
                     }
-                    default -> throw new IllegalStateException("No column for reader field " + field.name());
+                    default -> {
+                        if (field.pos() < CONTRACT_FIELDS) {
+                            throw new IllegalStateException("No column for reader field " + field.name());
+                        }
+                        added.decode(i, in, field); // a field a producer added, beyond the contract
+                    }
                 }
             }
             sourcePartition.setSafe(i, partition);
@@ -345,6 +364,8 @@ final class ArrowRows {
     private static final int F_INCLUDE_IN_TRAINING = 14;
     private static final int F_METADATA = 15;
     private static final int F_BINARY_PAYLOAD = 16;
+    /** Reader fields at this position and above are fields producers added (see AddedColumns). */
+    static final int CONTRACT_FIELDS = 17;
 
     static {
         // A schema change that moves a field or a union's null branch must fail here, not decode wrong columns.
@@ -368,7 +389,7 @@ final class ArrowRows {
             METADATA,
             BINARY_PAYLOAD
         };
-        if (avro.getFields().size() != names.length) {
+        if (avro.getFields().size() != names.length || names.length != CONTRACT_FIELDS) {
             throw new ExceptionInInitializerError(
                     "Rollout has " + avro.getFields().size() + " fields, the decoder " + names.length);
         }
@@ -479,7 +500,21 @@ final class ArrowRows {
                 root.getVector(SOURCE_PARTITION) == null ? -1 : ((IntVector) root.getVector(SOURCE_PARTITION)).get(i);
         long offset =
                 root.getVector(SOURCE_OFFSET) == null ? -1 : ((BigIntVector) root.getVector(SOURCE_OFFSET)).get(i);
-        return new RolloutRow(b.build(), partition, offset, timestamp(root, INGESTED_AT, i));
+        return new RolloutRow(b.build(), partition, offset, timestamp(root, INGESTED_AT, i), added(root, i));
+    }
+
+    /** The values of the columns producers added, by name (null where the row has none). */
+    private static Map<String, Object> added(VectorSchemaRoot root, int i) {
+        Map<String, Object> values = null;
+        for (FieldVector vector : root.getFieldVectors()) {
+            if (!AddedColumns.contract(vector.getName())) {
+                if (values == null) {
+                    values = new LinkedHashMap<>();
+                }
+                values.put(vector.getName(), AddedValues.valueAt(vector, i));
+            }
+        }
+        return values == null ? Map.of() : Collections.unmodifiableMap(values);
     }
 
     private static String orEmpty(String s) {

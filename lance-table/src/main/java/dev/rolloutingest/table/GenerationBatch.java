@@ -7,11 +7,15 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.avro.Schema;
 import org.apache.avro.io.Decoder;
 
@@ -27,6 +31,11 @@ public final class GenerationBatch implements AutoCloseable {
     private final BufferAllocator allocator;
     private final VectorSchemaRoot root;
     private final ArrowRows.RowWriter writer;
+    /** The table's column of a name among those producers added, or null: what an added field must fit. */
+    private final Function<String, Field> tableColumn;
+    /** Columns of fields producers added (beyond the contract), in the order first met. */
+    private final Map<String, FieldVector> added = new LinkedHashMap<>();
+
     private final List<String> recordIds = new ArrayList<>();
     private long[] offsets = new long[64];
     private int size;
@@ -36,8 +45,9 @@ public final class GenerationBatch implements AutoCloseable {
     /** A row decoded into the columns at index {@code size()} but not yet part of the batch. */
     public record Staged(String recordId, int payloadBytes, long sourceOffset) {}
 
-    GenerationBatch(BufferAllocator allocator) {
+    GenerationBatch(BufferAllocator allocator, Function<String, Field> tableColumn) {
         this.allocator = allocator;
+        this.tableColumn = tableColumn;
         this.root = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
         this.root.allocateNew();
         this.writer = new ArrowRows.RowWriter(root);
@@ -45,7 +55,7 @@ public final class GenerationBatch implements AutoCloseable {
 
     /** A table-independent batch (tests, the bench); the caller closes both. */
     public static GenerationBatch create(BufferAllocator allocator) {
-        return new GenerationBatch(allocator);
+        return new GenerationBatch(allocator, name -> null);
     }
 
     /**
@@ -91,8 +101,61 @@ public final class GenerationBatch implements AutoCloseable {
         requireOpen();
         requireAscending(sourceOffset);
         staged = null;
-        staged = writer.decode(size, in, order, sourcePartition, sourceOffset, ArrowRows.micros(ingestedAt));
+        // a row refused half-way may have left values in added columns this row does not carry
+        added.values().forEach(v -> AddedValues.clear(v, size));
+        staged = writer.decode(
+                size, in, order, sourcePartition, sourceOffset, ArrowRows.micros(ingestedAt), this::decodeAdded);
         return staged;
+    }
+
+    /**
+     * Decodes a field a producer added (beyond the contract) into its column: the table's column of that name
+     * when there is one (the value must fit it: {@link AddedColumns#conflict}), else a new one. A field that
+     * does not fit is refused with its record.
+     */
+    private void decodeAdded(int row, Decoder in, Schema.Field field) throws IOException {
+        Field wanted = AddedColumns.columnFor(field);
+        FieldVector vector = added.get(field.name());
+        if (vector == null) {
+            Field existing = tableColumn.apply(field.name());
+            if (existing != null && AddedColumns.conflict(existing, wanted) != null) {
+                throw AddedColumns.refused(AddedColumns.conflict(existing, wanted));
+            }
+            vector = (existing == null ? wanted : existing).createVector(allocator);
+            vector.allocateNew();
+            added.put(field.name(), vector);
+        } else if (AddedColumns.conflict(vector.getField(), wanted) != null) {
+            throw AddedColumns.refused(AddedColumns.conflict(vector.getField(), wanted));
+        }
+        AddedValues.write(vector, row, AddedValues.read(in, field.schema()));
+    }
+
+    /**
+     * Writes the added columns in the base's types where a column came in a type Avro promotes to the base's
+     * (the batch met the field before the base had it, e.g. an int field whose column another writer made long).
+     */
+    void conformTo(Map<String, Field> baseColumns) {
+        requireOpen();
+        for (Map.Entry<String, FieldVector> entry : new ArrayList<>(added.entrySet())) {
+            Field column = baseColumns.get(entry.getKey());
+            FieldVector mine = entry.getValue();
+            if (column == null || AddedColumns.sameShape(column, mine.getField())) {
+                continue;
+            }
+            FieldVector conformed = column.createVector(allocator);
+            conformed.allocateNew();
+            mine.setValueCount(size);
+            for (int i = 0; i < size; i++) {
+                AddedValues.write(conformed, i, AddedValues.valueAt(mine, i));
+            }
+            added.put(entry.getKey(), conformed);
+            mine.close();
+        }
+    }
+
+    /** The columns of fields producers added that this batch holds: the base gets them before it is written. */
+    List<Field> addedFields() {
+        return added.values().stream().map(FieldVector::getField).toList();
     }
 
     /** Makes the row {@link #stage} decoded part of the batch. */
@@ -133,7 +196,8 @@ public final class GenerationBatch implements AutoCloseable {
 
     /** Off-heap bytes the columns hold now. */
     public long allocatedBytes() {
-        return root.getFieldVectors().stream().mapToLong(v -> v.getBufferSize()).sum();
+        return root.getFieldVectors().stream().mapToLong(v -> v.getBufferSize()).sum()
+                + added.values().stream().mapToLong(FieldVector::getBufferSize).sum();
     }
 
     /**
@@ -161,13 +225,27 @@ public final class GenerationBatch implements AutoCloseable {
     }
 
     private GenerationBatch select(List<Integer> indices) {
-        GenerationBatch copy = new GenerationBatch(allocator);
+        GenerationBatch copy = new GenerationBatch(allocator, tableColumn);
         try {
             sealedRoot(); // value counts set, so copyFromSafe reads valid vectors
+            // An added column goes along only where a kept row has a value: a row probed alone for a write
+            // failure then carries no column another row brought.
+            List<FieldVector> carried = new ArrayList<>();
+            for (FieldVector column : added.values()) {
+                if (indices.stream().anyMatch(i -> !column.isNull(i))) {
+                    FieldVector target = column.getField().createVector(allocator);
+                    target.allocateNew();
+                    copy.added.put(column.getName(), target);
+                    carried.add(column);
+                }
+            }
             for (int k = 0; k < indices.size(); k++) {
                 int i = indices.get(k);
                 for (int c = 0; c < root.getFieldVectors().size(); c++) {
                     copy.root.getVector(c).copyFromSafe(i, k, root.getVector(c));
+                }
+                for (FieldVector column : carried) {
+                    copy.added.get(column.getName()).copyFromSafe(i, k, column);
                 }
                 if (copy.size == copy.offsets.length) {
                     copy.offsets = Arrays.copyOf(copy.offsets, copy.size * 2);
@@ -210,11 +288,22 @@ public final class GenerationBatch implements AutoCloseable {
         return newest;
     }
 
-    /** The columns with their row count set, for writing. Still owned by this batch. */
+    /**
+     * The columns with their row count set, for writing: the contract's, then those producers added. Still
+     * owned by this batch (the caller does not close it).
+     */
     VectorSchemaRoot sealedRoot() {
         requireOpen();
         root.setRowCount(size);
-        return root;
+        if (added.isEmpty()) {
+            return root;
+        }
+        List<FieldVector> vectors = new ArrayList<>(root.getFieldVectors());
+        for (FieldVector column : added.values()) {
+            column.setValueCount(size);
+            vectors.add(column);
+        }
+        return new VectorSchemaRoot(vectors.stream().map(FieldVector::getField).toList(), vectors, size);
     }
 
     private void requireOpen() {
@@ -228,6 +317,7 @@ public final class GenerationBatch implements AutoCloseable {
         if (!closed) {
             closed = true;
             root.close();
+            added.values().forEach(FieldVector::close);
         }
     }
 }

@@ -74,6 +74,8 @@ final class GenerationWriter {
         }
         GenerationBatch unique = batch.newestPerKey();
         try {
+            // the base first: it never lacks a column a generation has (AddedColumns)
+            unique.conformTo(AddedColumns.addToBase(lance, unique.addedFields()));
             try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
                 meters.counter("rollout.generation.rows").increment(unique.size());
             } catch (RuntimeException e) {
@@ -111,6 +113,7 @@ final class GenerationWriter {
             }
             store.delete(seal.datasetPath());
             String uri = lance.location().resolve(seal.datasetPath());
+            unique.conformTo(AddedColumns.addToBase(lance, unique.addedFields()));
             try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
                 log.info(
                         "Table {} shard {} generation {}: dataset {} written again from its offsets [{}..{}], {} rows",

@@ -149,7 +149,8 @@ final class LsmReader {
                 newest = newer(base.get(), newest);
             }
             // the newest row may be a delete: the key is gone
-            return Optional.ofNullable(newest).filter(row -> !row.isTombstone());
+            List<String> added = AddedColumns.names(snapshot.base.getSchema());
+            return Optional.ofNullable(newest).filter(row -> !row.isTombstone()).map(row -> withNulls(row, added));
         }
     }
 
@@ -160,7 +161,8 @@ final class LsmReader {
     private Optional<RolloutRow> lookUp(GenerationCatalog.Listed generation, String recordId, KeyFilter.Hash hash) {
         try (DatasetHandles.Lease lease = catalog.generation(generation)) {
             for (long row : lease.keys().rowsOf(hash)) {
-                try (ArrowReader reader = lease.dataset().take(List.of(row), RolloutSchema.allColumns())) {
+                try (ArrowReader reader =
+                        lease.dataset().take(List.of(row), withAdded(lease.dataset(), RolloutSchema.allColumns()))) {
                     while (reader.loadNextBatch()) {
                         VectorSchemaRoot root = reader.getVectorSchemaRoot();
                         for (int i = 0; i < root.getRowCount(); i++) {
@@ -179,6 +181,25 @@ final class LsmReader {
             throw new RolloutTableException.GenerationUnreadable(
                     lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
         }
+    }
+
+    /**
+     * The row with every column producers added to the table, null where its dataset (a generation written before
+     * the column) has none: a reader sees one shape for every row.
+     */
+    static RolloutRow withNulls(RolloutRow row, List<String> tableAdded) {
+        if (tableAdded.isEmpty() || row.added().keySet().containsAll(tableAdded)) {
+            return row;
+        }
+        Map<String, Object> values = new LinkedHashMap<>();
+        tableAdded.forEach(name -> values.put(name, null));
+        values.putAll(row.added());
+        return new RolloutRow(
+                row.rollout(),
+                row.sourcePartition(),
+                row.sourceOffset(),
+                row.ingestedAt(),
+                java.util.Collections.unmodifiableMap(values));
     }
 
     private static RolloutRow newer(RolloutRow candidate, RolloutRow current) {
@@ -227,8 +248,9 @@ final class LsmReader {
                     page.offer(row);
                 }
             }
+            List<String> added = AddedColumns.names(snapshot.base.getSchema());
+            return page.rows.stream().map(row -> withNulls(row, added)).toList();
         }
-        return page.rows;
     }
 
     /** A key's row in one base version alone (a snapshot: nothing pending counts). */
@@ -389,7 +411,8 @@ final class LsmReader {
      */
     private void forEachRow(
             Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer, boolean pointLookup) {
-        ScanOptions.Builder options = new ScanOptions.Builder().columns(columns).batchSize(1024);
+        ScanOptions.Builder options =
+                new ScanOptions.Builder().columns(withAdded(dataset, columns)).batchSize(1024);
         if (pointLookup) {
             options.limit(1).prefilter(true).batchReadahead(1);
         }
@@ -411,6 +434,25 @@ final class LsmReader {
         } catch (Exception e) {
             throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
         }
+    }
+
+    private static final List<String> ROW_WITHOUT_PAYLOAD = RolloutSchema.columnsWithoutPayload();
+
+    /**
+     * A whole row's columns (the contract's, with or without the payload) also take the columns producers added
+     * that this dataset has; a generation written before a column was added lacks it and reads null there.
+     */
+    private static List<String> withAdded(Dataset dataset, List<String> columns) {
+        if (!columns.containsAll(ROW_WITHOUT_PAYLOAD)) {
+            return columns;
+        }
+        List<String> added = AddedColumns.names(dataset.getSchema());
+        if (added.isEmpty()) {
+            return columns;
+        }
+        List<String> all = new ArrayList<>(columns);
+        all.addAll(added);
+        return all;
     }
 
     /** {@code record_id IN (...)} filters over the keys, 256 keys each (an indexed lookup per key). */

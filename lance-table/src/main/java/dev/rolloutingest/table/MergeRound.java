@@ -20,6 +20,7 @@ import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
 import org.lance.Fragment;
 import org.lance.ipc.LanceScanner;
@@ -221,7 +222,7 @@ public final class MergeRound {
                 if (mayAdopt) {
                     byKeys.add(generation);
                 }
-                readGeneration(source, generation, mayAdopt ? MergeSource.KEY_COLUMNS : RolloutSchema.allColumns());
+                readGeneration(source, generation, mayAdopt ? MergeSource.KEY_COLUMNS : null);
             }
             if (!byKeys.isEmpty()) {
                 for (MergeSource.Span span : source.spans()) {
@@ -251,11 +252,12 @@ public final class MergeRound {
         }
     }
 
+    /** Reads a generation's rows: these columns, or (null) every column it has, added ones too. */
     private void readGeneration(MergeSource source, SealedGeneration generation, List<String> columns) {
         String uri = lance.location().resolve(generation.datasetPath());
         try (Dataset dataset = lance.openGeneration(uri);
                 LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
-                        .columns(columns)
+                        .columns(columns == null ? allColumns(dataset) : columns)
                         .batchSize(4096)
                         .build());
                 ArrowReader reader = scanner.scanBatches()) {
@@ -277,7 +279,7 @@ public final class MergeRound {
         SealedGeneration generation = span.generation();
         try (Dataset dataset = lance.openGeneration(lance.location().resolve(generation.datasetPath()));
                 LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
-                        .columns(RolloutSchema.allColumns())
+                        .columns(allColumns(dataset))
                         .batchSize(4096)
                         .build());
                 ArrowReader reader = scanner.scanBatches()) {
@@ -293,6 +295,13 @@ public final class MergeRound {
         } catch (Exception e) {
             throw unreadable(generation, e);
         }
+    }
+
+    /** The contract's columns and those producers added that a generation holds. */
+    private static List<String> allColumns(Dataset generation) {
+        List<String> columns = new ArrayList<>(RolloutSchema.allColumns());
+        columns.addAll(AddedColumns.names(generation.getSchema()));
+        return columns;
     }
 
     private RolloutTableException unreadable(SealedGeneration generation, Exception e) {
@@ -537,12 +546,14 @@ public final class MergeRound {
             MergeJoin how = MergeJoin.forCommit(join.size(), baseRows, settings.mergeScanJoinMaxBaseRows());
             MergeInsertParams params =
                     how.params().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
+            Schema table = AddedColumns.tableSchema(target.getSchema());
             List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.chunks(
                     MergeSource.sortedByKey(withAllColumns(join)),
                     chunkRows(join.size(), baseRows),
+                    table,
                     lance.allocator()));
             if (batches.isEmpty()) {
-                batches.add(emptyBatch()); // the marks alone: a source with the schema and no rows
+                batches.add(emptyBatch(table)); // the marks alone: a source with the schema and no rows
             }
             try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
                 batches.forEach(lance::checkWriteFault);
@@ -608,8 +619,8 @@ public final class MergeRound {
         return lance.openBase();
     }
 
-    private VectorSchemaRoot emptyBatch() {
-        VectorSchemaRoot empty = VectorSchemaRoot.create(RolloutSchema.SCHEMA, lance.allocator());
+    private VectorSchemaRoot emptyBatch(Schema table) {
+        VectorSchemaRoot empty = VectorSchemaRoot.create(table, lance.allocator());
         empty.allocateNew();
         empty.setRowCount(0);
         return empty;
@@ -658,7 +669,8 @@ public final class MergeRound {
                 }
                 long started = System.nanoTime();
                 if (lance.hasWriteFault()) {
-                    List<VectorSchemaRoot> checked = MergeSource.slices(withAllColumns(append), lance.allocator());
+                    List<VectorSchemaRoot> checked = MergeSource.slices(
+                            withAllColumns(append), AddedColumns.tableSchema(current.getSchema()), lance.allocator());
                     try {
                         checked.forEach(lance::checkWriteFault);
                     } finally {
@@ -669,8 +681,9 @@ public final class MergeRound {
                         ? GenerationAdoption.split(
                                 append, GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
                         : new GenerationAdoption.Split(List.of(), append);
+                Schema table = AddedColumns.tableSchema(current.getSchema());
                 List<MergeSource.Row> written = new ArrayList<>(withAllColumns(split.rows()));
-                List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.slices(written, lance.allocator()));
+                List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.slices(written, table, lance.allocator()));
                 try {
                     GenerationAdoption.Linked adopted = GenerationAdoption.link(store, split.adopt());
                     try {
@@ -683,7 +696,7 @@ public final class MergeRound {
                         if (!notLinked.isEmpty()) {
                             notLinked = withAllColumns(notLinked);
                             written.addAll(notLinked);
-                            batches.addAll(MergeSource.slices(notLinked, lance.allocator()));
+                            batches.addAll(MergeSource.slices(notLinked, table, lance.allocator()));
                         }
                     } catch (RuntimeException e) {
                         GenerationAdoption.unlink(store, adopted);

@@ -118,7 +118,10 @@ public final class RolloutSchema {
                 List.of(new Field("item", FieldType.notNullable(item), null)));
     }
 
-    /** Human-readable differences between an existing table's schema and this one; empty when equal. */
+    /**
+     * Human-readable differences between an existing table's schema and this one (the contract's columns), empty
+     * when it holds them as they are; columns producers added after them are not differences.
+     */
     public static List<String> differences(Schema actual) {
         List<String> diffs = new ArrayList<>();
         for (Field expected : SCHEMA.getFields()) {
@@ -138,9 +141,11 @@ public final class RolloutSchema {
                 diffs.add("column record_id lacks field metadata " + PRIMARY_KEY_METADATA + "=true");
             }
         }
-        for (Field found : actual.getFields()) {
-            if (SCHEMA.getFields().stream().noneMatch(f -> f.getName().equals(found.getName()))) {
-                diffs.add("unexpected column " + found.getName() + " (" + found.getType() + ")");
+        // Any other column is one producers added (AddedColumns): nullable, as they are all added.
+        for (Field found : AddedColumns.of(actual)) {
+            if (!found.isNullable()) {
+                diffs.add("unexpected column " + found.getName() + " (" + found.getType() + " not null): the columns"
+                        + " producers add are nullable");
             }
         }
         return diffs;

@@ -4,6 +4,7 @@ import dev.rolloutingest.retry.Retry;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -14,6 +15,7 @@ import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
 import org.lance.WriteParams;
 import org.lance.memwal.InitializeMemWalParams;
@@ -45,9 +47,11 @@ public final class RolloutTable implements AutoCloseable {
     private final TableMaintenance maintenance;
     private final LanceIo lance;
     private final TableSnapshots snapshots;
+    private final long addedColumnsRefreshMs;
 
     private RolloutTable(TableLocation location, TableSettings settings, MeterRegistry meters) {
         this.location = location;
+        this.addedColumnsRefreshMs = settings.readRefreshMs();
         this.allocator = new RootAllocator();
         this.store = ObjectStore.open(location);
         this.lance = new LanceIo(location, allocator, settings.readCacheBytes());
@@ -218,6 +222,7 @@ public final class RolloutTable implements AutoCloseable {
             List<SealedGeneration.DeadLettered> deadLettered) {
         SealedGeneration sealed = writer.write(topic, partition, firstOffset, lastOffset, batch, bytes, deadLettered);
         readCatalog.invalidate(); // this process's own writes are readable at once
+        addedColumnsReadAtMs = 0; // and the columns they added
         return sealed;
     }
 
@@ -233,9 +238,45 @@ public final class RolloutTable implements AutoCloseable {
         }
     }
 
-    /** An empty batch for one partition's rows, in this table's memory; the caller closes it. */
+    /**
+     * An empty batch for one partition's rows, in this table's memory; the caller closes it. A field a producer
+     * added must fit the table's column of its name ({@link AddedColumns}), as the table was at most
+     * {@code rollout.read.refresh.ms} ago (the seal checks again against the base itself).
+     */
     public GenerationBatch newBatch() {
-        return new GenerationBatch(allocator);
+        return new GenerationBatch(allocator, this::addedColumn);
+    }
+
+    /** The base's added column of this name; a name not seen reads the base again (at most every 100 ms). */
+    private Field addedColumn(String name) {
+        Field column = addedColumns().get(name);
+        if (column == null && System.currentTimeMillis() - addedColumnsReadAtMs >= 100) {
+            addedColumnsReadAtMs = 0;
+            column = addedColumns().get(name);
+        }
+        return column;
+    }
+
+    private volatile Map<String, Field> addedColumns = Map.of();
+    private volatile long addedColumnsReadAtMs;
+
+    /** The columns producers added to the base, by name, read again at most every read refresh. */
+    public Map<String, Field> addedColumns() {
+        long now = System.currentTimeMillis();
+        if (now - addedColumnsReadAtMs >= addedColumnsRefreshMs) {
+            try (Dataset base = lance.openBase()) {
+                Map<String, Field> columns = new LinkedHashMap<>();
+                AddedColumns.of(base.getSchema()).forEach(f -> columns.put(f.getName(), f));
+                addedColumns = Collections.unmodifiableMap(columns);
+                addedColumnsReadAtMs = now;
+            } catch (RuntimeException e) {
+                log.warn(
+                        "Table {}: could not read the base's columns ({}); using those read before",
+                        location,
+                        e.getMessage());
+            }
+        }
+        return addedColumns;
     }
 
     /**

@@ -119,7 +119,7 @@ class MaintenanceAndErrorsTest {
         Path dir = freshDir("other-schema");
         Schema other = new Schema(java.util.List.of(
                 new Field("record_id", FieldType.notNullable(ArrowType.Utf8.INSTANCE), null),
-                new Field("score", FieldType.nullable(new ArrowType.Int(64, true)), null)));
+                new Field("score", FieldType.notNullable(new ArrowType.Int(64, true)), null)));
         try (RootAllocator allocator = new RootAllocator();
                 Dataset ignored = Dataset.create(allocator, dir.toString(), other, new WriteParams.Builder().build())) {
             // created

@@ -36,6 +36,7 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
     private boolean specific;
     private final Map<Integer, Reading> readers = new ConcurrentHashMap<>();
     private volatile UnknownFieldsListener unknownFields = (id, fields) -> {};
+    private volatile boolean keepAddedFields;
 
     /** Told of every record whose writer schema has fields the reader schema lacks: Avro resolution drops them. */
     @FunctionalInterface
@@ -67,6 +68,17 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
     @FunctionalInterface
     private interface Body<R> {
         R read(Reading reading, ThreadDecoders decoders, BinaryDecoder in) throws IOException;
+    }
+
+    /**
+     * Whether {@link #deserializeFields} passes on the fields a writer schema has beyond the reader's (a producer's
+     * newer schema) instead of dropping them: they come after the reader's fields, their {@code pos()} at or above
+     * the reader's field count. Off by default (Avro's resolution drops them, the listener is told). Set before the
+     * first record.
+     */
+    public ConfluentAvroDeserializer<T> keepingAddedFields(boolean keep) {
+        this.keepAddedFields = keep;
+        return this;
     }
 
     /** Registers the listener for records whose fields are dropped by schema resolution; returns this. */
@@ -166,6 +178,19 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
         }
     }
 
+    /** The reader schema with the writer's added fields after its own (copies: Avro fields belong to one schema). */
+    private static Schema withAddedFields(Schema reader, Schema writer, List<String> added) {
+        List<Schema.Field> fields = new java.util.ArrayList<>();
+        reader.getFields().forEach(f -> fields.add(new Schema.Field(f, f.schema())));
+        added.forEach(name -> {
+            Schema.Field f = writer.getField(name);
+            fields.add(new Schema.Field(f, f.schema()));
+        });
+        Schema evolved = Schema.createRecord(reader.getName(), reader.getDoc(), reader.getNamespace(), false, fields);
+        reader.getAliases().forEach(evolved::addAlias);
+        return evolved;
+    }
+
     private Reading readerFor(int id) {
         Schema writer = registry.byId(id);
         Schema reader = readerSchema;
@@ -186,13 +211,13 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
                 : List.of();
         // Resolution errors show at construction for some mismatches and at read time for others.
         try {
-            return new Reading(
-                    specific
-                            ? new SpecificDatumReader<>(writer, reader, data)
-                            : new GenericDatumReader<>(writer, reader),
-                    dropped,
-                    writer,
-                    reader);
+            DatumReader<Object> datumReader = specific
+                    ? new SpecificDatumReader<>(writer, reader, data)
+                    : new GenericDatumReader<>(writer, reader);
+            if (keepAddedFields && !dropped.isEmpty()) {
+                return new Reading(datumReader, List.of(), writer, withAddedFields(reader, writer, dropped));
+            }
+            return new Reading(datumReader, dropped, writer, reader);
         } catch (AvroRuntimeException e) {
             throw new SerdeException.IncompatibleSchema(
                     "Schema id " + id + " cannot be resolved to reader schema " + reader.getFullName() + ": "
