@@ -29,7 +29,8 @@ public final class GenerationRepair {
 
     /** Re-reads the seal's range and writes the generation again; returns the rows written. */
     public int repair(SealedGeneration seal) {
-        ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
+        ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<Rollout>(null, Rollout.class)
+                .keepingAddedFields(config.schemaEvolution());
         deserializer.configure(config.serdeConfig(), false);
         IngestMetrics metrics = new IngestMetrics(new SimpleMeterRegistry(), new InflightBudget(0));
         RecordCheck check = RecordCheck.of(config, seal.topic(), deserializer, metrics);

@@ -4,6 +4,7 @@ import static dev.rolloutingest.runtime.CommonKeys.*;
 import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
 import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
@@ -34,6 +35,7 @@ public final class IngestConfig extends AppConfig {
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
     public static final String KEYLESS_RECORDS = "rollout.input.keyless.records";
+    public static final String SCHEMA_EVOLUTION = "rollout.schema.evolution";
     public static final String DLQ_LOG_INTERVAL_MS = "rollout.dlq.log.interval.ms";
     public static final String REGISTRY_WAIT_MS = "rollout.registry.wait.ms";
     public static final String SEALED_LAG_GROUP = "rollout.lag.sealed.group";
@@ -139,6 +141,15 @@ public final class IngestConfig extends AppConfig {
                             + " rollout_ingest_keyless_records_total) or reject (to the DLQ, reason missing-key). A"
                             + " keyless producer's records of one record_id may land in different partitions: the"
                             + " newest-wins rule across partitions (ingested_at) decides between them")
+            .define(
+                    SCHEMA_EVOLUTION,
+                    BOOLEAN,
+                    true,
+                    MEDIUM,
+                    "Fields a producer's newer schema adds to Rollout become nullable columns of the table (true:"
+                            + " rows written before read null; a field the table cannot take goes to the DLQ, reason"
+                            + " schema-refused), or are dropped (false: counted in"
+                            + " rollout_ingest_dropped_fields_records_total, logged once per schema id)")
             .define(
                     DLQ_LOG_INTERVAL_MS,
                     LONG,
@@ -264,6 +275,10 @@ public final class IngestConfig extends AppConfig {
 
     public long largeBlobLogBytes() {
         return parsed.getLong(LARGE_BLOB_LOG_BYTES);
+    }
+
+    public boolean schemaEvolution() {
+        return parsed.getBoolean(SCHEMA_EVOLUTION);
     }
 
     public boolean keylessAccepted() {

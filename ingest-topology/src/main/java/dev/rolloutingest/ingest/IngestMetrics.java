@@ -1,5 +1,6 @@
 package dev.rolloutingest.ingest;
 
+import dev.rolloutingest.table.AddedColumns;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -113,6 +114,8 @@ final class IngestMetrics {
      * A record was written with a schema holding fields the table's schema lacks: the values are dropped by
      * Avro resolution. Counted per record, logged once per schema id, so a dropped field is never silent.
      */
+    private final Set<Integer> schemasRefused = ConcurrentHashMap.newKeySet();
+
     void droppedFields(int schemaId, List<String> fields) {
         droppedFieldRecords.increment();
         if (schemasWithDroppedFields.add(schemaId)) {
@@ -122,6 +125,34 @@ final class IngestMetrics {
                                     + " the table does not have; their values are dropped: {}",
                             schemaId,
                             fields);
+        }
+    }
+
+    /** A schema id whose added fields become columns of the table (rollout.schema.evolution): said once. */
+    void addedFields(int schemaId, List<String> fields) {
+        LoggerFactory.getLogger(IngestMetrics.class)
+                .info(
+                        "Records written with schema id {} add the fields {}: they become columns of the table"
+                                + " (rows written before read null)",
+                        schemaId,
+                        fields);
+    }
+
+    /**
+     * A record whose schema adds a field the table cannot take (a reserved name, a union of types, a type the
+     * column's cannot be promoted from): dead-lettered, counted per schema id, the schema id named once in a WARN.
+     */
+    void schemaRefused(int schemaId, String why) {
+        registry.counter("rollout.ingest.schema.refused.records", "schema_id", Integer.toString(schemaId))
+                .increment();
+        if (schemasRefused.add(schemaId)) {
+            LoggerFactory.getLogger(IngestMetrics.class)
+                    .warn(
+                            "Records written with schema id {} are refused (to the DLQ, reason {}): {}. Fix the"
+                                    + " producer's schema; rollout_ingest_schema_refused_records_total counts them",
+                            schemaId,
+                            AddedColumns.REFUSED_REASON,
+                            why);
         }
     }
 

@@ -49,8 +49,10 @@ final class IngestTopology {
             IngestHealth health,
             SealWriters writers,
             ObjLongConsumer<TopicPartition> sealedPositions) {
-        ConfluentAvroDeserializer<Rollout> rollouts =
-                new ConfluentAvroDeserializer<>(null, Rollout.class).onUnknownFields(metrics::droppedFields);
+        ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class)
+                .onUnknownFields(metrics::droppedFields)
+                .keepingAddedFields(config.schemaEvolution())
+                .onAddedFields(metrics::addedFields);
         rollouts.configure(config.serdeConfig(), false);
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
         events.configure(config.serdeConfig(), false);

@@ -5,6 +5,8 @@ import dev.rolloutingest.serde.RecordKeys;
 import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.serde.SerdeException;
+import dev.rolloutingest.serde.WireFormat;
+import dev.rolloutingest.table.AddedColumns;
 import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.Tombstones;
 import java.time.Duration;
@@ -106,6 +108,11 @@ final class RecordCheck {
             row = waitingForRegistry(() -> deserializer.deserializeFields(
                     topic, value, (in, order) -> batch.stage(in, order, partition, offset, ingestedAt)));
         } catch (SerdeException e) {
+            if (AddedColumns.REFUSED_REASON.equals(e.reason())) {
+                int schemaId = WireFormat.schemaId(topic, value);
+                metrics.schemaRefused(schemaId, e.getMessage());
+                return Result.rejected(e.reason(), "schema id " + schemaId + ": " + e.getMessage());
+            }
             return Result.rejected(e.reason(), e.getMessage());
         } catch (RuntimeException e) {
             return Result.rejected("not-avro", e.toString());

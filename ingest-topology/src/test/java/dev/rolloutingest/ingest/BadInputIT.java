@@ -263,13 +263,57 @@ class BadInputIT {
             tricky.add(Sent.good(
                     "same record_id three times (version " + version + ")", again, serializer.serialize(input, again)));
         }
-        Schema evolved = evolvedRolloutSchema();
+        Schema evolved = evolvedRolloutSchema(new Schema.Field(
+                "logprob_mask",
+                Schema.createUnion(Schema.create(Schema.Type.NULL), Schema.create(Schema.Type.STRING)),
+                "added by a newer producer",
+                Schema.Field.NULL_DEFAULT_VALUE));
         Rollout evolvedRollout = tricked(generator, "evolved-schema");
         int evolvedId = registry.register(input + "-value", evolved);
         tricky.add(Sent.good(
                 "evolved producer schema with an extra field",
                 evolvedRollout,
-                WireFormat.frame(evolvedId, avroWithExtraField(evolved, evolvedRollout))));
+                WireFormat.frame(evolvedId, withAddedValues(evolvedRollout, out -> {
+                    out.writeIndex(1); // logprob_mask: the string branch of the union
+                    out.writeString("mask-v2");
+                }))));
+        // Fields the table cannot take: each record refused alone (schema-refused), the partition goes on.
+        Schema provenance =
+                evolvedRolloutSchema(new Schema.Field("source_offset", Schema.create(Schema.Type.LONG), null, 0L));
+        int provenanceId = registry.register(run + "-provenance-value", provenance);
+        Rollout clash = tricked(generator, "provenance-name");
+        tricky.add(Sent.bad(
+                "an added field named like a provenance column",
+                bytes(clash.getRecordId()),
+                WireFormat.frame(provenanceId, withAddedValues(clash, out -> out.writeLong(5))),
+                "schema-refused"));
+        Schema mixed = evolvedRolloutSchema(new Schema.Field(
+                "mixed",
+                Schema.createUnion(Schema.create(Schema.Type.INT), Schema.create(Schema.Type.STRING)),
+                null,
+                0));
+        int mixedId = registry.register(run + "-mixed-value", mixed);
+        Rollout union = tricked(generator, "union-of-types");
+        tricky.add(Sent.bad(
+                "an added field that is a union of two types",
+                bytes(union.getRecordId()),
+                WireFormat.frame(mixedId, withAddedValues(union, out -> {
+                    out.writeIndex(0);
+                    out.writeInt(3);
+                })),
+                "schema-refused"));
+        Schema maskAsInt =
+                evolvedRolloutSchema(new Schema.Field("logprob_mask", Schema.create(Schema.Type.INT), null, 0));
+        int maskAsIntId = registry.register(run + "-mask-int-value", maskAsInt);
+        Rollout retyped = tricked(generator, "retyped-field");
+        // after the string column exists (in this batch or the base): an int cannot be promoted to a string;
+        // refused when decoded, or at the seal when this batch met the field before the base had its column
+        tricky.add(Sent.bad(
+                "an added field whose type the table's column cannot take",
+                bytes(retyped.getRecordId()),
+                WireFormat.frame(maskAsIntId, withAddedValues(retyped, out -> out.writeInt(1))),
+                "schema-refused",
+                "unwritable"));
         assertThat(tricky.size()).as("kinds of input").isGreaterThanOrEqualTo(28);
 
         // 1,000 valid rollouts with the tricky ones interleaved.
@@ -285,6 +329,7 @@ class BadInputIT {
         }
         tricky.stream().filter(s -> !sends.contains(s)).forEach(sends::add);
 
+        double[] counted = new double[2];
         try (IngestApp app = new IngestApp(IngestConfig.of(props)).start();
                 KafkaProducer<byte[], byte[]> producer = rawProducer()) {
             for (Sent sent : sends) {
@@ -292,12 +337,13 @@ class BadInputIT {
                         .get();
             }
             cluster.awaitAllSealed(run, input, 1, tableDir, run + "-generations", 120);
-            assertThat(app.registry()
-                            .find("rollout.ingest.dropped.fields.records")
-                            .counter()
-                            .count())
-                    .as("the evolved schema's extra field is counted, not silently dropped")
-                    .isEqualTo(1);
+            counted[0] = app.registry()
+                    .find("rollout.ingest.dropped.fields.records")
+                    .counter()
+                    .count();
+            counted[1] = app.registry().find("rollout.ingest.schema.refused.records").counters().stream()
+                    .mapToDouble(c -> c.count())
+                    .sum();
         }
 
         Map<Long, Sent> byOffset = new TreeMap<>();
@@ -329,6 +375,10 @@ class BadInputIT {
             }
         });
         assertThat(wrong).as("records whose fate is wrong").isEmpty();
+        assertThat(counted[0])
+                .as("nothing dropped: the evolved schema's extra field is a column")
+                .isZero();
+        assertThat(counted[1]).as("refused records counted by schema id").isGreaterThanOrEqualTo(2);
         ConsumerRecord<byte[], byte[]> spoofed = dead.get(offsetOf(byOffset, spoofedBad));
         assertThat(header(spoofed, "producer.rollout.dlq.reason")).isEqualTo("all-fine");
         assertThat(lastHeader(spoofed, "rollout.dlq.reason")).isEqualTo("bad-magic-byte");
@@ -367,6 +417,9 @@ class BadInputIT {
             assertThat(table.list(dev.rolloutingest.table.ListQuery.all(10)
                             .withExperiment("exp/emoji-\uD83D\uDE00\uD83D\uDE80")))
                     .hasSize(1);
+            assertThat(table.get(evolvedRollout.getRecordId()).orElseThrow().added())
+                    .as("the evolved schema's extra field is a column of the table, with its value")
+                    .containsEntry("logprob_mask", "mask-v2");
             // The partition kept sealing: its generations reach the last offset.
             var pending = table.pendingGenerations(ShardId.of(input, 0));
             assertThat(pending.get(pending.size() - 1).lastOffset()).isEqualTo(sends.size() - 1);
@@ -577,39 +630,42 @@ class BadInputIT {
     }
 
     private static Rollout decodeOwn(Sent sent) {
-        // What the sender meant to land: the Rollout fields (the evolved record's extra field is dropped).
+        // What the sender meant to land, the Rollout fields: they come first in the bytes of every schema here
+        // (the evolved record's added field follows them and is checked as a column).
         Rollout rollout = new Rollout();
         try {
             var decoder = org.apache.avro.io.DecoderFactory.get()
                     .binaryDecoder(sent.value(), 5, sent.value().length - 5, null);
-            Schema writer = sent.kind().startsWith("evolved") ? evolvedRolloutSchema() : Rollout.getClassSchema();
-            return new org.apache.avro.specific.SpecificDatumReader<Rollout>(writer, Rollout.getClassSchema())
+            return new org.apache.avro.specific.SpecificDatumReader<Rollout>(Rollout.getClassSchema())
                     .read(rollout, decoder);
         } catch (java.io.IOException e) {
             throw new AssertionError(e);
         }
     }
 
-    private static Schema evolvedRolloutSchema() {
+    /** Rollout with these fields after its own: a producer's newer schema. */
+    private static Schema evolvedRolloutSchema(Schema.Field... added) {
         Schema base = Rollout.getClassSchema();
         List<Schema.Field> fields = new ArrayList<>();
         for (Schema.Field f : base.getFields()) {
             fields.add(new Schema.Field(f, f.schema()));
         }
-        fields.add(new Schema.Field(
-                "logprob_mask",
-                Schema.createUnion(Schema.create(Schema.Type.NULL), Schema.create(Schema.Type.STRING)),
-                "added by a newer producer",
-                Schema.Field.NULL_DEFAULT_VALUE));
+        fields.addAll(List.of(added));
         return Schema.createRecord(base.getName(), base.getDoc(), base.getNamespace(), false, fields);
     }
 
-    private static byte[] avroWithExtraField(Schema evolved, Rollout rollout) throws Exception {
+    /** Encodes the values of fields that follow the contract's in a newer schema. */
+    @FunctionalInterface
+    private interface AddedValues {
+        void write(BinaryEncoder out) throws Exception;
+    }
+
+    /** The rollout's bytes, then the added fields' values: how a record of the newer schema is encoded. */
+    private static byte[] withAddedValues(Rollout rollout, AddedValues added) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         BinaryEncoder encoder = EncoderFactory.get().binaryEncoder(out, null);
         new SpecificDatumWriter<Rollout>(Rollout.getClassSchema()).write(rollout, encoder);
-        encoder.writeIndex(1); // logprob_mask: the string branch of the union
-        encoder.writeString("mask-v2");
+        added.write(encoder);
         encoder.flush();
         return out.toByteArray();
     }

@@ -5,9 +5,12 @@ import io.micrometer.core.instrument.Timer;
 import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -142,14 +145,22 @@ final class GenerationWriter {
      */
     List<UnwritableRow> findUnwritableRows(GenerationBatch batch) {
         List<UnwritableRow> found = new ArrayList<>();
-        probe(batch, 0, batch.size(), found);
+        Map<String, Field> baseColumns = new HashMap<>();
+        try (Dataset base = lance.openBase()) {
+            AddedColumns.of(base.getSchema()).forEach(f -> baseColumns.put(f.getName(), f));
+        }
+        probe(batch, 0, batch.size(), baseColumns, found);
         return found;
     }
 
-    private void probe(GenerationBatch batch, int from, int to, List<UnwritableRow> found) {
+    private void probe(
+            GenerationBatch batch, int from, int to, Map<String, Field> baseColumns, List<UnwritableRow> found) {
         String error;
         try (GenerationBatch part = batch.slice(from, to)) {
-            error = probeWrite(part);
+            error = conflictWithBase(part, baseColumns);
+            if (error == null) {
+                error = probeWrite(part);
+            }
         }
         if (error == null) {
             return;
@@ -159,8 +170,22 @@ final class GenerationWriter {
             return;
         }
         int middle = (from + to) >>> 1;
-        probe(batch, from, middle, found);
-        probe(batch, middle, to, found);
+        probe(batch, from, middle, baseColumns, found);
+        probe(batch, middle, to, baseColumns, found);
+    }
+
+    /**
+     * A column producers added that the part carries (a row of it has a value) in a type the base's column of that
+     * name cannot take: another producer added the column first, with another type.
+     */
+    private static String conflictWithBase(GenerationBatch part, Map<String, Field> baseColumns) {
+        for (Field field : part.addedFields()) {
+            Field column = baseColumns.get(field.getName());
+            if (column != null && AddedColumns.conflict(column, field) != null) {
+                return AddedColumns.REFUSED_REASON + ": " + AddedColumns.conflict(column, field);
+            }
+        }
+        return null;
     }
 
     /** Writes the batch to a throwaway in-memory dataset; the error message, or null when it wrote. */

@@ -293,8 +293,7 @@ class AddedColumnsTest {
     private static final Schema CONTRACT_ONLY = newer(List.of());
 
     @Test
-    void newKeysWithAddedColumnsAreAppendedAndAnUpdateThroughTheJoinKeepsItsNewValues()
-            throws Exception {
+    void newKeysWithAddedColumnsAreAppendedAndAnUpdateThroughTheJoinKeepsItsNewValues() throws Exception {
         RolloutGenerator generator = new RolloutGenerator("adopt", 16, 5);
         TableSettings adoptAll = TableSettings.DEFAULTS.withMergeAdoptMinRows(0);
         try (RolloutTable table = TableFixtures.localTable("added-adopt", meters, adoptAll)) {
@@ -307,7 +306,8 @@ class AddedColumnsTest {
             }
             table.mergePass(shard, 0, 0);
             assertThat(meters.counter("rollout.merge.rows", "path", "adopt").count()
-                            + meters.counter("rollout.merge.rows", "path", "append").count())
+                            + meters.counter("rollout.merge.rows", "path", "append")
+                                    .count())
                     .as("new keys with added columns are appended (adopted only where lance's field ids match)")
                     .isEqualTo(6);
             // the same keys again with other values: the join path, newest wins
@@ -321,10 +321,12 @@ class AddedColumnsTest {
                 table.writeGeneration(TOPIC, 0, 6, 8, batch, 300, List.of());
             }
             table.mergePass(shard, 0, 0);
-            assertThat(meters.counter("rollout.merge.rows", "path", "join").count()).isEqualTo(3);
+            assertThat(meters.counter("rollout.merge.rows", "path", "join").count())
+                    .isEqualTo(3);
             for (int i = 0; i < 6; i++) {
-                Map<String, Object> added =
-                        table.get(generator.rollout(i, 0).getRecordId()).orElseThrow().added();
+                Map<String, Object> added = table.get(generator.rollout(i, 0).getRecordId())
+                        .orElseThrow()
+                        .added();
                 assertThat(added.get("tool_calls")).isEqualTo(i < 3 ? 100 + i : i);
                 assertThat(added.get("note")).isEqualTo(i < 3 ? "updated" : i == 4 ? null : "n" + i);
                 assertThat(added.get("tags")).isEqualTo(List.of("t" + i, "x"));

@@ -5,7 +5,10 @@ import dev.rolloutingest.table.RolloutRow;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-/** A table row as JSON: every column, the payload as its size only (it is downloaded separately). */
+/**
+ * A table row as JSON: every column, the payload as its size only (it is downloaded separately), then the
+ * columns producers added, by name (bytes as base64, maps as objects).
+ */
 final class RowJson {
     private RowJson() {}
 
@@ -34,6 +37,7 @@ final class RowJson {
         json.put("source_partition", row.sourcePartition());
         json.put("source_offset", row.sourceOffset());
         json.put("ingested_at", row.ingestedAt().toString());
+        json.putAll(row.added());
         return json;
     }
 }

@@ -31,12 +31,12 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
     private SchemaRegistryClient registry;
     private Class<T> type;
     private Schema readerSchema;
-    private Schema.Field[] readerFields;
     private SpecificData specificData;
     private boolean specific;
     private final Map<Integer, Reading> readers = new ConcurrentHashMap<>();
     private volatile UnknownFieldsListener unknownFields = (id, fields) -> {};
     private volatile boolean keepAddedFields;
+    private volatile UnknownFieldsListener addedFields = (id, fields) -> {};
 
     /** Told of every record whose writer schema has fields the reader schema lacks: Avro resolution drops them. */
     @FunctionalInterface
@@ -50,9 +50,20 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
      * per record was a fifth of the ingest thread), says the bytes can be read without resolution.
      */
     private record Reading(
-            DatumReader<Object> reader, List<String> droppedFields, Schema writer, Schema target, boolean sameSchema) {
+            DatumReader<Object> reader,
+            List<String> droppedFields,
+            Schema writer,
+            Schema target,
+            boolean sameSchema,
+            Schema.Field[] targetFields) {
         Reading(DatumReader<Object> reader, List<String> droppedFields, Schema writer, Schema target) {
-            this(reader, droppedFields, writer, target, writer != null && writer.equals(target));
+            this(
+                    reader,
+                    droppedFields,
+                    writer,
+                    target,
+                    writer != null && writer.equals(target),
+                    target == null ? null : target.getFields().toArray(new Schema.Field[0]));
         }
     }
 
@@ -81,6 +92,12 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
         return this;
     }
 
+    /** Told once per writer schema id whose added fields {@link #keepingAddedFields} passes on; returns this. */
+    public ConfluentAvroDeserializer<T> onAddedFields(UnknownFieldsListener listener) {
+        this.addedFields = listener;
+        return this;
+    }
+
     /** Registers the listener for records whose fields are dropped by schema resolution; returns this. */
     public ConfluentAvroDeserializer<T> onUnknownFields(UnknownFieldsListener listener) {
         this.unknownFields = listener;
@@ -97,7 +114,6 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
             // The class's own model: Avro 1.12 refuses to load untrusted classes by name.
             this.specificData = SpecificData.getForClass(type);
             this.readerSchema = specificData.getSchema(type);
-            this.readerFields = readerSchema.getFields().toArray(new Schema.Field[0]);
             this.specific = true;
         }
     }
@@ -131,7 +147,8 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
         }
         return decode(topic, bytes, (reading, decoders, in) -> {
             if (reading.sameSchema()) {
-                return fields.read(in, readerFields);
+                // the target's fields: the reader's, or with the added fields a newer writer has (keepingAddedFields)
+                return fields.read(in, reading.targetFields());
             }
             ResolvingDecoder resolving = decoders.resolving.get(reading);
             if (resolving == null) {
@@ -215,7 +232,9 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
                     ? new SpecificDatumReader<>(writer, reader, data)
                     : new GenericDatumReader<>(writer, reader);
             if (keepAddedFields && !dropped.isEmpty()) {
-                return new Reading(datumReader, List.of(), writer, withAddedFields(reader, writer, dropped));
+                Reading reading = new Reading(datumReader, List.of(), writer, withAddedFields(reader, writer, dropped));
+                addedFields.dropped(id, dropped);
+                return reading;
             }
             return new Reading(datumReader, dropped, writer, reader);
         } catch (AvroRuntimeException e) {
