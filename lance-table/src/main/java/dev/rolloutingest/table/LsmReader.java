@@ -16,8 +16,11 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
+import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
@@ -411,8 +414,13 @@ final class LsmReader {
      */
     private void forEachRow(
             Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer, boolean pointLookup) {
+        List<String> projected = withAdded(dataset, columns);
+        if (pointLookup && filter != null && holdsRecords(dataset, projected)) {
+            takeOne(dataset, filter, projected, consumer);
+            return;
+        }
         ScanOptions.Builder options =
-                new ScanOptions.Builder().columns(withAdded(dataset, columns)).batchSize(1024);
+                new ScanOptions.Builder().columns(projected).batchSize(1024);
         if (pointLookup) {
             options.limit(1).prefilter(true).batchReadahead(1);
         }
@@ -434,6 +442,63 @@ final class LsmReader {
         } catch (Exception e) {
             throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * A point lookup that reads the row by its row id: lance-core 7.0.0 loses a struct column's nulls when a
+     * filtered scan returns a single row (a null record reads as a record of nulls); {@code takeRows} keeps them.
+     */
+    private void takeOne(Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
+        List<Long> rowIds = new ArrayList<>();
+        try {
+            try (LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
+                            .columns(List.of(RolloutSchema.RECORD_ID))
+                            .withRowId(true)
+                            .filter(filter)
+                            .prefilter(true)
+                            .limit(1)
+                            .build());
+                    ArrowReader reader = scanner.scanBatches()) {
+                while (reader.loadNextBatch()) {
+                    VectorSchemaRoot root = reader.getVectorSchemaRoot();
+                    for (int i = 0; i < root.getRowCount(); i++) {
+                        rowIds.add(((UInt8Vector) root.getVector("_rowid")).get(i));
+                    }
+                }
+            }
+            if (rowIds.isEmpty()) {
+                return;
+            }
+            try (ArrowReader reader = dataset.takeRows(rowIds, columns)) {
+                while (reader.loadNextBatch()) {
+                    VectorSchemaRoot root = reader.getVectorSchemaRoot();
+                    for (int i = 0; i < root.getRowCount(); i++) {
+                        if (!consumer.test(ArrowRows.read(root, i))) {
+                            return;
+                        }
+                    }
+                }
+            }
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new RolloutTableException("Table " + lance.location() + ": lookup failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** Whether any of these columns of the dataset is, or holds, a record (struct). */
+    private static boolean holdsRecords(Dataset dataset, List<String> columns) {
+        for (Field field : AddedColumns.of(dataset.getSchema())) {
+            if (columns.contains(field.getName()) && holdsStruct(field)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean holdsStruct(Field field) {
+        return field.getType() instanceof ArrowType.Struct
+                || field.getChildren().stream().anyMatch(LsmReader::holdsStruct);
     }
 
     private static final List<String> ROW_WITHOUT_PAYLOAD = RolloutSchema.columnsWithoutPayload();

@@ -71,7 +71,7 @@ final class NewKeyAppend {
         List<FragmentMetadata> written = new ArrayList<>();
         try {
             if (!batches.isEmpty()) {
-                written.addAll(write(lance, batches));
+                written.addAll(write(lance, batches, base.getLanceFileFormatVersion()));
             }
         } catch (RuntimeException e) {
             GenerationAdoption.unlink(store, adopted); // no commit follows: the links go
@@ -183,7 +183,8 @@ final class NewKeyAppend {
         return highest + 1;
     }
 
-    private static List<FragmentMetadata> write(LanceIo lance, List<VectorSchemaRoot> batches) {
+    /** Writes the batches as new fragments, in the base's file format version (not Fragment.create's own default). */
+    private static List<FragmentMetadata> write(LanceIo lance, List<VectorSchemaRoot> batches, String fileVersion) {
         batches.forEach(lance::checkWriteFault);
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
             Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
@@ -192,6 +193,7 @@ final class NewKeyAppend {
                     stream,
                     new WriteParams.Builder()
                             .withStorageOptions(lance.location().storageOptions())
+                            .withDataStorageVersion(fileVersion)
                             .build());
         } catch (Exception e) {
             throw LanceIo.unchecked(e);

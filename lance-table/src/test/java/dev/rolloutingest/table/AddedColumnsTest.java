@@ -125,7 +125,7 @@ class AddedColumnsTest {
         GenericData.Record detail = new GenericData.Record(DETAIL);
         detail.put("tool", "search");
         detail.put("millis", i % 2 == 0 ? null : (long) i * 10);
-        values.put("detail", i == 3 ? null : detail);
+        values.put("detail", i == 3 || i == 12 ? null : detail);
         values.put("note", i == 4 ? null : "n" + i);
         return values;
     }
@@ -214,8 +214,10 @@ class AddedColumnsTest {
             assertThat(added).as("%s row %d", where, i).containsEntry("tool_calls", i);
             assertThat(added.get("tags")).as(where).isEqualTo(List.of("t" + i, "x"));
             assertThat(added.get("scores")).as(where).isEqualTo(Map.of("accuracy", 0.5 + i));
-            if (i == 3) {
-                assertThat(added.get("detail")).isNull();
+            if (i == 3 || i == 12) {
+                assertThat(added.get("detail"))
+                        .as("%s row %d: a null record", where, i)
+                        .isNull();
             } else {
                 Map<String, Object> detail = new LinkedHashMap<>();
                 detail.put("tool", "search");
@@ -291,6 +293,48 @@ class AddedColumnsTest {
     }
 
     private static final Schema CONTRACT_ONLY = newer(List.of());
+
+    @Test
+    void aCrashAfterTheBaseGainedItsColumnsLeavesATableThatOpensAndReadsAndTheRedoneSealWritesThem() throws Exception {
+        RolloutGenerator generator = new RolloutGenerator("crash", 16, 6);
+        TableLocation location;
+        try (RolloutTable table = localTable("added-crash", meters)) {
+            location = table.location();
+            table.writeGeneration(TOPIC, 0, 0, 1, rows(generator, 0, 2), 200);
+            // the seal gets as far as adding the columns to the base; the generation write then "crashes"
+            table.injectWriteFault(root -> "crashed before the generation was written");
+            try (GenerationBatch batch = table.newBatch()) {
+                for (int i = 2; i < 5; i++) {
+                    stage(batch, record(NEWER, generator.rollout(i, 0), values(i)), i);
+                }
+                assertThatThrownBy(() -> table.writeGeneration(TOPIC, 0, 2, 4, batch, 300, List.of()))
+                        .hasMessageContaining("crashed");
+            }
+        }
+        // a new process: the table opens, reads the rows it had (the new columns null), and the seal redone from
+        // the same offsets writes the generation; the merge folds it
+        try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, meters)) {
+            assertThat(table.addedColumns().keySet()).contains("tool_calls", "detail");
+            assertThat(table.get(generator.rollout(1, 0).getRecordId())
+                            .orElseThrow()
+                            .added())
+                    .containsEntry("tool_calls", null);
+            assertThat(table.get(generator.rollout(3, 0).getRecordId())).isEmpty();
+            try (GenerationBatch batch = table.newBatch()) {
+                for (int i = 2; i < 5; i++) {
+                    stage(batch, record(NEWER, generator.rollout(i, 0), values(i)), i);
+                }
+                table.writeGeneration(TOPIC, 0, 2, 4, batch, 300, List.of());
+            }
+            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            assertThat(table.get(generator.rollout(3, 0).getRecordId())
+                            .orElseThrow()
+                            .added())
+                    .containsEntry("tool_calls", 3)
+                    .containsEntry("detail", null);
+            assertThat(table.countBaseRows()).isEqualTo(5);
+        }
+    }
 
     @Test
     void newKeysWithAddedColumnsAreAppendedAndAnUpdateThroughTheJoinKeepsItsNewValues() throws Exception {
