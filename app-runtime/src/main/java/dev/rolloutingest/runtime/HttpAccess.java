@@ -11,16 +11,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.FileTime;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -51,9 +45,6 @@ public final class HttpAccess {
     public static final String KEYSTORE_PASSWORD = "http.tls.keystore.password";
     public static final String KEYSTORE_TYPE = "http.tls.keystore.type";
 
-    /** How often at most the tokens file is checked for a change. */
-    private static final long TOKENS_FILE_CHECK_MS = 1_000;
-
     /** What a route asks of its caller. */
     public enum Access {
         /** Anyone (/health: probes carry no tokens). */
@@ -78,36 +69,19 @@ public final class HttpAccess {
         }
     }
 
-    private record Holder(String name, Role role) {}
-
-    private record TokensFile(FileTime modified, long size, Map<String, Holder> tokens) {}
-
     /** Everyone may call everything: loopback-only endpoints of tests and the embedded demo. */
-    public static final HttpAccess OPEN = new HttpAccess(Map.of(), null, false, false, null);
+    public static final HttpAccess OPEN = new HttpAccess(BearerTokens.NONE, false, false, null);
 
-    private final Map<String, Holder> configuredTokens;
-    private final Path tokensFile;
+    private final BearerTokens tokens;
     private final boolean protectMetrics;
     private final boolean allowUnauthenticated;
     private final SSLContext tls;
-    private volatile TokensFile fileTokens;
-    private volatile long fileCheckedAtMs;
 
-    private HttpAccess(
-            Map<String, Holder> configuredTokens,
-            Path tokensFile,
-            boolean protectMetrics,
-            boolean allowUnauthenticated,
-            SSLContext tls) {
-        this.configuredTokens = configuredTokens;
-        this.tokensFile = tokensFile;
+    private HttpAccess(BearerTokens tokens, boolean protectMetrics, boolean allowUnauthenticated, SSLContext tls) {
+        this.tokens = tokens;
         this.protectMetrics = protectMetrics;
         this.allowUnauthenticated = allowUnauthenticated;
         this.tls = tls;
-        if (tokensFile != null) {
-            this.fileTokens = readTokensFile(tokensFile);
-            this.fileCheckedAtMs = System.currentTimeMillis();
-        }
     }
 
     /** Adds the access keys to an app's settings. */
@@ -156,16 +130,15 @@ public final class HttpAccess {
      * or a non-loopback address without tokens fail here, naming the key.
      */
     public static HttpAccess from(AbstractConfig config) {
-        Map<String, Holder> tokens =
-                parseTokens(TOKENS, config.getPassword(TOKENS).value());
         String file = config.getString(TOKENS_FILE);
-        Path tokensFile = file.isBlank() ? null : Path.of(file);
+        BearerTokens tokens =
+                BearerTokens.of(config.getPassword(TOKENS).value(), file.isBlank() ? null : Path.of(file));
         SSLContext tls = tlsContext(
                 config.getString(KEYSTORE_PATH),
                 config.getPassword(KEYSTORE_PASSWORD),
                 config.getString(KEYSTORE_TYPE));
         HttpAccess access = new HttpAccess(
-                tokens, tokensFile, config.getBoolean(PROTECT_METRICS), config.getBoolean(ALLOW_UNAUTHENTICATED), tls);
+                tokens, config.getBoolean(PROTECT_METRICS), config.getBoolean(ALLOW_UNAUTHENTICATED), tls);
         if (access.protectMetrics && !access.authenticates()) {
             throw new ConfigException(PROTECT_METRICS, true, "needs tokens (" + TOKENS + " or " + TOKENS_FILE + ")");
         }
@@ -192,7 +165,7 @@ public final class HttpAccess {
 
     /** Whether any route asks for a token. */
     public boolean authenticates() {
-        return !configuredTokens.isEmpty() || tokensFile != null;
+        return tokens.any();
     }
 
     Optional<SSLContext> tls() {
@@ -210,7 +183,7 @@ public final class HttpAccess {
             exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"rollout-ingest\"");
             return Optional.of(HttpEndpoint.Response.error(401, "a bearer token is required"));
         }
-        Holder holder = holderOf(header.substring(7).trim());
+        BearerTokens.Holder holder = tokens.holderOf(header.substring(7).trim());
         if (holder == null) {
             exchange.getResponseHeaders()
                     .set("WWW-Authenticate", "Bearer realm=\"rollout-ingest\", error=\"invalid_token\"");
@@ -233,125 +206,6 @@ public final class HttpAccess {
             case ADMIN -> Role.ADMIN;
             case READ_OR_ADMIN_TO_CHANGE -> "GET".equals(method) || "HEAD".equals(method) ? Role.READ : Role.ADMIN;
         };
-    }
-
-    private Holder holderOf(String token) {
-        String digest = digest(token);
-        Holder holder = null;
-        // Every entry is compared, in constant time, so the answer's timing says nothing about a near miss.
-        for (Map.Entry<String, Holder> entry : currentTokens().entrySet()) {
-            if (MessageDigest.isEqual(
-                    entry.getKey().getBytes(StandardCharsets.US_ASCII), digest.getBytes(StandardCharsets.US_ASCII))) {
-                holder = entry.getValue();
-            }
-        }
-        return holder;
-    }
-
-    private Map<String, Holder> currentTokens() {
-        if (tokensFile == null) {
-            return configuredTokens;
-        }
-        long now = System.currentTimeMillis();
-        if (now - fileCheckedAtMs >= TOKENS_FILE_CHECK_MS) {
-            fileCheckedAtMs = now;
-            reloadIfChanged();
-        }
-        Map<String, Holder> all = new HashMap<>(fileTokens.tokens());
-        all.putAll(configuredTokens);
-        return all;
-    }
-
-    private synchronized void reloadIfChanged() {
-        try {
-            FileTime modified = Files.getLastModifiedTime(tokensFile);
-            long size = Files.size(tokensFile);
-            if (modified.equals(fileTokens.modified()) && size == fileTokens.size()) {
-                return;
-            }
-            fileTokens = readTokensFile(tokensFile);
-            log.info(
-                    "HTTP tokens re-read from {}: {} tokens",
-                    tokensFile,
-                    fileTokens.tokens().size());
-        } catch (IOException | ConfigException e) {
-            // Keeping the tokens that worked beats locking every caller out over a half-written file.
-            log.error(
-                    "HTTP tokens file {} could not be re-read; the previous tokens stay: {}",
-                    tokensFile,
-                    e.getMessage());
-        }
-    }
-
-    private static TokensFile readTokensFile(Path file) {
-        try {
-            FileTime modified = Files.getLastModifiedTime(file);
-            long size = Files.size(file);
-            StringBuilder entries = new StringBuilder();
-            for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
-                String trimmed = line.strip();
-                if (trimmed.isEmpty() || trimmed.startsWith("#")) {
-                    continue;
-                }
-                String[] parts = trimmed.split("\\s+");
-                if (parts.length != 3) {
-                    throw new ConfigException(
-                            TOKENS_FILE,
-                            file.toString(),
-                            "each line is 'name role token' (a line has " + parts.length + " fields)");
-                }
-                entries.append(entries.isEmpty() ? "" : ",")
-                        .append(parts[0])
-                        .append(':')
-                        .append(parts[1])
-                        .append(':')
-                        .append(parts[2]);
-            }
-            return new TokensFile(modified, size, parseTokens(TOKENS_FILE, entries.toString()));
-        } catch (IOException e) {
-            throw new ConfigException(TOKENS_FILE, file.toString(), "cannot be read: " + e.getMessage());
-        }
-    }
-
-    /** name:role:token entries by the token's digest (only digests stay in memory). */
-    private static Map<String, Holder> parseTokens(String key, String value) {
-        Map<String, Holder> tokens = new HashMap<>();
-        if (value == null || value.isBlank()) {
-            return tokens;
-        }
-        for (String entry : value.split(",")) {
-            String[] parts = entry.strip().split(":", 3);
-            if (parts.length != 3 || parts[0].isBlank() || parts[2].isBlank()) {
-                // the value is never echoed: it holds secrets
-                throw new ConfigException(key, "(hidden)", "each token is name:role:token with a name and a token");
-            }
-            Role role;
-            try {
-                role = Role.valueOf(parts[1].strip().toUpperCase(Locale.ROOT));
-            } catch (IllegalArgumentException e) {
-                throw new ConfigException(
-                        key,
-                        "(hidden)",
-                        "token '" + parts[0].strip() + "' has role '" + parts[1].strip() + "'; roles are read, admin");
-            }
-            if (parts[2].strip().length() < 16) {
-                throw new ConfigException(
-                        key, "(hidden)", "token '" + parts[0].strip() + "' is shorter than 16 characters");
-            }
-            if (tokens.put(digest(parts[2].strip()), new Holder(parts[0].strip(), role)) != null) {
-                throw new ConfigException(key, "(hidden)", "token '" + parts[0].strip() + "' repeats another token");
-            }
-        }
-        return tokens;
-    }
-
-    private static String digest(String token) {
-        try {
-            return HexFormat.of()
-                    .formatHex(MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8)));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
     }
 
     private static SSLContext tlsContext(String path, Password password, String type) {

@@ -27,6 +27,8 @@ import picocli.CommandLine.Option;
  * Measures the table's costs on this machine and prints them as Markdown: generation writes, point
  * lookups and scans against the number of pending generations, and one bounded merge pass. A harness,
  * not a test: numbers are recorded in docs/benchmarks.md with the command that produced them.
+ *
+ * <p>Over 300 lines because it holds every suite's options, as one command.
  */
 @Command(
         name = "bench",

@@ -7,9 +7,7 @@ import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
-import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
@@ -21,15 +19,11 @@ import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -49,9 +43,12 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * (c) the two pipelined (consume and decode on one thread, write on another, no exactly-once) = the
  * limit, (d) the ingest topology in its own JVM. Then the topology's produce-to-readable latency at a
  * steady rate. Prints Markdown.
+ *
+ * <p>Over 300 lines because the topology's runs and the freshness run share the embedded services and the preloaded
+ * records (the limits are IngestLimits).
  */
 final class IngestBench {
-    private static final int GENERATION_ROWS = 10_000;
+    static final int GENERATION_ROWS = 10_000;
 
     private final Path dir;
     private final int records;
@@ -98,15 +95,16 @@ final class IngestBench {
             System.out.println("|---|---|---|---|---|");
             double c = Double.NaN;
             if (limits) {
+                IngestLimits limit = new IngestLimits(kafka, registry, records, partitions, payloadBytes);
                 double a;
                 try (BufferAllocator allocator = new RootAllocator()) {
-                    plainConsumer(kafka, registry, allocator); // warms the JIT up for all that follows
-                    a = plainConsumer(kafka, registry, allocator);
+                    limit.plainConsumer(allocator); // warms the JIT up for all that follows
+                    a = limit.plainConsumer(allocator);
                 }
                 print("(a) plain consumer + decode into Arrow", a, bytes, 0, "one thread, warm");
-                double b = plainWrite(root.resolve("plain-write"));
+                double b = limit.plainWrite(root.resolve("plain-write"));
                 print("(b) plain table write, 10k-row datasets", b, bytes, 0, "one thread, rows already in Arrow");
-                c = pipelined(kafka, registry, root.resolve("pipelined"));
+                c = limit.pipelined(root.resolve("pipelined"));
                 print("(c) consume+decode | write, pipelined = limit", c, bytes, c, "no exactly-once");
             }
             Topology d = topology(kafka, registry, root);
@@ -166,153 +164,6 @@ final class IngestBench {
         return bytes;
     }
 
-    private KafkaConsumer<byte[], byte[]> consumer(EmbeddedKafka kafka) {
-        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
-                Map.of(
-                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                        "read_committed",
-                        ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-                        2000,
-                        ConsumerConfig.FETCH_MAX_BYTES_CONFIG,
-                        64 << 20,
-                        ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG,
-                        8 << 20),
-                new ByteArrayDeserializer(),
-                new ByteArrayDeserializer());
-        List<TopicPartition> all = new ArrayList<>();
-        for (int p = 0; p < partitions; p++) {
-            all.add(new TopicPartition("rollouts", p));
-        }
-        consumer.assign(all);
-        consumer.seekToBeginning(all);
-        return consumer;
-    }
-
-    private ConfluentAvroDeserializer<Rollout> deserializer(ApicurioRegistry registry) {
-        ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<>(null, Rollout.class);
-        deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
-        return deserializer;
-    }
-
-    /** Consumes and decodes (into Arrow columns, as the topology does) one batch per generation, not written. */
-    private double plainConsumer(EmbeddedKafka kafka, ApicurioRegistry registry, BufferAllocator allocator) {
-        ConfluentAvroDeserializer<Rollout> deserializer = deserializer(registry);
-        Map<Integer, GenerationBatch> batches = new HashMap<>();
-        try (KafkaConsumer<byte[], byte[]> consumer = consumer(kafka)) {
-            long started = System.nanoTime();
-            long decoded = 0;
-            Instant now = Instant.now();
-            while (decoded < records) {
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
-                    GenerationBatch batch =
-                            batches.computeIfAbsent(record.partition(), p -> GenerationBatch.create(allocator));
-                    decodeInto(deserializer, batch, record, now);
-                    decoded++;
-                    if (batch.size() >= GENERATION_ROWS) {
-                        batches.remove(record.partition()).close();
-                    }
-                }
-            }
-            return records / ((System.nanoTime() - started) / 1e9);
-        } finally {
-            batches.values().forEach(GenerationBatch::close);
-        }
-    }
-
-    /** The topology's decode: straight from the wire format into the batch's next row. */
-    private static void decodeInto(
-            ConfluentAvroDeserializer<Rollout> deserializer,
-            GenerationBatch batch,
-            ConsumerRecord<byte[], byte[]> record,
-            Instant now) {
-        deserializer.deserializeFields(
-                record.topic(),
-                record.value(),
-                (in, order) -> batch.stage(in, order, record.partition(), record.offset(), now));
-        batch.commitStaged();
-    }
-
-    /** The same rows, converted to Arrow beforehand (not timed), written one generation after another. */
-    private double plainWrite(Path path) throws Exception {
-        try (RolloutTable table = RolloutTable.createOrOpen(
-                TableLocation.local(path), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
-            RolloutGenerator generator = new RolloutGenerator("bench", payloadBytes, 7);
-            Instant now = Instant.now();
-            long nanos = 0;
-            for (int first = 0; first < records; first += GENERATION_ROWS) {
-                int last = Math.min(records, first + GENERATION_ROWS) - 1;
-                try (GenerationBatch batch = table.newBatch()) {
-                    for (int i = first; i <= last; i++) {
-                        batch.append(generator.rollout(i, 0), 0, i, now);
-                    }
-                    long started = System.nanoTime();
-                    table.writeGeneration("rollouts", 0, first, last, batch, 0, List.of());
-                    nanos += System.nanoTime() - started;
-                }
-            }
-            return records / (nanos / 1e9);
-        }
-    }
-
-    /** A sealed batch for the writer thread. */
-    private record Sealed(int partition, long first, long last, GenerationBatch batch) {}
-
-    private double pipelined(EmbeddedKafka kafka, ApicurioRegistry registry, Path path) throws Exception {
-        ConfluentAvroDeserializer<Rollout> deserializer = deserializer(registry);
-        try (RolloutTable table = RolloutTable.createOrOpen(
-                        TableLocation.local(path), TableSettings.DEFAULTS, new SimpleMeterRegistry());
-                KafkaConsumer<byte[], byte[]> consumer = consumer(kafka)) {
-            BlockingQueue<Sealed> queue = new ArrayBlockingQueue<>(2);
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            Thread writer = new Thread(
-                    () -> {
-                        try {
-                            for (Sealed s; (s = queue.take()).batch() != null; ) {
-                                try (GenerationBatch batch = s.batch()) {
-                                    table.writeGeneration(
-                                            "rollouts", s.partition(), s.first(), s.last(), batch, 0, List.of());
-                                }
-                            }
-                        } catch (Throwable e) {
-                            failure.set(e);
-                        }
-                    },
-                    "bench-writer");
-            long started = System.nanoTime();
-            writer.start();
-            Map<Integer, GenerationBatch> batches = new HashMap<>();
-            Map<Integer, Long> firsts = new HashMap<>();
-            Map<Integer, Long> lasts = new HashMap<>();
-            int consumed = 0;
-            while (consumed < records && failure.get() == null) {
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
-                    consumed++;
-                    GenerationBatch batch = batches.computeIfAbsent(record.partition(), p -> table.newBatch());
-                    firsts.putIfAbsent(record.partition(), record.offset());
-                    lasts.put(record.partition(), record.offset());
-                    decodeInto(deserializer, batch, record, Instant.now());
-                    if (batch.size() >= GENERATION_ROWS) {
-                        queue.put(new Sealed(
-                                record.partition(), firsts.remove(record.partition()), record.offset(), batch));
-                        batches.remove(record.partition());
-                    }
-                }
-            }
-            for (Map.Entry<Integer, GenerationBatch> open : batches.entrySet()) {
-                queue.put(new Sealed(
-                        open.getKey(), firsts.get(open.getKey()), lasts.get(open.getKey()), open.getValue()));
-            }
-            queue.put(new Sealed(-1, 0, 0, null));
-            writer.join();
-            if (failure.get() != null) {
-                throw new IllegalStateException(failure.get());
-            }
-            return records / ((System.nanoTime() - started) / 1e9);
-        }
-    }
-
     private record Topology(
             double steadyRowsPerSecond,
             double warmRowsPerSecond,
@@ -338,7 +189,7 @@ final class IngestBench {
                         sealed += table.sealedRecords(ShardId.of("rollouts", p)); // a listing: light on the CPU
                     }
                     samples.add(new long[] {System.nanoTime(), sealed});
-                    peakRss = Math.max(peakRss, rssMiB(app.pid()));
+                    peakRss = Math.max(peakRss, ProcessMemory.rssMiB(app.pid()));
                     if (sealed >= records) {
                         break;
                     }
@@ -370,7 +221,7 @@ final class IngestBench {
                     (firstSeal - started) / 1e9,
                     (full - firstSeal) / 1e9,
                     (full - steadyEnd[0]) / 1e9,
-                    Math.max(peakRss, hwmMiB(app.pid())));
+                    Math.max(peakRss, ProcessMemory.hwmMiB(app.pid())));
         }
     }
 
@@ -524,26 +375,5 @@ final class IngestBench {
         } catch (IOException e) {
             return g.sealedAt().toEpochMilli();
         }
-    }
-
-    private static long rssMiB(long pid) {
-        return statusField(pid, "VmRSS:");
-    }
-
-    static long hwmMiB(long pid) {
-        return statusField(pid, "VmHWM:");
-    }
-
-    private static long statusField(long pid, String field) {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
-                if (line.startsWith(field)) {
-                    return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024;
-                }
-            }
-        } catch (Exception e) {
-            // gone
-        }
-        return 0;
     }
 }

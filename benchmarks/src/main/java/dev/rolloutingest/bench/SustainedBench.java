@@ -49,6 +49,8 @@ import org.lance.ipc.ScanOptions;
  * generations; at the end it drains, then checks every produced record is in the base exactly once. Merge
  * capacity is the rows merged per second of merge work (round prepare + commit time, from the merge-worker's
  * /metrics), against the rows ingest sealed per second of wall time in the same run.
+ *
+ * <p>Over 300 lines because it is one run's timeline: start the processes, sample every second, drain, count every id.
  */
 final class SustainedBench {
     private static final String TOPIC = "rollouts";
@@ -164,7 +166,7 @@ final class SustainedBench {
                             ingestRate, mergedInRun, busy, mergeCapacity, mergeCapacity / ingestRate);
                     System.out.printf(
                             "peak RSS: ingest %d MiB, merge-worker %d MiB%n",
-                            IngestBench.hwmMiB(ingest.pid()), IngestBench.hwmMiB(merge.pid()));
+                            ProcessMemory.hwmMiB(ingest.pid()), ProcessMemory.hwmMiB(merge.pid()));
                     verify(table, tableDir, acked, produced.get());
                 } finally {
                     producing.set(false);
@@ -253,7 +255,7 @@ final class SustainedBench {
                         System.out.printf(
                                 "merge alone: %,d rows merged in %.1f s (from its first merge) = %,.0f rows/s; peak RSS"
                                         + " %d MiB%n",
-                                backlog - baseAtStart, drain, mergeRate, IngestBench.hwmMiB(merge.pid()));
+                                backlog - baseAtStart, drain, mergeRate, ProcessMemory.hwmMiB(merge.pid()));
                         System.out.printf("merge alone / ingest alone = %.2f%n", mergeRate / ingestRate);
                         verify(table, tableDir, acked, produced.get());
                         merge.stop();

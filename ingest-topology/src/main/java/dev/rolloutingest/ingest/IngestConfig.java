@@ -20,6 +20,9 @@ import org.apache.kafka.common.config.ConfigDef;
 /**
  * Every setting of ingest-topology: key, type, default, doc. Each key is also an env var (upper case,
  * dots as underscores), which wins over the properties file. A bad value fails at start naming the key.
+ *
+ * <p>Over 300 lines because it declares every setting of the ingest app, one define each with its doc, default and
+ * range.
  */
 public final class IngestConfig extends AppConfig {
     public static final String INPUT_TOPIC = "rollout.input.topic";

@@ -8,7 +8,6 @@ import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -16,7 +15,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.ObjLongConsumer;
@@ -47,7 +45,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>No record can hold a partition up: a record the table cannot represent is dead-lettered when it
  * arrives; and should a write still fail twice, the rows that make it fail are found (in memory, never
- * in the table), dead-lettered with the error, and the rest sealed.
+ * in the table), dead-lettered with the error, and the rest sealed ({@link SealWrite}).
+ *
+ * <p>Over 300 lines because the partition's state moves in one place: accept a record, seal on a trigger, apply
+ * the finished write (dead letters, announcement, committed position), recover after a restart.
  */
 final class PartitionBatcher implements Processor<byte[], byte[], Object, Object> {
     private static final Logger log = LoggerFactory.getLogger(PartitionBatcher.class);
@@ -87,6 +88,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private long batchBytes;
     private long batchStartedAtMs;
     private SealWrite inFlight;
+    private SealWrite.Target target;
 
     PartitionBatcher(
             IngestConfig config,
@@ -129,6 +131,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.recovered = false;
         this.recovery = new PartitionRecovery(table, rereader, metrics, topicPartition);
         this.batch = table.newBatch();
+        this.target = new SealWrite.Target(table, topic, partition, metrics, health, faults, sealWriteRetry);
         if (sealedUpTo != null) {
             sealedPositions.accept(topicPartition, sealedUpTo);
         }
@@ -234,26 +237,6 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
     }
 
-    /** A sealed batch being written as a generation, off the stream thread. */
-    private static final class SealWrite {
-        final long first;
-        final long last;
-        final String trigger;
-        final long startedNanos = System.nanoTime();
-        final long bytes;
-        final List<SealedGeneration.DeadLettered> refused = new ArrayList<>();
-        GenerationBatch batch; // replaced by the writer when it takes rows out
-        Future<Optional<SealedGeneration>> result;
-
-        SealWrite(long first, long last, String trigger, GenerationBatch batch, long bytes) {
-            this.first = first;
-            this.last = last;
-            this.trigger = trigger;
-            this.batch = batch;
-            this.bytes = bytes;
-        }
-    }
-
     /**
      * Seals [batchStart, lastOffset]: hands the batch to a writer (unless every record of the range went to
      * the DLQ) and goes on filling the next one. One write per partition at a time: a second seal first
@@ -276,12 +259,12 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             advanceTo(last + 1);
             return;
         }
-        SealWrite write = new SealWrite(first, last, trigger, batch, batchBytes);
+        SealWrite write = new SealWrite(target, first, last, trigger, batch, batchBytes);
         batch = table.newBatch();
         batchBytes = 0;
         batchStart = last + 1;
         inFlight = write;
-        write.result = writers.submit(() -> writeWithRetries(write));
+        write.result = writers.submit(write::writeWithRetries);
         finishWrite(false); // written already when writes run on this thread
     }
 
@@ -331,84 +314,6 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
         budget.release(partition, write.bytes);
         advanceTo(write.last + 1);
-    }
-
-    /**
-     * Writes a batch as a generation, retrying with backoff; runs on a writer thread. Empty when every row
-     * was refused.
-     */
-    private Optional<SealedGeneration> writeWithRetries(SealWrite write) {
-        faults.generationWriteStarting();
-        try {
-            return Retry.run(
-                    sealWriteRetry,
-                    e -> e instanceof RuntimeException,
-                    (attempt, e, backoff) -> log.warn(
-                            "Table {} shard {}: writing generation {} failed (attempt {}/{}), retrying in {} ms: {}",
-                            table.location(),
-                            shard,
-                            write.last + 1,
-                            attempt,
-                            sealWriteRetry.attempts(),
-                            backoff.toMillis(),
-                            e.getMessage()),
-                    attempt -> writeOnce(write, attempt >= 2));
-        } catch (Retry.Exhausted e) {
-            throw new IllegalStateException(
-                    "Table " + table.location() + " shard " + shard + ": writing generation " + (write.last + 1)
-                            + " failed " + e.attempts() + " times: " + e.last().getMessage(),
-                    e.last());
-        } catch (InterruptedException e) {
-            throw new IllegalStateException("Interrupted while retrying a generation write", e);
-        }
-    }
-
-    /**
-     * One attempt. With {@code probe} (from the second attempt on) a failure first tells the data's fault from
-     * the store's: rows that fail on their own are taken out (into the write's refused list) and the rest is
-     * written at once.
-     */
-    private Optional<SealedGeneration> writeOnce(SealWrite write, boolean probe) {
-        while (!write.batch.isEmpty()) {
-            try {
-                return Optional.of(table.writeGeneration(
-                        topic, partition, write.first, write.last, write.batch, write.bytes, write.refused));
-            } catch (RuntimeException e) {
-                if (probe && takeOutUnwritableRows(write)) {
-                    continue;
-                }
-                metrics.sealFailure("storage");
-                health.sealFailed(partition, e.getMessage(), System.currentTimeMillis());
-                throw e;
-            }
-        }
-        return Optional.empty();
-    }
-
-    /** True when rows of the batch fail a write on their own; they leave the batch for the refused list. */
-    private boolean takeOutUnwritableRows(SealWrite write) {
-        long generation = write.last + 1;
-        List<SealedGeneration.DeadLettered> refused = write.refused;
-        Map<Long, String> unwritable = table.findUnwritableRows(write.batch);
-        if (unwritable.isEmpty()) {
-            return false;
-        }
-        metrics.sealFailure("data");
-        unwritable.forEach((offset, error) -> {
-            log.warn(
-                    "Shard {} generation {}: the record at {}/{}@{} cannot be written and goes to the DLQ: {}",
-                    shard,
-                    generation,
-                    topic,
-                    partition,
-                    offset,
-                    error);
-            refused.add(new SealedGeneration.DeadLettered(offset, "unwritable", error));
-        });
-        GenerationBatch rest = write.batch.without(unwritable.keySet());
-        write.batch.close();
-        write.batch = rest;
-        return true;
     }
 
     /** Sends the refused records' original bytes, fetched from the input topic, to the DLQ. */

@@ -38,6 +38,8 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * Keys leave the base only by deletes; a deleted key left in the filter costs a join, never a duplicate.
+ *
+ * <p>Over 300 lines because the filter's build, load, layering and exact check share its layers' state.
  */
 final class BaseKeys {
     private static final Logger log = LoggerFactory.getLogger(BaseKeys.class);

@@ -38,6 +38,9 @@ import org.slf4j.LoggerFactory;
  * <p>Every read still samples each shard's pending count into {@code rollout_wal_pending_generations},
  * warns once per shard per read at the warn threshold, and fails fast above the hard cap: list reads open
  * every pending generation, and a backlog of thousands exhausts memory. Reads never wait on a merge.
+ *
+ * <p>Over 300 lines because get, list and count are one algorithm (newest wins across pending generations and the
+ * base) over the same scans.
  */
 final class LsmReader {
     private static final Logger log = LoggerFactory.getLogger(LsmReader.class);

@@ -27,6 +27,9 @@ import org.lance.FragmentMetadata;
  * The rows one shard brings to a merge: its generations' scanned batches, kept as they came (no copy, no
  * row objects), and the newest row per record_id by {@link RowOrder}. A merge-insert source must hold each key once ("Ambiguous
  * merge inserts are prohibited"), so rows that lose are marked dropped here and left out when written.
+ *
+ * <p>Over 300 lines because a round's rows, kept or dropped per key, are handed to the append and the join as copies
+ * or slices of the same batches.
  */
 final class MergeSource implements AutoCloseable {
     /** Where a row sits: which retained batch, which row of it. */

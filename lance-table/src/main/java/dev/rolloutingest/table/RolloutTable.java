@@ -32,6 +32,9 @@ import org.slf4j.LoggerFactory;
  * </pre>
  *
  * Thread-safe: every operation opens its own dataset handle, so reads never wait on a merge.
+ *
+ * <p>Over 300 lines because it is the table's one entry point; every method delegates to the class that does the work
+ * (writer, reader, merge round, maintenance, snapshots).
  */
 public final class RolloutTable implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(RolloutTable.class);

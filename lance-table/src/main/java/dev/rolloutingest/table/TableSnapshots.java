@@ -29,6 +29,8 @@ import org.slf4j.LoggerFactory;
  * watermark (the next offset after the last merged generation), none above. Generations merge whole, so a cut
  * inside a generation is honoured at that generation's first offset: the generation and every record after it
  * are left out, and the snapshot records the offset it really ends at.
+ *
+ * <p>Over 300 lines because a snapshot's cut, creation, tag and reads are one lifecycle over the same tag metadata.
  */
 public final class TableSnapshots {
     private static final Logger log = LoggerFactory.getLogger(TableSnapshots.class);

@@ -33,6 +33,8 @@ import picocli.CommandLine.Option;
  * The embedded default: a real KRaft broker, a real schema registry (Apicurio, child process) and a table
  * store (local disk, or a real S3 API with --s3), both apps and the read API, all on loopback; publishes
  * rollouts and shows them land, merge and become readable.
+ *
+ * <p>Over 300 lines because it is the embedded default's whole script: services, apps, producer, progress, summary.
  */
 @Command(
         name = "demo",

@@ -24,6 +24,9 @@ import org.apache.kafka.common.config.ConfigException;
 /**
  * Every setting of merge-worker: key, type, default, doc. Each key is also an env var (upper case, dots
  * as underscores) that wins over the properties file. A bad value fails at start naming the key.
+ *
+ * <p>Over 300 lines because it declares every setting of the merge-worker, one define each with its doc, default and
+ * range.
  */
 public final class MergeConfig extends AppConfig {
     public static final String GENERATIONS_TOPIC = "rollout.generations.topic";

@@ -37,6 +37,9 @@ import org.slf4j.LoggerFactory;
  * wait for the next round), so memory is bounded by the round, never by the backlog. Finished shards wait in
  * a per-shard queue until the owning task applies them on its own thread. Table upkeep runs apart, in
  * {@link TableMaintenanceRunner}.
+ *
+ * <p>Over 300 lines because the planner and committer threads share one lock, request queue and hand-off; split, the
+ * locking would span classes.
  */
 public final class MergeCoordinator implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(MergeCoordinator.class);

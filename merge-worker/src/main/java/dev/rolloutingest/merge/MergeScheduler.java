@@ -37,6 +37,9 @@ import org.slf4j.LoggerFactory;
  * passes on its own thread: stores, GenerationsMerged events, cooldowns. It reconciles with the table
  * (watermarks and seals) at start and periodically, so a missed or replayed event can neither strand a
  * generation nor merge one twice (the pass itself re-reads the watermark).
+ *
+ * <p>Over 300 lines because the events task's state (backlogs, cooldowns, triggers, maintenance gates) moves in one
+ * Kafka Streams processor.
  */
 final class MergeScheduler implements Processor<String, GenerationSealed, String, GenerationsMerged> {
     private static final Logger log = LoggerFactory.getLogger(MergeScheduler.class);

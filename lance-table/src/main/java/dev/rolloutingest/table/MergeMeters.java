@@ -1,0 +1,74 @@
+package dev.rolloutingest.table;
+
+import dev.rolloutingest.table.MergeRound.Path;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/** The meters of merge rounds, registered once per table: phases, commits by join, rows by path, deletes. */
+final class MergeMeters {
+    final Timer readPhase;
+    final Timer commitPhase;
+    final Timer appendPhase;
+    final Counter appendsPreempted;
+    final Counter falsePositives;
+    final Map<MergeJoin, Counter> commitsByJoin = new EnumMap<>(MergeJoin.class);
+    final Map<Path, Counter> rowsByPath = new EnumMap<>(Path.class);
+    final Map<String, Counter> deletesByResult = new HashMap<>();
+
+    MergeMeters(MeterRegistry meters) {
+        this.appendPhase = Timer.builder("rollout.merge.phase")
+                .tag("phase", "append")
+                .description("Time of a merge's phases: reading one shard's generations, committing a round")
+                .register(meters);
+        this.appendsPreempted = Counter.builder("rollout.merge.append.preempted")
+                .description("Appends of new keys refused because another data commit landed first (then the keys"
+                        + " are checked again)")
+                .register(meters);
+        this.falsePositives = Counter.builder("rollout.merge.key.filter.false.positives")
+                .description("Keys the merge committer's filter could not rule out that the base did not hold (checked"
+                        + " exactly through the record_id index, then appended)")
+                .register(meters);
+        for (String result : List.of("applied", "no-op")) {
+            deletesByResult.put(
+                    result,
+                    Counter.builder("rollout.merge.deletes")
+                            .tag("result", result)
+                            .description("Deletes merged: applied (a base row removed) or no-op (the key was not in"
+                                    + " the base, or its base value was newer than the delete)")
+                            .register(meters));
+        }
+        for (Path path : Path.values()) {
+            rowsByPath.put(
+                    path,
+                    Counter.builder("rollout.merge.rows")
+                            .tag("path", path.name().toLowerCase(Locale.ROOT))
+                            .description("Merged rows by path: append (keys the base certainly lacked, written as new"
+                                    + " fragments), adopt (whole generations of such keys whose data files became base"
+                                    + " fragments unwritten) or join (keys it may hold, through the merge-insert)")
+                            .register(meters));
+        }
+        this.readPhase = Timer.builder("rollout.merge.phase")
+                .tag("phase", "read")
+                .description("Time of a merge's phases: reading one shard's generations, committing a round")
+                .register(meters);
+        this.commitPhase = Timer.builder("rollout.merge.phase")
+                .tag("phase", "commit")
+                .description("Time of a merge's phases: reading one shard's generations, committing a round")
+                .register(meters);
+        for (MergeJoin join : MergeJoin.values()) {
+            commitsByJoin.put(
+                    join,
+                    Counter.builder("rollout.merge.join.commits")
+                            .tag("join", join.tag())
+                            .description("Merge-insert commits by how they joined the source to the base: scan (a"
+                                    + " base within rollout.merge.scan.join.max.base.rows) or the record_id index")
+                            .register(meters));
+        }
+    }
+}
