@@ -155,7 +155,7 @@ final class LsmReader {
                 newest = newer(base.get(), newest);
             }
             // the newest row may be a delete: the key is gone
-            List<String> added = AddedColumns.names(snapshot.base.getSchema());
+            List<String> added = addedNames(snapshot.base);
             return Optional.ofNullable(newest).filter(row -> !row.isTombstone()).map(row -> withNulls(row, added));
         }
     }
@@ -254,7 +254,7 @@ final class LsmReader {
                     page.offer(row);
                 }
             }
-            List<String> added = AddedColumns.names(snapshot.base.getSchema());
+            List<String> added = addedNames(snapshot.base);
             return page.rows.stream().map(row -> withNulls(row, added)).toList();
         }
     }
@@ -491,7 +491,7 @@ final class LsmReader {
 
     /** Whether any of these columns of the dataset is, or holds, a record (struct). */
     private static boolean holdsRecords(Dataset dataset, List<String> columns) {
-        for (Field field : AddedColumns.of(dataset.getSchema())) {
+        for (Field field : addedColumns(dataset)) {
             if (columns.contains(field.getName()) && holdsStruct(field)) {
                 return true;
             }
@@ -507,6 +507,21 @@ final class LsmReader {
     private static final List<String> ROW_WITHOUT_PAYLOAD = RolloutSchema.columnsWithoutPayload();
 
     /**
+     * The added columns of each open dataset handle, read once: a handle's schema does not change (a newer base is
+     * a new handle), and {@code getSchema} crosses JNI and exports an Arrow schema on every call.
+     */
+    private static final Map<Dataset, List<Field>> ADDED_BY_HANDLE =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+    private static List<Field> addedColumns(Dataset dataset) {
+        return ADDED_BY_HANDLE.computeIfAbsent(dataset, d -> AddedColumns.of(d.getSchema()));
+    }
+
+    private static List<String> addedNames(Dataset dataset) {
+        return addedColumns(dataset).stream().map(Field::getName).toList();
+    }
+
+    /**
      * A whole row's columns (the contract's, with or without the payload) also take the columns producers added
      * that this dataset has; a generation written before a column was added lacks it and reads null there.
      */
@@ -514,7 +529,7 @@ final class LsmReader {
         if (!columns.containsAll(ROW_WITHOUT_PAYLOAD)) {
             return columns;
         }
-        List<String> added = AddedColumns.names(dataset.getSchema());
+        List<String> added = addedNames(dataset);
         if (added.isEmpty()) {
             return columns;
         }

@@ -20,7 +20,6 @@ import java.util.TreeSet;
 import java.util.function.ObjLongConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.Utils;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -38,8 +37,8 @@ import org.slf4j.LoggerFactory;
  * (watermarks and seals) at start and periodically, so a missed or replayed event can neither strand a
  * generation nor merge one twice (the pass itself re-reads the watermark).
  *
- * <p>Over 300 lines because the events task's state (backlogs, cooldowns, triggers, maintenance gates) moves in one
- * Kafka Streams processor.
+ * <p>Over 300 lines because the events task's state (backlogs, triggers, outcomes, maintenance gates) moves in one
+ * Kafka Streams processor; the cooldowns are kept by {@link CooldownBook}.
  */
 final class MergeScheduler implements Processor<String, GenerationSealed, String, GenerationsMerged> {
     private static final Logger log = LoggerFactory.getLogger(MergeScheduler.class);
@@ -58,7 +57,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private ProcessorContext<String, GenerationsMerged> context;
     private KeyValueStore<String, ShardBacklog> backlogs;
-    private KeyValueStore<String, Cooldown> cooldowns;
+    private CooldownBook cooldowns;
     private int partition;
     private boolean reconciled;
 
@@ -84,7 +83,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     public void init(ProcessorContext<String, GenerationsMerged> context) {
         this.context = context;
         this.backlogs = MergeStores.backlogs(context);
-        this.cooldowns = MergeStores.cooldowns(context);
+        this.cooldowns = new CooldownBook(MergeStores.cooldowns(context), policy, metrics);
         this.partition = context.taskId().partition();
         context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
         context.schedule(
@@ -156,7 +155,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             for (TableMaintenanceRunner.Outcome outcome : maintenance.drain()) {
                 String target = table.location().uri();
                 if (outcome.error() == null) {
-                    cooldowns.delete(Cooldown.key(outcome.kind(), target));
+                    cooldowns.clear(outcome.kind(), target);
                 } else if (RolloutTableException.isStorageFailure(outcome.error())) {
                     // The store is down or refusing: the next run retries; a cooldown would outlast the outage.
                     log.info(
@@ -165,11 +164,11 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                             target,
                             outcome.error().getMessage());
                 } else {
-                    recordFailure(outcome.kind(), target, outcome.error(), now);
+                    cooldowns.recordFailure(outcome.kind(), target, outcome.error(), now);
                 }
             }
         }
-        expireCooldowns(now);
+        cooldowns.expire(now);
     }
 
     private void maybeTrigger(String shard, ShardBacklog backlog, long now) {
@@ -185,7 +184,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         if (trigger == null) {
             return;
         }
-        if (policy.gates(cooldown(MERGE, shard), now)) {
+        if (cooldowns.gates(MERGE, shard, now)) {
             metrics.skippedCoolingDown();
             return;
         }
@@ -203,10 +202,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         if (outcome.failed()) {
-            recordFailure(MERGE, shard, outcome.error(), now);
+            cooldowns.recordFailure(MERGE, shard, outcome.error(), now);
             return;
         }
-        cooldowns.delete(Cooldown.key(MERGE, shard));
+        cooldowns.clear(MERGE, shard);
         MergeResult result = outcome.result();
         // What an earlier pass merged but never announced (it died before its commit), then this pass.
         announceCovered(shard, backlog, result.previousWatermark());
@@ -255,31 +254,6 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             }
         }
         backlog.mergedUpTo(watermark);
-    }
-
-    private void recordFailure(String kind, String target, Throwable error, long now) {
-        Cooldown previous = cooldown(kind, target);
-        Cooldown next = policy.onFailure(previous, kind, target, String.valueOf(error.getMessage()), now);
-        cooldowns.put(next.key(), next);
-        if (next.activeAt(now)) {
-            metrics.cooldown();
-            log.warn(
-                    "{} of {} failed {} times in a row; automatic runs skip it until {} (cooldown {} s). Last error: {}",
-                    kind,
-                    target,
-                    next.failures(),
-                    Instant.ofEpochMilli(next.untilMs()),
-                    (next.untilMs() - now) / 1000,
-                    next.lastError());
-        } else {
-            log.info(
-                    "{} of {} failed ({} of {} before a cooldown): {}",
-                    kind,
-                    target,
-                    next.failures(),
-                    policy.afterFailures(),
-                    next.lastError());
-        }
     }
 
     private void emit(
@@ -367,7 +341,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private void maintain(String kind, long now) {
         String target = table.location().uri();
-        if (policy.gates(cooldown(kind, target), now)) {
+        if (cooldowns.gates(kind, target, now)) {
             return;
         }
         maintenance.submit(kind, () -> switch (kind) {
@@ -377,19 +351,6 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         });
     }
 
-    private void expireCooldowns(long now) {
-        List<String> expired = new ArrayList<>();
-        try (KeyValueIterator<String, Cooldown> all = cooldowns.all()) {
-            while (all.hasNext()) {
-                KeyValue<String, Cooldown> kv = all.next();
-                if (policy.expired(kv.value, now)) {
-                    expired.add(kv.key);
-                }
-            }
-        }
-        expired.forEach(cooldowns::delete);
-    }
-
     private ShardBacklog backlog(String shard) {
         ShardBacklog backlog = backlogs.get(shard);
         return backlog == null ? ShardBacklog.empty() : backlog;
@@ -397,10 +358,6 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     private void put(String shard, ShardBacklog backlog) {
         backlogs.put(shard, backlog);
-    }
-
-    private Cooldown cooldown(String kind, String target) {
-        return cooldowns.get(Cooldown.key(kind, target));
     }
 
     @Override
