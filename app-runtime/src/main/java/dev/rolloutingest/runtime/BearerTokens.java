@@ -81,9 +81,7 @@ final class BearerTokens {
             fileCheckedAtMs = now;
             reloadIfChanged();
         }
-        Map<String, Holder> all = new HashMap<>(fileTokens.tokens());
-        all.putAll(configuredTokens);
-        return all;
+        return fileTokens.tokens();
     }
 
     private synchronized void reloadIfChanged() {
@@ -107,7 +105,8 @@ final class BearerTokens {
         }
     }
 
-    private static TokensFile readTokensFile(Path file) {
+    /** The file's tokens with the setting's over them, merged once per read of the file, not per request. */
+    private TokensFile readTokensFile(Path file) {
         try {
             FileTime modified = Files.getLastModifiedTime(file);
             long size = Files.size(file);
@@ -131,7 +130,9 @@ final class BearerTokens {
                         .append(':')
                         .append(parts[2]);
             }
-            return new TokensFile(modified, size, parseTokens(HttpAccess.TOKENS_FILE, entries.toString()));
+            Map<String, Holder> tokens = parseTokens(HttpAccess.TOKENS_FILE, entries.toString());
+            tokens.putAll(configuredTokens);
+            return new TokensFile(modified, size, tokens);
         } catch (IOException e) {
             throw new ConfigException(HttpAccess.TOKENS_FILE, file.toString(), "cannot be read: " + e.getMessage());
         }

@@ -35,8 +35,7 @@ public final class ApicurioRegistry implements AutoCloseable {
         this.process = process;
         this.port = port;
         this.logFile = logFile;
-        this.shutdownHook = new Thread(process::destroyForcibly, "apicurio-registry-reaper");
-        Runtime.getRuntime().addShutdownHook(shutdownHook);
+        this.shutdownHook = ChildProcesses.reapOnExit(process, "apicurio-registry-reaper");
     }
 
     /**
@@ -271,19 +270,6 @@ public final class ApicurioRegistry implements AutoCloseable {
 
     @Override
     public void close() {
-        process.destroy();
-        try {
-            if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            process.destroyForcibly();
-        }
-        try {
-            Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException alreadyShuttingDown) {
-            // the hook is running or has run
-        }
+        ChildProcesses.stop(process, shutdownHook);
     }
 }

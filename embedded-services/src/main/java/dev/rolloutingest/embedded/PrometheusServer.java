@@ -16,7 +16,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A real Prometheus server as a child process (the binary of Debian's {@code prometheus} package, or any on
@@ -35,8 +34,7 @@ public final class PrometheusServer implements AutoCloseable {
         this.process = process;
         this.port = port;
         this.logFile = logFile;
-        this.shutdownHook = new Thread(process::destroyForcibly, "prometheus-reaper");
-        Runtime.getRuntime().addShutdownHook(shutdownHook);
+        this.shutdownHook = ChildProcesses.reapOnExit(process, "prometheus-reaper");
     }
 
     /** A program of this name on the PATH, if there is one. */
@@ -149,19 +147,6 @@ public final class PrometheusServer implements AutoCloseable {
 
     @Override
     public void close() {
-        process.destroy();
-        try {
-            if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            process.destroyForcibly();
-        }
-        try {
-            Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException e) {
-            // already shutting down
-        }
+        ChildProcesses.stop(process, shutdownHook);
     }
 }

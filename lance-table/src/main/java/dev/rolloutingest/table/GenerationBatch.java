@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,6 +39,8 @@ public final class GenerationBatch implements AutoCloseable {
     private final Function<String, Field> tableColumn;
     /** Columns of fields producers added (beyond the contract), in the order first met. */
     private final Map<String, FieldVector> added = new LinkedHashMap<>();
+    /** The column each added Avro field (by identity) writes into, once found and checked. */
+    private final Map<Schema.Field, FieldVector> addedByField = new IdentityHashMap<>();
 
     private final List<String> recordIds = new ArrayList<>();
     private long[] offsets = new long[64];
@@ -117,20 +120,30 @@ public final class GenerationBatch implements AutoCloseable {
      * does not fit is refused with its record.
      */
     private void decodeAdded(int row, Decoder in, Schema.Field field) throws IOException {
-        Field wanted = AddedColumns.columnFor(field);
-        FieldVector vector = added.get(field.name());
+        // A schema id's reader hands the same field object for every record: its column is found and checked once.
+        FieldVector vector = addedByField.get(field);
         if (vector == null) {
-            Field existing = tableColumn.apply(field.name());
-            if (existing != null && AddedColumns.conflict(existing, wanted) != null) {
-                throw AddedColumns.refused(AddedColumns.conflict(existing, wanted));
-            }
-            vector = (existing == null ? wanted : existing).createVector(allocator);
-            vector.allocateNew();
-            added.put(field.name(), vector);
-        } else if (AddedColumns.conflict(vector.getField(), wanted) != null) {
-            throw AddedColumns.refused(AddedColumns.conflict(vector.getField(), wanted));
+            vector = columnFor(field);
+            addedByField.put(field, vector);
         }
         AddedValues.write(vector, row, AddedValues.read(in, field.schema()));
+    }
+
+    /** The batch's column for an added field: the one it has, else the table's type, else the field's own. */
+    private FieldVector columnFor(Schema.Field field) {
+        Field wanted = AddedColumns.columnFor(field);
+        FieldVector vector = added.get(field.name());
+        Field column = vector != null ? vector.getField() : tableColumn.apply(field.name());
+        String conflict = column == null ? null : AddedColumns.conflict(column, wanted);
+        if (conflict != null) {
+            throw AddedColumns.refused(conflict);
+        }
+        if (vector == null) {
+            vector = (column == null ? wanted : column).createVector(allocator);
+            vector.allocateNew();
+            added.put(field.name(), vector);
+        }
+        return vector;
     }
 
     /**
@@ -152,6 +165,7 @@ public final class GenerationBatch implements AutoCloseable {
                 AddedValues.write(conformed, i, AddedValues.valueAt(mine, i));
             }
             added.put(entry.getKey(), conformed);
+            addedByField.clear(); // the fields find their columns again, should a row still be staged
             mine.close();
         }
     }

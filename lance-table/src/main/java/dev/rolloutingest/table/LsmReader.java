@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -432,14 +433,7 @@ final class LsmReader {
         }
         try (LanceScanner scanner = dataset.newScan(options.build());
                 ArrowReader reader = scanner.scanBatches()) {
-            while (reader.loadNextBatch()) {
-                VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                for (int i = 0; i < root.getRowCount(); i++) {
-                    if (!consumer.test(ArrowRows.read(root, i))) {
-                        return;
-                    }
-                }
-            }
+            feed(reader, consumer);
         } catch (RolloutTableException e) {
             throw e;
         } catch (Exception e) {
@@ -473,19 +467,24 @@ final class LsmReader {
                 return;
             }
             try (ArrowReader reader = dataset.takeRows(rowIds, columns)) {
-                while (reader.loadNextBatch()) {
-                    VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                    for (int i = 0; i < root.getRowCount(); i++) {
-                        if (!consumer.test(ArrowRows.read(root, i))) {
-                            return;
-                        }
-                    }
-                }
+                feed(reader, consumer);
             }
         } catch (RolloutTableException e) {
             throw e;
         } catch (Exception e) {
             throw new RolloutTableException("Table " + lance.location() + ": lookup failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** Hands the reader's rows to the consumer until it returns false. */
+    private static void feed(ArrowReader reader, Predicate<RolloutRow> consumer) throws IOException {
+        while (reader.loadNextBatch()) {
+            VectorSchemaRoot root = reader.getVectorSchemaRoot();
+            for (int i = 0; i < root.getRowCount(); i++) {
+                if (!consumer.test(ArrowRows.read(root, i))) {
+                    return;
+                }
+            }
         }
     }
 
