@@ -110,6 +110,8 @@ final class SustainedBench {
                     long sealedAtStart = sealed(table);
                     long baseAtStart = table.countBaseRows();
                     double busyAtStart = awaitMergeMetrics(mergePort, merge);
+                    Writer samples = Files.newBufferedWriter(dir.resolve("pending.tsv"), StandardCharsets.UTF_8);
+                    samples.write("t\tpending_per_shard\n");
                     System.out.println("| t | produced | sealed | in base | pending generations, max over shards |");
                     System.out.println("|---|---|---|---|---|");
                     for (int t = 1; t <= seconds; t++) {
@@ -121,9 +123,11 @@ final class SustainedBench {
                         int worst = 0;
                         String worstShard = "";
                         Map<String, Long> watermarks = table.watermarks();
+                        StringBuilder perShard = new StringBuilder();
                         for (int p = 0; p < partitions; p++) {
                             String shard = ShardId.of(TOPIC, p);
                             int pending = table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                            perShard.append(p == 0 ? "" : ",").append(pending);
                             if (pending > worst) {
                                 worst = pending;
                                 worstShard = shard;
@@ -134,6 +138,8 @@ final class SustainedBench {
                             maxPendingShard = worstShard;
                             maxPendingAt = t;
                         }
+                        samples.write(t + "\t" + perShard + "\n");
+                        samples.flush();
                         if (t % 15 == 0 || t == seconds) {
                             System.out.printf(
                                     "| %d s | %,d | %,d | %,d | %d |%n",
@@ -143,6 +149,7 @@ final class SustainedBench {
                             throw new IllegalStateException("an app died; see " + dir);
                         }
                     }
+                    samples.close();
                     double wall = (System.nanoTime() - start) / 1e9;
                     long sealedInRun = sealed(table) - sealedAtStart;
                     long mergedInRun = table.countBaseRows() - baseAtStart;
@@ -176,8 +183,23 @@ final class SustainedBench {
                 merge.stop();
             }
         }
-        // A 300 s run leaves ~30 GB (broker log, generations, base): only a failed run keeps it, to look at.
+        // A 300 s run leaves ~30 GB (broker log, generations, base): only a failed run keeps it, to look at. The
+        // apps' logs and the per-second samples are kept beside it, small, to read where a round's time went.
+        keepLogs();
         FileTrees.deleteRecursively(dir);
+    }
+
+    private void keepLogs() throws IOException {
+        Path kept = dir.resolveSibling("sustained-logs");
+        FileTrees.deleteRecursively(kept);
+        Files.createDirectories(kept);
+        for (String name : List.of("ingest.log", "merge.log", "pending.tsv")) {
+            Path from = dir.resolve(name);
+            if (Files.exists(from)) {
+                Files.copy(from, kept.resolve(name));
+            }
+        }
+        System.out.println("logs and per-second samples kept in " + kept);
     }
 
     /**

@@ -182,7 +182,13 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     /** Turns one input record into a row, or into a dead letter. {@code live} is false while re-reading. */
     private void accept(byte[] key, byte[] value, Headers headers, long timestamp, long offset, boolean live) {
         if (lastOffset < batchStart) {
-            batchStartedAtMs = health.buffering(partition, System.currentTimeMillis());
+            long now = context.currentSystemTimeMs();
+            // A batch ages from its own first record. While the previous batch is still being written, the
+            // partition's health says "unsealed since" that batch's start; taking that time here made every batch
+            // under load inherit the first one's, and after the age limit each seal came by age, a few thousand
+            // rows every check (a trickle of small generations for the merge to fold). With no write in flight the
+            // health's time is the batch's own, or an earlier incarnation's whose seals failed (it keeps aging).
+            batchStartedAtMs = inFlight != null ? now : health.buffering(partition, now);
         }
         lastOffset = offset;
         RecordCheck.Result checked = check.accept(key, value, batch, partition, offset, Instant.now());

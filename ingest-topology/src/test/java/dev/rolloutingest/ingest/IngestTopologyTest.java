@@ -174,15 +174,13 @@ class IngestTopologyTest {
 
     @Test
     void aBatchSealsWhenItsOldestRecordReachesMaxAge() {
-        long began = System.currentTimeMillis();
         start(Map.of("rollout.seal.max.age.ms", 5_000L, "rollout.seal.check.interval.ms", 100L));
         send(generator.rollout(0, 0));
         send(generator.rollout(1, 0));
         driver.advanceWallClockTime(Duration.ofMillis(1_000));
         assertThat(events.isEmpty()).isTrue();
-        // The batch's age counts from its first record on the real clock; the driver's clock started at the real
-        // time the driver was built. Past the age whatever time the start and the first records took.
-        driver.advanceWallClockTime(Duration.ofMillis(5_000 + (System.currentTimeMillis() - began)));
+        // The batch's age counts from its first record on the stream's clock (the driver's here).
+        driver.advanceWallClockTime(Duration.ofMillis(4_000));
         GenerationSealed sealed = events.readValue();
         assertThat(sealed.getRows()).isEqualTo(2);
         assertThat(counter("rollout.ingest.seals", "trigger", "age")).isEqualTo(1);
@@ -452,6 +450,57 @@ class IngestTopologyTest {
         assertThat(events.readValue().getFirstOffset()).isEqualTo(5);
         assertThat(table.countRows()).isEqualTo(10);
         assertThat(budget.total()).isZero();
+    }
+
+    @Test
+    void aBatchStartedWhileThePreviousIsWrittenAgesFromItsOwnFirstRecord() throws Exception {
+        writers = new SealWriters(1);
+        start(Map.of(
+                "rollout.seal.max.rows", 5, "rollout.seal.check.interval.ms", 100L, "rollout.seal.max.age.ms", 5_000L));
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        table.injectWriteFault(batch -> {
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        });
+        for (int i = 0; i < 5; i++) {
+            send(generator.rollout(i, 0)); // the 5th seals by rows; its write waits for the release
+        }
+        driver.advanceWallClockTime(Duration.ofMillis(3_000));
+        send(generator.rollout(5, 0)); // the next batch's first record, 3 s after the first batch's
+        release.countDown();
+        long deadline = System.currentTimeMillis() + 60_000;
+        int polls = 0;
+        while (events.isEmpty() && System.currentTimeMillis() < deadline) {
+            driver.advanceWallClockTime(Duration.ofMillis(1));
+            polls++;
+            Thread.sleep(10);
+        }
+        assertThat(events.readValue().getLastOffset()).isEqualTo(4);
+        assertThat(polls).as("the poll above moved the clock by at most 1.5 s").isLessThan(1_500);
+        // 5.5 s after the first batch began, 2.5 s after the second did: the second is not due yet.
+        driver.advanceWallClockTime(Duration.ofMillis(2_500 - polls));
+        // An age seal would be written and announced within these 300 checks (3 s, the clock moved 0.3 s).
+        for (int i = 0; i < 300 && events.isEmpty(); i++) {
+            driver.advanceWallClockTime(Duration.ofMillis(1));
+            Thread.sleep(10);
+        }
+        assertThat(events.isEmpty())
+                .as("a batch begun while the previous one was written seals 5 s after its own first record")
+                .isTrue();
+        driver.advanceWallClockTime(Duration.ofMillis(2_300));
+        deadline = System.currentTimeMillis() + 60_000;
+        while (events.isEmpty() && System.currentTimeMillis() < deadline) {
+            driver.advanceWallClockTime(Duration.ofMillis(1));
+            Thread.sleep(10);
+        }
+        GenerationSealed second = events.readValue();
+        assertThat(second.getFirstOffset()).isEqualTo(5);
+        assertThat(second.getRows()).isEqualTo(1);
+        assertThat(counter("rollout.ingest.seals", "trigger", "age")).isEqualTo(1);
     }
 
     private static String header(TestRecord<byte[], byte[]> record, String name) {
