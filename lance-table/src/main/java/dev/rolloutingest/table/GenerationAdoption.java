@@ -59,46 +59,38 @@ final class GenerationAdoption {
         out.append(')');
     }
 
-    /**
-     * The append's rows split into whole generations to adopt (their files linked), whole generations to copy
-     * (their batches written again straight from a scan, {@link GenerationCopy}) and the other rows, written from
-     * the merge's rows.
-     */
-    record Split(List<MergeSource.Span> adopt, List<MergeSource.Span> copy, List<MergeSource.Row> rows) {}
+    /** The append's rows split into whole generations to adopt and the rows to write. */
+    record Split(List<MergeSource.Span> adopt, List<MergeSource.Row> rows) {}
 
-    /**
-     * Generations every row of which is in {@code append} and whose schema is {@code baseSchema} are taken whole:
-     * adopted from {@code adoptMinRows} rows (never when {@link TableSettings#NEVER_ADOPT}), copied below it.
-     */
-    static Split split(List<MergeSource.Row> append, String baseSchema, long adoptMinRows) {
+    /** Generations every row of which is in {@code append} and whose schema is {@code baseSchema}. */
+    static Split split(List<MergeSource.Row> append, String baseSchema, long minRows) {
         Map<MergeSource.Span, Integer> appended = new IdentityHashMap<>();
         for (MergeSource.Row row : append) {
             appended.merge(row.source().spanOf(row.ordinal()), 1, Integer::sum);
         }
         List<MergeSource.Span> adopt = new ArrayList<>();
-        List<MergeSource.Span> copy = new ArrayList<>();
         for (Map.Entry<MergeSource.Span, Integer> entry : appended.entrySet()) {
             MergeSource.Span span = entry.getKey();
             if (span.fragment() != null
+                    && span.rows() >= minRows
                     && entry.getValue() == span.rows()
                     && span.fragment().getPhysicalRows() == span.rows()
                     && span.schema().equals(baseSchema)) {
-                (span.rows() >= adoptMinRows ? adopt : copy).add(span);
+                adopt.add(span);
             }
         }
-        if (adopt.isEmpty() && copy.isEmpty()) {
-            return new Split(List.of(), List.of(), append);
+        if (adopt.isEmpty()) {
+            return new Split(List.of(), append);
         }
-        Set<MergeSource.Span> whole = Collections.newSetFromMap(new IdentityHashMap<>());
-        whole.addAll(adopt);
-        whole.addAll(copy);
+        Set<MergeSource.Span> adopted = Collections.newSetFromMap(new IdentityHashMap<>());
+        adopted.addAll(adopt);
         List<MergeSource.Row> rows = new ArrayList<>();
         for (MergeSource.Row row : append) {
-            if (!whole.contains(row.source().spanOf(row.ordinal()))) {
+            if (!adopted.contains(row.source().spanOf(row.ordinal()))) {
                 rows.add(row);
             }
         }
-        return new Split(adopt, copy, rows);
+        return new Split(adopt, rows);
     }
 
     /**

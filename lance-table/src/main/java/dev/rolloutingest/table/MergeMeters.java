@@ -49,8 +49,7 @@ final class MergeMeters {
                     Counter.builder("rollout.merge.rows")
                             .tag("path", path.name().toLowerCase(Locale.ROOT))
                             .description("Merged rows by path: append (keys the base certainly lacked, written as new"
-                                    + " fragments), copy (whole generations of such keys, their batches written as"
-                                    + " they were read), adopt (whole generations of such keys whose data files became base"
+                                    + " fragments), adopt (whole generations of such keys whose data files became base"
                                     + " fragments unwritten) or join (keys it may hold, through the merge-insert)")
                             .register(meters));
         }

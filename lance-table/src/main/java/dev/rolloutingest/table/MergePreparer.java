@@ -16,8 +16,8 @@ import org.lance.ipc.ScanOptions;
 
 /**
  * The slow, parallel step of a merge round: reads one shard's planned generations, ascending, newest row per key,
- * on any thread (memory: that shard's rows). Keys and provenance first; only what the commit cannot take whole
- * (adopt or copy, {@link GenerationAdoption}) is read in full.
+ * on any thread (memory: that shard's rows). Keys and provenance first; only what the commit cannot adopt whole
+ * is read in full.
  */
 final class MergePreparer {
     private final LanceIo lance;
@@ -41,9 +41,9 @@ final class MergePreparer {
 
     /**
      * Reads a plan's generations, ascending, newest row per key; safe on any thread. Every generation's keys and
-     * provenance are read first; a generation the merge will likely take whole (all its rows kept, its keys ruled
+     * provenance are read first; a generation the merge will likely adopt whole (all its rows kept, its keys ruled
      * out by the committer's filter as it stands but for a few false positives) stays at that, the others are read in full. The commit reads in
-     * full whatever it cannot take whole after all.
+     * full whatever it cannot adopt after all.
      */
     PreparedMerge prepare(MergePlan plan) {
         if (plan.failure() != null) {
@@ -54,8 +54,8 @@ final class MergePreparer {
         try {
             Set<SealedGeneration> byKeys = Collections.newSetFromMap(new IdentityHashMap<>());
             for (SealedGeneration generation : plan.generations()) {
-                // a generation the commit may take whole (adopted or copied) is worth reading by its keys alone first
-                boolean mayAdopt = settings.mergeAppendNewKeys();
+                // only a generation the commit may adopt is worth reading by its keys alone first
+                boolean mayAdopt = settings.mergeAppendNewKeys() && generation.rows() >= settings.mergeAdoptMinRows();
                 if (mayAdopt) {
                     byKeys.add(generation);
                 }

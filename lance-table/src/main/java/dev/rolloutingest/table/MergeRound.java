@@ -31,13 +31,11 @@ public final class MergeRound {
     private static final Logger log = LoggerFactory.getLogger(MergeRound.class);
 
     /**
-     * Where a merged row went: appended as a new key (written again from the merge's rows), copied with its whole
-     * generation (written again straight from the generation's batches), adopted with its whole generation (its
-     * data files linked, not written), or joined to the base by the merge-insert.
+     * Where a merged row went: appended as a new key (written again), adopted with its whole generation (its data
+     * files linked, not written), or joined to the base by the merge-insert.
      */
     public enum Path {
         APPEND,
-        COPY,
         ADOPT,
         JOIN
     }

@@ -97,17 +97,14 @@ final class RoundAppend {
                         checked.forEach(VectorSchemaRoot::close);
                     }
                 }
-                GenerationAdoption.Split split = GenerationAdoption.split(
-                        append, GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows());
+                GenerationAdoption.Split split = settings.mergeAdoptGenerations()
+                        ? GenerationAdoption.split(
+                                append, GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
+                        : new GenerationAdoption.Split(List.of(), append);
                 Schema table = AddedColumns.tableSchema(current.getSchema());
                 List<MergeSource.Row> written = new ArrayList<>(preparer.withAllColumns(split.rows()));
                 List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.slices(written, table, lance.allocator()));
-                long copiedRows = 0;
                 try {
-                    batches.addAll(GenerationCopy.read(lance, split.copy(), table));
-                    for (MergeSource.Span span : split.copy()) {
-                        copiedRows += span.rows();
-                    }
                     GenerationAdoption.Linked adopted = GenerationAdoption.link(store, split.adopt());
                     try {
                         List<MergeSource.Row> notLinked = new ArrayList<>();
@@ -140,7 +137,6 @@ final class RoundAppend {
                             append.stream().map(MergeSource.Row::hash).toList());
                     meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
                     meters.rowsByPath.get(Path.APPEND).increment(written.size());
-                    meters.rowsByPath.get(Path.COPY).increment(copiedRows);
                     meters.rowsByPath.get(Path.ADOPT).increment(adopted.rows());
                     if (current != base) {
                         current.close();

@@ -50,11 +50,9 @@ class AppendPathTest {
                 TOPIC, partition, first, first + n - 1, rows(partition, first, start, n, seconds), n * 100L);
     }
 
-    /** Rows merged as keys new to the base: written again (append, copy) or in whole adopted generations. */
+    /** Rows merged as keys new to the base: written again (append) or in whole adopted generations. */
     private static double newRows(SimpleMeterRegistry meters) {
-        return rows(meters, MergeRound.Path.APPEND)
-                + rows(meters, MergeRound.Path.COPY)
-                + rows(meters, MergeRound.Path.ADOPT);
+        return rows(meters, MergeRound.Path.APPEND) + rows(meters, MergeRound.Path.ADOPT);
     }
 
     private static double rows(SimpleMeterRegistry meters, MergeRound.Path path) {
@@ -385,31 +383,24 @@ class AppendPathTest {
                 location, TableSettings.DEFAULTS.withMergeAdoptMinRows(TableSettings.NEVER_ADOPT), meters)) {
             write(table, 0, 0, 0, 100, 0);
             table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
-            assertThat(rows(meters, MergeRound.Path.COPY)).isEqualTo(100); // whole: copied from its batches
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(100);
             assertThat(rows(meters, MergeRound.Path.ADOPT)).isZero();
             assertThat(baseRows(location)).hasSize(100);
         }
     }
 
-    /**
-     * Each adopted generation would stay a fragment; small ones are copied together, one fragment a commit, from
-     * their own batches (the rows of a generation only partly kept are written from the merge's rows beside them).
-     */
+    /** Each adopted generation would stay a fragment; small ones are written together, one fragment a commit. */
     @Test
-    void generationsBelowTheAdoptionSizeAreCopiedTogetherAsOneFragment() throws Exception {
+    void generationsBelowTheAdoptionSizeAreWrittenTogetherAsOneFragment() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("adopt-min"));
-        List<RolloutRow> first = rows(0, 0, 0, 100, 0);
-        List<RolloutRow> second = rows(0, 100, 100, 100, 0);
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS.withMergeAdoptMinRows(150), meters)) {
-            table.writeGeneration(TOPIC, 0, 0, 99, first, 100 * 100L); // below 150 rows: copied
-            table.writeGeneration(TOPIC, 0, 100, 199, second, 100 * 100L); // copied, into the same fragment
+            write(table, 0, 0, 0, 100, 0); // below 150 rows: written
+            write(table, 0, 100, 100, 100, 0); // written, into the same fragment
             write(table, 0, 200, 200, 200, 0); // 200 rows: adopted whole
-            write(table, 0, 400, 50, 1, 0); // key-50 again: the first generation is no longer whole
             table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
-            assertThat(rows(meters, MergeRound.Path.COPY)).isEqualTo(101); // the second, key-50's generation
-            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(99); // the first but its old key-50
+            assertThat(rows(meters, MergeRound.Path.APPEND)).isEqualTo(200);
             assertThat(rows(meters, MergeRound.Path.ADOPT)).isEqualTo(200);
             try (RootAllocator allocator = new RootAllocator();
                     Dataset base = Dataset.open()
@@ -418,17 +409,7 @@ class AppendPathTest {
                             .build()) {
                 assertThat(base.getFragments()).hasSize(2);
             }
-            Map<String, String> base = baseRows(location);
-            assertThat(base).hasSize(400);
-            assertThat(base.get("key-50")).isEqualTo("0@400");
-            assertThat(base.get("key-150")).isEqualTo("0@150");
-            // copied rows read back whole, every column (the payload, tokens, rewards, nested fields)
-            for (RolloutRow written : List.of(first.get(0), first.get(99), second.get(0), second.get(99))) {
-                assertThat(table.get(written.rollout().getRecordId().toString())
-                                .orElseThrow()
-                                .rollout())
-                        .isEqualTo(written.rollout());
-            }
+            assertThat(baseRows(location)).hasSize(400);
         }
     }
 
