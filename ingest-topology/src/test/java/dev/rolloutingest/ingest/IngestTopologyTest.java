@@ -19,6 +19,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.UUID;
 import java.util.function.Function;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -72,6 +73,10 @@ class IngestTopologyTest {
     }
 
     private SealWriters writers = new SealWriters(0);
+    /** The driver's wall clock at its start, the stream's clock in these tests. */
+    private final java.time.Instant wallClockStart = java.time.Instant.now();
+
+    private final IngestHealth health = new IngestHealth();
     private final Map<Integer, Long> sealedPositions = new java.util.concurrent.ConcurrentHashMap<>();
 
     private void start(Map<String, Object> overrides, Function<TopicPartition, Consumer<byte[], byte[]>> reader) {
@@ -98,13 +103,13 @@ class IngestTopologyTest {
                 FixedSchemaSerde.rollouts(),
                 FixedSchemaSerde.sealedEvents(),
                 reader,
-                new IngestHealth(),
+                health,
                 IngestFaults.NONE,
                 writers,
                 (tp, offset) -> sealedPositions.merge(tp.partition(), offset, Math::max));
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
-        driver = new TopologyTestDriver(topology, props);
+        driver = new TopologyTestDriver(topology, props, wallClockStart);
         input = driver.createInputTopic("rollouts", new ByteArraySerializer(), new ByteArraySerializer());
         events = driver.createOutputTopic(
                 "rollout-generations", new StringDeserializer(), FixedSchemaSerde.sealedEventsReader());
@@ -481,8 +486,11 @@ class IngestTopologyTest {
         }
         assertThat(events.readValue().getLastOffset()).isEqualTo(4);
         assertThat(polls).as("the poll above moved the clock by at most 1.5 s").isLessThan(1_500);
-        // 5.5 s after the first batch began, 2.5 s after the second did: the second is not due yet.
+        // 5.5 s after the first batch began, 2.5 s after the second did: the second is not due yet, nor stuck.
         driver.advanceWallClockTime(Duration.ofMillis(2_500 - polls));
+        assertThat(health.stuck(Set.of(0), true, wallClockStart.toEpochMilli() + 5_500, 4_000))
+                .as("the partition's unsealed records wait since the second batch began, not the first")
+                .isEmpty();
         // An age seal would be written and announced within these 300 checks (3 s, the clock moved 0.3 s).
         for (int i = 0; i < 300 && events.isEmpty(); i++) {
             driver.advanceWallClockTime(Duration.ofMillis(1));
