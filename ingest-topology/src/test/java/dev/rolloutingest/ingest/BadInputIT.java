@@ -16,9 +16,6 @@ import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -26,7 +23,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -64,7 +60,6 @@ import org.junit.jupiter.api.Test;
  */
 class BadInputIT {
     private static final Path ROOT = Path.of("target", "it-bad-input").toAbsolutePath();
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
     private static IngestCluster cluster;
 
     @BeforeAll
@@ -95,31 +90,10 @@ class BadInputIT {
             throws Exception {
         String run = "bad-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, 1, (short) 1),
-                new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
+        cluster.createRunTopics(run, input, 1);
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Map<String, Object> props = new HashMap<>(Map.of(
-                "bootstrap.servers",
-                cluster.kafka.bootstrapServers(),
-                "schema.registry.url",
-                cluster.registry.confluentUrl(),
-                "rollout.table.uri",
-                tableDir.toString(),
-                "application.id",
-                run,
-                "rollout.input.topic",
-                input,
-                "rollout.generations.topic",
-                run + "-generations",
-                "rollout.dlq.topic",
-                run + "-dlq",
-                "rollout.state.dir",
-                work.resolve("state").toString(),
-                "http.port",
-                "0"));
+        Map<String, Object> props = cluster.appProps(run, input, work);
         props.putAll(Map.of(
                 "rollout.seal.max.rows",
                 "100",
@@ -506,31 +480,10 @@ class BadInputIT {
     void aPartitionThatCannotSealTurnsHealthUnhealthyNamingItUntilItSealsAgain() throws Exception {
         String run = "stuck-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, 2, (short) 1),
-                new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
+        cluster.createRunTopics(run, input, 2);
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Map<String, Object> props = new HashMap<>(Map.of(
-                "bootstrap.servers",
-                cluster.kafka.bootstrapServers(),
-                "schema.registry.url",
-                cluster.registry.confluentUrl(),
-                "rollout.table.uri",
-                tableDir.toString(),
-                "application.id",
-                run,
-                "rollout.input.topic",
-                input,
-                "rollout.generations.topic",
-                run + "-generations",
-                "rollout.dlq.topic",
-                run + "-dlq",
-                "rollout.state.dir",
-                work.resolve("state").toString(),
-                "http.port",
-                "0"));
+        Map<String, Object> props = cluster.appProps(run, input, work);
         props.putAll(Map.of(
                 "rollout.seal.max.age.ms",
                 "300",
@@ -597,10 +550,7 @@ class BadInputIT {
     }
 
     private static HttpResponse<String> health(IngestApp app) throws Exception {
-        return HTTP.send(
-                HttpRequest.newBuilder(URI.create(app.http().baseUrl() + "/health"))
-                        .build(),
-                HttpResponse.BodyHandlers.ofString());
+        return IngestCluster.health(app);
     }
 
     private static HttpResponse<String> awaitHealth(IngestApp app, int status, int seconds) throws Exception {

@@ -31,6 +31,7 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -60,6 +61,51 @@ final class IngestCluster implements AutoCloseable {
         registry.close();
         kafka.close();
     }
+
+    /** A test run's own topics: {@code input} with its partitions, {@code <run>-generations} and {@code <run>-dlq}. */
+    void createRunTopics(String run, String input, int partitions) {
+        kafka.createTopics(List.of(
+                new NewTopic(input, partitions, (short) 1),
+                new NewTopic(run + "-generations", 1, (short) 1),
+                new NewTopic(run + "-dlq", 1, (short) 1)));
+    }
+
+    /**
+     * The ingest app's settings for a run: this cluster, the run's topics, its table in {@code work/table} and state
+     * in {@code work/state}, an HTTP port of its own. Mutable: a test adds its seal settings.
+     */
+    Map<String, Object> appProps(String run, String input, Path work) {
+        return new HashMap<>(Map.of(
+                "bootstrap.servers",
+                kafka.bootstrapServers(),
+                "schema.registry.url",
+                registry.confluentUrl(),
+                "rollout.table.uri",
+                work.resolve("table").toString(),
+                "application.id",
+                run,
+                "rollout.input.topic",
+                input,
+                "rollout.generations.topic",
+                run + "-generations",
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.state.dir",
+                work.resolve("state").toString(),
+                "http.port",
+                "0"));
+    }
+
+    /** GET /health of an app. */
+    static java.net.http.HttpResponse<String> health(IngestApp app) throws Exception {
+        return HTTP.send(
+                java.net.http.HttpRequest.newBuilder(
+                                java.net.URI.create(app.http().baseUrl() + "/health"))
+                        .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
 
     void produce(
             String topic,

@@ -5,20 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -36,7 +31,6 @@ import org.junit.jupiter.api.Test;
  */
 class SealUnderLoadIT {
     private static final Path ROOT = Path.of("target", "it-seal-under-load").toAbsolutePath();
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
     private static final int PARTITIONS = 2;
     private static final long SEAL_AGE_MS = 2_000;
     private static IngestCluster cluster;
@@ -55,31 +49,10 @@ class SealUnderLoadIT {
     void aLoadedPartitionSealsByRowsAndStaysHealthyPastThreeSealAges() throws Exception {
         String run = "load-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, PARTITIONS, (short) 1),
-                new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
+        cluster.createRunTopics(run, input, PARTITIONS);
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Map<String, Object> props = new HashMap<>(Map.of(
-                "bootstrap.servers",
-                cluster.kafka.bootstrapServers(),
-                "schema.registry.url",
-                cluster.registry.confluentUrl(),
-                "rollout.table.uri",
-                tableDir.toString(),
-                "application.id",
-                run,
-                "rollout.input.topic",
-                input,
-                "rollout.generations.topic",
-                run + "-generations",
-                "rollout.dlq.topic",
-                run + "-dlq",
-                "rollout.state.dir",
-                work.resolve("state").toString(),
-                "http.port",
-                "0"));
+        Map<String, Object> props = cluster.appProps(run, input, work);
         props.putAll(Map.of(
                 // a batch fills in well under the seal age even on a slow machine (~100 records/s a partition)
                 "rollout.seal.max.rows",
@@ -102,7 +75,7 @@ class SealUnderLoadIT {
             List<String> unhealthy = new ArrayList<>();
             long until = System.currentTimeMillis() + 5 * SEAL_AGE_MS;
             while (System.currentTimeMillis() < until) {
-                HttpResponse<String> health = health(app);
+                HttpResponse<String> health = IngestCluster.health(app);
                 if (health.statusCode() != 200) {
                     unhealthy.add(health.statusCode() + " " + health.body());
                 }
@@ -158,12 +131,5 @@ class SealUnderLoadIT {
         return app.registry().find("rollout.ingest.seals").tag("trigger", trigger).counters().stream()
                 .mapToDouble(c -> c.count())
                 .sum();
-    }
-
-    private static HttpResponse<String> health(IngestApp app) throws Exception {
-        return HTTP.send(
-                HttpRequest.newBuilder(URI.create(app.http().baseUrl() + "/health"))
-                        .build(),
-                HttpResponse.BodyHandlers.ofString());
     }
 }
