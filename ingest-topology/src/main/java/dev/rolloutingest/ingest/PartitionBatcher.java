@@ -183,11 +183,10 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private void accept(byte[] key, byte[] value, Headers headers, long timestamp, long offset, boolean live) {
         if (lastOffset < batchStart) {
             long now = context.currentSystemTimeMs();
-            // A batch ages from its own first record. While the previous batch is still being written, the
-            // partition's health says "unsealed since" that batch's start; taking that time here made every batch
-            // under load inherit the first one's, and after the age limit each seal came by age, a few thousand
-            // rows every check (a trickle of small generations for the merge to fold). With no write in flight the
-            // health's time is the batch's own, or an earlier incarnation's whose seals failed (it keeps aging).
+            // A batch ages from its own first record. While the previous batch is still being written the
+            // partition's health says "unsealed since" that batch's start, which is not this one's age (taken, every
+            // batch under load aged from the first and sealed by age at each check, small). With no write in flight
+            // the health's time is this batch's, or an earlier incarnation's whose seals failed (it keeps aging).
             batchStartedAtMs = inFlight != null ? now : health.buffering(partition, now);
         }
         lastOffset = offset;
