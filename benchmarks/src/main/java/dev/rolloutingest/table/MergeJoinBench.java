@@ -140,7 +140,7 @@ public final class MergeJoinBench {
         AtomicLong peak = new AtomicLong();
         try (Dataset base = Dataset.open(uri, allocator);
                 ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
-            int chunk = MergeRound.chunkRows(source.size(), base.countRows());
+            int chunk = MergeCommitter.chunkRows(source.size(), base.countRows());
             for (int i = 0; i < source.size(); i += chunk) {
                 chunks.add(ArrowRows.toRoot(allocator, source.subList(i, Math.min(source.size(), i + chunk))));
             }

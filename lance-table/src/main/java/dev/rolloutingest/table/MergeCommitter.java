@@ -33,7 +33,6 @@ final class MergeCommitter {
     private static final Logger log = LoggerFactory.getLogger(MergeCommitter.class);
 
     private final LanceIo lance;
-    private final ObjectStore store;
     private final TableSettings settings;
     private final BaseKeys keys;
     private final MergeMeters meters;
@@ -50,7 +49,6 @@ final class MergeCommitter {
             MergeMeters meters,
             MergePreparer preparer) {
         this.lance = lance;
-        this.store = store;
         this.settings = settings;
         this.keys = keys;
         this.meters = meters;

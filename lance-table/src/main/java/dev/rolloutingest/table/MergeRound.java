@@ -141,11 +141,6 @@ public final class MergeRound {
         committer.injectCommitFault(fault);
     }
 
-    /** Rows per sorted source batch of a merge-insert (see {@link MergeCommitter#chunkRows}). */
-    static int chunkRows(int sourceRows, long baseRows) {
-        return MergeCommitter.chunkRows(sourceRows, baseRows);
-    }
-
     LanceIo lance() {
         return lance;
     }

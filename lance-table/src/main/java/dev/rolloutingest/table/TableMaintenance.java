@@ -31,7 +31,9 @@ import org.lance.index.scalar.BTreeIndexParams;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Base-table compaction and garbage collection of merged generations. *
+/**
+ * Base-table compaction and garbage collection of merged generations.
+ *
  * <p>Over 300 lines because compaction, the key index and GC depend on each other's order (the index rebuilt after a
  * compaction, GC after both).
  */
