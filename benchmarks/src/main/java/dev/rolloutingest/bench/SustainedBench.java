@@ -110,46 +110,47 @@ final class SustainedBench {
                     long sealedAtStart = sealed(table);
                     long baseAtStart = table.countBaseRows();
                     double busyAtStart = awaitMergeMetrics(mergePort, merge);
-                    Writer samples = Files.newBufferedWriter(dir.resolve("pending.tsv"), StandardCharsets.UTF_8);
-                    samples.write("t\tpending_per_shard\n");
-                    System.out.println("| t | produced | sealed | in base | pending generations, max over shards |");
-                    System.out.println("|---|---|---|---|---|");
-                    for (int t = 1; t <= seconds; t++) {
-                        long due = start + t * 1_000_000_000L;
-                        long wait = due - System.nanoTime();
-                        if (wait > 0) {
-                            Thread.sleep(wait / 1_000_000);
-                        }
-                        int worst = 0;
-                        String worstShard = "";
-                        Map<String, Long> watermarks = table.watermarks();
-                        StringBuilder perShard = new StringBuilder();
-                        for (int p = 0; p < partitions; p++) {
-                            String shard = ShardId.of(TOPIC, p);
-                            int pending = table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
-                            perShard.append(p == 0 ? "" : ",").append(pending);
-                            if (pending > worst) {
-                                worst = pending;
-                                worstShard = shard;
+                    try (Writer samples = Files.newBufferedWriter(dir.resolve("pending.tsv"), StandardCharsets.UTF_8)) {
+                        samples.write("t\tpending_per_shard\n");
+                        System.out.println(
+                                "| t | produced | sealed | in base | pending generations, max over shards |");
+                        System.out.println("|---|---|---|---|---|");
+                        for (int t = 1; t <= seconds; t++) {
+                            long due = start + t * 1_000_000_000L;
+                            long wait = due - System.nanoTime();
+                            if (wait > 0) {
+                                Thread.sleep(wait / 1_000_000);
+                            }
+                            int worst = 0;
+                            String worstShard = "";
+                            Map<String, Long> watermarks = table.watermarks();
+                            StringBuilder perShard = new StringBuilder();
+                            for (int p = 0; p < partitions; p++) {
+                                String shard = ShardId.of(TOPIC, p);
+                                int pending = table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                                perShard.append(p == 0 ? "" : ",").append(pending);
+                                if (pending > worst) {
+                                    worst = pending;
+                                    worstShard = shard;
+                                }
+                            }
+                            if (worst > maxPending) {
+                                maxPending = worst;
+                                maxPendingShard = worstShard;
+                                maxPendingAt = t;
+                            }
+                            samples.write(t + "\t" + perShard + "\n");
+                            samples.flush();
+                            if (t % 15 == 0 || t == seconds) {
+                                System.out.printf(
+                                        "| %d s | %,d | %,d | %,d | %d |%n",
+                                        t, produced.get(), sealed(table), table.countBaseRows(), worst);
+                            }
+                            if (!ingest.isAlive() || !merge.isAlive()) {
+                                throw new IllegalStateException("an app died; see " + dir);
                             }
                         }
-                        if (worst > maxPending) {
-                            maxPending = worst;
-                            maxPendingShard = worstShard;
-                            maxPendingAt = t;
-                        }
-                        samples.write(t + "\t" + perShard + "\n");
-                        samples.flush();
-                        if (t % 15 == 0 || t == seconds) {
-                            System.out.printf(
-                                    "| %d s | %,d | %,d | %,d | %d |%n",
-                                    t, produced.get(), sealed(table), table.countBaseRows(), worst);
-                        }
-                        if (!ingest.isAlive() || !merge.isAlive()) {
-                            throw new IllegalStateException("an app died; see " + dir);
-                        }
                     }
-                    samples.close();
                     double wall = (System.nanoTime() - start) / 1e9;
                     long sealedInRun = sealed(table) - sealedAtStart;
                     long mergedInRun = table.countBaseRows() - baseAtStart;

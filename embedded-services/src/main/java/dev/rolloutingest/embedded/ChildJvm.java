@@ -16,11 +16,12 @@ import java.util.concurrent.TimeUnit;
 public final class ChildJvm implements AutoCloseable {
     private final Process process;
     private final Path log;
+    private final Thread reaper;
 
     private ChildJvm(Process process, Path log) {
         this.process = process;
         this.log = log;
-        Runtime.getRuntime().addShutdownHook(new Thread(process::destroyForcibly));
+        this.reaper = ChildProcesses.reapOnExit(process, "child-jvm-reaper-" + process.pid());
     }
 
     public static ChildJvm start(
@@ -83,6 +84,9 @@ public final class ChildJvm implements AutoCloseable {
     public void close() {
         if (process.isAlive()) {
             kill();
+        }
+        if (!process.isAlive()) {
+            ChildProcesses.forget(reaper); // tests start many: a hook each would stay for the JVM's life
         }
     }
 }

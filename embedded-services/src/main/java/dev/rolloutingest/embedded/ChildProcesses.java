@@ -2,7 +2,7 @@ package dev.rolloutingest.embedded;
 
 import java.util.concurrent.TimeUnit;
 
-/** Child processes a test or the embedded default starts (the registry, Prometheus): killed with this JVM. */
+/** Child processes a test or the embedded default starts (the registry, Prometheus, app JVMs): killed with this JVM. */
 final class ChildProcesses {
     private ChildProcesses() {}
 
@@ -24,6 +24,11 @@ final class ChildProcesses {
             Thread.currentThread().interrupt();
             process.destroyForcibly();
         }
+        forget(reaper);
+    }
+
+    /** The process is gone: its exit hook (which holds it) is no longer needed. */
+    static void forget(Thread reaper) {
         try {
             Runtime.getRuntime().removeShutdownHook(reaper);
         } catch (IllegalStateException alreadyShuttingDown) {
