@@ -17,8 +17,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.arrow.c.ArrowArrayStream;
-import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -26,9 +24,10 @@ import org.lance.Dataset;
 import org.lance.WriteParams;
 
 /**
- * The two merge joins against the base's size: a base of N rows (512-byte payloads, ids in shuffled order,
- * the record_id BTREE over all of it) takes commits of S rows with each join in turn, on the same base; per
- * commit its time and how much this process's RSS rose during it. Sources are "random" (3/4 new ids and 1/4
+ * The two ways a merge commit finds the base rows of its keys ({@link MergeJoin}: the record_id index or a scan)
+ * against the base's size: a base of N rows (512-byte payloads, ids in shuffled order, the record_id BTREE over all
+ * of it) is asked for the rows of S keys with each lookup in turn; per lookup its time and how much this process's
+ * RSS rose during it. Sources are "random" (3/4 new ids and 1/4
  * rewrites, spread over the whole key range, as UUID-like ids are) or "appended" (new ids that all sort after
  * the base's). Run by {@code rollout-ingest bench merge-join}.
  */
@@ -133,17 +132,13 @@ public final class MergeJoinBench {
         return rows;
     }
 
-    /** Returns {milliseconds, RSS rise in bytes}. */
+    /** Returns {milliseconds, RSS rise in bytes} of finding the base rows of the source's keys. */
     private long[] commit(String uri, MergeJoin join, List<RolloutRow> source) throws Exception {
-        List<VectorSchemaRoot> chunks = new ArrayList<>();
         AtomicBoolean done = new AtomicBoolean();
         AtomicLong peak = new AtomicLong();
-        try (Dataset base = Dataset.open(uri, allocator);
-                ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
-            int chunk = MergeCommitter.chunkRows(source.size(), base.countRows());
-            for (int i = 0; i < source.size(); i += chunk) {
-                chunks.add(ArrowRows.toRoot(allocator, source.subList(i, Math.min(source.size(), i + chunk))));
-            }
+        List<String> keys =
+                source.stream().map(r -> r.rollout().getRecordId().toString()).toList();
+        try (Dataset base = Dataset.open(uri, allocator)) {
             long before = rss();
             peak.set(before);
             Thread sampler = new Thread(() -> {
@@ -160,15 +155,12 @@ public final class MergeJoinBench {
             sampler.start();
             long started = System.nanoTime();
             try {
-                Data.exportArrayStream(allocator, new BatchReader(allocator, chunks), stream);
-                base.mergeInsert(join.params(), stream).dataset().close();
+                join.find(base, keys);
             } finally {
                 done.set(true);
                 sampler.join();
             }
             return new long[] {(System.nanoTime() - started) / 1_000_000, peak.get() - before};
-        } finally {
-            chunks.forEach(VectorSchemaRoot::close);
         }
     }
 

@@ -4,18 +4,18 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Collection;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
 import org.lance.Fragment;
+import org.lance.FragmentMetadata;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 import org.slf4j.Logger;
@@ -23,8 +23,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The merge committer's Bloom filter of the record_ids the base holds: a key it rules out is certainly new to
- * the base and can be appended without a join; a key it may hold goes through the merge-insert join, which
- * checks it exactly. It never has a false negative, because it is never trusted beyond what it has seen:
+ * the base and can be appended without a lookup; a key it may hold is looked up exactly ({@link MergeJoin}). It
+ * never has a false negative, because it is never trusted beyond what it has seen:
  *
  * <ul>
  *   <li>built from the base's record_id column the first time a commit needs it (memory: ~1.8 bytes per key of
@@ -33,23 +33,18 @@ import org.slf4j.LoggerFactory;
  *       it has not seen (what merges, compactions or other committers added since), which Lance numbers above
  *       every earlier fragment;
  *   <li>grown by a layer twice the size of the last when more keys went in than it was sized for ({@link Layers});
- *   <li>rebuilt when a fragment appears that it has neither seen nor can have missed by that rule (a restore of
- *       an old version).
+ *   <li>rebuilt when the base went back: a fragment appears that it has neither seen nor can have missed by that
+ *       rule, a seen fragment id holds other files, or a seen fragment has fewer deleted rows (a restore of an old
+ *       version, or any rollback).
  * </ul>
  *
- * Keys leave the base only by deletes; a deleted key left in the filter costs a join, never a duplicate.
+ * Keys leave the base only when old deletes are dropped; a key left in the filter costs a lookup, never a duplicate.
  *
  * <p>Over 300 lines because the filter's build, load, layering and exact check share its layers' state.
  */
 final class BaseKeys {
     private static final Logger log = LoggerFactory.getLogger(BaseKeys.class);
     static final long MIN_CAPACITY = 1_000_000;
-    /**
-     * A commit checks at most this many of the filter's maybes exactly (~0.2 ms a key through the index); more
-     * than that are real updates, which the join checks anyway.
-     */
-    static final int MAX_EXACT_CHECKS = 2_048;
-
     private final LanceIo lance;
     private final long minCapacity;
     private final Timer builds;
@@ -61,6 +56,25 @@ final class BaseKeys {
     private long version = -1;
     /** Fragment ids this filter has read (or that were added with their keys); ids only grow in Lance. */
     private final BitSet seen = new BitSet();
+    /**
+     * What each seen fragment looked like at the last catch-up: its first data file and its deleted rows. In one line
+     * of versions a fragment keeps its files and only gains deletions; a fragment of a seen id with other files (its id
+     * used again after a restore) or fewer deletions (a restore undid a delete) means the base went back.
+     */
+    private final Map<Integer, Print> prints = new HashMap<>();
+
+    private record Print(String firstFile, long deletions) {
+        static Print of(FragmentMetadata fragment) {
+            String first = fragment.getFiles().isEmpty()
+                    ? ""
+                    : fragment.getFiles().get(0).getPath();
+            return new Print(first, fragment.getNumDeletions());
+        }
+
+        boolean wentBackFrom(Print before) {
+            return !firstFile.equals(before.firstFile) || deletions < before.deletions;
+        }
+    }
 
     BaseKeys(LanceIo lance, MeterRegistry meters) {
         this(lance, meters, MIN_CAPACITY);
@@ -108,8 +122,10 @@ final class BaseKeys {
         if (base.version() < version) {
             return; // an older base (a commit that opened it before another's): the filter holds more than it
         }
-        if (unseenOld(fragments) || filter.layers() > 3 && added > 4 * Math.max(minCapacity, base.countRows())) {
-            // a restore; or compactions and rewrites took the same keys in again and again
+        if (unseenOld(fragments)
+                || wentBack(fragments)
+                || filter.layers() > 3 && added > 4 * Math.max(minCapacity, base.countRows())) {
+            // a restore or any rollback; or compactions and rewrites took the same keys in again and again
             build(base, fragments, started);
             return;
         }
@@ -124,9 +140,36 @@ final class BaseKeys {
         }
         long read = readKeys(base, unseen);
         unseen.forEach(seen::set);
+        for (Fragment fragment : fragments) {
+            prints.putIfAbsent(fragment.getId(), Print.of(fragment.metadata()));
+        }
         version = Math.max(version, base.version());
         catchUps.record(Duration.ofNanos(System.nanoTime() - started));
         log.debug("Table {}: key filter took in {} keys of {} new fragments", lance.location(), read, unseen.size());
+    }
+
+    /**
+     * A seen fragment whose files differ or whose deletions fell since the last catch-up: the base went back (a
+     * restore undid deletes, or a fragment id was used again). Records the others as they are now.
+     */
+    private boolean wentBack(List<Fragment> fragments) {
+        for (Fragment fragment : fragments) {
+            if (!seen.get(fragment.getId())) {
+                continue;
+            }
+            Print now = Print.of(fragment.metadata());
+            Print before = prints.put(fragment.getId(), now);
+            if (before != null && now.wentBackFrom(before)) {
+                log.info(
+                        "Table {}: fragment {} went back ({} -> {}): the key filter is built again",
+                        lance.location(),
+                        fragment.getId(),
+                        before,
+                        now);
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A fragment below the highest seen that this filter never read: the base went back (a restore). */
@@ -148,13 +191,18 @@ final class BaseKeys {
         capacity = newCapacity;
         added = 0;
         seen.clear();
+        prints.clear();
         try {
             readKeys(base, null);
         } catch (RuntimeException e) {
             filter = null; // never trust a half-read filter
             throw e;
         }
-        fragments.forEach(f -> seen.set(f.getId()));
+        prints.clear();
+        fragments.forEach(f -> {
+            seen.set(f.getId());
+            prints.put(f.getId(), Print.of(f.metadata()));
+        });
         version = base.version();
         Duration took = Duration.ofNanos(System.nanoTime() - started);
         builds.record(took);
@@ -242,31 +290,6 @@ final class BaseKeys {
         added += read;
         keysRead.increment(read);
         return read;
-    }
-
-    /** Which of the keys the base holds: an exact check through the record_id index, 256 keys a scan. */
-    static Set<String> heldBy(Dataset base, List<String> keys) {
-        Set<String> held = new HashSet<>();
-        for (String in : LsmReader.recordIdIn(keys)) {
-            try (LanceScanner scanner = base.newScan(new ScanOptions.Builder()
-                            .columns(List.of(RolloutSchema.RECORD_ID))
-                            .filter(in)
-                            .build());
-                    ArrowReader reader = scanner.scanBatches()) {
-                while (reader.loadNextBatch()) {
-                    VarCharVector ids =
-                            (VarCharVector) reader.getVectorSchemaRoot().getVector(RolloutSchema.RECORD_ID);
-                    for (int i = 0; i < ids.getValueCount(); i++) {
-                        held.add(new String(ids.get(i), StandardCharsets.UTF_8));
-                    }
-                }
-            } catch (RuntimeException e) {
-                throw e;
-            } catch (Exception e) {
-                throw LanceIo.unchecked(e);
-            }
-        }
-        return held;
     }
 
     /** False only when every base this filter caught up to certainly lacks the key. */

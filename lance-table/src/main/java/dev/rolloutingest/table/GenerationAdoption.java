@@ -103,7 +103,7 @@ final class GenerationAdoption {
 
     /** Removes the links made for a commit that is not going to happen. */
     static void unlink(ObjectStore store, Linked linked) {
-        NewKeyAppend.removeFiles(store, linked.fragments());
+        FencedCommit.removeFiles(store, linked.fragments());
     }
 
     static Linked link(ObjectStore store, List<MergeSource.Span> spans) {

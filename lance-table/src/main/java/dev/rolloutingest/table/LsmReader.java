@@ -231,7 +231,7 @@ final class LsmReader {
             Set<String> shownFromBase = new HashSet<>();
             forEachRow(snapshot.base, query.baseFilter(), columns, row -> {
                 RolloutRow replacement = pending.get(row.recordId());
-                if (replacement == null || !RowOrder.newer(replacement, row)) {
+                if (!row.isTombstone() && (replacement == null || !RowOrder.newer(replacement, row))) {
                     page.offer(row);
                     shownFromBase.add(row.recordId());
                 }
@@ -260,10 +260,11 @@ final class LsmReader {
         }
     }
 
-    /** A key's row in one base version alone (a snapshot: nothing pending counts). */
+    /** A key's row in one base version alone (a snapshot: nothing pending counts); a delete reads as absent. */
     Optional<RolloutRow> getFromBase(Dataset base, String recordId) {
         String filter = RolloutSchema.RECORD_ID + " = " + sqlString(recordId);
-        return first(row -> forEachRow(base, filter, RolloutSchema.allColumns(), row, true));
+        return first(row -> forEachRow(base, filter, RolloutSchema.allColumns(), row, true))
+                .filter(row -> !row.isTombstone());
     }
 
     /** A page of one base version alone (a snapshot). */
@@ -273,7 +274,9 @@ final class LsmReader {
                 query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
         Page page = new Page(query, limit);
         forEachRow(base, query.baseFilter(), columns, row -> {
-            page.offer(row);
+            if (!row.isTombstone()) {
+                page.offer(row);
+            }
             return !page.full();
         });
         return page.rows;
@@ -317,11 +320,10 @@ final class LsmReader {
     }
 
     /**
-     * Rows visible to readers (base + pending, de-duplicated, deletes applied). A full count: for tests and status.
-     * A key whose newest pending row is a delete is not counted, whatever the base holds.
+     * Rows visible to readers (base + pending, de-duplicated, deletes applied): a key counts when its newest row, pending
+     * or in the base, is not a delete. A full count: for tests and status.
      */
     long countRows() {
-        List<String> keyOnly = List.of(RolloutSchema.RECORD_ID);
         List<String> keyAndOrder = List.of(
                 RolloutSchema.RECORD_ID,
                 RolloutSchema.EXPERIMENT,
@@ -339,9 +341,14 @@ final class LsmReader {
                     return true;
                 });
             }
-            forEachRow(snapshot.base, null, keyOnly, row -> {
-                if (!pending.containsKey(row.recordId())) {
-                    baseOnly[0]++;
+            forEachRow(snapshot.base, null, keyAndOrder, row -> {
+                RolloutRow newest = pending.get(row.recordId());
+                if (newest == null) {
+                    if (!row.isTombstone()) {
+                        baseOnly[0]++;
+                    }
+                } else if (RowOrder.newer(row, newest)) {
+                    pending.put(row.recordId(), row); // a newer base row (a delete merged from another partition)
                 }
                 return true;
             });

@@ -1,7 +1,6 @@
 package dev.rolloutingest.table;
 
 import dev.rolloutingest.table.MergeRound.CommitStage;
-import dev.rolloutingest.table.MergeRound.Path;
 import dev.rolloutingest.table.MergeRound.PreparedMerge;
 import dev.rolloutingest.table.MergeRound.RoundResult;
 import java.time.Duration;
@@ -34,11 +33,8 @@ final class MergeCommitter {
 
     private final LanceIo lance;
     private final TableSettings settings;
-    private final BaseKeys keys;
     private final MergeMeters meters;
-    private final MergePreparer preparer;
-    private final RoundAppend append;
-    private final RoundDeletes deleter;
+    private final RoundWrite writer;
     private volatile Consumer<CommitStage> commitFault = stage -> {};
 
     MergeCommitter(
@@ -50,11 +46,8 @@ final class MergeCommitter {
             MergePreparer preparer) {
         this.lance = lance;
         this.settings = settings;
-        this.keys = keys;
         this.meters = meters;
-        this.preparer = preparer;
-        this.append = new RoundAppend(lance, store, settings, keys, meters, preparer);
-        this.deleter = new RoundDeletes(lance, meters);
+        this.writer = new RoundWrite(lance, store, settings, keys, meters, preparer);
     }
 
     /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */
@@ -181,10 +174,14 @@ final class MergeCommitter {
                             commit.toMillis(),
                             result.leftover());
                 }
-            } catch (RoundAppend.WatermarkMoved moved) {
+            } catch (RoundWrite.WatermarkMoved moved) {
                 // nothing of this commit landed; planned again, the shards merged meanwhile are left out
                 log.info("{}; committing the group again", moved.getMessage());
                 commitGroup(current, merged, failed, commits);
+            } catch (RolloutTableException.Contended contended) {
+                // other commits kept landing first: no shard's fault, the next round tries them all again
+                commits[0]++;
+                current.forEach(p -> failed.put(p.plan().shard(), contended));
             } catch (Exception thrown) {
                 RuntimeException e = LanceIo.unchecked(thrown); // mergeInsert's IOExceptions are undeclared
                 commits[0]++;
@@ -220,20 +217,13 @@ final class MergeCommitter {
     }
 
     /**
-     * Rows per sorted source batch: about 8 record_id index pages (4,096 keys each) of the base's key range
-     * per batch, between 256 and 8,192 rows (a 10k-row base takes the whole source in one batch).
-     */
-    static int chunkRows(int sourceRows, long baseRows) {
-        return (int) Math.max(256, Math.min(8192, sourceRows * 32_768L / Math.max(1, baseRows)));
-    }
-
-    /**
-     * One commit of a group, in two Lance commits when some keys are new: first the rows whose keys the base
-     * certainly lacks, appended ({@link NewKeyAppend}); then one merge-insert of the rest (keys the base may
-     * hold: usually none) that also marks every generation of the group merged. Between the two, and after a
-     * crash between them, the appended rows are both in the base and in their still-pending generations, the same
-     * rows, which reads return once; the next round merges those generations again, finds their keys in the base
-     * and joins them (a row replaces an equal one only when newer, so nothing changes) before marking them.
+     * One commit of a group, in two Lance commits: first the rows ({@link RoundWrite}: new keys appended, rows that
+     * replace older base rows written with those marked deleted, deletes as rows; fenced, so it lands only on the
+     * version it was checked against); then a merge-insert with an empty source that marks every generation of the
+     * group merged. The marks need no fence: lance keeps the highest marked generation per shard, so marking again
+     * what another committer marked changes nothing. Between the two, and after a crash between them, the rows are
+     * both in the base and in their still-pending generations, the same rows, which reads return once; the next round
+     * merges those generations again, finds every row already in the base (equal, not newer) and only marks them.
      */
     private void commitOnce(Dataset base, List<PreparedMerge> group) {
         List<MergedGeneration> marks = new ArrayList<>();
@@ -243,82 +233,58 @@ final class MergeCommitter {
                     .forEach(g -> marks.add(new MergedGeneration(p.plan().shard(), g.generation())));
         }
         long started = System.nanoTime();
-        List<MergeSource.Row> rows = new ArrayList<>();
-        List<MergeSource.Row> deletes = new ArrayList<>();
-        for (MergeSource.Row row :
-                MergeSource.keptRows(group.stream().map(PreparedMerge::source).toList())) {
-            (row.isTombstone() ? deletes : rows).add(row);
-        }
-        Dataset target = base;
-        Dataset appended = null;
-        RoundAppend.Appended result = null;
+        List<MergeSource.Row> rows =
+                MergeSource.keptRows(group.stream().map(PreparedMerge::source).toList());
+        Map<String, Long> planned = new LinkedHashMap<>();
+        group.forEach(p -> planned.put(p.plan().shard(), p.plan().watermark()));
+        RoundWrite.Written written = writer.commit(base, rows, marks, planned, commitFault);
+        Dataset target = written.committed() != null ? written.committed() : base;
         try {
-            List<MergeSource.Row> join = rows;
-            if (settings.mergeAppendNewKeys() && !rows.isEmpty()) {
-                Map<String, Long> planned = new LinkedHashMap<>();
-                group.forEach(p -> planned.put(p.plan().shard(), p.plan().watermark()));
-                result = append.appendNewKeys(base, rows, marks, planned);
-                appended = result.committed();
-                join = result.join();
-                if (appended != null) {
-                    target = appended;
-                }
-                if (result.appendedRows()) {
-                    commitFault.accept(CommitStage.APPENDED);
-                }
+            if (written.committed() != null) {
+                commitFault.accept(CommitStage.APPENDED);
             }
-            if (!deletes.isEmpty()) {
-                Dataset deleted = deleter.applyDeletes(deletes);
-                if (appended != null) {
-                    appended.close();
-                }
-                appended = deleted;
-                target = deleted;
-            }
-            long joinStarted = System.nanoTime();
-            long baseRows = target.countRows();
-            MergeJoin how = MergeJoin.forCommit(join.size(), baseRows, settings.mergeScanJoinMaxBaseRows());
-            MergeInsertParams params =
-                    how.params().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
+            long marksStarted = System.nanoTime();
             Schema table = AddedColumns.tableSchema(target.getSchema());
-            List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.chunks(
-                    MergeSource.sortedByKey(preparer.withAllColumns(join)),
-                    chunkRows(join.size(), baseRows),
-                    table,
-                    lance.allocator()));
-            if (batches.isEmpty()) {
-                batches.add(emptyBatch(table)); // the marks alone: a source with the schema and no rows
-            }
-            try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
-                batches.forEach(lance::checkWriteFault);
-                Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), batches), stream);
+            MergeInsertParams params =
+                    marksOnly().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
+            try (VectorSchemaRoot empty = emptyBatch(table);
+                    ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
+                Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), empty), stream);
                 MergeInsertResult inserted = target.mergeInsert(params, stream);
                 inserted.dataset().close();
-                meters.commitsByJoin.get(how).increment();
-                meters.rowsByPath.get(Path.JOIN).increment(join.size());
-                keys.mayHaveInserted(join.stream().map(MergeSource.Row::hash).toList());
-            } finally {
-                batches.forEach(VectorSchemaRoot::close);
             }
             commitFault.accept(CommitStage.MARKED);
             log.info(
-                    "Table {}: commit of {} generations of {} shards: {} rows appended ({} in {} adopted generations) in"
-                            + " {} ms, {} rows joined ({}) with the marks in {} ms",
+                    "Table {}: commit of {} generations of {} shards: {} rows appended ({} in {} adopted generations),"
+                            + " {} replacing {} older base rows, {} older than the base's dropped, in {} ms; marks in {}"
+                            + " ms",
                     lance.location(),
                     marks.size(),
                     group.size(),
-                    rows.size() - join.size(),
-                    result == null ? 0 : result.adoptedRows(),
-                    result == null ? 0 : result.adoptedGenerations(),
-                    (joinStarted - started) / 1_000_000,
-                    join.size(),
-                    how.tag(),
-                    (System.nanoTime() - joinStarted) / 1_000_000);
+                    written.appendedRows(),
+                    written.adoptedRows(),
+                    written.adoptedGenerations(),
+                    written.joinedRows(),
+                    written.replacedRows(),
+                    written.droppedRows(),
+                    (marksStarted - started) / 1_000_000,
+                    (System.nanoTime() - marksStarted) / 1_000_000);
         } finally {
-            if (appended != null) {
-                appended.close();
+            if (written.committed() != null) {
+                written.committed().close();
             }
         }
+    }
+
+    /**
+     * The merge-insert that carries marks alone, with an empty source. lance-core 7.0.0 refuses one that can change
+     * nothing (matched: do nothing, not matched: do nothing) even with marks ("not configured to change the data in
+     * any way"), so it says "update when matched": with no source rows nothing is matched.
+     */
+    static MergeInsertParams marksOnly() {
+        return new MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
+                .withMatchedUpdateAll()
+                .withNotMatched(MergeInsertParams.WhenNotMatched.DoNothing);
     }
 
     private VectorSchemaRoot emptyBatch(Schema table) {

@@ -39,8 +39,9 @@ final class MergeMeters {
                     result,
                     Counter.builder("rollout.merge.deletes")
                             .tag("result", result)
-                            .description("Deletes merged: applied (a base row removed) or no-op (the key was not in"
-                                    + " the base, or its base value was newer than the delete)")
+                            .description("Deletes merged: applied (a live base value replaced by the delete) or no-op"
+                                    + " (no live value of the key was in the base, or its base value was newer); either"
+                                    + " way the delete stays in the base as a row until no older value can merge")
                             .register(meters));
         }
         for (Path path : Path.values()) {
@@ -48,9 +49,10 @@ final class MergeMeters {
                     path,
                     Counter.builder("rollout.merge.rows")
                             .tag("path", path.name().toLowerCase(Locale.ROOT))
-                            .description("Merged rows by path: append (keys the base certainly lacked, written as new"
+                            .description("Merged rows by path: append (keys the base lacked, written as new"
                                     + " fragments), adopt (whole generations of such keys whose data files became base"
-                                    + " fragments unwritten) or join (keys it may hold, through the merge-insert)")
+                                    + " fragments unwritten), join (written in place of an older base row of the key)"
+                                    + " or superseded (the base held the key as new or newer already)")
                             .register(meters));
         }
         this.readPhase = Timer.builder("rollout.merge.phase")
@@ -66,8 +68,9 @@ final class MergeMeters {
                     join,
                     Counter.builder("rollout.merge.join.commits")
                             .tag("join", join.tag())
-                            .description("Merge-insert commits by how they joined the source to the base: scan (a"
-                                    + " base within rollout.merge.scan.join.max.base.rows) or the record_id index")
+                            .description("Merge commits by how they found the base rows of the keys the key filter"
+                                    + " could not rule out: scan (a base within rollout.merge.scan.join.max.base.rows)"
+                                    + " or the record_id index")
                             .register(meters));
         }
     }

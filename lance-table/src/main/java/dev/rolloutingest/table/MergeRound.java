@@ -32,16 +32,21 @@ public final class MergeRound {
 
     /**
      * Where a merged row went: appended as a new key (written again), adopted with its whole generation (its data
-     * files linked, not written), or joined to the base by the merge-insert.
+     * files linked, not written), joined (written in place of an older base row of its key), or superseded (the base
+     * already held its key as new or newer: a round redone after a crash, or a newer value of another partition
+     * merged first).
      */
     public enum Path {
         APPEND,
         ADOPT,
-        JOIN
+        JOIN,
+        SUPERSEDED
     }
 
     /** The points of a commit a test can fail at, as a crash there would. */
     public enum CommitStage {
+        /** The group's watermarks are checked and its rows split; its data is not committed yet. */
+        CHECKED,
         /** The new keys are appended; the merge-insert with the marks has not run. */
         APPENDED,
         /** The merge-insert with the marks committed. */
@@ -70,9 +75,9 @@ public final class MergeRound {
      *
      * @param maxGenerations per shard, 0 = unbounded
      * @param maxBytes per shard, 0 = unbounded (the oldest pending generation is always taken)
-     * @param upTo the highest generation a plan may take (unsigned; -1 = any)
+     * @param upTo per shard, the highest generation its plan may take (unsigned; absent or -1 = any)
      */
-    List<MergePlan> plan(Collection<String> shards, int maxGenerations, long maxBytes, long upTo) {
+    List<MergePlan> plan(Collection<String> shards, int maxGenerations, long maxBytes, Map<String, Long> upTo) {
         if (maxGenerations < 0 || maxBytes < 0) {
             throw new IllegalArgumentException("maxGenerations and maxBytes must be >= 0");
         }
@@ -88,11 +93,12 @@ public final class MergeRound {
         for (String shard : shards) {
             ShardId.requireValid(shard);
             long watermark = watermarks.getOrDefault(shard, 0L);
+            long bound = upTo.getOrDefault(shard, -1L);
             List<GenerationCatalog.Listed> pending = sealed.getOrDefault(shard, List.of()).stream()
                     .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0)
                     .toList();
             int beyondBound = (int) pending.stream()
-                    .filter(g -> Long.compareUnsigned(g.generation(), upTo) > 0)
+                    .filter(g -> Long.compareUnsigned(g.generation(), bound) > 0)
                     .count();
             pending = pending.subList(0, pending.size() - beyondBound); // ascending: those beyond come last
             List<SealedGeneration> chosen = new ArrayList<>();

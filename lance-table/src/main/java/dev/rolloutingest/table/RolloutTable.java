@@ -51,10 +51,12 @@ public final class RolloutTable implements AutoCloseable {
     private final LanceIo lance;
     private final TableSnapshots snapshots;
     private final long addedColumnsRefreshMs;
+    private final int mergeConflictRetries;
 
     private RolloutTable(TableLocation location, TableSettings settings, MeterRegistry meters) {
         this.location = location;
         this.addedColumnsRefreshMs = settings.readRefreshMs();
+        this.mergeConflictRetries = settings.mergeConflictRetries();
         this.allocator = new RootAllocator();
         this.store = ObjectStore.open(location);
         this.lance = new LanceIo(location, allocator, settings.readCacheBytes());
@@ -395,10 +397,17 @@ public final class RolloutTable implements AutoCloseable {
         return reader.countRows();
     }
 
-    /** Rows in the base table alone. */
+    /** Records in the base table alone: its rows but the deletes it keeps ({@link #countBaseDeletes}). */
     public long countBaseRows() {
         try (Dataset base = lance.openBase()) {
-            return base.countRows();
+            return base.countRows() - Tombstones.count(base);
+        }
+    }
+
+    /** Deletes the base keeps as rows until no older value can merge ({@link #dropDeletes}). */
+    public long countBaseDeletes() {
+        try (Dataset base = lance.openBase()) {
+            return Tombstones.count(base);
         }
     }
 
@@ -412,8 +421,8 @@ public final class RolloutTable implements AutoCloseable {
 
     /** {@link #mergePass(String, int, long)} taking no generation above {@code upTo} (unsigned; -1 = any). */
     public MergeResult mergePass(String shard, int maxGenerations, long maxBytes, long upTo) {
-        MergeRound.MergePlan plan =
-                merge.plan(List.of(shard), maxGenerations, maxBytes, upTo).get(0);
+        MergeRound.MergePlan plan = merge.plan(List.of(shard), maxGenerations, maxBytes, Map.of(shard, upTo))
+                .get(0);
         MergeRound.RoundResult round = commitMerge(List.of(prepareMerge(plan)));
         RuntimeException failure = round.failed().get(shard);
         if (failure != null) {
@@ -429,7 +438,13 @@ public final class RolloutTable implements AutoCloseable {
 
     /** What each shard would merge now (see {@link MergeRound#plan}). */
     public List<MergeRound.MergePlan> planMerge(Collection<String> shards, int maxGenerations, long maxBytes) {
-        return merge.plan(shards, maxGenerations, maxBytes, -1L);
+        return merge.plan(shards, maxGenerations, maxBytes, Map.of());
+    }
+
+    /** {@link #planMerge} taking, per shard named in {@code upTo}, no generation above its bound (unsigned). */
+    public List<MergeRound.MergePlan> planMerge(
+            Collection<String> shards, int maxGenerations, long maxBytes, Map<String, Long> upTo) {
+        return merge.plan(shards, maxGenerations, maxBytes, upTo);
     }
 
     /** Reads and de-duplicates a shard's planned generations; any thread; the caller closes it or commits it. */
@@ -470,6 +485,25 @@ public final class RolloutTable implements AutoCloseable {
             return maintenance.optimizeKeyIndex(tiers);
         } finally {
             readCatalog.invalidate();
+        }
+    }
+
+    /**
+     * Drops the deletes older than {@code retention} that no pending value can reach (see {@link
+     * TableMaintenance#dropDeletes}).
+     */
+    public TableMaintenance.DropResult dropDeletes(Duration retention) {
+        try {
+            return maintenance.dropDeletes(retention, mergeConflictRetries + 1);
+        } finally {
+            readCatalog.invalidate();
+        }
+    }
+
+    /** The base table's latest version. */
+    public long baseVersion() {
+        try (Dataset base = lance.openBase()) {
+            return base.version();
         }
     }
 

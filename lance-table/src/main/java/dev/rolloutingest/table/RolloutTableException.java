@@ -15,6 +15,7 @@ public class RolloutTableException extends RuntimeException {
     public static boolean isStorageFailure(Throwable error) {
         for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
             if (e instanceof Unavailable
+                    || e instanceof Contended
                     || e instanceof StorageAccess
                     || e instanceof IOException
                     || String.valueOf(e.getMessage()).contains("LanceError(IO)")) {
@@ -146,6 +147,16 @@ public class RolloutTableException extends RuntimeException {
                     "Table " + tableUri + " is unavailable while " + what + ": "
                             + (cause == null ? "" : cause.getMessage()),
                     cause);
+        }
+    }
+
+    /**
+     * A commit refused again and again because other commits kept landing first: the table is busy, no shard is at
+     * fault (it counts towards no cooldown); the work is retried whole.
+     */
+    public static final class Contended extends RolloutTableException {
+        public Contended(String uri, String what) {
+            super("Table " + uri + ": " + what, null);
         }
     }
 }

@@ -53,6 +53,9 @@ final class TableMaintenance {
     /** Generations whose folders were deleted, and folders left because they are not yet old enough. */
     public record GcResult(int deletedGenerations, int deletedUnsealedFolders, long oldBaseVersionsRemoved) {}
 
+    /** How many deletes left the base, and the ingest time below which they had to lie. */
+    public record DropResult(long dropped, Instant cutoff) {}
+
     /** The scalar index on record_id that point lookups and merge-inserts use. */
     public static final String KEY_INDEX = "record_id_idx";
 
@@ -74,7 +77,7 @@ final class TableMaintenance {
      * deferred, so it always is; and after a deferred-remap compaction, optimizing the index silently drops
      * the rewritten fragments' rows from it (lance-format/lance#9270), so the index is rebuilt instead.
      *
-     * <p>The fragment appends of new keys fence on ({@link NewKeyAppend#fence}) is left out of the plan: a
+     * <p>The fragment appends of new keys fence on ({@link FencedCommit#fence}) is left out of the plan: a
      * rewrite of it would be preempted by every append committed while the compaction ran, and under steady
      * merging the compaction would never land.
      */
@@ -85,7 +88,7 @@ final class TableMaintenance {
             if (listed.isEmpty()) {
                 return new CompactionResult(0, 0);
             }
-            int fence = NewKeyAppend.fence(listed).getId();
+            int fence = FencedCommit.fence(listed).getId();
             CompactionOptions options = compactionOptions(targetRowsPerFragment);
             CompactionPlan plan = Compaction.planCompaction(base, options);
             List<RewriteResult> rewritten = new ArrayList<>();
@@ -294,6 +297,108 @@ final class TableMaintenance {
                 .withDeferIndexRemap(true)
                 .withTargetRowsPerFragment(targetRowsPerFragment)
                 .build();
+    }
+
+    /**
+     * Drops the deletes that no older value can reach any more: delete rows (tombstones, {@link Tombstones}) ingested
+     * before {@code retention} ago and before the oldest row of every pending generation of the table. A delete stays in
+     * the base while a value older than it may still merge (from another partition: keyless records, a grown partition
+     * count), so that the value loses to it; once every such value is merged, the row only costs its bytes. Values not
+     * sealed yet are ingested after now minus the seal age, far inside the retention. The drop is a fenced commit
+     * ({@link FencedCommit}), refused and redone when a merge lands first.
+     */
+    DropResult dropDeletes(Duration retention, int attempts) {
+        Instant cutoff = Instant.now().minus(retention);
+        Instant oldestPending = oldestPendingRow();
+        if (oldestPending != null && oldestPending.isBefore(cutoff)) {
+            cutoff = oldestPending;
+        }
+        String filter = Tombstones.CANDIDATES + " AND " + RolloutSchema.INGESTED_AT + " < TIMESTAMP '" + cutoff + "'";
+        for (int attempt = 0; attempt < attempts; attempt++) {
+            try (Dataset base = lance.openBase()) {
+                Map<Integer, List<Integer>> rows = new HashMap<>();
+                long[] count = {0};
+                Tombstones.forEach(base, filter, (batch, i) -> {
+                    long address = ((org.apache.arrow.vector.UInt8Vector) batch.getVector("_rowaddr")).get(i);
+                    rows.computeIfAbsent((int) (address >>> 32), f -> new ArrayList<>())
+                            .add((int) address);
+                    count[0]++;
+                });
+                if (count[0] == 0) {
+                    return new DropResult(0, cutoff);
+                }
+                try {
+                    FencedCommit.commit(
+                                    lance,
+                                    store,
+                                    base,
+                                    base.getFragments(),
+                                    List.of(),
+                                    GenerationAdoption.Linked.NONE,
+                                    new FencedCommit.Deletions(rows),
+                                    0,
+                                    Map.of("rollout.maintenance", "drop deletes ingested before " + cutoff))
+                            .dataset()
+                            .close();
+                    log.info(
+                            "Table {}: dropped {} deletes ingested before {} (nothing older can merge)",
+                            lance.location(),
+                            count[0],
+                            cutoff);
+                    return new DropResult(count[0], cutoff);
+                } catch (FencedCommit.Preempted e) {
+                    log.info("{}; dropping deletes again on the newer base", e.getMessage());
+                }
+            }
+        }
+        throw new RolloutTableException.Contended(
+                lance.location().uri(), "dropping old deletes was preempted " + attempts + " times in a row");
+    }
+
+    /** The earliest ingested_at of any row in a pending generation of any shard; null when none is pending. */
+    private Instant oldestPendingRow() {
+        Map<String, Long> watermarks;
+        try (Dataset base = lance.openBase()) {
+            watermarks = MemWalWatermarks.read(base);
+        }
+        Instant oldest = null;
+        for (Map.Entry<String, List<GenerationCatalog.Listed>> shard :
+                catalog.sealedByShard().entrySet()) {
+            long watermark = watermarks.getOrDefault(shard.getKey(), 0L);
+            for (GenerationCatalog.Listed generation : shard.getValue()) {
+                if (Long.compareUnsigned(generation.generation(), watermark) <= 0) {
+                    continue;
+                }
+                Instant first = earliestRow(generation);
+                if (first != null && (oldest == null || first.isBefore(oldest))) {
+                    oldest = first;
+                }
+            }
+        }
+        return oldest;
+    }
+
+    private Instant earliestRow(GenerationCatalog.Listed generation) {
+        try (Dataset dataset = lance.openGeneration(lance.location().resolve(generation.datasetPath()));
+                org.lance.ipc.LanceScanner scanner = dataset.newScan(new org.lance.ipc.ScanOptions.Builder()
+                        .columns(List.of(RolloutSchema.INGESTED_AT))
+                        .build());
+                org.apache.arrow.vector.ipc.ArrowReader reader = scanner.scanBatches()) {
+            long min = Long.MAX_VALUE;
+            while (reader.loadNextBatch()) {
+                org.apache.arrow.vector.TimeStampMicroTZVector at = (org.apache.arrow.vector.TimeStampMicroTZVector)
+                        reader.getVectorSchemaRoot().getVector(RolloutSchema.INGESTED_AT);
+                for (int i = 0; i < at.getValueCount(); i++) {
+                    min = Math.min(min, at.get(i));
+                }
+            }
+            return min == Long.MAX_VALUE ? null : ArrowRows.instant(min);
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new RolloutTableException.GenerationUnreadable(
+                    lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
+        }
     }
 
     /**

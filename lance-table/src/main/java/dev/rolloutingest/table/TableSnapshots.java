@@ -131,11 +131,27 @@ public final class TableSnapshots {
     }
 
     /**
-     * Folds what is pending up to the cut (bounded passes) and tags the base version that holds it.
+     * How a snapshot merges a shard up to a generation: one bounded pass that takes no generation above {@code upTo}.
+     * Where a merge-worker runs, its coordinator makes the pass, so the shard has one committer at a time; elsewhere
+     * (the CLI) the table's own pass, whose commits are fenced and refuse a shard another committer merged meanwhile.
+     */
+    @FunctionalInterface
+    public interface Fold {
+        MergeResult pass(String shard, long upTo);
+    }
+
+    /**
+     * Folds what is pending up to the cut (bounded passes of this process's own) and tags the base version that
+     * holds it.
      *
      * @param maxGenerationsPerPass and {@code maxBytesPerPass}: the merge-worker's pass bounds
      */
     public Snapshot create(String name, Cut cut, int maxGenerationsPerPass, long maxBytesPerPass) {
+        return create(name, cut, (shard, upTo) -> table.mergePass(shard, maxGenerationsPerPass, maxBytesPerPass, upTo));
+    }
+
+    /** Folds what is pending up to the cut through {@code fold} and tags the base version that holds it. */
+    public Snapshot create(String name, Cut cut, Fold fold) {
         requireValidName(name);
         requireAbsent(name);
         // one base open and one seal listing for the whole request, not one per partition
@@ -146,7 +162,7 @@ public final class TableSnapshots {
         partitions.forEach((shard, p) -> labels.put(shard, cut.topic() + ":" + p));
         Map<String, Long> targets = targets(cut, labels, shards, merged);
         for (Map.Entry<String, Long> target : targets.entrySet()) {
-            fold(target.getKey(), target.getValue(), maxGenerationsPerPass, maxBytesPerPass);
+            fold(target.getKey(), target.getValue(), fold);
         }
         try (Dataset base = lance.openBase()) {
             long version = consistentVersion(base, cut.bounded() ? targets : null, partitions);
@@ -154,7 +170,7 @@ public final class TableSnapshots {
             long rows;
             try (Dataset at = base.checkoutVersion(version)) {
                 watermarks = MemWalWatermarks.read(at);
-                rows = at.countRows();
+                rows = at.countRows() - Tombstones.count(at);
             }
             Map<String, Long> offsets = new TreeMap<>();
             for (String shard : targets.keySet()) {
@@ -402,11 +418,11 @@ public final class TableSnapshots {
      * when another committer (the merge-worker) took the same generations first; the watermark then moves without
      * it, so only passes after which neither happened count against the bound.
      */
-    private void fold(String shard, long target, int maxGenerationsPerPass, long maxBytesPerPass) {
+    private void fold(String shard, long target, Fold fold) {
         int stalled = 0;
         long watermark = table.watermarks().getOrDefault(shard, 0L);
         while (Long.compareUnsigned(watermark, target) < 0 && target != 0) {
-            MergeResult merged = table.mergePass(shard, maxGenerationsPerPass, maxBytesPerPass, target);
+            MergeResult merged = fold.pass(shard, target);
             long now = table.watermarks().getOrDefault(shard, 0L);
             if (merged.mergedGenerations().isEmpty() && now == watermark) {
                 if (++stalled >= MAX_PASSES_WITHOUT_PROGRESS) {
@@ -433,9 +449,10 @@ public final class TableSnapshots {
     }
 
     /**
-     * The newest base version that holds exactly what its watermarks say (not one between a round's append and
-     * its marks, whose appended rows lie above the watermark) and, for a bounded cut, whose every watermark is at
-     * or below its target.
+     * The newest base version that holds exactly what its watermarks say and, for a bounded cut, whose every watermark
+     * is at or below its target. A round commits its rows (values and deletes alike, all rows: {@link RoundWrite})
+     * before its marks, so every version between the two, whoever made it, holds rows above the watermarks and is
+     * passed over; no round removes a row without adding one.
      */
     private long consistentVersion(Dataset base, Map<String, Long> targets, Map<String, Integer> partitions) {
         List<Version> versions = new ArrayList<>(base.listVersions());
@@ -452,7 +469,7 @@ public final class TableSnapshots {
                                 .allMatch(
                                         t -> Long.compareUnsigned(watermarks.getOrDefault(t.getKey(), 0L), t.getValue())
                                                 <= 0);
-                if (within && !madeByADelete(at) && holdsOnlyMerged(at, watermarks, partitions)) {
+                if (within && holdsOnlyMerged(at, watermarks, partitions)) {
                     return version.getId();
                 }
             }
@@ -461,24 +478,6 @@ public final class TableSnapshots {
                 SnapshotException.Kind.BAD_REQUEST,
                 "No base version of the last " + searched + " holds the cut: every one has merged past it (versions"
                         + " older than the GC grace are removed); cut at or after the merged offsets");
-    }
-
-    /**
-     * A merge deletes before it moves the marks: the version its delete made holds the deletes of generations its
-     * watermarks do not yet include.
-     */
-    private static boolean madeByADelete(Dataset at) {
-        try {
-            return at.readTransaction()
-                    .map(t -> {
-                        try (t) {
-                            return "Delete".equals(t.operation().name());
-                        }
-                    })
-                    .orElse(false);
-        } catch (RuntimeException e) {
-            return false; // no transaction file (old versions): judged by its rows alone
-        }
     }
 
     /** True when no row of the version lies at or above its partition's watermark: one scan of two columns. */
@@ -517,7 +516,7 @@ public final class TableSnapshots {
             rows = Long.parseLong(metadata.get(ROWS));
         } else {
             try (Dataset at = base.checkoutVersion(tag.getVersion())) {
-                rows = at.countRows();
+                rows = at.countRows() - Tombstones.count(at);
             }
         }
         return new Snapshot(

@@ -6,6 +6,10 @@ import java.util.List;
 import java.util.Map;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
 
 /**
  * A delete of one record_id as a generation holds it: a row of the record_id with every other value empty and the
@@ -44,6 +48,43 @@ public final class Tombstones {
         return rollout.getExperiment().length() == 0
                 && rollout.getMetadata() != null
                 && rollout.getMetadata().keySet().stream().anyMatch(k -> MARKER.contentEquals(k));
+    }
+
+    /**
+     * A filter that every delete row matches (and few other rows: a produced record with an empty experiment and
+     * rollout_id); {@link #is(VectorSchemaRoot, int)} tells them apart. lance-core 7.0.0's filters cannot look into
+     * the metadata column (a list of key/value structs: {@code map_keys} and indexing refuse it).
+     */
+    static final String CANDIDATES = RolloutSchema.EXPERIMENT + " = '' AND " + RolloutSchema.ROLLOUT_ID + " = ''";
+
+    /** Delete rows of a base version (kept until no older value can arrive: {@link TableMaintenance#dropDeletes}). */
+    static long count(Dataset base) {
+        long[] count = {0};
+        forEach(base, CANDIDATES, (batch, i) -> count[0]++);
+        return count[0];
+    }
+
+    /** Calls {@code action} for each delete row among the rows matching {@code filter}, with its row address. */
+    static void forEach(Dataset base, String filter, java.util.function.ObjIntConsumer<VectorSchemaRoot> action) {
+        try (LanceScanner scanner = base.newScan(new ScanOptions.Builder()
+                        .columns(List.of(RolloutSchema.RECORD_ID, RolloutSchema.EXPERIMENT, RolloutSchema.METADATA))
+                        .withRowAddress(true)
+                        .filter(filter)
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    if (is(batch, i)) {
+                        action.accept(batch, i);
+                    }
+                }
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw LanceIo.unchecked(e);
+        }
     }
 
     /** Row {@code i} of a batch with the experiment and metadata columns; an empty experiment is checked first. */

@@ -181,7 +181,7 @@ class AppendPathTest {
                             .uri(location.uri())
                             .build()) {
                 assertThat(base.getFragments()).noneMatch(f -> f.getId() == highest);
-                assertThat(NewKeyAppend.firstFreeId(base)).isGreaterThan(highest);
+                assertThat(FencedCommit.firstFreeId(base)).isGreaterThan(highest);
             }
             write(table, 0, 200, 300, 50, 2); // key-300..349
             table.mergePass(shard, 8, 0);
@@ -194,10 +194,10 @@ class AppendPathTest {
     /**
      * lance-core 7.0.0 refuses a merge-insert that can change nothing (matched: do nothing, not matched: do
      * nothing) even when it carries marks ("not configured to change the data in any way"); so the marks ride on
-     * the merge's own update-if/insert-all params with an empty source.
+     * an update-when-matched merge-insert with an empty source ({@link MergeCommitter#marksOnly}).
      */
     @Test
-    void marksAloneRideOnTheMergesOwnParamsWithAnEmptySource() throws Exception {
+    void marksAloneRideOnAnUpdateWhenMatchedMergeInsertWithAnEmptySource() throws Exception {
         TableLocation location = TableLocation.local(freshDir("marks-only"));
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table =
@@ -208,7 +208,7 @@ class AppendPathTest {
                     List.of(new org.lance.memwal.MergedGeneration(shard, generation.generation()));
             for (boolean ownParams : new boolean[] {false, true}) {
                 org.lance.merge.MergeInsertParams params = ownParams
-                        ? MergeJoin.INDEX.params()
+                        ? MergeCommitter.marksOnly()
                         : new org.lance.merge.MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
                                 .withMatchedDoNothing()
                                 .withNotMatched(org.lance.merge.MergeInsertParams.WhenNotMatched.DoNothing);
@@ -430,10 +430,10 @@ class AppendPathTest {
             assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
             table.injectMergeCommitFault(null);
 
-            // The 100 new keys are in the base and in their still-pending generation: every read counts them once.
+            // The generation's rows are in the base and in the still-pending generation: every read counts them once.
             Map<String, String> between = baseRows(location);
             assertThat(between).hasSize(400);
-            assertThat(between.get("key-250")).isEqualTo("0@250"); // its rewrite is still pending
+            assertThat(between.get("key-250")).isEqualTo("0@350"); // its rewrite too, in place of the old row
             assertThat(table.pendingGenerations(shard)).hasSize(1);
             assertThat(table.countRows()).isEqualTo(400);
             assertThat(table.list(ListQuery.all(1000))).hasSize(400);
@@ -445,8 +445,9 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             MergeResult result = table.mergePass(shard, 8, 0);
             assertThat(result.mergedGenerations()).containsExactly(500L);
-            assertThat(newRows(meters)).isZero(); // all 200 keys are in the base now
-            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(200);
+            assertThat(newRows(meters)).isZero(); // all 200 rows are in the base already: only the marks are left
+            assertThat(rows(meters, MergeRound.Path.JOIN)).isZero();
+            assertThat(rows(meters, MergeRound.Path.SUPERSEDED)).isEqualTo(200);
             assertThat(table.pendingGenerations(shard)).isEmpty();
             Map<String, String> after = baseRows(location);
             assertThat(after).hasSize(400);
@@ -456,7 +457,7 @@ class AppendPathTest {
     }
 
     @Test
-    void theSameCommitterRetryingAfterTheAppendJoinsWhatItAppended() throws Exception {
+    void theSameCommitterRetryingAfterTheAppendFindsWhatItAppendedAndWritesNothingAgain() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("append-retry"));
         String shard = ShardId.of(TOPIC, 0);
@@ -471,7 +472,7 @@ class AppendPathTest {
             assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
             table.mergePass(shard, 8, 0);
             assertThat(newRows(meters)).isEqualTo(100);
-            assertThat(rows(meters, MergeRound.Path.JOIN)).isEqualTo(100);
+            assertThat(rows(meters, MergeRound.Path.SUPERSEDED)).isEqualTo(100);
             assertThat(baseRows(location)).hasSize(100);
             assertThat(table.pendingGenerations(shard)).isEmpty();
         }
@@ -502,7 +503,7 @@ class AppendPathTest {
     /**
      * Two committers on one table, each with its own key filter, both finding the same keys absent (a record_id
      * written to two partitions whose shards they merge): the one that commits second is refused, checks the keys
-     * again on the newer base and joins them. With lance-core's plain Append both would add every key.
+     * again on the newer base and keeps the newer rows. With lance-core's plain Append both would add every key.
      */
     @Test
     void twoCommittersNeverAppendTheSameKeyTwice() throws Exception {
@@ -548,10 +549,10 @@ class AppendPathTest {
             assertThat(base.get("key-150")).isEqualTo("1@50"); // ingested later in partition 1
             assertThat(metersA.get("rollout.merge.append.preempted").counter().count())
                     .isEqualTo(1);
-            // B appended key-100..299; A, refused once, appended only key-0..99 and joined key-100..199.
+            // B appended key-100..299; A, refused once, appended only key-0..99 and found B's key-100..199 newer.
             assertThat(newRows(metersB)).isEqualTo(200);
             assertThat(newRows(metersA)).isEqualTo(100);
-            assertThat(rows(metersA, MergeRound.Path.JOIN)).isEqualTo(100);
+            assertThat(rows(metersA, MergeRound.Path.SUPERSEDED)).isEqualTo(100);
             assertThat(a.pendingGenerations(shard0)).isEmpty();
             assertThat(a.pendingGenerations(shard1)).isEmpty();
         }
@@ -643,7 +644,7 @@ class AppendPathTest {
         try (RootAllocator allocator = new RootAllocator();
                 Dataset base =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
-            return NewKeyAppend.fence(base.getFragments()).getId();
+            return FencedCommit.fence(base.getFragments()).getId();
         }
     }
 

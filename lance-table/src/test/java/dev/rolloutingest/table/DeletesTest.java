@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,8 +16,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A delete is a row of the generation (a tombstone) that wins or loses by the same rule as values: reads stop
- * returning the key once it is sealed, the merge removes the base row, and a later value comes back. Every check of
- * the base reads it with lance-core alone.
+ * returning the key once it is sealed, the merge writes it in place of the base row (kept there, hidden from reads,
+ * until no older value can merge), and a later value comes back. Every check of the base reads it with lance-core
+ * alone.
  */
 class DeletesTest {
     private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
@@ -55,7 +57,7 @@ class DeletesTest {
     }
 
     @Test
-    void aSealedDeleteHidesTheKeyAndTheMergeRemovesTheBaseRow() throws Exception {
+    void aSealedDeleteHidesTheKeyAndTheMergeReplacesTheBaseRowWithIt() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("deletes"));
         String shard = ShardId.of(TOPIC, 0);
@@ -72,16 +74,56 @@ class DeletesTest {
             assertThat(table.countRows()).isEqualTo(10);
 
             table.mergePass(shard, 8, 0);
-            assertThat(baseRows(location))
+            assertThat(live(location))
                     .hasSize(10)
-                    .doesNotContainKey("key-3")
-                    .doesNotContainKey("nope")
-                    .containsKey("key-20");
+                    .doesNotContain("key-3", "nope")
+                    .contains("key-20");
+            assertThat(baseRows(location)) // the deletes are rows of the base, once per key
+                    .containsEntry("key-3", "0@10")
+                    .containsEntry("nope", "0@12")
+                    .hasSize(12);
             assertThat(table.get("key-3")).isEmpty();
+            assertThat(table.list(ListQuery.all(100))).hasSize(10);
             assertThat(table.countRows()).isEqualTo(10);
             assertThat(deletes(meters, "applied")).isEqualTo(1);
             assertThat(deletes(meters, "no-op")).isEqualTo(1); // "nope" never existed
             assertThat(table.pendingGenerations(shard)).isEmpty();
+
+            // nothing older is pending: maintenance drops them
+            assertThat(table.dropDeletes(Duration.between(T0, Instant.now()).plusDays(1))
+                            .dropped())
+                    .as("younger than the retention")
+                    .isZero();
+            assertThat(table.dropDeletes(Duration.ZERO).dropped()).isEqualTo(2);
+            assertThat(baseRows(location)).hasSize(10).doesNotContainKeys("key-3", "nope");
+            assertThat(table.get("key-3")).isEmpty();
+            assertThat(table.countRows()).isEqualTo(10);
+        }
+    }
+
+    @Test
+    void aDeleteStaysWhileAnOlderValueOfAnotherPartitionIsPending() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-held"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            Instant now = Instant.now();
+            write(
+                    table,
+                    1,
+                    List.of(new RolloutRow(
+                            put(1, 0, "x", 0).rollout(),
+                            1,
+                            0,
+                            now.minusSeconds(60)))); // ingested a minute ago, pending
+            write(table, 0, List.of(new RolloutRow(Tombstones.of("x", now), 0, 0, now.minusSeconds(30))));
+            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            assertThat(table.dropDeletes(Duration.ZERO).dropped())
+                    .as("an older put of x is pending")
+                    .isZero();
+            table.mergePass(ShardId.of(TOPIC, 1), 8, 0);
+            assertThat(table.get("x")).isEmpty();
+            assertThat(table.dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
+            assertThat(baseRows(location)).isEmpty();
         }
     }
 
@@ -102,12 +144,13 @@ class DeletesTest {
 
             table.mergePass(shard, 1, 0); // a, b in the base
             table.mergePass(shard, 1, 0); // both deleted
-            assertThat(baseRows(location)).isEmpty();
+            assertThat(live(location)).isEmpty();
             assertThat(table.get("a").orElseThrow().sourceOffset()).isEqualTo(4); // still pending
             table.mergePass(shard, 8, 0);
+            assertThat(live(location)).containsExactlyInAnyOrder("a", "c");
             assertThat(baseRows(location))
-                    .containsOnlyKeys("a", "c")
                     .containsEntry("a", "0@4")
+                    .containsEntry("b", "0@3") // the delete
                     .containsEntry("c", "0@6");
         }
     }
@@ -124,7 +167,8 @@ class DeletesTest {
             assertThat(table.get("x")).isPresent();
             assertThat(table.get("y")).isEmpty();
             table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
-            assertThat(baseRows(location)).containsOnlyKeys("x");
+            assertThat(live(location)).containsExactly("x");
+            assertThat(baseRows(location)).containsEntry("x", "1@0").containsEntry("y", "0@1");
         }
     }
 
@@ -138,9 +182,14 @@ class DeletesTest {
             table.snapshots().create("before", TableSnapshots.Cut.everythingSealed(TOPIC), 8, 0);
             write(table, 0, List.of(delete(0, 5, "key-2", 1)));
             table.mergePass(shard, 8, 0);
+            table.dropDeletes(Duration.ZERO);
             assertThat(baseRows(location)).doesNotContainKey("key-2");
             assertThat(baseRows(location, "before")).containsKey("key-2");
             assertThat(table.get("key-2", "before")).isPresent();
+            TableSnapshots.Snapshot after =
+                    table.snapshots().create("after", TableSnapshots.Cut.everythingSealed(TOPIC), 8, 0);
+            assertThat(after.rows()).isEqualTo(4);
+            assertThat(table.get("key-2", "after")).isEmpty();
         }
     }
 
@@ -153,22 +202,31 @@ class DeletesTest {
             write(table, 0, puts(0, 0, 5, 0));
             table.mergePass(shard, 8, 0);
             write(table, 0, List.of(delete(0, 5, "key-1", 1)));
-            table.injectWriteFault(batch -> "the marks' merge-insert fails after the delete"); // every write fails
+            table.injectMergeCommitFault(stage -> {
+                if (stage == MergeRound.CommitStage.APPENDED) {
+                    throw new IllegalStateException("the committer stops after the delete, before the marks");
+                }
+            });
             try {
                 table.mergePass(shard, 8, 0);
             } catch (RuntimeException expected) {
                 // the delete committed, the marks did not
             }
-            table.injectWriteFault(null);
-            assertThat(baseRows(location)).doesNotContainKey("key-1");
+            table.injectMergeCommitFault(null);
+            assertThat(live(location)).doesNotContain("key-1");
             assertThat(table.pendingGenerations(shard)).hasSize(1);
-            // a snapshot cut below the delete's generation is not taken from the version the delete made
+            // a cut below the delete's generation is not taken from a version the delete is in
             table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, java.util.Map.of(0, 5L)), 8, 0);
             assertThat(baseRows(location, "cut")).containsKey("key-1").hasSize(5);
+            assertThat(table.get("key-1", "cut")).isPresent();
             assertThat(table.get("key-1")).isEmpty();
             table.mergePass(shard, 8, 0);
-            assertThat(baseRows(location)).hasSize(4).doesNotContainKey("key-1");
+            assertThat(live(location)).hasSize(4).doesNotContain("key-1");
             assertThat(table.pendingGenerations(shard)).isEmpty();
         }
+    }
+
+    private static List<String> live(TableLocation location) throws Exception {
+        return TableFixtures.liveBaseKeys(location, null);
     }
 }

@@ -312,4 +312,120 @@ class LancePitfallsTest {
             shards.forEach(s -> assertThat(table.watermarks().get(s)).isEqualTo(81_000L));
         }
     }
+
+    /**
+     * The marks need no fence: lance-core keeps the highest generation marked per shard, so a commit that marks a
+     * generation another committer marked already, or a lower one, from an older version, changes nothing.
+     */
+    @Test
+    void aStaleOrLowerMarkNeverMovesAWatermarkBack() {
+        try (RolloutTable table = localTable("marks-max", meters)) {
+            write(table, 1, 0, 9, 100);
+            table.mergePass(ShardId.of(TOPIC, 1), 8, 0);
+            LanceIo lance = table.mergeRound().lance();
+            try (org.lance.Dataset stale = lance.openBase()) {
+                mark(lance, lance.openBase(), 30);
+                mark(lance, stale, 10); // from the version before, a lower generation
+                assertThat(table.watermarks()).containsEntry(shard, 30L);
+                mark(lance, lance.openBase(), 20);
+                assertThat(table.watermarks()).containsEntry(shard, 30L);
+            }
+        }
+    }
+
+    private void mark(LanceIo lance, org.lance.Dataset base, long generation) {
+        try (base;
+                org.apache.arrow.vector.VectorSchemaRoot empty =
+                        org.apache.arrow.vector.VectorSchemaRoot.create(base.getSchema(), lance.allocator());
+                org.apache.arrow.c.ArrowArrayStream stream =
+                        org.apache.arrow.c.ArrowArrayStream.allocateNew(lance.allocator())) {
+            empty.allocateNew();
+            empty.setRowCount(0);
+            org.apache.arrow.c.Data.exportArrayStream(
+                    lance.allocator(), new BatchReader(lance.allocator(), empty), stream);
+            base.mergeInsert(
+                            MergeCommitter.marksOnly()
+                                    .markGenerationsAsMerged(
+                                            List.of(new org.lance.memwal.MergedGeneration(shard, generation)))
+                                    .withConflictRetries(0),
+                            stream)
+                    .dataset()
+                    .close();
+        }
+    }
+
+    /**
+     * The commit fence's premise: an {@code Update} naming a fragment that another commit changed after its read
+     * version (here: rows of it deleted) is refused with a retryable conflict, not rebased.
+     */
+    @Test
+    void anUpdateNamingAFragmentAnotherCommitChangedIsRefused() {
+        try (RolloutTable table = localTable("fence-premise", meters)) {
+            write(table, 0, 0, 9, 100);
+            table.mergePass(shard, 8, 0);
+            LanceIo lance = table.mergeRound().lance();
+            try (org.lance.Dataset first = lance.openBase();
+                    org.lance.Dataset second = lance.openBase()) {
+                FencedCommit.commit(
+                                lance,
+                                ObjectStore.open(table.location()),
+                                first,
+                                first.getFragments(),
+                                List.of(),
+                                GenerationAdoption.Linked.NONE,
+                                new FencedCommit.Deletions(java.util.Map.of(0, List.of(1))),
+                                0,
+                                java.util.Map.of())
+                        .dataset()
+                        .close();
+                assertThatThrownBy(() -> FencedCommit.commit(
+                                lance,
+                                ObjectStore.open(table.location()),
+                                second,
+                                second.getFragments(),
+                                List.of(),
+                                GenerationAdoption.Linked.NONE,
+                                new FencedCommit.Deletions(java.util.Map.of(0, List.of(2))),
+                                0,
+                                java.util.Map.of()))
+                        .isInstanceOf(FencedCommit.Preempted.class);
+            }
+            assertThat(table.countBaseRows()).isEqualTo(9);
+        }
+    }
+
+    /**
+     * lance-core 7.0.0's filters cannot look into the metadata column (a list of key/value structs): {@code
+     * map_keys}, indexing and {@code element_at} are refused. Deletes are found by their empty experiment and
+     * rollout_id ({@link Tombstones#CANDIDATES}) and told apart by the marker read in Java.
+     */
+    @Test
+    void theMetadataColumnCannotBeFilteredByKey() {
+        try (RolloutTable table = localTable("metadata-filter", meters)) {
+            write(table, 0, 0, 9, 100);
+            table.mergePass(shard, 8, 0);
+            LanceIo lance = table.mergeRound().lance();
+            for (String filter : List.of(
+                    "array_has(map_keys(metadata), 'k')",
+                    "metadata['k'] IS NOT NULL",
+                    "element_at(metadata, 'k') IS NOT NULL")) {
+                assertThatThrownBy(() -> {
+                            try (org.lance.Dataset base = lance.openBase();
+                                    org.lance.ipc.LanceScanner scanner =
+                                            base.newScan(new org.lance.ipc.ScanOptions.Builder()
+                                                    .columns(List.of(RolloutSchema.RECORD_ID))
+                                                    .filter(filter)
+                                                    .build());
+                                    org.apache.arrow.vector.ipc.ArrowReader reader = scanner.scanBatches()) {
+                                reader.loadNextBatch();
+                            }
+                        })
+                        .as(filter)
+                        .hasMessageMatching("(?s).*(Error during planning|Error optimizing sql filter).*");
+            }
+            try (org.lance.Dataset base = lance.openBase()) {
+                assertThat(Tombstones.count(base)).isZero();
+            }
+        }
+    }
 }

@@ -92,6 +92,44 @@ final class TableFixtures {
         return rows;
     }
 
+    /**
+     * The record_ids of the base's live rows (deletes left out: a row whose metadata holds {@link Tombstones#MARKER}),
+     * read by lance-core alone at a tag (null: the latest version); fails on a key seen twice.
+     */
+    static List<String> liveBaseKeys(TableLocation location, String tag) throws Exception {
+        List<String> live = new ArrayList<>();
+        List<String> repeated = new ArrayList<>();
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset latest =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build();
+                Dataset base = tag == null ? latest.checkoutVersion(latest.version()) : latest.checkoutTag(tag);
+                LanceScanner scanner = base.newScan(new ScanOptions.Builder()
+                        .columns(List.of(RolloutSchema.RECORD_ID, RolloutSchema.METADATA))
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                org.apache.arrow.vector.complex.ListVector metadata =
+                        (org.apache.arrow.vector.complex.ListVector) batch.getVector(RolloutSchema.METADATA);
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    String id = new String(ids.get(i));
+                    if (!seen.add(id)) {
+                        repeated.add(id);
+                    }
+                    Object entries = metadata.getObject(i);
+                    boolean deleted = entries != null && entries.toString().contains(Tombstones.MARKER);
+                    if (!deleted) {
+                        live.add(id);
+                    }
+                }
+            }
+        }
+        assertThat(repeated).as("keys the base holds more than once").isEmpty();
+        return live;
+    }
+
     /** Merged rows of a path, from a table's meters. */
     static double mergedRows(SimpleMeterRegistry meters, MergeRound.Path path) {
         return meters.get("rollout.merge.rows")

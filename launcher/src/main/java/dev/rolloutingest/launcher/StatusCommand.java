@@ -74,6 +74,7 @@ final class StatusCommand implements Callable<Integer> {
             out.append(String.format("  %-36s %8d %20d%n", shard, t.pendingCount(shard, watermark), watermark));
         }
         out.append("  base rows: ").append(t.countBaseRows());
+        out.append(", deletes kept: ").append(t.countBaseDeletes());
         return out.toString();
     }
 }

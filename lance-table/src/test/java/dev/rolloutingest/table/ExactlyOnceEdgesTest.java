@@ -1,0 +1,230 @@
+package dev.rolloutingest.table;
+
+import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static dev.rolloutingest.table.TableFixtures.baseRows;
+import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.Test;
+import org.lance.Dataset;
+
+/**
+ * The interleavings where deletes, a second committer, snapshots and restores meet a merge round. Each drives the
+ * table through its public API (two table instances on one location stand for two processes) and checks the base
+ * with lance-core alone.
+ */
+class ExactlyOnceEdgesTest {
+    private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
+    private final RolloutGenerator generator = new RolloutGenerator("edge", 8, 5);
+
+    private RolloutRow put(int partition, long offset, String id, long seconds) {
+        Rollout rollout = generator.rollout(offset, (int) offset);
+        rollout.setRecordId(id);
+        return new RolloutRow(rollout, partition, offset, T0.plusSeconds(seconds));
+    }
+
+    private static RolloutRow delete(int partition, long offset, String id, long seconds) {
+        Instant at = T0.plusSeconds(seconds);
+        return new RolloutRow(Tombstones.of(id, at), partition, offset, at);
+    }
+
+    private static void write(RolloutTable table, int partition, List<RolloutRow> rows) {
+        long first = rows.get(0).sourceOffset();
+        long last = rows.get(rows.size() - 1).sourceOffset();
+        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 100L);
+    }
+
+    private static String shard(int partition) {
+        return ShardId.of(TOPIC, partition);
+    }
+
+    /** Runs {@code action} once, at the first commit of {@code table} that reaches {@code stage}. */
+    private static void once(RolloutTable table, MergeRound.CommitStage stage, Runnable action) {
+        AtomicBoolean done = new AtomicBoolean();
+        table.injectMergeCommitFault(at -> {
+            if (at == stage && done.compareAndSet(false, true)) {
+                action.run();
+            }
+        });
+    }
+
+    @Test
+    void aNewerDeleteMergedBeforeAnOlderPutOfAnotherPartitionStaysADelete() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-delete-order"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 1, List.of(put(1, 0, "x", 10), put(1, 1, "keep", 10))); // the put, ingested first
+            write(table, 0, List.of(delete(0, 0, "x", 20), put(0, 1, "other", 20))); // the delete, later
+            assertThat(table.get("x")).isEmpty();
+
+            table.mergePass(shard(0), 8, 0); // the delete's shard merges first
+            assertThat(table.get("x")).as("read between the two merges").isEmpty();
+            assertThat(table.list(ListQuery.all(100)))
+                    .extracting(RolloutRow::recordId)
+                    .doesNotContain("x");
+
+            table.mergePass(shard(1), 8, 0); // then the older put
+            assertThat(table.get("x")).as("read after both merges").isEmpty();
+            assertThat(table.list(ListQuery.all(100)))
+                    .extracting(RolloutRow::recordId)
+                    .containsExactlyInAnyOrder("keep", "other");
+            assertThat(table.countRows()).isEqualTo(2);
+            assertThat(table.pendingGenerations(shard(0))).isEmpty();
+            assertThat(table.pendingGenerations(shard(1))).isEmpty();
+            assertThat(liveKeys(location)).containsExactlyInAnyOrder("keep", "other");
+        }
+    }
+
+    @Test
+    void aCommitWhoseShardWasMergedByASecondCommitterAfterItsCheckNeverResurrectsADeletedKey() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-second-committer"));
+        try (RolloutTable a = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                RolloutTable b =
+                        RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(a, 0, List.of(put(0, 0, "k", 0), put(0, 1, "j", 0)));
+            a.mergePass(shard(0), 8, 0); // k and j in the base
+            write(a, 0, List.of(put(0, 2, "k", 1))); // generation 3: an update of k
+            write(a, 0, List.of(delete(0, 3, "k", 2))); // generation 4: k deleted
+
+            // A merges generation 3; right after its check, B merges 3 and 4
+            once(a, MergeRound.CommitStage.CHECKED, () -> b.mergePass(shard(0), 8, 0));
+            try {
+                a.mergePass(shard(0), 1, 0);
+            } catch (RuntimeException refused) {
+                // refusing is right: its shard moved on
+            }
+            a.injectMergeCommitFault(null);
+            assertThat(a.get("k")).as("k was deleted by generation 4").isEmpty();
+            assertThat(liveKeys(location)).containsExactly("j");
+            assertThat(a.watermarks()).containsEntry(shard(0), 4L);
+        }
+    }
+
+    @Test
+    void aJoinThatMeetsAKeyAnotherCommitterAppendedMeanwhileNeverHoldsItTwice() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-key-twice"));
+        TableSettings joinEverything = TableSettings.DEFAULTS.withMergeAppendNewKeys(false);
+        try (RolloutTable a = RolloutTable.createOrOpen(location, joinEverything, new SimpleMeterRegistry());
+                RolloutTable b =
+                        RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(a, 0, List.of(put(0, 0, "seed", 0)));
+            a.mergePass(shard(0), 8, 0);
+            // one keyless record_id in two partitions: partition 1's was ingested later and wins
+            write(a, 0, List.of(put(0, 1, "k", 10)));
+            write(a, 1, List.of(put(1, 0, "k", 20)));
+
+            once(a, MergeRound.CommitStage.CHECKED, () -> b.mergePass(shard(1), 8, 0));
+            a.mergePass(shard(0), 8, 0);
+            a.injectMergeCommitFault(null);
+
+            assertThat(baseRows(location)) // fails on a key seen twice
+                    .containsEntry("k", "1@0")
+                    .containsKey("seed");
+            assertThat(a.get("k").orElseThrow().sourcePartition()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aSnapshotNeverTagsAVersionMadeBetweenARoundsDataAndItsMarks() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-snapshot"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "a", 0), put(0, 1, "b", 0), put(0, 2, "c", 0)));
+            write(table, 1, List.of(put(1, 0, "p1", 0)));
+            table.mergePass(shard(0), 8, 0);
+            write(table, 0, List.of(delete(0, 3, "b", 1))); // generation 4 of shard 0
+
+            // shard 0's round stops after its data is committed, right before its marks, as a crash there would
+            long before = latestVersion(location);
+            table.injectMergeCommitFault(stage -> {
+                boolean dataIn;
+                try {
+                    dataIn = stage == MergeRound.CommitStage.APPENDED || latestVersion(location) > before;
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+                if (stage != MergeRound.CommitStage.MARKED && dataIn) {
+                    throw new IllegalStateException("crash before the marks");
+                }
+            });
+            try {
+                table.mergePass(shard(0), 8, 0);
+            } catch (RuntimeException crashed) {
+                // as a crash would
+            }
+            table.injectMergeCommitFault(null);
+            table.mergePass(shard(1), 8, 0); // a later commit of another shard
+
+            // a cut below shard 0's pending generation: b is in the snapshot
+            TableSnapshots.Snapshot cut =
+                    table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, Map.of(0, 3L, 1, 1L)), 8, 0);
+            assertThat(cut.offsets()).containsEntry(TOPIC + ":0", 3L);
+            assertThat(table.get("b", "cut")).isPresent();
+            List<String> expected =
+                    cut.offsets().get(TOPIC + ":1") == 1L ? List.of("a", "b", "c", "p1") : List.of("a", "b", "c");
+            assertThat(liveKeys(location, "cut")).containsExactlyInAnyOrderElementsOf(expected);
+        }
+    }
+
+    @Test
+    void aRestoreOfTheBaseToAVersionBeforeADeleteMakesTheKeyFilterRebuild() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-restore"));
+        long beforeDelete;
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "k", 0), put(0, 1, "j", 0)));
+            table.mergePass(shard(0), 8, 0);
+            beforeDelete = latestVersion(location);
+            write(table, 0, List.of(delete(0, 2, "k", 1)));
+            table.mergePass(shard(0), 8, 0);
+            // nothing older than the delete is pending: it leaves the base
+            assertThat(table.dropDeletes(java.time.Duration.ZERO).dropped()).isEqualTo(1);
+        }
+        // a committer started after the delete builds its filter from a base without k
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 3, "m", 2)));
+            table.mergePass(shard(0), 8, 0);
+            assertThat(liveKeys(location)).containsExactlyInAnyOrder("j", "m");
+
+            restore(location, beforeDelete); // an operator rolls the base back: k is there again
+            write(table, 0, List.of(put(0, 4, "k", 3)));
+            table.mergePass(shard(0), 8, 0);
+            assertThat(baseRows(location)).containsEntry("k", "0@4"); // fails on a key seen twice
+        }
+    }
+
+    private static long latestVersion(TableLocation location) throws Exception {
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset latest =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+            return latest.version();
+        }
+    }
+
+    private static void restore(TableLocation location, long version) throws Exception {
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset latest =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build();
+                Dataset old = latest.checkoutVersion(version)) {
+            old.restore();
+        }
+    }
+
+    /** The keys a plain lance-core reader finds live in the base: rows that are not deletes. */
+    private static List<String> liveKeys(TableLocation location) throws Exception {
+        return liveKeys(location, null);
+    }
+
+    private static List<String> liveKeys(TableLocation location, String tag) throws Exception {
+        return TableFixtures.liveBaseKeys(location, tag);
+    }
+}
