@@ -81,11 +81,15 @@ public abstract class RolloutApp implements AutoCloseable {
         return registry;
     }
 
+    /** What must stop while Streams still owns the app's partitions (work that a new owner would redo beside). */
+    protected void beforeStreamsClose() {}
+
     /** The app's own parts, closed after Streams and before the shadow group, HTTP, the table and the registry. */
     protected abstract void closeOwnParts();
 
     @Override
     public final void close() {
+        beforeStreamsClose();
         runtime.close();
         closeOwnParts();
         if (shadowGroup != null) {

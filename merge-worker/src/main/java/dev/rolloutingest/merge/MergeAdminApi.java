@@ -32,8 +32,8 @@ import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
  * POST /merge/{shard}   a manual merge, never gated by a cooldown                400 not a shard id
  * GET  /snapshots       every snapshot: name, version, created, rows, offsets per partition
  * POST /snapshots/{name}?until-offsets=0=1200,1=900
- *                       fold what is pending up to the cut (default: everything sealed) and tag it: 201 with the
- *                       snapshot; 400 a bad name or cut, 409 the name is taken
+ *                       fold what is pending up to the cut (default: everything sealed; the passes are the
+ *                       coordinator's) and tag it: 201 with the snapshot; 400 a bad name or cut, 409 the name is taken
  * DELETE /snapshots/{name}  drop it: 204; 404 unknown
  * </pre>
  */
@@ -77,8 +77,7 @@ final class MergeAdminApi {
                 switch (method) {
                     case "POST" -> {
                         TableSnapshots.Cut cut = cut(exchange.getRequestURI().getRawQuery());
-                        TableSnapshots.Snapshot created =
-                                table.snapshots().create(name, cut, config.maxGenerations(), config.maxBytes());
+                        TableSnapshots.Snapshot created = table.snapshots().create(name, cut, coordinator::fold);
                         return HttpEndpoint.Response.json(201, created.describe());
                     }
                     case "DELETE" -> {

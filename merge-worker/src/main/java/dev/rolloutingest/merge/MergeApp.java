@@ -62,7 +62,7 @@ public final class MergeApp extends RolloutApp {
         new MergeAdminApi(runtime(), coordinator, table, config).mount(http());
     }
 
-    /** Fault injection: a crash between a round's two Lance commits (the append and the marks). */
+    /** Fault injection: a crash between a round's two Lance commits (its rows and its marks). */
     private void haltAfterAppends(int appends) {
         if (appends <= 0) {
             return;
@@ -70,7 +70,7 @@ public final class MergeApp extends RolloutApp {
         AtomicInteger seen = new AtomicInteger();
         table.injectMergeCommitFault(stage -> {
             if (stage == MergeRound.CommitStage.APPENDED && seen.incrementAndGet() == appends) {
-                log.warn("Fault injection: halting after append {}, before its merge-insert", appends);
+                log.warn("Fault injection: halting after the rows of round {}, before its marks", appends);
                 Runtime.getRuntime().halt(137);
             }
         });
@@ -96,6 +96,12 @@ public final class MergeApp extends RolloutApp {
     public MergeApp start() {
         startServing();
         return this;
+    }
+
+    /** The round in flight commits (or is abandoned whole) while this instance still owns its shards. */
+    @Override
+    protected void beforeStreamsClose() {
+        coordinator.close();
     }
 
     @Override

@@ -56,6 +56,7 @@ public final class MergeConfig extends AppConfig {
     public static final String COMPACTION_TARGET_ROWS = "rollout.compaction.target.rows.per.fragment";
     public static final String GC_INTERVAL_MS = "rollout.gc.interval.ms";
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
+    public static final String DELETE_RETENTION_MS = "rollout.delete.retention.ms";
     public static final String SNAPSHOT_TOPIC = "rollout.snapshot.topic";
     public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
     public static final String FAULT_HALT_AFTER_APPENDS = "rollout.fault.halt.after.appends";
@@ -177,28 +178,28 @@ public final class MergeConfig extends AppConfig {
                     ConfigDef.Range.atLeast(1),
                     MEDIUM,
                     "Sealed bytes one merge round folds at most over all its shards; shards past it wait for the next"
-                            + " round, so merge memory is bounded by the round. A round commits twice (the append of new"
-                            + " keys, then the marks); rows whose keys the base holds are joined in merge-inserts cut to"
-                            + " fit lance-core's merge memory pool (LANCE_MEM_POOL_SIZE), so this may exceed the pool")
+                            + " round, so merge memory is bounded by the round. A round commits its rows (cut into"
+                            + " commits of at most LANCE_MEM_POOL_SIZE's bytes each), then the marks")
             .define(
                     SCAN_JOIN_MAX_BASE_ROWS,
                     LONG,
                     TableSettings.DEFAULTS.mergeScanJoinMaxBaseRows(),
                     ConfigDef.Range.atLeast(0),
                     MEDIUM,
-                    "Merge commits into a base of at most this many rows join their source to it by a scan (3-4x faster"
-                            + " than through the record_id index for spread keys, as fast for ascending ones; memory ~90"
-                            + " bytes per base row); larger bases are joined through the index. 0 = always the index."
-                            + " A source of at most 1/100 of the base's rows is always joined through the index")
+                    "Merge commits into a base of at most this many rows find the base rows of the keys the key filter"
+                            + " cannot rule out by a scan of the base's key and order columns (~0.5 us a base row,"
+                            + " whatever the keys); larger bases look each key up through the record_id index (~0.2 ms a"
+                            + " key). 0 = always the index. At most 1/1000 of the base's rows are always looked up"
+                            + " through the index")
             .define(
                     APPEND_NEW_KEYS,
                     BOOLEAN,
                     TableSettings.DEFAULTS.mergeAppendNewKeys(),
                     MEDIUM,
-                    "Merge rows whose record_id the base certainly lacks (a Bloom filter of the base's keys that the"
-                            + " committer keeps, ~1.8 bytes a key) are appended as new fragments, a commit that costs what"
-                            + " it adds; only the others are joined by the merge-insert that marks the generations merged."
-                            + " false = every row is joined (a commit that pays for the whole base)")
+                    "Merge rows whose record_id the committer's Bloom filter of the base's keys (~1.8 bytes a key)"
+                            + " rules out are appended without a lookup, a commit that costs what it adds; only the"
+                            + " others are looked up in the base. false = every key is looked up (a commit that pays"
+                            + " for the whole base)")
             .define(
                     ADOPT_GENERATIONS,
                     BOOLEAN,
@@ -280,6 +281,17 @@ public final class MergeConfig extends AppConfig {
                     MEDIUM,
                     "Only generations merged at least this long ago are deleted (readers may still hold them)")
             .define(
+                    DELETE_RETENTION_MS,
+                    LONG,
+                    86_400_000L,
+                    ConfigDef.Range.atLeast(0),
+                    MEDIUM,
+                    "A delete stays in the base as a row (hidden from reads) at least this long, and until every pending"
+                            + " generation's rows were ingested after it: a value older than the delete that merges"
+                            + " later (from another partition) must find it there and lose. Dropped on the"
+                            + " rollout.gc.interval.ms schedule. Keep it far above the ingest's seal age: a value"
+                            + " not yet sealed is not seen as pending")
+            .define(
                     SNAPSHOT_TOPIC,
                     STRING,
                     "rollouts",
@@ -301,8 +313,8 @@ public final class MergeConfig extends AppConfig {
                     0,
                     ConfigDef.Range.atLeast(0),
                     LOW,
-                    "Fault injection for crash tests: halt this JVM right after its Nth append of new keys, before the"
-                            + " merge-insert that marks the generations merged (0 = never)");
+                    "Fault injection for crash tests: halt this JVM right after its Nth commit of a round's rows,"
+                            + " before the commit that marks the generations merged (0 = never)");
 
     private MergeConfig(Map<String, Object> raw) {
         super(DEFINITION, raw);
@@ -418,6 +430,10 @@ public final class MergeConfig extends AppConfig {
 
     public long gcIntervalMs() {
         return parsed.getLong(GC_INTERVAL_MS);
+    }
+
+    public Duration deleteRetention() {
+        return Duration.ofMillis(parsed.getLong(DELETE_RETENTION_MS));
     }
 
     public Duration gcGrace() {

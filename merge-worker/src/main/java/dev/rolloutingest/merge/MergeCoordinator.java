@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Merges in rounds, off the stream threads: the shards asked for since the last round are planned
  * together, prepared in parallel on a pool of {@code rollout.merge.threads} (reading and de-duplicating
- * their generations), and committed as one merge-insert by a single committer thread, so commits per second
+ * their generations), and committed together by a single committer thread, so commits per second
  * do not grow with the number of shards and passes of different shards no longer race for the base
  * manifest. A round holds at most {@code rollout.merge.round.max.bytes} of sealed input (the shards over it
  * wait for the next round), so memory is bounded by the round, never by the backlog. Finished shards wait in
@@ -75,7 +75,8 @@ public final class MergeCoordinator implements AutoCloseable {
             long prepareMs,
             long finishedAtMs) {}
 
-    private record Request(String shard, MergeTrigger trigger, CompletableFuture<Outcome> done) {}
+    /** @param upTo the highest generation the pass may take (unsigned; -1 = any) */
+    private record Request(String shard, MergeTrigger trigger, long upTo, CompletableFuture<Outcome> done) {}
 
     private final RolloutTable table;
     private final int maxGenerations;
@@ -95,6 +96,9 @@ public final class MergeCoordinator implements AutoCloseable {
     private final Set<String> inRound = ConcurrentHashMap.newKeySet();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition requested = lock.newCondition();
+    /** Signalled whenever a shard leaves a round. */
+    private final Condition roundDone = lock.newCondition();
+
     private final LinkedHashMap<String, List<Request>> requests = new LinkedHashMap<>();
     private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
     private final Map<String, Queue<Outcome>> outcomes = new ConcurrentHashMap<>();
@@ -165,23 +169,105 @@ public final class MergeCoordinator implements AutoCloseable {
         if (!inFlight.add(shard)) {
             return false;
         }
-        enqueue(new Request(shard, trigger, null));
+        enqueue(new Request(shard, trigger, -1L, null));
         return true;
     }
 
     /** A manual merge: never skipped, never gated; in the next round, after the shard's current one if any. */
     public CompletableFuture<Outcome> manual(String shard) {
+        return manual(shard, -1L);
+    }
+
+    /**
+     * A manual merge that takes no generation above {@code upTo} (unsigned; -1 = any): how a snapshot folds a shard up
+     * to its cut through the one committer of this process.
+     */
+    public CompletableFuture<Outcome> manual(String shard, long upTo) {
         CompletableFuture<Outcome> done = new CompletableFuture<>();
         inFlight.add(shard);
-        enqueue(new Request(shard, MergeTrigger.MANUAL, done));
+        enqueue(new Request(shard, MergeTrigger.MANUAL, upTo, done));
         return done;
+    }
+
+    /**
+     * A snapshot's pass over a shard ({@link dev.rolloutingest.table.TableSnapshots.Fold}), made by this coordinator
+     * like every other merge of the process: one committer per shard, whoever asks. Throws what failed it.
+     */
+    public MergeResult fold(String shard, long upTo) {
+        Outcome outcome;
+        try {
+            outcome = manual(shard, upTo).get(10, TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RolloutTableException("interrupted while folding shard " + shard + " for a snapshot", e);
+        } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new RolloutTableException(
+                    "Table " + table.location() + " shard " + shard + " could not be folded for a snapshot: "
+                            + e.getMessage(),
+                    e);
+        }
+        if (outcome.failed()) {
+            throw new RolloutTableException(
+                    "Table " + table.location() + " shard " + shard + " could not be folded for a snapshot: "
+                            + outcome.error().getMessage(),
+                    outcome.error());
+        }
+        return outcome.result();
     }
 
     private void enqueue(Request request) {
         lock.lock();
         try {
+            if (closing) {
+                if (request.done() != null) {
+                    request.done().completeExceptionally(new IllegalStateException("the merge-worker is stopping"));
+                }
+                return;
+            }
             requests.computeIfAbsent(request.shard(), s -> new ArrayList<>()).add(request);
             requested.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Lets go of shards this process no longer owns (its task was revoked or closed): their waiting requests are
+     * dropped (a manual one fails: the shard moved), and a round that holds one of them is waited for, at most {@code
+     * wait}, so the shard's next owner does not commit beside it. Its commits are fenced either way; this spares the
+     * new owner a refused commit and the round's work.
+     */
+    public void release(java.util.function.Predicate<String> shards, Duration wait) {
+        long deadline = System.nanoTime() + wait.toNanos();
+        lock.lock();
+        try {
+            var it = requests.entrySet().iterator();
+            while (it.hasNext()) {
+                var entry = it.next();
+                if (shards.test(entry.getKey())) {
+                    it.remove();
+                    inFlight.remove(entry.getKey());
+                    entry.getValue().stream()
+                            .map(Request::done)
+                            .filter(d -> d != null)
+                            .forEach(d -> d.completeExceptionally(new IllegalStateException(
+                                    "shard " + entry.getKey() + " moved to another merge-worker")));
+                }
+            }
+            while (inRound.stream().anyMatch(shards)) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    log.warn(
+                            "Table {}: a merge round still holds shards this task let go of after {} ms; its commits"
+                                    + " are fenced, the new owner's are refused or refuse it",
+                            table.location(),
+                            wait.toMillis());
+                    return;
+                }
+                roundDone.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         } finally {
             lock.unlock();
         }
@@ -281,7 +367,7 @@ public final class MergeCoordinator implements AutoCloseable {
         long started = System.nanoTime();
         List<MergeRound.MergePlan> plans;
         try {
-            plans = table.planMerge(batch.keySet(), maxGenerations, maxBytes);
+            plans = table.planMerge(batch.keySet(), maxGenerations, maxBytes, bounds(batch));
         } catch (Exception e) {
             log.warn("Table {}: merge round {} cannot plan: {}", table.location(), round, e.getMessage());
             finishAll(batch, null, e, true, System.nanoTime() - started);
@@ -369,6 +455,17 @@ public final class MergeCoordinator implements AutoCloseable {
         }
     }
 
+    /** Per shard, the lowest bound its bounded requests set (a snapshot's cut); shards without one are unbounded. */
+    private static Map<String, Long> bounds(Map<String, List<Request>> batch) {
+        Map<String, Long> bounds = new LinkedHashMap<>();
+        batch.forEach((shard, waiting) -> waiting.stream()
+                .mapToLong(Request::upTo)
+                .filter(upTo -> upTo != -1L)
+                .reduce((a, b) -> Long.compareUnsigned(a, b) <= 0 ? a : b)
+                .ifPresent(upTo -> bounds.put(shard, upTo)));
+        return bounds;
+    }
+
     private void requeue(List<Request> waiting) {
         lock.lock();
         try {
@@ -430,11 +527,12 @@ public final class MergeCoordinator implements AutoCloseable {
             if (more) {
                 // Still in flight: the shard's task sees it running and leaves the asking to us.
                 requests.computeIfAbsent(first.shard(), s -> new ArrayList<>())
-                        .add(new Request(first.shard(), first.trigger(), null));
+                        .add(new Request(first.shard(), first.trigger(), -1L, null));
             } else {
                 inFlight.remove(first.shard());
             }
             requested.signalAll(); // a request waiting for this shard's round can be planned now
+            roundDone.signalAll();
         } finally {
             lock.unlock();
         }
@@ -463,6 +561,11 @@ public final class MergeCoordinator implements AutoCloseable {
         try {
             closing = true;
             requested.signalAll();
+            requests.values().forEach(waiting -> waiting.stream()
+                    .map(Request::done)
+                    .filter(d -> d != null)
+                    .forEach(d -> d.completeExceptionally(new IllegalStateException("the merge-worker is stopping"))));
+            requests.clear();
         } finally {
             lock.unlock();
         }

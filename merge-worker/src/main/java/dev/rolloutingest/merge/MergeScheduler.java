@@ -107,6 +107,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                         Duration.ofMillis(config.gcIntervalMs()),
                         PunctuationType.WALL_CLOCK_TIME,
                         now -> maintain("gc", now));
+                context.schedule(
+                        Duration.ofMillis(config.gcIntervalMs()),
+                        PunctuationType.WALL_CLOCK_TIME,
+                        now -> maintain("deletes", now));
             }
         }
     }
@@ -347,6 +351,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         maintenance.submit(kind, () -> switch (kind) {
             case "compact" -> table.compact(config.compactionTargetRows()).toString();
             case "index" -> table.optimizeKeyIndex(config.keyIndexTiers()).toString();
+            case "deletes" -> table.dropDeletes(config.deleteRetention()).toString();
             default -> table.collectGarbage(config.gcGrace()).toString();
         });
     }
@@ -360,8 +365,16 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         backlogs.put(shard, backlog);
     }
 
+    /**
+     * The task is closed or its partition revoked: the coordinator lets go of this task's shards, finishing a round
+     * that holds one before the partition's next owner can start committing them.
+     */
     @Override
     public void close() {
+        coordinator.release(this::ownedByThisTask, RELEASE_WAIT);
         metrics.taskClosed(partition);
     }
+
+    /** How long a closing task waits for a round that holds its shards (a commit takes seconds at most). */
+    static final Duration RELEASE_WAIT = Duration.ofSeconds(60);
 }

@@ -14,14 +14,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs the table-wide upkeep (compaction, record_id index, GC) one job at a time on a thread of its own, off
+ * Runs the table-wide upkeep (compaction, record_id index, GC, the drop of old deletes) one job at a time on a thread of its own, off
  * the stream threads and apart from merge rounds; a kind still running is not started twice. Finished jobs
  * wait until the owning task applies them (cooldowns) on its own thread.
  */
 final class TableMaintenanceRunner implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TableMaintenanceRunner.class);
 
-    /** A finished run (kind = compact | index | gc): its summary, or the error that failed it. */
+    /** A finished run (kind = compact | index | gc | deletes): its summary, or the error that failed it. */
     record Outcome(String kind, Throwable error, String summary) {}
 
     private final String table;

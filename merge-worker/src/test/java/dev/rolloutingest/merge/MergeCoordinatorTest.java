@@ -5,11 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.MergeRound;
 import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -58,6 +60,66 @@ class MergeCoordinatorTest {
             });
             assertThat(table.watermarks().get(shard)).isEqualTo(240L);
             assertThat(table.pendingGenerations(shard)).hasSize(4);
+        }
+    }
+
+    @Test
+    void aSnapshotFoldsThroughTheCoordinatorSoEveryCommitIsItsCommittersAndNoneTakesAGenerationAboveTheCut()
+            throws Exception {
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters);
+                MergeCoordinator coordinator =
+                        new MergeCoordinator(table, 2, 1L << 20, 1L << 20, 2, new MergeMetrics(meters), 0, 0)) {
+            generations(table, 6); // generations 10, 20, ..., 60
+            java.util.Set<String> committers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            table.injectMergeCommitFault(
+                    stage -> committers.add(Thread.currentThread().getName()));
+
+            TableSnapshots.Snapshot snapshot = table.snapshots()
+                    .create("cut", new TableSnapshots.Cut(TOPIC, java.util.Map.of(0, 45L)), coordinator::fold);
+
+            assertThat(committers).containsExactly("merge-committer");
+            assertThat(snapshot.offsets()).containsEntry(TOPIC + ":0", 40L); // a cut inside a generation ends before it
+            assertThat(table.watermarks().get(shard)).isEqualTo(40L);
+            assertThat(table.pendingGenerations(shard)).hasSize(2);
+        }
+    }
+
+    @Test
+    void aTaskLettingGoOfItsShardsDropsTheirRequestsAndWaitsForTheirRoundToCommit() throws Exception {
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters);
+                MergeCoordinator coordinator =
+                        new MergeCoordinator(table, 8, 1L << 20, 1L << 20, 2, new MergeMetrics(meters), 0, 0)) {
+            generations(table, 3);
+            java.util.concurrent.CountDownLatch inCommit = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+            table.injectMergeCommitFault(stage -> {
+                if (stage == MergeRound.CommitStage.CHECKED) {
+                    inCommit.countDown();
+                    try {
+                        letGo.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            });
+            assertThat(coordinator.submit(shard, MergeTrigger.COUNT)).isTrue();
+            assertThat(inCommit.await(60, java.util.concurrent.TimeUnit.SECONDS))
+                    .isTrue();
+            java.util.concurrent.CompletableFuture<MergeCoordinator.Outcome> queued = coordinator.manual(shard);
+
+            java.util.concurrent.CompletableFuture<Void> released = java.util.concurrent.CompletableFuture.runAsync(
+                    () -> coordinator.release(shard::equals, java.time.Duration.ofSeconds(60)));
+            Thread.sleep(500);
+            assertThat(released).as("waits for the round that holds the shard").isNotDone();
+            assertThat(queued).as("the waiting request is dropped").isCompletedExceptionally();
+
+            letGo.countDown();
+            released.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(table.watermarks().get(shard))
+                    .as("the round committed before the release returned")
+                    .isEqualTo(30L);
         }
     }
 }
