@@ -218,7 +218,7 @@ class MergeWorkerIT {
      * and lance-core's own reader finds every key once in the base, with its latest value.
      */
     @Test
-    void aKillBetweenTheAppendAndTheMarksAndRightAfterThemLeavesEveryKeyOnceInTheBase() throws Exception {
+    void aKillBetweenARoundsRowsAndItsMarksAndRightAfterThemLeavesEveryKeyOnceInTheBase() throws Exception {
         Run run = Run.create("mwk");
         String input = run.input();
         int partitions = Run.PARTITIONS;
@@ -248,9 +248,9 @@ class MergeWorkerIT {
                     Map.of("ROLLOUT_FAULT_HALT_AFTER_APPENDS", "1"),
                     log);
             assertThat(worker.waitFor(180))
-                    .as("halted between its first append and its marks")
+                    .as("halted between its first round's rows and its marks")
                     .isEqualTo(137);
-            assertThat(Files.readString(log)).contains("halting after append 1");
+            assertThat(Files.readString(log)).contains("halting after the rows of round 1, before its marks");
             assertThat(pending(ingest, input, partitions))
                     .as("the appended round is still pending")
                     .isPositive();
