@@ -10,9 +10,9 @@ import static dev.rolloutingest.runtime.CommonKeys.LAG_PUBLISH_INTERVAL_MS;
 import static dev.rolloutingest.runtime.CommonKeys.TABLE_URI;
 
 import dev.rolloutingest.serde.SerdeConfig;
-import dev.rolloutingest.table.MergeMemory;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeMemory;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.common.config.AbstractConfig;

@@ -44,6 +44,17 @@ public final class HttpEndpoint implements AutoCloseable {
             return new Response(status, contentType, body.getBytes(StandardCharsets.UTF_8));
         }
 
+        /** A snapshot request the table refused: 400 a bad name or cut, 404 no such snapshot, 409 the name is taken. */
+        public static Response refused(dev.rolloutingest.table.snapshots.TableSnapshots.SnapshotException e) {
+            int status =
+                    switch (e.kind()) {
+                        case BAD_REQUEST -> 400;
+                        case NOT_FOUND -> 404;
+                        case CONFLICT -> 409;
+                    };
+            return error(status, e.getMessage());
+        }
+
         public static Response error(int status, String message) {
             return json(status, Map.of("error", message, "status", status));
         }

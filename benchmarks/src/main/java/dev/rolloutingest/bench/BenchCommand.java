@@ -2,15 +2,13 @@ package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.table.ListQuery;
-import dev.rolloutingest.table.MergeJoinBench;
-import dev.rolloutingest.table.MergeResult;
-import dev.rolloutingest.table.MergeRoundBench;
-import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeResult;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;

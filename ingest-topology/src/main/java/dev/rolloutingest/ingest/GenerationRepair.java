@@ -2,9 +2,9 @@ package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
-import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.SealedGeneration;
+import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;

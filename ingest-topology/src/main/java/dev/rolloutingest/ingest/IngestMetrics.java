@@ -1,6 +1,6 @@
 package dev.rolloutingest.ingest;
 
-import dev.rolloutingest.table.AddedColumns;
+import dev.rolloutingest.table.rows.AddedColumns;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;

@@ -2,10 +2,10 @@ package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.retry.Retry;
 import dev.rolloutingest.schemas.GenerationSealed;
-import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;

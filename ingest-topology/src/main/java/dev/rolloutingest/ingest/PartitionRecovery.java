@@ -1,8 +1,8 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import java.util.Optional;
 import java.util.function.Consumer;
 import org.apache.kafka.common.TopicPartition;

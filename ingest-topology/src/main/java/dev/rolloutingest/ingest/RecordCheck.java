@@ -6,9 +6,10 @@ import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.serde.SerdeException;
 import dev.rolloutingest.serde.WireFormat;
-import dev.rolloutingest.table.AddedColumns;
-import dev.rolloutingest.table.GenerationBatch;
-import dev.rolloutingest.table.Tombstones;
+import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.rows.AddedColumns;
+import dev.rolloutingest.table.rows.RowWriter;
+import dev.rolloutingest.table.rows.Tombstones;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.function.Supplier;
@@ -24,7 +25,7 @@ import org.slf4j.LoggerFactory;
 final class RecordCheck {
     /** The outcome: a row (its key and payload size) or a dead letter. */
     record Result(String recordId, int payloadBytes, DeadLetter deadLetter) {
-        static Result accepted(GenerationBatch.Staged row) {
+        static Result accepted(RowWriter.Staged row) {
             return new Result(row.recordId(), row.payloadBytes(), null);
         }
 
@@ -103,7 +104,7 @@ final class RecordCheck {
                             + maxPayloadBytes);
         }
         batch.requireAscending(offset); // outside the catch below: a program error, not the record's fault
-        GenerationBatch.Staged row;
+        RowWriter.Staged row;
         try {
             row = waitingForRegistry(() -> deserializer.deserializeFields(
                     topic, value, (in, order) -> batch.stage(in, order, partition, offset, ingestedAt)));

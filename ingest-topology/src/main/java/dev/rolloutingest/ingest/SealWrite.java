@@ -1,10 +1,10 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.retry.Retry;
-import dev.rolloutingest.table.GenerationBatch;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

@@ -1,6 +1,6 @@
 package dev.rolloutingest.ingest;
 
-import dev.rolloutingest.table.RolloutSchema;
+import dev.rolloutingest.table.rows.RolloutSchema;
 import java.nio.charset.StandardCharsets;
 import java.util.function.Function;
 import org.apache.arrow.vector.VarCharVector;

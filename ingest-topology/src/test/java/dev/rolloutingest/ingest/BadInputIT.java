@@ -9,11 +9,12 @@ import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.serde.WireFormat;
-import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.rows.AddedValues;
+import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.net.http.HttpResponse;
@@ -388,7 +389,7 @@ class BadInputIT {
                             .rollout()
                             .getCreatedAt())
                     .isEqualTo(earliest);
-            assertThat(table.list(dev.rolloutingest.table.ListQuery.all(10)
+            assertThat(table.list(dev.rolloutingest.table.reads.ListQuery.all(10)
                             .withExperiment("exp/emoji-\uD83D\uDE00\uD83D\uDE80")))
                     .hasSize(1);
             assertThat(table.get(evolvedRollout.getRecordId()).orElseThrow().added())

@@ -7,9 +7,9 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.SealedGeneration;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -267,13 +267,13 @@ class IngestTopologyTest {
         send(kept);
         send(deleted);
         Rollout forged = generator.rollout(3, 0);
-        forged.setMetadata(Map.of(dev.rolloutingest.table.Tombstones.MARKER, "true"));
+        forged.setMetadata(Map.of(dev.rolloutingest.table.rows.Tombstones.MARKER, "true"));
         send(forged); // refused: only a null value deletes
         input.pipeInput(deleted.getRecordId().getBytes(StandardCharsets.UTF_8), (byte[]) null);
         assertThat(events.readValue().getRows()).isEqualTo(2); // kept, and the delete that replaced its put
         assertThat(dlq.readRecordsToList())
                 .extracting(r -> header(r, "rollout.dlq.reason"))
-                .containsExactly(dev.rolloutingest.table.Tombstones.RESERVED_REASON);
+                .containsExactly(dev.rolloutingest.table.rows.Tombstones.RESERVED_REASON);
         assertThat(table.get(kept.getRecordId().toString())).isPresent();
         assertThat(table.get(deleted.getRecordId().toString())).isEmpty();
         assertThat(table.get(forged.getRecordId().toString())).isEmpty();

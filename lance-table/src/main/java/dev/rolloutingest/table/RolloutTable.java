@@ -1,6 +1,31 @@
 package dev.rolloutingest.table;
 
 import dev.rolloutingest.retry.Retry;
+import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.generations.GenerationWriter;
+import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.maintenance.KeyIndexTiers;
+import dev.rolloutingest.table.maintenance.TableMaintenance;
+import dev.rolloutingest.table.merge.CommitStage;
+import dev.rolloutingest.table.merge.MergePlan;
+import dev.rolloutingest.table.merge.MergeResult;
+import dev.rolloutingest.table.merge.MergeRound;
+import dev.rolloutingest.table.merge.PreparedMerge;
+import dev.rolloutingest.table.merge.RoundResult;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.reads.LsmReader;
+import dev.rolloutingest.table.reads.ReadCatalog;
+import dev.rolloutingest.table.rows.AddedColumns;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.rows.RolloutSchema;
+import dev.rolloutingest.table.rows.Tombstones;
+import dev.rolloutingest.table.snapshots.TableSnapshots;
+import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.MemWalWatermarks;
+import dev.rolloutingest.table.storage.ObjectStore;
+import dev.rolloutingest.table.storage.ObjectStores;
+import dev.rolloutingest.table.storage.StorageErrors;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Collection;
@@ -58,7 +83,7 @@ public final class RolloutTable implements AutoCloseable {
         this.addedColumnsRefreshMs = settings.readRefreshMs();
         this.mergeConflictRetries = settings.mergeConflictRetries();
         this.allocator = new RootAllocator();
-        this.store = ObjectStore.open(location);
+        this.store = ObjectStores.open(location);
         this.lance = new LanceIo(location, allocator, settings.readCacheBytes());
         this.catalog = new GenerationCatalog(store, location.uri());
         this.writer = new GenerationWriter(lance, store, meters);
@@ -67,7 +92,7 @@ public final class RolloutTable implements AutoCloseable {
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.merge = new MergeRound(lance, store, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
-        this.snapshots = new TableSnapshots(this, lance);
+        this.snapshots = new TableSnapshots(lance, catalog, this::mergePass);
     }
 
     /** Opens the table, creating it (schema + MemWAL) when nothing is at the URI yet. */
@@ -179,15 +204,7 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     private RuntimeException storageError(String what, RuntimeException e) {
-        String message = String.valueOf(e.getMessage());
-        if (message.contains("403")
-                || message.contains("SignatureDoesNotMatch")
-                || message.contains("NoSuchBucket")
-                || message.contains("InvalidAccessKeyId")
-                || message.contains("builder error")) {
-            return new RolloutTableException.StorageAccess(location.uri(), what, e);
-        }
-        return new RolloutTableException("Table " + location + ": " + what + " failed: " + message, e);
+        return StorageErrors.classify(location.uri(), what, e);
     }
 
     public TableLocation location() {
@@ -298,7 +315,7 @@ public final class RolloutTable implements AutoCloseable {
      * Fails merge commits at a stage, as a crash of the committer there would (fault tests only; null restores):
      * the callback runs at each stage and throws to fail the commit.
      */
-    public void injectMergeCommitFault(Consumer<MergeRound.CommitStage> fault) {
+    public void injectMergeCommitFault(Consumer<CommitStage> fault) {
         merge.injectCommitFault(fault);
     }
 
@@ -356,7 +373,7 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     /** A shard's sealed generations, ascending, merged ones included until GC removes them: one listing. */
-    List<GenerationCatalog.Listed> sealedGenerations(String shard) {
+    public List<GenerationCatalog.Listed> sealedGenerations(String shard) {
         return catalog.sealed(ShardId.requireValid(shard));
     }
 
@@ -421,9 +438,9 @@ public final class RolloutTable implements AutoCloseable {
 
     /** {@link #mergePass(String, int, long)} taking no generation above {@code upTo} (unsigned; -1 = any). */
     public MergeResult mergePass(String shard, int maxGenerations, long maxBytes, long upTo) {
-        MergeRound.MergePlan plan = merge.plan(List.of(shard), maxGenerations, maxBytes, Map.of(shard, upTo))
+        MergePlan plan = merge.plan(List.of(shard), maxGenerations, maxBytes, Map.of(shard, upTo))
                 .get(0);
-        MergeRound.RoundResult round = commitMerge(List.of(prepareMerge(plan)));
+        RoundResult round = commitMerge(List.of(prepareMerge(plan)));
         RuntimeException failure = round.failed().get(shard);
         if (failure != null) {
             throw failure;
@@ -432,28 +449,28 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     /** The merge rounds of this table (benchmarks look at their key filter). */
-    MergeRound mergeRound() {
+    public MergeRound mergeRound() {
         return merge;
     }
 
     /** What each shard would merge now (see {@link MergeRound#plan}). */
-    public List<MergeRound.MergePlan> planMerge(Collection<String> shards, int maxGenerations, long maxBytes) {
+    public List<MergePlan> planMerge(Collection<String> shards, int maxGenerations, long maxBytes) {
         return merge.plan(shards, maxGenerations, maxBytes, Map.of());
     }
 
     /** {@link #planMerge} taking, per shard named in {@code upTo}, no generation above its bound (unsigned). */
-    public List<MergeRound.MergePlan> planMerge(
+    public List<MergePlan> planMerge(
             Collection<String> shards, int maxGenerations, long maxBytes, Map<String, Long> upTo) {
         return merge.plan(shards, maxGenerations, maxBytes, upTo);
     }
 
     /** Reads and de-duplicates a shard's planned generations; any thread; the caller closes it or commits it. */
-    public MergeRound.PreparedMerge prepareMerge(MergeRound.MergePlan plan) {
+    public PreparedMerge prepareMerge(MergePlan plan) {
         return merge.prepare(plan);
     }
 
     /** Commits prepared shards as one merge-insert where it can (see {@link MergeRound#commit}); closes them. */
-    public MergeRound.RoundResult commitMerge(List<MergeRound.PreparedMerge> prepared) {
+    public RoundResult commitMerge(List<PreparedMerge> prepared) {
         try {
             return merge.commit(prepared);
         } finally {
@@ -466,7 +483,7 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     /** For tests: {@code beforeCommit} runs once the fragments are rewritten, before the compaction commits. */
-    TableMaintenance.CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
+    public TableMaintenance.CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
         try {
             return maintenance.compact(targetRowsPerFragment, beforeCommit);
         } finally {

@@ -14,7 +14,7 @@ package dev.rolloutingest.table;
  * @param readCacheBytes ROLLOUT_READ_CACHE_BYTES: lance-core's index and metadata caches for reads
  * @param readOpenGenerations ROLLOUT_READ_OPEN_GENERATIONS: pending generation datasets kept open for lookups
  * @param mergeScanJoinMaxBaseRows rollout.merge.scan.join.max.base.rows: merge commits join their source to a base of
- *     at most this many rows by a scan, above it through the record_id index (see {@link MergeJoin}); 0 = always
+ *     at most this many rows by a scan, above it through the record_id index (see MergeJoin); 0 = always
  *     the index
  * @param mergeAppendNewKeys rollout.merge.append.new.keys: merge rows whose keys the base certainly lacks are
  *     appended as new fragments (a commit that costs what it adds); only the others are joined. false = every row

@@ -7,6 +7,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.merge.CommitStage;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.rows.Tombstones;
+import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
@@ -203,7 +208,7 @@ class DeletesTest {
             table.mergePass(shard, 8, 0);
             write(table, 0, List.of(delete(0, 5, "key-1", 1)));
             table.injectMergeCommitFault(stage -> {
-                if (stage == MergeRound.CommitStage.APPENDED) {
+                if (stage == CommitStage.APPENDED) {
                     throw new IllegalStateException("the committer stops after the delete, before the marks");
                 }
             });

@@ -7,6 +7,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.merge.CommitStage;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.rows.Tombstones;
+import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Instant;
 import java.util.List;
@@ -47,7 +52,7 @@ class ExactlyOnceEdgesTest {
     }
 
     /** Runs {@code action} once, at the first commit of {@code table} that reaches {@code stage}. */
-    private static void once(RolloutTable table, MergeRound.CommitStage stage, Runnable action) {
+    private static void once(RolloutTable table, CommitStage stage, Runnable action) {
         AtomicBoolean done = new AtomicBoolean();
         table.injectMergeCommitFault(at -> {
             if (at == stage && done.compareAndSet(false, true)) {
@@ -95,7 +100,7 @@ class ExactlyOnceEdgesTest {
             write(a, 0, List.of(delete(0, 3, "k", 2))); // generation 4: k deleted
 
             // A merges generation 3; right after its check, B merges 3 and 4
-            once(a, MergeRound.CommitStage.CHECKED, () -> b.mergePass(shard(0), 8, 0));
+            once(a, CommitStage.CHECKED, () -> b.mergePass(shard(0), 8, 0));
             try {
                 a.mergePass(shard(0), 1, 0);
             } catch (RuntimeException refused) {
@@ -121,7 +126,7 @@ class ExactlyOnceEdgesTest {
             write(a, 0, List.of(put(0, 1, "k", 10)));
             write(a, 1, List.of(put(1, 0, "k", 20)));
 
-            once(a, MergeRound.CommitStage.CHECKED, () -> b.mergePass(shard(1), 8, 0));
+            once(a, CommitStage.CHECKED, () -> b.mergePass(shard(1), 8, 0));
             a.mergePass(shard(0), 8, 0);
             a.injectMergeCommitFault(null);
 
@@ -147,11 +152,11 @@ class ExactlyOnceEdgesTest {
             table.injectMergeCommitFault(stage -> {
                 boolean dataIn;
                 try {
-                    dataIn = stage == MergeRound.CommitStage.APPENDED || latestVersion(location) > before;
+                    dataIn = stage == CommitStage.APPENDED || latestVersion(location) > before;
                 } catch (Exception e) {
                     throw new IllegalStateException(e);
                 }
-                if (stage != MergeRound.CommitStage.MARKED && dataIn) {
+                if (stage != CommitStage.MARKED && dataIn) {
                     throw new IllegalStateException("crash before the marks");
                 }
             });

@@ -7,6 +7,22 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.maintenance.TableMaintenance;
+import dev.rolloutingest.table.merge.MergeCommitter;
+import dev.rolloutingest.table.merge.MergeMemory;
+import dev.rolloutingest.table.merge.MergePlan;
+import dev.rolloutingest.table.merge.MergeResult;
+import dev.rolloutingest.table.merge.PreparedMerge;
+import dev.rolloutingest.table.merge.RoundResult;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.rows.RolloutSchema;
+import dev.rolloutingest.table.rows.Tombstones;
+import dev.rolloutingest.table.storage.BatchReader;
+import dev.rolloutingest.table.storage.FencedCommit;
+import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.ObjectStores;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -297,15 +313,13 @@ class LancePitfallsTest {
             for (int p = 0; p < 2; p++) {
                 generation(table, p, 1_000, 80_000, "new-");
             }
-            List<MergeRound.PreparedMerge> prepared = new ArrayList<>();
-            for (MergeRound.MergePlan plan : table.planMerge(shards, 8, 0)) {
+            List<PreparedMerge> prepared = new ArrayList<>();
+            for (MergePlan plan : table.planMerge(shards, 8, 0)) {
                 prepared.add(table.prepareMerge(plan));
             }
-            assertThat(prepared.stream()
-                            .mapToLong(MergeRound.PreparedMerge::memoryBytes)
-                            .sum())
+            assertThat(prepared.stream().mapToLong(PreparedMerge::memoryBytes).sum())
                     .isGreaterThan(MergeMemory.DEFAULT_POOL_BYTES);
-            MergeRound.RoundResult round = table.commitMerge(prepared);
+            RoundResult round = table.commitMerge(prepared);
             assertThat(round.failed()).isEmpty();
             assertThat(round.commits()).isEqualTo(2); // not a failed commit of both, then one per half
             assertThat(table.countBaseRows()).isEqualTo(162_000);
@@ -368,11 +382,11 @@ class LancePitfallsTest {
                     org.lance.Dataset second = lance.openBase()) {
                 FencedCommit.commit(
                                 lance,
-                                ObjectStore.open(table.location()),
+                                ObjectStores.open(table.location()),
                                 first,
                                 first.getFragments(),
                                 List.of(),
-                                GenerationAdoption.Linked.NONE,
+                                List.of(),
                                 new FencedCommit.Deletions(java.util.Map.of(0, List.of(1))),
                                 0,
                                 java.util.Map.of())
@@ -380,11 +394,11 @@ class LancePitfallsTest {
                         .close();
                 assertThatThrownBy(() -> FencedCommit.commit(
                                 lance,
-                                ObjectStore.open(table.location()),
+                                ObjectStores.open(table.location()),
                                 second,
                                 second.getFragments(),
                                 List.of(),
-                                GenerationAdoption.Linked.NONE,
+                                List.of(),
                                 new FencedCommit.Deletions(java.util.Map.of(0, List.of(2))),
                                 0,
                                 java.util.Map.of()))

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.rolloutingest.embedded.EmbeddedS3;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.storage.MemWalWatermarks;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;

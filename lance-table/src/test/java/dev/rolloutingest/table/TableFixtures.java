@@ -4,6 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergePath;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.rows.RolloutSchema;
+import dev.rolloutingest.table.rows.Tombstones;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -24,25 +29,25 @@ import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 
 /** Builders shared by the table tests. */
-final class TableFixtures {
-    static final String TOPIC = "rollouts";
+public final class TableFixtures {
+    public static final String TOPIC = "rollouts";
 
     private TableFixtures() {}
 
-    static Path freshDir(String name) {
+    public static Path freshDir(String name) {
         return Path.of("target", "tables", name + "-" + UUID.randomUUID()).toAbsolutePath();
     }
 
-    static RolloutTable localTable(String name, SimpleMeterRegistry meters) {
+    public static RolloutTable localTable(String name, SimpleMeterRegistry meters) {
         return localTable(name, meters, TableSettings.DEFAULTS);
     }
 
-    static RolloutTable localTable(String name, SimpleMeterRegistry meters, TableSettings settings) {
+    public static RolloutTable localTable(String name, SimpleMeterRegistry meters, TableSettings settings) {
         return RolloutTable.createOrOpen(TableLocation.local(freshDir(name)), settings, meters);
     }
 
     /** Rows for offsets [first, last] of a partition; record i gets id exp-(i % keys), version = offset. */
-    static List<RolloutRow> rows(int partition, long first, long last, int keys) {
+    public static List<RolloutRow> rows(int partition, long first, long last, int keys) {
         RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
         List<RolloutRow> rows = new ArrayList<>();
         for (long offset = first; offset <= last; offset++) {
@@ -52,18 +57,18 @@ final class TableFixtures {
         return rows;
     }
 
-    static SealedGeneration write(RolloutTable table, int partition, long first, long last, int keys) {
+    public static SealedGeneration write(RolloutTable table, int partition, long first, long last, int keys) {
         return table.writeGeneration(
                 TOPIC, partition, first, last, rows(partition, first, last, keys), 100 * (last - first + 1));
     }
 
     /** record_id -> "partition@offset" of every base row, as lance-core reads it; fails on a key seen twice. */
-    static Map<String, String> baseRows(TableLocation location) throws Exception {
+    public static Map<String, String> baseRows(TableLocation location) throws Exception {
         return baseRows(location, null);
     }
 
     /** The same at a lance tag (null: the latest version), read by lance-core alone. */
-    static Map<String, String> baseRows(TableLocation location, String tag) throws Exception {
+    public static Map<String, String> baseRows(TableLocation location, String tag) throws Exception {
         Map<String, String> rows = new HashMap<>();
         List<String> repeated = new ArrayList<>();
         try (RootAllocator allocator = new RootAllocator();
@@ -96,7 +101,7 @@ final class TableFixtures {
      * The record_ids of the base's live rows (deletes left out: a row whose metadata holds {@link Tombstones#MARKER}),
      * read by lance-core alone at a tag (null: the latest version); fails on a key seen twice.
      */
-    static List<String> liveBaseKeys(TableLocation location, String tag) throws Exception {
+    public static List<String> liveBaseKeys(TableLocation location, String tag) throws Exception {
         List<String> live = new ArrayList<>();
         List<String> repeated = new ArrayList<>();
         java.util.Set<String> seen = new java.util.HashSet<>();
@@ -131,7 +136,7 @@ final class TableFixtures {
     }
 
     /** Merged rows of a path, from a table's meters. */
-    static double mergedRows(SimpleMeterRegistry meters, MergeRound.Path path) {
+    public static double mergedRows(SimpleMeterRegistry meters, MergePath path) {
         return meters.get("rollout.merge.rows")
                 .tag("path", path.name().toLowerCase(Locale.ROOT))
                 .counter()

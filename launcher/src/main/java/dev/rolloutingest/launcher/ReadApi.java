@@ -3,11 +3,11 @@ package dev.rolloutingest.launcher;
 import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.HttpEndpoint.Response;
-import dev.rolloutingest.table.ListQuery;
-import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
-import dev.rolloutingest.table.TableSnapshots;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.snapshots.TableSnapshots;
 import java.net.URLDecoder;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -72,7 +72,7 @@ final class ReadApi {
                 }
                 return get(decode(rest), snapshot);
             } catch (TableSnapshots.SnapshotException e) {
-                return Response.error(e.httpStatus(), e.getMessage());
+                return Response.refused(e);
             } catch (RolloutTableException.PendingBacklogTooLarge e) {
                 return Response.error(
                         503,

@@ -1,9 +1,9 @@
 package dev.rolloutingest.launcher;
 
 import dev.rolloutingest.runtime.HttpEndpoint;
-import dev.rolloutingest.table.ListQuery;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.TableSnapshots;
+import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;

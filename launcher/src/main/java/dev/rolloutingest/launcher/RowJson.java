@@ -1,7 +1,7 @@
 package dev.rolloutingest.launcher;
 
 import dev.rolloutingest.schemas.Rollout;
-import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.rows.RolloutRow;
 import java.util.LinkedHashMap;
 import java.util.Map;
 

@@ -10,7 +10,7 @@ import dev.rolloutingest.merge.MergeConfig;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
-import dev.rolloutingest.table.RolloutRow;
+import dev.rolloutingest.table.rows.RolloutRow;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

@@ -3,11 +3,11 @@ package dev.rolloutingest.launcher;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

@@ -6,7 +6,7 @@ import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.TableSnapshots;
+import dev.rolloutingest.table.snapshots.TableSnapshots;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -89,7 +89,7 @@ final class MergeAdminApi {
                     }
                 }
             } catch (TableSnapshots.SnapshotException e) {
-                return HttpEndpoint.Response.error(e.httpStatus(), e.getMessage());
+                return HttpEndpoint.Response.refused(e);
             } catch (IllegalArgumentException e) {
                 return HttpEndpoint.Response.error(400, e.getMessage());
             }

@@ -7,7 +7,7 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
-import dev.rolloutingest.table.MergeRound;
+import dev.rolloutingest.table.merge.CommitStage;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -69,7 +69,7 @@ public final class MergeApp extends RolloutApp {
         }
         AtomicInteger seen = new AtomicInteger();
         table.injectMergeCommitFault(stage -> {
-            if (stage == MergeRound.CommitStage.APPENDED && seen.incrementAndGet() == appends) {
+            if (stage == CommitStage.APPENDED && seen.incrementAndGet() == appends) {
                 log.warn("Fault injection: halting after the rows of round {}, before its marks", appends);
                 Runtime.getRuntime().halt(137);
             }

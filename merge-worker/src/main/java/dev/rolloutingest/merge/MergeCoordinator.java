@@ -1,10 +1,12 @@
 package dev.rolloutingest.merge;
 
 import dev.rolloutingest.schemas.MergeTrigger;
-import dev.rolloutingest.table.MergeResult;
-import dev.rolloutingest.table.MergeRound;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.merge.MergePlan;
+import dev.rolloutingest.table.merge.MergeResult;
+import dev.rolloutingest.table.merge.PreparedMerge;
+import dev.rolloutingest.table.merge.RoundResult;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -190,7 +192,7 @@ public final class MergeCoordinator implements AutoCloseable {
     }
 
     /**
-     * A snapshot's pass over a shard ({@link dev.rolloutingest.table.TableSnapshots.Fold}), made by this coordinator
+     * A snapshot's pass over a shard ({@link dev.rolloutingest.table.snapshots.TableSnapshots.Fold}), made by this coordinator
      * like every other merge of the process: one committer per shard, whoever asks. Throws what failed it.
      */
     public MergeResult fold(String shard, long upTo) {
@@ -277,8 +279,8 @@ public final class MergeCoordinator implements AutoCloseable {
     private record PreparedRound(
             long round,
             Map<String, List<Request>> batch,
-            List<MergeRound.MergePlan> taken,
-            List<MergeRound.PreparedMerge> prepared,
+            List<MergePlan> taken,
+            List<PreparedMerge> prepared,
             Map<String, Throwable> unreadable,
             long startedNanos,
             long prepareNanos) {}
@@ -318,7 +320,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 PreparedRound next = prepareRound(++round, batch);
                 while (next != null && !prepared.offer(next, 1, TimeUnit.SECONDS)) {
                     if (closing) {
-                        next.prepared().forEach(MergeRound.PreparedMerge::close);
+                        next.prepared().forEach(PreparedMerge::close);
                         return;
                     }
                 }
@@ -365,7 +367,7 @@ public final class MergeCoordinator implements AutoCloseable {
 
     private PreparedRound prepareRound(long round, Map<String, List<Request>> batch) {
         long started = System.nanoTime();
-        List<MergeRound.MergePlan> plans;
+        List<MergePlan> plans;
         try {
             plans = table.planMerge(batch.keySet(), maxGenerations, maxBytes, bounds(batch));
         } catch (Exception e) {
@@ -374,9 +376,9 @@ public final class MergeCoordinator implements AutoCloseable {
             return null;
         }
         // The round's byte budget: shards past it wait for the next round (the first always goes).
-        List<MergeRound.MergePlan> taken = new ArrayList<>();
+        List<MergePlan> taken = new ArrayList<>();
         long bytes = 0;
-        for (MergeRound.MergePlan plan : plans) {
+        for (MergePlan plan : plans) {
             if (!taken.isEmpty() && roundMaxBytes > 0 && bytes + plan.bytes() > roundMaxBytes) {
                 inRound.remove(plan.shard());
                 requeue(batch.get(plan.shard()));
@@ -385,11 +387,11 @@ public final class MergeCoordinator implements AutoCloseable {
             taken.add(plan);
             bytes += plan.bytes();
         }
-        Map<String, Future<MergeRound.PreparedMerge>> preparing = new LinkedHashMap<>();
-        for (MergeRound.MergePlan plan : taken) {
+        Map<String, Future<PreparedMerge>> preparing = new LinkedHashMap<>();
+        for (MergePlan plan : taken) {
             preparing.put(plan.shard(), preparers.submit(() -> table.prepareMerge(plan)));
         }
-        List<MergeRound.PreparedMerge> ready = new ArrayList<>();
+        List<PreparedMerge> ready = new ArrayList<>();
         Map<String, Throwable> unreadable = new LinkedHashMap<>();
         preparing.forEach((shard, future) -> {
             try {
@@ -409,7 +411,7 @@ public final class MergeCoordinator implements AutoCloseable {
 
     private void commitRound(PreparedRound round) {
         Map<String, List<Request>> batch = round.batch();
-        MergeRound.RoundResult result = table.commitMerge(round.prepared());
+        RoundResult result = table.commitMerge(round.prepared());
         long rows =
                 result.merged().values().stream().mapToLong(MergeResult::rows).sum();
         boolean mergedAnything = result.merged().values().stream().anyMatch(MergeResult::mergedAnything);
@@ -418,7 +420,7 @@ public final class MergeCoordinator implements AutoCloseable {
             Runtime.getRuntime().halt(137);
         }
         long totalNanos = System.nanoTime() - round.startedNanos();
-        for (MergeRound.MergePlan plan : round.taken()) {
+        for (MergePlan plan : round.taken()) {
             String shard = plan.shard();
             Throwable error = round.unreadable().containsKey(shard)
                     ? round.unreadable().get(shard)
@@ -575,7 +577,7 @@ public final class MergeCoordinator implements AutoCloseable {
             committer.join(TimeUnit.SECONDS.toMillis(60));
             PreparedRound abandoned;
             while ((abandoned = prepared.poll()) != null) {
-                abandoned.prepared().forEach(MergeRound.PreparedMerge::close);
+                abandoned.prepared().forEach(PreparedMerge::close);
             }
             preparers.shutdown();
             preparers.awaitTermination(60, TimeUnit.SECONDS);

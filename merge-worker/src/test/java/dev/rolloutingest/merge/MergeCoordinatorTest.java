@@ -5,13 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.table.MergeRound;
-import dev.rolloutingest.table.RolloutRow;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.TableSnapshots;
+import dev.rolloutingest.table.merge.CommitStage;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -95,7 +95,7 @@ class MergeCoordinatorTest {
             java.util.concurrent.CountDownLatch inCommit = new java.util.concurrent.CountDownLatch(1);
             java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
             table.injectMergeCommitFault(stage -> {
-                if (stage == MergeRound.CommitStage.CHECKED) {
+                if (stage == CommitStage.CHECKED) {
                     inCommit.countDown();
                     try {
                         letGo.await();

@@ -1,0 +1,271 @@
+package dev.rolloutingest.bench;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.maintenance.TableMaintenance;
+import dev.rolloutingest.table.merge.BaseKeys;
+import dev.rolloutingest.table.merge.MergePlan;
+import dev.rolloutingest.table.merge.PreparedMerge;
+import dev.rolloutingest.table.merge.RoundResult;
+import dev.rolloutingest.table.rows.ArrowRows;
+import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.storage.BatchReader;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.UUID;
+import org.apache.arrow.c.ArrowArrayStream;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.lance.Dataset;
+import org.lance.Fragment;
+import org.lance.FragmentMetadata;
+import org.lance.Transaction;
+import org.lance.WriteParams;
+import org.lance.operation.Append;
+
+/**
+ * What a merge round costs as the base grows: on a MemWAL base of N rows (UUID-like record_ids, built with plain
+ * appends and given the record_id index), rounds that fold 16 generations of 4 shards (1,000 rows each) whose
+ * keys are all new (appended with adoption, appended without it, or all joined as before), 1 % present or 50 %
+ * present; each round timed from plan to commit (plan, prepare, the
+ * commits), with the key filter already built (its build is timed once, apart) and the record_id index brought up
+ * to date between rounds, untimed, as the merge-worker's upkeep does every few seconds. Beside them the floor: a plain
+ * lance-core Append commit of as many rows on the same base. And the same rounds with the append path off
+ * (every row through the merge-insert join), the cost before it. Run by {@code rollout-ingest bench merge-round}.
+ */
+public final class MergeRoundBench {
+    private static final String TOPIC = "rollouts";
+    private static final int SHARDS = 4;
+    private static final int GENERATIONS_PER_SHARD = 4;
+    private static final int ROWS_PER_GENERATION = 1_000;
+    private static final int ROUND_ROWS = SHARDS * GENERATIONS_PER_SHARD * ROWS_PER_GENERATION;
+
+    private final PrintStream out;
+    private final RolloutGenerator generator;
+    private final BufferAllocator allocator = new RootAllocator();
+    private final long[] nextOffset = new long[SHARDS];
+    private long nextNewKey;
+
+    public MergeRoundBench(PrintStream out, int payloadBytes) {
+        this.out = out;
+        this.generator = new RolloutGenerator("round", payloadBytes, 11);
+    }
+
+    /** The n-th key of the base: spread over the whole key range, as UUIDs are, and reproducible. */
+    private static String baseKey(long n) {
+        Random random = new Random(n * 0x9E3779B97F4A7C15L);
+        return new UUID(random.nextLong(), random.nextLong()).toString();
+    }
+
+    /** A key the base does not hold, spread over the same range as the base's (a UUID from other seeds). */
+    private String newKey() {
+        return baseKey(~(nextNewKey++));
+    }
+
+    public void run(Path dir, long[] baseSizes, int rounds) throws Exception {
+        out.printf(
+                "rounds of %,d rows: %d shards x %d generations x %,d rows; median of %d rounds each%n",
+                ROUND_ROWS, SHARDS, GENERATIONS_PER_SHARD, ROWS_PER_GENERATION, rounds);
+        out.println("| base rows | keys present | path | round (plan+prepare+commit), median | of which commits |"
+                + " plain Append of the same rows (floor) | round / floor |");
+        out.println("|---|---|---|---|---|---|---|");
+        Map<Long, Long> allNewAppendRound = new TreeMap<>();
+        for (long baseRows : baseSizes) {
+            TableLocation location = TableLocation.local(
+                    dir.toAbsolutePath().resolve("round-base-" + baseRows + "-" + UUID.randomUUID()));
+            long built = System.nanoTime();
+            RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())
+                    .close();
+            writeBase(location, baseRows);
+            try (Dataset base = Dataset.open(location.uri(), allocator)) {
+                TableMaintenance.createKeyIndex(base, true);
+            }
+            out.printf(
+                    "base of %,d rows written and indexed in %d s%n",
+                    baseRows, (System.nanoTime() - built) / 1_000_000_000);
+            reportFilter(location, baseRows);
+            for (double present : new double[] {0, 0.01, 0.5}) {
+                for (String path : List.of("append + join", "append, no adoption", "join only")) {
+                    boolean append = !path.equals("join only");
+                    if (present > 0 && !path.equals("append + join")) {
+                        continue; // the other paths are compared on all-new rounds
+                    }
+                    TableSettings settings = TableSettings.DEFAULTS
+                            .withMergeAppendNewKeys(append)
+                            .withMergeAdoptMinRows(path.equals("append, no adoption") ? TableSettings.NEVER_ADOPT : 0);
+                    SimpleMeterRegistry meters = new SimpleMeterRegistry();
+                    try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
+                        List<Long> floorMs = new ArrayList<>();
+                        for (int r = 0; r < rounds; r++) {
+                            floorMs.add(plainAppend(location));
+                        }
+                        table.optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
+                        // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
+                        round(table, baseRows, present);
+                        table.optimizeKeyIndex();
+                        io.micrometer.core.instrument.Timer appendTimer = meters.get("rollout.merge.phase")
+                                .tag("phase", "append")
+                                .timer();
+                        long warmAppends = appendTimer.count();
+                        double warmAppendMs = appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS);
+                        List<Long> roundMs = new ArrayList<>();
+                        List<Long> commitMs = new ArrayList<>();
+                        for (int r = 0; r < rounds; r++) {
+                            table.optimizeKeyIndex(); // not timed: the merge-worker's upkeep, between rounds
+                            long[] timed = round(table, baseRows, present);
+                            roundMs.add(timed[0]);
+                            commitMs.add(timed[1]);
+                        }
+                        long round = MergeJoinBench.median(roundMs);
+                        double appendMean = appendTimer.count() == warmAppends
+                                ? 0
+                                : (appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmAppendMs)
+                                        / (appendTimer.count() - warmAppends);
+                        long floor = MergeJoinBench.median(floorMs);
+                        if (path.equals("append + join") && present == 0) {
+                            allNewAppendRound.put(baseRows, round);
+                        }
+                        out.printf(
+                                "| %,d | %.0f %% | %s | %d ms | %d ms (append, mean: %.0f ms) | %d ms | %.1fx |%n",
+                                baseRows,
+                                present * 100,
+                                path,
+                                round,
+                                MergeJoinBench.median(commitMs),
+                                appendMean,
+                                floor,
+                                (double) round / Math.max(1, floor));
+                    }
+                }
+            }
+            try (var files = java.nio.file.Files.walk(Path.of(location.uri()))) {
+                files.sorted(java.util.Comparator.reverseOrder())
+                        .forEach(f -> f.toFile().delete());
+            }
+        }
+        if (allNewAppendRound.size() > 1) {
+            long smallest = allNewAppendRound.values().iterator().next();
+            allNewAppendRound.forEach((rows, ms) -> out.printf(
+                    "all-new round at %,d base rows: %.2fx the round at the smallest base%n",
+                    rows, (double) ms / Math.max(1, smallest)));
+        }
+    }
+
+    /** The committer's key filter of this base: build time and memory. */
+    private void reportFilter(TableLocation location, long baseRows) {
+        try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                Dataset base = Dataset.open(location.uri(), allocator)) {
+            BaseKeys keys = table.mergeRound().baseKeys();
+            long started = System.nanoTime();
+            keys.catchUp(base);
+            long ms = (System.nanoTime() - started) / 1_000_000;
+            out.printf(
+                    "key filter of %,d base keys: built in %d ms, %.1f MiB (%.2f bytes per base key, sized for %,d)%n",
+                    baseRows,
+                    ms,
+                    keys.sizeBytes() / 1048576.0,
+                    (double) keys.sizeBytes() / baseRows,
+                    Math.max(BaseKeys.MIN_CAPACITY, baseRows * 2));
+        }
+    }
+
+    /** Plain appends of the base rows in slices, as an existing table would have grown. */
+    private void writeBase(TableLocation location, long rows) throws Exception {
+        int slice = 250_000;
+        for (long first = 0; first < rows; first += slice) {
+            List<RolloutRow> batch = new ArrayList<>();
+            for (long n = first; n < Math.min(rows, first + slice); n++) {
+                Rollout rollout = generator.rollout(n, 1);
+                rollout.setRecordId(baseKey(n));
+                batch.add(new RolloutRow(rollout, 0, n, Instant.now()));
+            }
+            try (VectorSchemaRoot root = ArrowRows.toRoot(allocator, batch);
+                    BatchReader reader = new BatchReader(allocator, root)) {
+                Dataset.write()
+                        .allocator(allocator)
+                        .reader(reader)
+                        .uri(location.uri())
+                        .mode(WriteParams.WriteMode.APPEND)
+                        .execute()
+                        .close();
+            }
+        }
+    }
+
+    /** One round: 16 generations written (not timed), then plan, prepare and commit timed. */
+    private long[] round(RolloutTable table, long baseRows, double present) {
+        Random random = new Random(nextNewKey);
+        List<String> shards = new ArrayList<>();
+        for (int p = 0; p < SHARDS; p++) {
+            shards.add(ShardId.of(TOPIC, p + 1));
+            for (int g = 0; g < GENERATIONS_PER_SHARD; g++) {
+                List<RolloutRow> rows = new ArrayList<>();
+                long first = nextOffset[p];
+                for (int i = 0; i < ROWS_PER_GENERATION; i++) {
+                    Rollout rollout = generator.rollout(first + i, 2);
+                    rollout.setRecordId(
+                            random.nextDouble() < present
+                                    ? baseKey((long) (random.nextDouble() * baseRows))
+                                    : newKey());
+                    rows.add(new RolloutRow(rollout, p + 1, first + i, Instant.now()));
+                }
+                nextOffset[p] += ROWS_PER_GENERATION;
+                table.writeGeneration(TOPIC, p + 1, first, first + ROWS_PER_GENERATION - 1, rows, rows.size() * 600L);
+            }
+        }
+        long started = System.nanoTime();
+        List<PreparedMerge> prepared = new ArrayList<>();
+        for (MergePlan plan : table.planMerge(shards, 0, 0)) {
+            prepared.add(table.prepareMerge(plan));
+        }
+        RoundResult result = table.commitMerge(prepared);
+        long total = (System.nanoTime() - started) / 1_000_000;
+        if (!result.failed().isEmpty()) {
+            throw new IllegalStateException("a benchmark round failed: " + result.failed());
+        }
+        return new long[] {total, result.duration().toMillis()};
+    }
+
+    /** The floor: the same number of new rows written as fragments and committed with a plain Append. */
+    private long plainAppend(TableLocation location) throws Exception {
+        List<RolloutRow> rows = new ArrayList<>();
+        for (int i = 0; i < ROUND_ROWS; i++) {
+            Rollout rollout = generator.rollout(i, 3);
+            rollout.setRecordId(newKey());
+            rows.add(new RolloutRow(rollout, 0, i, Instant.now()));
+        }
+        rows.sort((a, b) -> a.rollout()
+                .getRecordId()
+                .toString()
+                .compareTo(b.rollout().getRecordId().toString()));
+        try (VectorSchemaRoot root = ArrowRows.toRoot(allocator, rows)) {
+            long started = System.nanoTime();
+            try (Dataset base = Dataset.open(location.uri(), allocator);
+                    ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
+                Data.exportArrayStream(allocator, new BatchReader(allocator, root), stream);
+                List<FragmentMetadata> fragments =
+                        Fragment.create(location.uri(), stream, new WriteParams.Builder().build());
+                try (Transaction tx = new Transaction.Builder()
+                        .readVersion(base.version())
+                        .operation(Append.builder().fragments(fragments).build())
+                        .build()) {
+                    base.commitTransaction(tx).close();
+                }
+            }
+            return (System.nanoTime() - started) / 1_000_000;
+        }
+    }
+}

@@ -1,0 +1,463 @@
+package dev.rolloutingest.table.merge;
+
+import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.rows.RolloutSchema;
+import dev.rolloutingest.table.rows.RowOrder;
+import dev.rolloutingest.table.rows.Timestamps;
+import dev.rolloutingest.table.rows.Tombstones;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.lance.FragmentMetadata;
+
+/**
+ * The rows one shard brings to a merge: its generations' scanned batches, kept as they came (no copy, no
+ * row objects), and the newest row per record_id by {@link RowOrder}. A merge-insert source must hold each key once ("Ambiguous
+ * merge inserts are prohibited"), so rows that lose are marked dropped here and left out when written.
+ *
+ * <p>Over 300 lines because a round's rows, kept or dropped per key, are handed to the append and the join as copies
+ * or slices of the same batches.
+ */
+final class MergeSource implements AutoCloseable {
+    /** Where a row sits: which retained batch, which row of it. */
+    private record Position(int batch, int row) {}
+
+    private final List<VectorSchemaRoot> batches = new ArrayList<>();
+    private final List<Position> positions = new ArrayList<>();
+    private final Map<String, Integer> rowOfKey = new HashMap<>();
+    private final BitSet dropped = new BitSet();
+    private int[] partitions = new int[1024];
+    private long[] offsets = new long[1024];
+    private long[] ingestedMicros = new long[1024];
+    private final List<String> keys = new ArrayList<>();
+    private int size;
+    private long bytes;
+
+    /**
+     * Takes a scanned batch (same schema, all columns) over without copying it (its buffers are retained),
+     * and records each row's key and provenance; older values of a key are dropped.
+     */
+    void addAll(VectorSchemaRoot scanned, BufferAllocator allocator) {
+        VectorSchemaRoot batch = retain(scanned, allocator);
+        batches.add(batch);
+        int batchIndex = batches.size() - 1;
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        IntVector partition = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
+        BigIntVector offset = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
+        TimeStampMicroTZVector ingested = (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT);
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            String key = new String(ids.get(i), StandardCharsets.UTF_8);
+            int row = size;
+            grow();
+            partitions[row] = partition.get(i);
+            offsets[row] = offset.get(i);
+            ingestedMicros[row] = ingested.get(i);
+            keys.add(key);
+            positions.add(new Position(batchIndex, i));
+            size++;
+            Integer earlier = rowOfKey.get(key);
+            if (earlier == null) {
+                rowOfKey.put(key, row);
+            } else if (newer(row, earlier)) {
+                dropped.set(earlier);
+                rowOfKey.put(key, row);
+            } else {
+                dropped.set(row);
+            }
+        }
+        bytes += bufferBytes(batch);
+    }
+
+    /** The scanned batch's buffers in a root of our own, not copied. */
+    private static VectorSchemaRoot retain(VectorSchemaRoot scanned, BufferAllocator allocator) {
+        VectorSchemaRoot batch = VectorSchemaRoot.create(scanned.getSchema(), allocator);
+        try (ArrowRecordBatch buffers = new VectorUnloader(scanned).getRecordBatch()) {
+            new VectorLoader(batch).load(buffers);
+        }
+        return batch;
+    }
+
+    private static long bufferBytes(VectorSchemaRoot batch) {
+        return batch.getFieldVectors().stream()
+                .mapToLong(FieldVector::getBufferSize)
+                .sum();
+    }
+
+    private boolean newer(int candidate, int current) {
+        return newer(this, candidate, this, current);
+    }
+
+    private static boolean newer(MergeSource a, int i, MergeSource b, int j) {
+        return RowOrder.newer(
+                a.partitions[i],
+                a.offsets[i],
+                Timestamps.instant(a.ingestedMicros[i]),
+                b.partitions[j],
+                b.offsets[j],
+                Timestamps.instant(b.ingestedMicros[j]));
+    }
+
+    private void grow() {
+        if (size == partitions.length) {
+            partitions = Arrays.copyOf(partitions, size * 2);
+            offsets = Arrays.copyOf(offsets, size * 2);
+            ingestedMicros = Arrays.copyOf(ingestedMicros, size * 2);
+        }
+    }
+
+    /**
+     * Drops, across several shards' sources, every row an equal key in another source replaces (a record_id
+     * written to two partitions): after this, each key is in at most one source, once.
+     */
+    static void resolveAcross(List<MergeSource> sources) {
+        Map<String, int[]> owner = new HashMap<>(); // key -> {source, row}
+        for (int s = 0; s < sources.size(); s++) {
+            MergeSource source = sources.get(s);
+            for (Map.Entry<String, Integer> entry : source.rowOfKey.entrySet()) {
+                int[] current = owner.get(entry.getKey());
+                int row = entry.getValue();
+                if (current == null) {
+                    owner.put(entry.getKey(), new int[] {s, row});
+                } else if (newer(source, row, sources.get(current[0]), current[1])) {
+                    sources.get(current[0]).dropped.set(current[1]);
+                    owner.put(entry.getKey(), new int[] {s, row});
+                } else {
+                    source.dropped.set(row);
+                }
+            }
+        }
+    }
+
+    /** Rows that will be written. */
+    int rows() {
+        return size - dropped.cardinality();
+    }
+
+    /**
+     * Off-heap bytes held, counting a keys-only generation at its sealed size (what it holds once read in full,
+     * as it must be if its keys turn out to need the join).
+     */
+    long bytes() {
+        return bytes + keysOnlyBytes;
+    }
+
+    /** A kept row: its key (UTF-8), the key's hash for the filters, and where its values sit. */
+    record Row(byte[] key, KeyFilter.Hash hash, VectorSchemaRoot batch, int index, MergeSource source, int ordinal) {
+        String keyString() {
+            return new String(key, StandardCharsets.UTF_8);
+        }
+
+        /** A delete of its key ({@link Tombstones}); a keys-only row never is (see {@link #mayHoldDeletes}). */
+        boolean isTombstone() {
+            return Tombstones.is(batch, index);
+        }
+
+        /** Where the row sits in its partition, for {@link RowOrder#olderThan}. */
+        int partition() {
+            return source.partitions[ordinal];
+        }
+
+        long offset() {
+            return source.offsets[ordinal];
+        }
+
+        java.time.Instant ingestedAt() {
+            return Timestamps.instant(source.ingestedMicros[ordinal]);
+        }
+    }
+
+    /**
+     * One generation's rows in this source (ordinals [first, first + rows)), with what adopting its data files
+     * needs: its one fragment (null when it has several or a deletion file) and its schema with lance's field ids.
+     */
+    record Span(SealedGeneration generation, int first, int rows, FragmentMetadata fragment, String schema) {}
+
+    /** What a merge reads first of every generation: the key and what orders rows ({@link RowOrder}). */
+    static final List<String> KEY_COLUMNS = List.of(
+            RolloutSchema.RECORD_ID,
+            RolloutSchema.EXPERIMENT, // empty in a delete: such a generation is read in full
+            RolloutSchema.SOURCE_PARTITION,
+            RolloutSchema.SOURCE_OFFSET,
+            RolloutSchema.INGESTED_AT);
+
+    private final List<Span> spans = new ArrayList<>();
+    /** Generations whose rows are so far only their {@link #KEY_COLUMNS} (candidates for adoption). */
+    private final Set<Span> keysOnly = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** Sealed bytes of the keys-only generations: what they would hold once read in full. */
+    private long keysOnlyBytes;
+
+    /** Marks the rows added since {@code first} as the generation's. */
+    Span endGeneration(SealedGeneration generation, int first, FragmentMetadata fragment, String schema) {
+        Span span = new Span(generation, first, size - first, fragment, schema);
+        spans.add(span);
+        return span;
+    }
+
+    List<Span> spans() {
+        return spans;
+    }
+
+    /** Whether any row of the span lost to a newer one of the same key in this source. */
+    boolean anyDropped(Span span) {
+        int next = dropped.nextSetBit(span.first());
+        return next >= 0 && next < span.first() + span.rows();
+    }
+
+    /** The span's keys, hashed for the filters. */
+    List<KeyFilter.Hash> hashes(Span span) {
+        List<KeyFilter.Hash> hashes = new ArrayList<>(span.rows());
+        for (int i = span.first(); i < span.first() + span.rows(); i++) {
+            hashes.add(KeyFilter.hash(keys.get(i)));
+        }
+        return hashes;
+    }
+
+    /** Marks a generation read as keys only: its rows must be read in full ({@link #addFullRows}) before use. */
+    void keepKeysOnly(Span span) {
+        keysOnly.add(span);
+        keysOnlyBytes += span.generation().bytes();
+    }
+
+    /** True when a row of the span has an empty experiment, as deletes have: it must be read in full. */
+    boolean mayHoldDeletes(Span span) {
+        for (int ordinal = span.first(); ordinal < span.first() + span.rows(); ordinal++) {
+            Position at = positions.get(ordinal);
+            VarCharVector experiment = (VarCharVector) batches.get(at.batch()).getVector(RolloutSchema.EXPERIMENT);
+            if (experiment != null && !experiment.isNull(at.row()) && experiment.getValueLength(at.row()) == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    boolean isKeysOnly(Span span) {
+        return keysOnly.contains(span);
+    }
+
+    /**
+     * Takes a batch of a keys-only generation's full rows, scanned in the order its keys were (the generation's
+     * {@code fromRow}-th row first): its rows now point there. Fails if a key differs from the one read first.
+     */
+    void addFullRows(Span span, VectorSchemaRoot scanned, int fromRow, BufferAllocator allocator) {
+        VectorSchemaRoot batch = retain(scanned, allocator);
+        batches.add(batch);
+        int batchIndex = batches.size() - 1;
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            int ordinal = span.first() + fromRow + i;
+            if (ordinal >= span.first() + span.rows()
+                    || !keys.get(ordinal).equals(new String(ids.get(i), StandardCharsets.UTF_8))) {
+                throw new IllegalStateException(
+                        "generation " + span.generation().generation() + " of shard "
+                                + span.generation().shard() + " read back in another order");
+            }
+            positions.set(ordinal, new Position(batchIndex, i));
+        }
+        bytes += bufferBytes(batch);
+    }
+
+    /** After {@link #addFullRows} took every row of the span. */
+    void fullRowsRead(Span span) {
+        if (keysOnly.remove(span)) {
+            keysOnlyBytes -= span.generation().bytes();
+        }
+    }
+
+    /** The kept row at an ordinal, where it sits now. */
+    Row row(int ordinal) {
+        Position at = positions.get(ordinal);
+        byte[] key = keys.get(ordinal).getBytes(StandardCharsets.UTF_8);
+        return new Row(key, KeyFilter.murmur3x64(key), batches.get(at.batch()), at.row(), this, ordinal);
+    }
+
+    /** Rows added so far (kept and dropped): the ordinal the next row gets. */
+    int size() {
+        return size;
+    }
+
+    /** The generation a row came from. */
+    Span spanOf(int ordinal) {
+        int low = 0;
+        int high = spans.size() - 1;
+        while (low < high) {
+            int mid = (low + high + 1) >>> 1;
+            if (spans.get(mid).first() <= ordinal) {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        return spans.get(low);
+    }
+
+    /** The kept rows of several sources (each key once after {@link #resolveAcross}), in no particular order. */
+    static List<Row> keptRows(List<MergeSource> sources) {
+        List<Row> rows = new ArrayList<>();
+        for (MergeSource source : sources) {
+            for (int i = 0; i < source.size; i++) {
+                if (!source.dropped.get(i)) {
+                    rows.add(source.row(i));
+                }
+            }
+        }
+        return rows;
+    }
+
+    /**
+     * Rows in record_id order (UTF-8 byte order, the BTREE's), for a merge-insert source. Why sorted: lance-core
+     * 7.0.0's merge-insert looks each source batch's keys up in the record_id index with one in-list over every
+     * index page any key falls in, so a batch of random keys costs (pages x keys) and grows with the base; sorted
+     * small batches touch a few pages each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for 8,000 rows).
+     */
+    static List<Row> sortedByKey(List<Row> rows) {
+        List<Row> sorted = new ArrayList<>(rows);
+        sorted.sort((a, b) -> Arrays.compareUnsigned(a.key(), b.key()));
+        return sorted;
+    }
+
+    /**
+     * The rows copied into batches of at most {@code chunkRows} in the table's schema, in order; the caller closes
+     * them. Columns are matched by name: a column producers added that a row's generation lacks stays null; a
+     * column the table lacks fails the copy (it would be lost).
+     */
+    static List<VectorSchemaRoot> chunks(List<Row> rows, int chunkRows, Schema table, BufferAllocator allocator) {
+        List<VectorSchemaRoot> chunks = new ArrayList<>();
+        try {
+            for (int from = 0; from < rows.size(); from += chunkRows) {
+                int to = Math.min(rows.size(), from + chunkRows);
+                VectorSchemaRoot chunk = VectorSchemaRoot.create(table, allocator);
+                chunks.add(chunk);
+                chunk.allocateNew();
+                List<FieldVector> out = chunk.getFieldVectors();
+                VectorSchemaRoot lastBatch = null;
+                FieldVector[] sources = null;
+                for (int k = from; k < to; k++) {
+                    Row row = rows.get(k);
+                    if (row.batch() != lastBatch) {
+                        lastBatch = row.batch();
+                        sources = sourcesFor(lastBatch, chunk);
+                    }
+                    for (int c = 0; c < out.size(); c++) {
+                        if (sources[c] != null) {
+                            out.get(c).copyFromSafe(row.index(), k - from, sources[c]);
+                        }
+                    }
+                }
+                chunk.setRowCount(to - from);
+            }
+            return chunks;
+        } catch (RuntimeException e) {
+            chunks.forEach(VectorSchemaRoot::close);
+            throw e;
+        }
+    }
+
+    /** For each column of {@code into}, the batch's column of its name (null: the batch lacks it). */
+    private static FieldVector[] sourcesFor(VectorSchemaRoot batch, VectorSchemaRoot into) {
+        if (batch.getFieldVectors().size() > into.getFieldVectors().size()) {
+            for (FieldVector column : batch.getFieldVectors()) {
+                if (into.getVector(column.getName()) == null) {
+                    throw new IllegalStateException("the base lacks column " + column.getName()
+                            + " of a generation; it is added to the base before any generation holds it");
+                }
+            }
+        }
+        FieldVector[] sources = new FieldVector[into.getFieldVectors().size()];
+        for (int c = 0; c < sources.length; c++) {
+            sources[c] = batch.getVector(into.getFieldVectors().get(c).getName());
+        }
+        return sources;
+    }
+
+    /**
+     * Below this many consecutive rows a slice (a new root over shared buffers, ~0.3 ms) costs more than copying
+     * the rows one by one (~20 us each).
+     */
+    static final int MIN_SLICE_ROWS = 32;
+
+    /**
+     * The rows as batches for an append, in no particular order (an append needs none): runs of at least
+     * {@link #MIN_SLICE_ROWS} consecutive rows of a batch are slices sharing its buffers, nothing copied (a whole
+     * generation of new keys is a few slices); rows scattered between kept and joined ones are copied. The caller
+     * closes them.
+     */
+    static List<VectorSchemaRoot> slices(List<Row> rows, Schema table, BufferAllocator allocator) {
+        Map<VectorSchemaRoot, BitSet> byBatch = new IdentityHashMap<>();
+        List<VectorSchemaRoot> order = new ArrayList<>();
+        for (Row row : rows) {
+            byBatch.computeIfAbsent(row.batch(), batch -> {
+                        order.add(batch);
+                        return new BitSet();
+                    })
+                    .set(row.index());
+        }
+        List<VectorSchemaRoot> slices = new ArrayList<>();
+        List<Row> scattered = new ArrayList<>();
+        try {
+            for (VectorSchemaRoot batch : order) {
+                BitSet kept = byBatch.get(batch);
+                for (int from = kept.nextSetBit(0); from >= 0; from = kept.nextSetBit(from)) {
+                    int to = kept.nextClearBit(from);
+                    if (to - from < MIN_SLICE_ROWS || !sameColumns(batch.getSchema(), table)) {
+                        for (int i = from; i < to; i++) {
+                            scattered.add(new Row(null, null, batch, i, null, -1));
+                        }
+                    } else {
+                        VectorSchemaRoot slice = batch.slice(from, to - from);
+                        try {
+                            // the base's schema exactly (the scan's may carry other metadata)
+                            slices.add(new VectorSchemaRoot(table, slice.getFieldVectors(), to - from));
+                        } catch (RuntimeException e) {
+                            slice.close();
+                            throw e;
+                        }
+                    }
+                    from = to;
+                }
+            }
+            slices.addAll(chunks(scattered, 8192, table, allocator));
+            return slices;
+        } catch (RuntimeException e) {
+            slices.forEach(VectorSchemaRoot::close);
+            throw e;
+        }
+    }
+
+    /** Same column names in the same order (a generation older than a column producers added has fewer). */
+    private static boolean sameColumns(Schema a, Schema b) {
+        if (a.getFields().size() != b.getFields().size()) {
+            return false;
+        }
+        for (int i = 0; i < a.getFields().size(); i++) {
+            if (!a.getFields().get(i).getName().equals(b.getFields().get(i).getName())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public void close() {
+        batches.forEach(VectorSchemaRoot::close);
+        batches.clear();
+    }
+}

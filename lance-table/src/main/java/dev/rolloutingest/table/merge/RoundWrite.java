@@ -1,0 +1,315 @@
+package dev.rolloutingest.table.merge;
+
+import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.rows.AddedColumns;
+import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.rows.RowOrder;
+import dev.rolloutingest.table.rows.Timestamps;
+import dev.rolloutingest.table.rows.Tombstones;
+import dev.rolloutingest.table.storage.FencedCommit;
+import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.MemWalWatermarks;
+import dev.rolloutingest.table.storage.ObjectStore;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.lance.Dataset;
+import org.lance.Fragment;
+import org.lance.memwal.MergedGeneration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The first of a commit's two Lance commits: the round's rows (values and deletes alike) checked against the base and
+ * committed as one {@link FencedCommit}. The rule that decides where each row goes:
+ *
+ * <ul>
+ *   <li>a key the committer's filter rules out ({@link BaseKeys}) is new: <b>appended</b>, and a generation all of
+ *       whose rows are appended is <b>adopted</b> whole (its files linked, {@link GenerationAdoption}) when it has at
+ *       least {@code rollout.merge.adopt.min.rows} rows;
+ *   <li>every other key is looked up exactly ({@link MergeJoin}): one the base lacks is appended too; one it holds is
+ *       <b>joined</b>: the newer of the two by {@link RowOrder} stays, the base row is marked deleted when the round's
+ *       row replaces it, and the round's row is dropped when the base's is newer.
+ * </ul>
+ *
+ * A delete is a row like any other (a tombstone, {@link Tombstones}): it stays in the base, hidden from reads, so a
+ * value older than it that merges later (from another partition) loses to it. The commit lands only on the version its
+ * rows were checked against; when another data commit lands first it is refused, the shards' watermarks are read
+ * again (a shard merged meanwhile fails the commit with {@link WatermarkMoved}) and the rows checked again, up to the
+ * merge's conflict retries.
+ */
+public final class RoundWrite {
+    private static final Logger log = LoggerFactory.getLogger(RoundWrite.class);
+
+    private final LanceIo lance;
+    private final ObjectStore store;
+    private final TableSettings settings;
+    private final BaseKeys keys;
+    private final MergeMeters meters;
+    private final GenerationReads reads;
+
+    RoundWrite(LanceIo lance, ObjectStore store, TableSettings settings, BaseKeys keys, MergeMeters meters) {
+        this.lance = lance;
+        this.store = store;
+        this.settings = settings;
+        this.keys = keys;
+        this.meters = meters;
+        this.reads = new GenerationReads(lance);
+    }
+
+    /**
+     * What the write committed: the version it made (null when the base already held every row as new or newer) and
+     * its rows by path.
+     */
+    record Written(
+            Dataset committed,
+            long appendedRows,
+            long joinedRows,
+            long replacedRows,
+            long droppedRows,
+            long adoptedRows,
+            int adoptedGenerations) {}
+
+    /** Where each of the round's rows goes against one base version. */
+    private record Split(
+            List<MergeSource.Row> append,
+            List<MergeSource.Row> replace,
+            FencedCommit.Deletions deletions,
+            long dropped) {}
+
+    /**
+     * Commits the rows on {@code base} (whose watermarks the caller checked against {@code planned}), or on a newer
+     * base after a refusal, checked again there.
+     */
+    Written commit(
+            Dataset base,
+            List<MergeSource.Row> rows,
+            List<MergedGeneration> marks,
+            Map<String, Long> planned,
+            Consumer<CommitStage> fault) {
+        Dataset current = base;
+        try {
+            for (int attempt = 0; attempt <= settings.mergeConflictRetries(); attempt++) {
+                if (attempt > 0) {
+                    if (current != base) {
+                        current.close();
+                    }
+                    current = lance.openBase();
+                    requireWatermarks(current, planned);
+                }
+                List<Fragment> fragments = current.getFragments();
+                keys.catchUp(current, fragments);
+                Split split = split(current, rows);
+                fault.accept(CommitStage.CHECKED);
+                if (split.append().isEmpty()
+                        && split.replace().isEmpty()
+                        && split.deletions().isEmpty()) {
+                    meters.rowsByPath.get(MergePath.SUPERSEDED).increment(split.dropped());
+                    return new Written(current == base ? null : current, 0, 0, 0, split.dropped(), 0, 0);
+                }
+                try {
+                    Written written = write(current, fragments, split, marks);
+                    if (current != base) {
+                        current.close();
+                    }
+                    return written;
+                } catch (FencedCommit.Preempted e) {
+                    meters.appendsPreempted.increment();
+                    log.info("{}; checking the rows again on the newer base", e.getMessage());
+                }
+            }
+            throw new RolloutTableException.Contended(
+                    lance.location().uri(),
+                    "a merge's data commit was preempted by other commits " + (settings.mergeConflictRetries() + 1)
+                            + " times in a row; the round is retried whole");
+        } catch (RuntimeException e) {
+            if (current != base) {
+                current.close();
+            }
+            throw e;
+        }
+    }
+
+    /** The rows against one base version: appended, replacing (with the base rows they replace) or dropped. */
+    private Split split(Dataset base, List<MergeSource.Row> rows) {
+        List<MergeSource.Row> append = new ArrayList<>();
+        List<MergeSource.Row> maybe = new ArrayList<>();
+        for (MergeSource.Row row : rows) {
+            (settings.mergeAppendNewKeys() && !keys.mightHold(row.hash()) ? append : maybe).add(row);
+        }
+        if (maybe.isEmpty()) {
+            return new Split(append, List.of(), FencedCommit.Deletions.NONE, 0);
+        }
+        MergeJoin how = MergeJoin.forCommit(maybe.size(), base.countRows(), settings.mergeScanJoinMaxBaseRows());
+        Map<String, List<MergeJoin.BaseRow>> held =
+                how.find(base, maybe.stream().map(MergeSource.Row::keyString).toList());
+        meters.commitsByJoin.get(how).increment();
+        List<MergeSource.Row> replace = new ArrayList<>();
+        Map<Integer, List<Integer>> deleted = new HashMap<>();
+        long dropped = 0;
+        long falsePositives = 0;
+        for (MergeSource.Row row : maybe) {
+            List<MergeJoin.BaseRow> inBase = held.get(row.keyString());
+            if (inBase == null) {
+                append.add(row);
+                falsePositives++;
+                continue;
+            }
+            MergeJoin.BaseRow newestInBase = null;
+            for (MergeJoin.BaseRow b : inBase) {
+                if (newestInBase == null || newer(b, newestInBase)) {
+                    newestInBase = b;
+                }
+            }
+            boolean rowWins = RowOrder.newer(
+                    row.partition(),
+                    row.offset(),
+                    row.ingestedAt(),
+                    newestInBase.partition(),
+                    newestInBase.offset(),
+                    Timestamps.instant(newestInBase.ingestedMicros()));
+            for (MergeJoin.BaseRow b : inBase) {
+                // the one the row replaces, and any second row of the key an older version of this code left
+                if (rowWins || b != newestInBase) {
+                    deleted.computeIfAbsent(b.fragment(), f -> new ArrayList<>())
+                            .add(b.rowOffset());
+                }
+            }
+            if (rowWins) {
+                replace.add(row);
+                if (row.isTombstone()) {
+                    meters.deletesByResult
+                            .get(newestInBase.tombstone() ? "no-op" : "applied")
+                            .increment();
+                }
+            } else {
+                dropped++;
+                if (row.isTombstone()) {
+                    meters.deletesByResult.get("no-op").increment();
+                }
+            }
+        }
+        for (MergeSource.Row row : append) {
+            if (row.isTombstone()) {
+                meters.deletesByResult.get("no-op").increment(); // kept as a row: no value of the key is in the base
+            }
+        }
+        if (settings.mergeAppendNewKeys()) {
+            meters.falsePositives.increment(falsePositives);
+        }
+        return new Split(append, replace, new FencedCommit.Deletions(deleted), dropped);
+    }
+
+    private static boolean newer(MergeJoin.BaseRow a, MergeJoin.BaseRow b) {
+        return RowOrder.newer(
+                a.partition(),
+                a.offset(),
+                Timestamps.instant(a.ingestedMicros()),
+                b.partition(),
+                b.offset(),
+                Timestamps.instant(b.ingestedMicros()));
+    }
+
+    /** Writes the split's rows (adopting whole generations of new keys) and commits them fenced. */
+    private Written write(Dataset current, List<Fragment> fragments, Split split, List<MergedGeneration> marks) {
+        long started = System.nanoTime();
+        Schema table = AddedColumns.tableSchema(current.getSchema());
+        if (lance.hasWriteFault()) {
+            List<MergeSource.Row> all = new ArrayList<>(split.append());
+            all.addAll(split.replace());
+            List<VectorSchemaRoot> checked = MergeSource.slices(reads.withAllColumns(all), table, lance.allocator());
+            try {
+                checked.forEach(lance::checkWriteFault);
+            } finally {
+                checked.forEach(VectorSchemaRoot::close);
+            }
+        }
+        GenerationAdoption.Split adoption = settings.mergeAdoptGenerations() && settings.mergeAppendNewKeys()
+                ? GenerationAdoption.split(
+                        split.append(), GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
+                : new GenerationAdoption.Split(List.of(), split.append());
+        List<MergeSource.Row> toWrite = new ArrayList<>(adoption.rows());
+        toWrite.addAll(split.replace());
+        List<MergeSource.Row> written = new ArrayList<>(reads.withAllColumns(toWrite));
+        List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.slices(written, table, lance.allocator()));
+        try {
+            GenerationAdoption.Linked adopted = GenerationAdoption.link(store, adoption.adopt());
+            try {
+                List<MergeSource.Row> notLinked = new ArrayList<>();
+                for (MergeSource.Row row : split.append()) {
+                    if (adopted.failed().contains(row.source().spanOf(row.ordinal()))) {
+                        notLinked.add(row);
+                    }
+                }
+                if (!notLinked.isEmpty()) {
+                    notLinked = reads.withAllColumns(notLinked);
+                    written.addAll(notLinked);
+                    batches.addAll(MergeSource.slices(notLinked, table, lance.allocator()));
+                }
+            } catch (RuntimeException e) {
+                GenerationAdoption.unlink(store, adopted);
+                throw e;
+            }
+            FencedCommit.Committed result = FencedCommit.commit(
+                    lance,
+                    store,
+                    current,
+                    fragments,
+                    batches,
+                    adopted.fragments(),
+                    split.deletions(),
+                    keys.firstUnseenId(),
+                    Map.of("rollout.merge.rows", describe(marks)));
+            List<KeyFilter.Hash> added = new ArrayList<>();
+            split.append().forEach(row -> added.add(row.hash()));
+            keys.appended(result.fragmentIds(), added);
+            meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
+            long appendedWritten = written.size() - split.replace().size();
+            meters.rowsByPath.get(MergePath.APPEND).increment(appendedWritten);
+            meters.rowsByPath.get(MergePath.ADOPT).increment(adopted.rows());
+            meters.rowsByPath.get(MergePath.JOIN).increment(split.replace().size());
+            meters.rowsByPath.get(MergePath.SUPERSEDED).increment(split.dropped());
+            return new Written(
+                    result.dataset(),
+                    split.append().size(),
+                    split.replace().size(),
+                    split.deletions().rows(),
+                    split.dropped(),
+                    adopted.rows(),
+                    adopted.fragments().size());
+        } finally {
+            batches.forEach(VectorSchemaRoot::close);
+        }
+    }
+
+    /** The marks as a commit's property names them: how many generations of how many shards. */
+    static String describe(List<MergedGeneration> marks) {
+        return marks.size() + " generations of "
+                + marks.stream().map(MergedGeneration::shardId).distinct().count() + " shards";
+    }
+
+    /** Thrown when a shard of the commit was merged by another committer while its commit was being retried. */
+    static final class WatermarkMoved extends RuntimeException {
+        WatermarkMoved(String message) {
+            super(message);
+        }
+    }
+
+    /** After a refused commit: the newer base must still have every shard at its planned watermark. */
+    private void requireWatermarks(Dataset base, Map<String, Long> planned) {
+        Map<String, Long> now = MemWalWatermarks.read(base);
+        for (Map.Entry<String, Long> shard : planned.entrySet()) {
+            long watermark = now.getOrDefault(shard.getKey(), 0L);
+            if (watermark != shard.getValue()) {
+                throw new WatermarkMoved("Table " + lance.location() + " shard " + shard.getKey() + ": watermark moved"
+                        + " from " + shard.getValue() + " to " + watermark + " while its commit was retried");
+            }
+        }
+    }
+}

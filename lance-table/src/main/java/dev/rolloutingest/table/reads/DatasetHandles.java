@@ -1,0 +1,170 @@
+package dev.rolloutingest.table.reads;
+
+import dev.rolloutingest.table.generations.GenerationKeys;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.lance.Dataset;
+
+/**
+ * Open handles of immutable generation datasets, least recently used evicted past a bound. Opening a
+ * dataset reads its manifest (an object-store round trip); a generation never changes, so a handle stays
+ * right for as long as the generation is pending. Handles are counted: one is closed only when the cache
+ * dropped it and no read still uses it (closing a handle under a running scan would free native memory
+ * that scan uses).
+ */
+final class DatasetHandles implements AutoCloseable {
+    /** A handle in use; close it to give it back. */
+    final class Lease implements AutoCloseable {
+        private final Handle handle;
+
+        private Lease(Handle handle) {
+            this.handle = handle;
+        }
+
+        Dataset dataset() {
+            return handle.dataset;
+        }
+
+        /** Where each record_id sits in this (immutable) dataset, loaded on first use and kept with the handle. */
+        GenerationKeys keys() {
+            return handle.keys(DatasetHandles.this);
+        }
+
+        @Override
+        public void close() {
+            handle.release();
+        }
+    }
+
+    private static final class Handle {
+        final Dataset dataset;
+        private final AtomicInteger users = new AtomicInteger(1); // the cache's own reference
+        private volatile GenerationKeys keys;
+
+        Handle(Dataset dataset) {
+            this.dataset = dataset;
+        }
+
+        GenerationKeys keys(DatasetHandles cache) {
+            GenerationKeys loaded = keys;
+            if (loaded == null) {
+                synchronized (this) {
+                    loaded = keys;
+                    if (loaded == null) {
+                        loaded = GenerationKeys.load(dataset);
+                        keys = loaded;
+                        cache.keysLoaded(loaded.keys());
+                    }
+                }
+            }
+            return loaded;
+        }
+
+        int cachedKeys() {
+            GenerationKeys loaded = keys;
+            return loaded == null ? 0 : loaded.keys();
+        }
+
+        boolean retain() {
+            for (int n = users.get(); n > 0; n = users.get()) {
+                if (users.compareAndSet(n, n + 1)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        void release() {
+            if (users.decrementAndGet() == 0) {
+                dataset.close();
+            }
+        }
+    }
+
+    private final int capacity;
+    private final long maxKeys;
+    private long cachedKeys;
+    private final Function<String, Dataset> opener;
+    private final LinkedHashMap<String, Handle> handles = new LinkedHashMap<>(64, 0.75f, true);
+    private boolean closed;
+
+    /**
+     * @param capacity the most handles kept open for reuse (0 = open and close on every read)
+     * @param maxKeys the most record_ids whose positions are kept over all handles (12 bytes each); past it the
+     *     least recently used handles go
+     */
+    DatasetHandles(int capacity, long maxKeys, Function<String, Dataset> opener) {
+        this.capacity = capacity;
+        this.maxKeys = maxKeys;
+        this.opener = opener;
+    }
+
+    /** A handle of the dataset at {@code uri}, opened on first use. */
+    Lease lease(String uri) {
+        synchronized (this) {
+            Handle cached = handles.get(uri);
+            if (cached != null && cached.retain()) {
+                return new Lease(cached);
+            }
+        }
+        Handle opened = new Handle(opener.apply(uri)); // opened outside the lock: other reads go on meanwhile
+        synchronized (this) {
+            Handle raced = handles.get(uri);
+            if (raced != null && raced.retain()) {
+                opened.release();
+                return new Lease(raced);
+            }
+            opened.retain();
+            if (capacity > 0 && !closed) {
+                handles.put(uri, opened);
+                evictOverCapacity();
+            } else {
+                opened.release(); // not kept: the lease is its only user
+            }
+            return new Lease(opened);
+        }
+    }
+
+    /** Drops the handles whose URI is not in {@code live} (merged generations). */
+    synchronized void retainOnly(Set<String> live) {
+        Iterator<Map.Entry<String, Handle>> it = handles.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<String, Handle> entry = it.next();
+            if (!live.contains(entry.getKey())) {
+                it.remove();
+                cachedKeys -= entry.getValue().cachedKeys();
+                entry.getValue().release();
+            }
+        }
+    }
+
+    private synchronized void keysLoaded(int keys) {
+        cachedKeys += keys;
+        evictOverCapacity();
+    }
+
+    private void evictOverCapacity() {
+        Iterator<Map.Entry<String, Handle>> it = handles.entrySet().iterator();
+        while ((handles.size() > capacity || cachedKeys > maxKeys) && it.hasNext()) {
+            Handle eldest = it.next().getValue();
+            it.remove();
+            cachedKeys -= eldest.cachedKeys();
+            eldest.release();
+        }
+    }
+
+    synchronized int size() {
+        return handles.size();
+    }
+
+    @Override
+    public synchronized void close() {
+        closed = true;
+        handles.values().forEach(Handle::release);
+        handles.clear();
+    }
+}

@@ -1,0 +1,256 @@
+package dev.rolloutingest.table.reads;
+
+import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.MemWalWatermarks;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import org.lance.Dataset;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What readers see, kept in memory and refreshed at most every {@code refresh} (or at once after this
+ * process changed the table): one open handle of the base at a version, its merged watermarks, and each
+ * shard's pending generations with their key filters. A read therefore costs no listing, no manifest read
+ * and no seal read; refreshing costs one recursive LIST of the seals, a check of the base's latest version,
+ * and one GET per seal not seen before (seals are immutable, so their filters are kept until merged).
+ *
+ * <p>Staleness: a generation sealed by another process becomes readable at most {@code refresh} after its
+ * seal exists (never before: the seal is the commit point); a merge committed elsewhere is seen within the
+ * same bound, and until then readers keep the older base with the generations it had not merged, which GC
+ * keeps for its grace period. Every snapshot is consistent: base version and pending list belong together.
+ */
+public final class ReadCatalog implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(ReadCatalog.class);
+
+    /** A pending generation as readers know it. */
+    record Pending(GenerationCatalog.Listed listed, KeyFilter filter) {}
+
+    /** One open handle of the base at one version, shared by every snapshot of that version. */
+    private static final class BaseHandle {
+        final Dataset dataset;
+        private final AtomicInteger users = new AtomicInteger(1);
+
+        BaseHandle(Dataset dataset) {
+            this.dataset = dataset;
+        }
+
+        BaseHandle retain() {
+            users.incrementAndGet();
+            return this;
+        }
+
+        void release() {
+            if (users.decrementAndGet() == 0) {
+                dataset.close();
+            }
+        }
+    }
+
+    /** A consistent view: base handle, watermarks, pending generations per shard (ascending). Close to release. */
+    static final class Snapshot implements AutoCloseable {
+        private final BaseHandle handle;
+        final Dataset base;
+        final long version;
+        final Map<String, Long> watermarks;
+        final Map<String, List<Pending>> pendingByShard;
+        final long takenAtNanos;
+        private final AtomicInteger users = new AtomicInteger(1); // the catalog's own reference
+
+        private Snapshot(
+                BaseHandle handle,
+                long version,
+                Map<String, Long> watermarks,
+                Map<String, List<Pending>> pendingByShard) {
+            this.handle = handle;
+            this.base = handle.dataset;
+            this.version = version;
+            this.watermarks = watermarks;
+            this.pendingByShard = pendingByShard;
+            this.takenAtNanos = System.nanoTime();
+        }
+
+        private boolean retain() {
+            for (int n = users.get(); n > 0; n = users.get()) {
+                if (users.compareAndSet(n, n + 1)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        @Override
+        public void close() {
+            if (users.decrementAndGet() == 0) {
+                handle.release();
+            }
+        }
+    }
+
+    private final LanceIo lance;
+    private final GenerationCatalog catalog;
+    private final long refreshNanos;
+    private final ReentrantLock refreshing = new ReentrantLock();
+    private final Map<String, KeyFilterEntry> filters = new ConcurrentHashMap<>();
+    private volatile Snapshot current;
+    private volatile boolean stale = true;
+
+    /** A seal's filter as loaded; {@code filter} null = the seal has none (or could not be read). */
+    private record KeyFilterEntry(KeyFilter filter) {}
+
+    private final DatasetHandles generations;
+
+    public ReadCatalog(LanceIo lance, GenerationCatalog catalog, Duration refresh, int openGenerations) {
+        this.lance = lance;
+        this.catalog = catalog;
+        this.refreshNanos = refresh.toNanos();
+        this.generations = new DatasetHandles(openGenerations, 4_000_000, lance::openGeneration);
+    }
+
+    /** An open handle of a pending generation (kept for the next lookup); close the lease when done. */
+    DatasetHandles.Lease generation(GenerationCatalog.Listed listed) {
+        return generations.lease(lance.location().resolve(listed.datasetPath()));
+    }
+
+    /** The current snapshot, refreshed first when older than the bound; the caller closes it. */
+    Snapshot acquire() {
+        while (true) {
+            Snapshot snapshot = current;
+            boolean due = stale || snapshot == null || System.nanoTime() - snapshot.takenAtNanos >= refreshNanos;
+            if (due) {
+                // One reader refreshes; the others go on with the snapshot they have unless there is none.
+                if (snapshot == null || stale) {
+                    refreshing.lock();
+                } else if (!refreshing.tryLock()) {
+                    if (snapshot.retain()) {
+                        return snapshot;
+                    }
+                    continue;
+                }
+                try {
+                    snapshot = current;
+                    if (stale || snapshot == null || System.nanoTime() - snapshot.takenAtNanos >= refreshNanos) {
+                        refresh();
+                    }
+                } catch (RolloutTableException e) {
+                    throw e;
+                } catch (Exception e) {
+                    // lance-core throws IOException undeclared; the store cannot be read: the caller may retry.
+                    throw new RolloutTableException.Unavailable(
+                            lance.location().uri(), "refreshing the read catalog", e);
+                } finally {
+                    refreshing.unlock();
+                }
+                snapshot = current;
+            }
+            if (snapshot.retain()) {
+                return snapshot;
+            }
+        }
+    }
+
+    /** This process changed the table (sealed, merged, compacted): the next read refreshes first. */
+    public void invalidate() {
+        stale = true;
+    }
+
+    private void refresh() {
+        stale = false; // a change during this refresh sets it again
+        Snapshot previous = current;
+        BaseHandle handle;
+        long version;
+        if (previous != null && previous.base.latestVersion() == previous.version) {
+            handle = previous.handle.retain(); // unchanged: keep the handle, its caches stay warm
+            version = previous.version;
+        } else {
+            Dataset opened = lance.openBase();
+            handle = new BaseHandle(opened);
+            version = opened.version();
+        }
+        Snapshot next;
+        try {
+            Map<String, Long> watermarks = previous != null && previous.version == version
+                    ? previous.watermarks
+                    : MemWalWatermarks.read(handle.dataset);
+            next = new Snapshot(handle, version, watermarks, pending(watermarks));
+        } catch (RuntimeException e) {
+            handle.release();
+            stale = true;
+            throw e;
+        }
+        current = next;
+        if (previous != null) {
+            previous.close();
+        }
+    }
+
+    private Map<String, List<Pending>> pending(Map<String, Long> watermarks) {
+        Map<String, List<GenerationCatalog.Listed>> sealed = new TreeMap<>(catalog.sealedByShard());
+        // Shards merged and garbage-collected to nothing have no seal left but still count: 0 pending.
+        watermarks.keySet().forEach(shard -> sealed.putIfAbsent(shard, List.of()));
+        Map<String, List<Pending>> byShard = new TreeMap<>();
+        Map<String, KeyFilterEntry> seen = new HashMap<>();
+        for (Map.Entry<String, List<GenerationCatalog.Listed>> shard : sealed.entrySet()) {
+            long watermark = watermarks.getOrDefault(shard.getKey(), 0L);
+            List<Pending> pending = new ArrayList<>();
+            for (GenerationCatalog.Listed listed : shard.getValue()) {
+                if (Long.compareUnsigned(listed.generation(), watermark) <= 0) {
+                    continue; // in the base already
+                }
+                KeyFilterEntry entry = filters.computeIfAbsent(listed.sealPath(), path -> loadFilter(listed));
+                seen.put(listed.sealPath(), entry);
+                pending.add(new Pending(listed, entry.filter()));
+            }
+            byShard.put(shard.getKey(), Collections.unmodifiableList(pending));
+        }
+        filters.keySet().retainAll(seen.keySet()); // merged generations' filters are not needed any more
+        Set<String> live = new HashSet<>();
+        byShard.values()
+                .forEach(list -> list.forEach(
+                        p -> live.add(lance.location().resolve(p.listed().datasetPath()))));
+        generations.retainOnly(live);
+        return Collections.unmodifiableMap(byShard);
+    }
+
+    private KeyFilterEntry loadFilter(GenerationCatalog.Listed listed) {
+        try {
+            return new KeyFilterEntry(catalog.seal(listed).keyFilter());
+        } catch (RolloutTableException e) {
+            // Unreadable seal: no filter, so lookups open the generation and report it if it is broken too.
+            log.warn(
+                    "Table {} shard {} generation {}: seal unreadable ({}); lookups will open the generation",
+                    lance.location(),
+                    listed.shard(),
+                    listed.generation(),
+                    e.getMessage());
+            return new KeyFilterEntry(null);
+        }
+    }
+
+    @Override
+    public void close() {
+        refreshing.lock();
+        try {
+            if (current != null) {
+                current.close();
+                current = null;
+            }
+            generations.close();
+        } finally {
+            refreshing.unlock();
+        }
+    }
+}

@@ -1,0 +1,401 @@
+package dev.rolloutingest.table.rows;
+
+import static dev.rolloutingest.table.rows.RolloutSchema.*;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.SerdeException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.LargeVarBinaryVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.complex.StructVector;
+import org.apache.avro.Schema;
+import org.apache.avro.io.Decoder;
+import org.apache.avro.util.Utf8;
+
+/**
+ * Writes rows into one batch. The vectors are looked up once per batch, not once per row and column
+ * (a by-name lookup per column was ~4 % of the ingest stream thread).
+ *
+ * <p>Two paths into the same vectors, kept together so a column's encoding is written once: {@link #write} for
+ * {@code Rollout} objects, {@link #decode} straight from Avro bytes (the ingest hot path, no objects between); the
+ * reader field positions the decoder switches on are checked against the contract when the class loads. Over 300
+ * lines for that reason: splitting the two paths would split each column's encoding in two.
+ */
+public final class RowWriter {
+    /** A row decoded into a batch but not yet committed there: its key, its payload size and its offset. */
+    public record Staged(String recordId, int payloadBytes, long sourceOffset) {}
+
+    private final VarCharVector recordId;
+    private final VarCharVector experiment;
+    private final VarCharVector rolloutId;
+    private final VarCharVector problemId;
+    private final IntVector sequenceOrder;
+    private final VarCharVector role;
+    private final TimeStampMicroTZVector createdAt;
+    private final VarCharVector content;
+    private final ListVector inputTokens;
+    private final ListVector outputTokens;
+    private final ListVector outputLogprobs;
+    private final Float4Vector reward;
+    private final Float4Vector advantage;
+    private final BigIntVector policyVersion;
+    private final BitVector includeInTraining;
+    private final ListVector metadata;
+    private final LargeVarBinaryVector payload;
+    private final IntVector sourcePartition;
+    private final BigIntVector sourceOffset;
+    private final TimeStampMicroTZVector ingestedAt;
+    private final StructVector metadataEntries;
+    private final VarCharVector metadataKeys;
+    private final VarCharVector metadataValues;
+    private Utf8 text; // reused for every string decoded into this batch
+    private ByteBuffer bytes; // reused for every payload decoded into this batch
+
+    /** Decodes a field beyond the contract (a producer's newer schema) into its row. */
+    @FunctionalInterface
+    public interface AddedFieldDecoder {
+        void decode(int row, Decoder in, Schema.Field field) throws IOException;
+    }
+
+    public RowWriter(VectorSchemaRoot root) {
+        recordId = (VarCharVector) root.getVector(RECORD_ID);
+        experiment = (VarCharVector) root.getVector(EXPERIMENT);
+        rolloutId = (VarCharVector) root.getVector(ROLLOUT_ID);
+        problemId = (VarCharVector) root.getVector(PROBLEM_ID);
+        sequenceOrder = (IntVector) root.getVector(SEQUENCE_ORDER);
+        role = (VarCharVector) root.getVector(ROLE);
+        createdAt = (TimeStampMicroTZVector) root.getVector(CREATED_AT);
+        content = (VarCharVector) root.getVector(CONTENT);
+        inputTokens = (ListVector) root.getVector(INPUT_TOKENS);
+        outputTokens = (ListVector) root.getVector(OUTPUT_TOKENS);
+        outputLogprobs = (ListVector) root.getVector(OUTPUT_LOGPROBS);
+        reward = (Float4Vector) root.getVector(REWARD);
+        advantage = (Float4Vector) root.getVector(ADVANTAGE);
+        policyVersion = (BigIntVector) root.getVector(POLICY_VERSION);
+        includeInTraining = (BitVector) root.getVector(INCLUDE_IN_TRAINING);
+        metadata = (ListVector) root.getVector(METADATA);
+        metadataEntries = (StructVector) metadata.getDataVector();
+        metadataKeys = (VarCharVector) metadataEntries.getChild("key");
+        metadataValues = (VarCharVector) metadataEntries.getChild("value");
+        payload = (LargeVarBinaryVector) root.getVector(BINARY_PAYLOAD);
+        sourcePartition = (IntVector) root.getVector(SOURCE_PARTITION);
+        sourceOffset = (BigIntVector) root.getVector(SOURCE_OFFSET);
+        ingestedAt = (TimeStampMicroTZVector) root.getVector(INGESTED_AT);
+    }
+
+    /**
+     * Writes one row at index {@code i}. Fallible conversions happen before the first vector is touched,
+     * so a refused row leaves the index free for the next one (Arrow setters overwrite an index in place).
+     */
+    public void write(int i, Rollout r, int partition, long offset, Instant ingested) {
+        long created = Timestamps.micros(r.getCreatedAt());
+        long ingestedMicros = Timestamps.micros(ingested);
+        utf8(recordId, i, r.getRecordId());
+        utf8(experiment, i, r.getExperiment());
+        utf8(rolloutId, i, r.getRolloutId());
+        utf8(problemId, i, r.getProblemId());
+        sequenceOrder.setSafe(i, r.getSequenceOrder());
+        utf8(role, i, r.getRole());
+        createdAt.setSafe(i, created);
+        utf8(content, i, r.getContent());
+        intList(inputTokens, i, r.getInputTokens());
+        intList(outputTokens, i, r.getOutputTokens());
+        floatList(outputLogprobs, i, r.getOutputLogprobs());
+        float4(reward, i, r.getReward());
+        float4(advantage, i, r.getAdvantage());
+        if (r.getPolicyVersion() == null) {
+            policyVersion.setNull(i);
+        } else {
+            policyVersion.setSafe(i, r.getPolicyVersion());
+        }
+        includeInTraining.setSafe(i, r.getIncludeInTraining() ? 1 : 0);
+        metadata(i, r.getMetadata());
+        if (r.getBinaryPayload() == null) {
+            payload.setNull(i);
+        } else {
+            ByteBuffer buffer = r.getBinaryPayload().duplicate();
+            payload.setSafe(i, buffer, buffer.position(), buffer.remaining());
+        }
+        sourcePartition.setSafe(i, partition);
+        sourceOffset.setSafe(i, offset);
+        ingestedAt.setSafe(i, ingestedMicros);
+    }
+
+    /**
+     * Decodes one Avro-encoded rollout straight into row {@code i}: no Rollout, Strings (but the key),
+     * boxed lists or maps on the way. {@code order} is the reader fields in the order their values come
+     * (see {@code FieldReader}). Every column of the row is written, so a row that fails half-way is
+     * overwritten whole by the next one.
+     */
+    public Staged decode(
+            int i, Decoder in, Schema.Field[] order, int partition, long offset, long ingested, AddedFieldDecoder added)
+            throws IOException {
+        String id = null;
+        int payloadBytes = 0;
+        for (Schema.Field field : order) {
+            switch (field.pos()) {
+                case F_RECORD_ID -> {
+                    text = in.readString(text);
+                    recordId.setSafe(i, text.getBytes(), 0, text.getByteLength());
+                    id = text.toString();
+                }
+                case F_EXPERIMENT -> string(in, experiment, i);
+                case F_ROLLOUT_ID -> string(in, rolloutId, i);
+                case F_PROBLEM_ID -> {
+                    if (isNull(in)) {
+                        problemId.setNull(i);
+                    } else {
+                        string(in, problemId, i);
+                    }
+                }
+                case F_SEQUENCE_ORDER -> sequenceOrder.setSafe(i, in.readInt());
+                case F_ROLE -> string(in, role, i);
+                case F_CREATED_AT -> createdAt.setSafe(i, in.readLong());
+                case F_CONTENT -> {
+                    if (isNull(in)) {
+                        content.setNull(i);
+                    } else {
+                        string(in, content, i);
+                    }
+                }
+                case F_INPUT_TOKENS -> intArray(in, inputTokens, i);
+                case F_OUTPUT_TOKENS -> intArray(in, outputTokens, i);
+                case F_OUTPUT_LOGPROBS -> floatArray(in, outputLogprobs, i);
+                case F_REWARD -> nullableFloat(in, reward, i);
+                case F_ADVANTAGE -> nullableFloat(in, advantage, i);
+                case F_POLICY_VERSION -> {
+                    if (isNull(in)) {
+                        policyVersion.setNull(i);
+                    } else {
+                        policyVersion.setSafe(i, in.readLong());
+                    }
+                }
+                case F_INCLUDE_IN_TRAINING -> includeInTraining.setSafe(i, in.readBoolean() ? 1 : 0);
+                case F_METADATA -> {
+                    Map<String, String> values = readMap(in);
+                    if (values.containsKey(Tombstones.MARKER)) {
+                        throw new SerdeException(
+                                Tombstones.RESERVED_REASON,
+                                "record " + id + " has the metadata key " + Tombstones.MARKER
+                                        + ", which marks deletes; a delete is a record with a null value",
+                                null);
+                    }
+                    metadata(i, values);
+                }
+                case F_BINARY_PAYLOAD -> {
+                    if (isNull(in)) {
+                        payload.setNull(i);
+                    } else {
+                        bytes = in.readBytes(bytes);
+                        payloadBytes = bytes.remaining();
+                        payload.setSafe(i, bytes, bytes.position(), payloadBytes);
+                    }
+                }
+                default -> {
+                    if (field.pos() < CONTRACT_FIELDS) {
+                        throw new IllegalStateException("No column for reader field " + field.name());
+                    }
+                    added.decode(i, in, field); // a field a producer added, beyond the contract
+                }
+            }
+        }
+        sourcePartition.setSafe(i, partition);
+        sourceOffset.setSafe(i, offset);
+        ingestedAt.setSafe(i, ingested);
+        return new Staged(id, payloadBytes, offset);
+    }
+
+    private void metadata(int i, Map<String, String> values) {
+        int start = metadata.startNewValue(i);
+        int k = 0;
+        for (Map.Entry<String, String> e : (values.size() < 2 ? values : new TreeMap<>(values)).entrySet()) {
+            metadataEntries.setIndexDefined(start + k);
+            metadataKeys.setSafe(start + k, e.getKey().getBytes(StandardCharsets.UTF_8));
+            if (e.getValue() == null) {
+                metadataValues.setNull(start + k);
+            } else {
+                metadataValues.setSafe(start + k, e.getValue().getBytes(StandardCharsets.UTF_8));
+            }
+            k++;
+        }
+        metadata.endValue(i, k);
+    }
+
+    private void string(Decoder in, VarCharVector vector, int i) throws IOException {
+        text = in.readString(text);
+        vector.setSafe(i, text.getBytes(), 0, text.getByteLength());
+    }
+
+    /** Reads a [null, T] union's branch: true for null (consumed), false when a T follows. */
+    private static boolean isNull(Decoder in) throws IOException {
+        if (in.readIndex() == 0) {
+            in.readNull();
+            return true;
+        }
+        return false;
+    }
+
+    private static void nullableFloat(Decoder in, Float4Vector vector, int i) throws IOException {
+        if (isNull(in)) {
+            vector.setNull(i);
+        } else {
+            vector.setSafe(i, in.readFloat());
+        }
+    }
+
+    private static void intArray(Decoder in, ListVector list, int i) throws IOException {
+        int start = list.startNewValue(i);
+        IntVector items = (IntVector) list.getDataVector();
+        int k = 0;
+        for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
+            for (long j = 0; j < n; j++) {
+                items.setSafe(start + k++, in.readInt());
+            }
+        }
+        list.endValue(i, k);
+    }
+
+    private static void floatArray(Decoder in, ListVector list, int i) throws IOException {
+        int start = list.startNewValue(i);
+        Float4Vector items = (Float4Vector) list.getDataVector();
+        int k = 0;
+        for (long n = in.readArrayStart(); n != 0; n = in.arrayNext()) {
+            for (long j = 0; j < n; j++) {
+                items.setSafe(start + k++, in.readFloat());
+            }
+        }
+        list.endValue(i, k);
+    }
+
+    /** A map's entries, the last of a repeated key winning, as a Java map would hold them. */
+    private static Map<String, String> readMap(Decoder in) throws IOException {
+        String onlyKey = null;
+        String onlyValue = null;
+        Map<String, String> many = null;
+        for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
+            for (long j = 0; j < n; j++) {
+                String key = in.readString();
+                String value = in.readString();
+                if (many == null && (onlyKey == null || onlyKey.equals(key))) {
+                    onlyKey = key;
+                    onlyValue = value;
+                } else {
+                    if (many == null) {
+                        many = new TreeMap<>();
+                        many.put(onlyKey, onlyValue);
+                    }
+                    many.put(key, value);
+                }
+            }
+        }
+        return many != null ? many : onlyKey == null ? Map.of() : Map.of(onlyKey, onlyValue);
+    }
+
+    // The Rollout reader schema's field positions, as the decoder's switch needs constants; checked below.
+    private static final int F_RECORD_ID = 0;
+    private static final int F_EXPERIMENT = 1;
+    private static final int F_ROLLOUT_ID = 2;
+    private static final int F_PROBLEM_ID = 3;
+    private static final int F_SEQUENCE_ORDER = 4;
+    private static final int F_ROLE = 5;
+    private static final int F_CREATED_AT = 6;
+    private static final int F_CONTENT = 7;
+    private static final int F_INPUT_TOKENS = 8;
+    private static final int F_OUTPUT_TOKENS = 9;
+    private static final int F_OUTPUT_LOGPROBS = 10;
+    private static final int F_REWARD = 11;
+    private static final int F_ADVANTAGE = 12;
+    private static final int F_POLICY_VERSION = 13;
+    private static final int F_INCLUDE_IN_TRAINING = 14;
+    private static final int F_METADATA = 15;
+    private static final int F_BINARY_PAYLOAD = 16;
+    /** Reader fields at this position and above are fields producers added (see AddedColumns). */
+    static final int CONTRACT_FIELDS = 17;
+
+    static {
+        // A schema change that moves a field or a union's null branch must fail here, not decode wrong columns.
+        Schema avro = Rollout.getClassSchema();
+        String[] names = {
+            RECORD_ID,
+            EXPERIMENT,
+            ROLLOUT_ID,
+            PROBLEM_ID,
+            SEQUENCE_ORDER,
+            ROLE,
+            CREATED_AT,
+            CONTENT,
+            INPUT_TOKENS,
+            OUTPUT_TOKENS,
+            OUTPUT_LOGPROBS,
+            REWARD,
+            ADVANTAGE,
+            POLICY_VERSION,
+            INCLUDE_IN_TRAINING,
+            METADATA,
+            BINARY_PAYLOAD
+        };
+        if (avro.getFields().size() != names.length || names.length != CONTRACT_FIELDS) {
+            throw new ExceptionInInitializerError(
+                    "Rollout has " + avro.getFields().size() + " fields, the decoder " + names.length);
+        }
+        for (int pos = 0; pos < names.length; pos++) {
+            Schema.Field field = avro.getFields().get(pos);
+            if (!field.name().equals(names[pos])) {
+                throw new ExceptionInInitializerError(
+                        "Rollout field " + pos + " is " + field.name() + ", the decoder" + " expects " + names[pos]);
+            }
+            Schema type = field.schema();
+            if (type.getType() == Schema.Type.UNION
+                    && (type.getTypes().size() != 2 || type.getTypes().get(0).getType() != Schema.Type.NULL)) {
+                throw new ExceptionInInitializerError("Rollout field " + field.name() + " is not [null, T]");
+            }
+        }
+    }
+
+    private static void utf8(VarCharVector vector, int i, String value) {
+        if (value == null) {
+            vector.setNull(i);
+        } else {
+            vector.setSafe(i, value.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    private static void float4(Float4Vector vector, int i, Float value) {
+        if (value == null) {
+            vector.setNull(i);
+        } else {
+            vector.setSafe(i, value);
+        }
+    }
+
+    private static void intList(ListVector list, int i, List<Integer> values) {
+        int start = list.startNewValue(i);
+        IntVector items = (IntVector) list.getDataVector();
+        for (int k = 0; k < values.size(); k++) {
+            items.setSafe(start + k, values.get(k));
+        }
+        list.endValue(i, values.size());
+    }
+
+    private static void floatList(ListVector list, int i, List<Float> values) {
+        int start = list.startNewValue(i);
+        Float4Vector items = (Float4Vector) list.getDataVector();
+        for (int k = 0; k < values.size(); k++) {
+            items.setSafe(start + k, values.get(k));
+        }
+        list.endValue(i, values.size());
+    }
+}
