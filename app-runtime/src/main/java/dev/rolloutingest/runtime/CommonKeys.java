@@ -7,6 +7,7 @@ import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
+import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.TableSettings;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
@@ -14,17 +15,18 @@ import org.apache.kafka.common.config.ConfigDef;
 /** The settings every app has (brokers, registry, table, identity, state, HTTP), each with the app's defaults. */
 public final class CommonKeys {
     public static final String BOOTSTRAP_SERVERS = "bootstrap.servers";
-    public static final String SCHEMA_REGISTRY_URL = "schema.registry.url";
+    public static final String SCHEMA_REGISTRY_URL = SerdeConfig.SCHEMA_REGISTRY_URL;
     public static final String TABLE_URI = "rollout.table.uri";
+    public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
     public static final String APPLICATION_ID = "application.id";
     public static final String STATE_DIR = "rollout.state.dir";
     public static final String HTTP_HOST = "http.host";
     public static final String HTTP_PORT = "http.port";
-    public static final String PENDING_WARN_GENERATIONS = "rollout.wal.pending.warn.generations";
-    public static final String PENDING_MAX_GENERATIONS = "rollout.wal.pending.max.generations";
-    public static final String READ_REFRESH_MS = "rollout.read.refresh.ms";
-    public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
-    public static final String READ_OPEN_GENERATIONS = "rollout.read.open.generations";
+    public static final String PENDING_WARN_GENERATIONS = TableSettings.PENDING_WARN_GENERATIONS;
+    public static final String PENDING_MAX_GENERATIONS = TableSettings.PENDING_MAX_GENERATIONS;
+    public static final String READ_REFRESH_MS = TableSettings.READ_REFRESH_MS;
+    public static final String READ_CACHE_BYTES = TableSettings.READ_CACHE_BYTES;
+    public static final String READ_OPEN_GENERATIONS = TableSettings.READ_OPEN_GENERATIONS;
     public static final String INSTANCE_ID = "rollout.instance.id";
     public static final String SESSION_TIMEOUT_MS = "rollout.session.timeout.ms";
     public static final String COMMIT_INTERVAL_MS = "rollout.commit.interval.ms";
@@ -34,19 +36,15 @@ public final class CommonKeys {
 
     private CommonKeys() {}
 
-    /** The table's read and merge limits from a parsed config holding the common keys. */
+    /** The table's read and merge limits from a parsed config holding their keys (declared by {@link TableSettings}). */
     public static TableSettings tableSettings(AbstractConfig config) {
-        return TableSettings.DEFAULTS
-                .withPendingLimits(config.getInt(PENDING_WARN_GENERATIONS), config.getInt(PENDING_MAX_GENERATIONS))
-                .withReadRefreshMs(config.getLong(READ_REFRESH_MS))
-                .withReadCacheBytes(config.getLong(READ_CACHE_BYTES))
-                .withReadOpenGenerations(config.getInt(READ_OPEN_GENERATIONS));
+        return TableSettings.from(config.values());
     }
 
     /** A ConfigDef holding the common keys; the app adds its own to it. */
     public static ConfigDef define(
             String defaultApplicationId, String defaultStateDir, int defaultHttpPort, String httpRoutes) {
-        return HttpAccess.define(new ConfigDef())
+        return TableSettings.defineReads(SerdeConfig.define(HttpAccess.define(new ConfigDef())))
                 .define(
                         BOOTSTRAP_SERVERS,
                         STRING,
@@ -55,12 +53,13 @@ public final class CommonKeys {
                         HIGH,
                         "Kafka brokers, host:port[,host:port]")
                 .define(
-                        SCHEMA_REGISTRY_URL,
+                        GENERATIONS_TOPIC,
                         STRING,
-                        ConfigDef.NO_DEFAULT_VALUE,
+                        "rollout-generations",
                         new ConfigDef.NonEmptyString(),
-                        HIGH,
-                        "Confluent-compatible schema registry base URL (Apicurio: http://host:port/apis/ccompat/v7)")
+                        MEDIUM,
+                        "Topic of GenerationSealed events (the ingest app's output, the merge-worker's input), key ="
+                                + " shard id")
                 .define(
                         TABLE_URI,
                         STRING,
@@ -131,44 +130,6 @@ public final class CommonKeys {
                         ConfigDef.Range.between(100, 60_000),
                         LOW,
                         "How often the positions of the lag groups (sealed, merged) are committed when they moved")
-                .define(
-                        PENDING_WARN_GENERATIONS,
-                        INT,
-                        TableSettings.DEFAULTS.pendingWarnGenerations(),
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "Reads warn once per shard at this many pending (unmerged)"
-                                + " generations, with the table and shard (0 = no warn; the metric is always sampled)")
-                .define(
-                        PENDING_MAX_GENERATIONS,
-                        INT,
-                        TableSettings.DEFAULTS.pendingMaxGenerations(),
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "Reads fail fast (the read API answers 503) when a shard has"
-                                + " more pending generations than this (0 = no cap)")
-                .define(
-                        READ_REFRESH_MS,
-                        LONG,
-                        TableSettings.DEFAULTS.readRefreshMs(),
-                        ConfigDef.Range.between(0, 60_000),
-                        MEDIUM,
-                        "Readers see generations sealed and merges committed by other processes at most this"
-                                + " late: how often the cached catalog of seals and the base handle are refreshed")
-                .define(
-                        READ_CACHE_BYTES,
-                        LONG,
-                        TableSettings.DEFAULTS.readCacheBytes(),
-                        ConfigDef.Range.atLeast(1L << 20),
-                        LOW,
-                        "Memory for lance-core's index and metadata caches of this process's table reads")
-                .define(
-                        READ_OPEN_GENERATIONS,
-                        INT,
-                        TableSettings.DEFAULTS.readOpenGenerations(),
-                        ConfigDef.Range.atLeast(0),
-                        LOW,
-                        "Pending generation datasets kept open for lookups (least recently used closed first)")
                 .define(
                         HEALTH_MAX_THREAD_REPLACEMENTS,
                         INT,

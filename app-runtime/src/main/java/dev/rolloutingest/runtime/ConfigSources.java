@@ -129,14 +129,13 @@ public final class ConfigSources {
         return client;
     }
 
+    private static final java.util.Set<String> SERDE_KEYS = dev.rolloutingest.serde.SerdeConfig.keys();
+
     /** The schema-registry settings among {@code values}, under Confluent's names, for the serde. */
     public static Map<String, Object> serdeSettings(Map<String, Object> values) {
         Map<String, Object> serde = new HashMap<>();
         values.forEach((k, v) -> {
-            if (k.startsWith("schema.registry.")
-                    || k.startsWith("basic.auth.")
-                    || k.equals("auto.register.schemas")
-                    || k.equals("use.latest.version")) {
+            if (SERDE_KEYS.contains(k) || k.startsWith("schema.registry.") || k.startsWith("basic.auth.")) {
                 serde.put(k, v);
             }
         });

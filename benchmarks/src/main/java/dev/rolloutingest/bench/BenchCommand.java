@@ -89,7 +89,7 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--scan-join-max-base-rows",
-            defaultValue = "" + TableSettings.DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS,
+            defaultValue = "2000000",
             description = "merge: rollout.merge.scan.join.max.base.rows of the drains (0 = always the index join)")
     long scanJoinMaxBaseRows;
 
@@ -234,7 +234,11 @@ final class BenchCommand implements Callable<Integer> {
         Path path = dir.toAbsolutePath().resolve(name);
         FileTrees.deleteRecursively(path);
         return RolloutTable.createOrOpen(
-                TableLocation.local(path), TableSettings.DEFAULTS.withPendingLimits(0, 0), new SimpleMeterRegistry());
+                TableLocation.local(path),
+                TableSettings.DEFAULTS
+                        .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+                        .with(TableSettings.PENDING_MAX_GENERATIONS, 0),
+                new SimpleMeterRegistry());
     }
 
     private static List<RolloutRow> rows(long first, int count, int keys, int payload) {

@@ -42,8 +42,10 @@ final class MergeBench {
     /** @param scanJoinMaxBaseRows rollout.merge.scan.join.max.base.rows of the drains (0 = the index join) */
     MergeBench(
             Path dir, int shards, int generations, int rows, int[] threads, int instances, long scanJoinMaxBaseRows) {
-        this.settings =
-                TableSettings.DEFAULTS.withPendingLimits(0, 0).withMergeScanJoinMaxBaseRows(scanJoinMaxBaseRows);
+        this.settings = TableSettings.DEFAULTS
+                .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+                .with(TableSettings.PENDING_MAX_GENERATIONS, 0)
+                .with(TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS, scanJoinMaxBaseRows);
         this.instances = instances;
         this.dir = dir;
         this.shards = shards;
@@ -230,8 +232,9 @@ final class MergeBench {
             try (RolloutTable table = RolloutTable.open(
                     TableLocation.local(Path.of(args[0])),
                     TableSettings.DEFAULTS
-                            .withPendingLimits(0, 0)
-                            .withMergeScanJoinMaxBaseRows(Long.parseLong(args[1])),
+                            .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+                            .with(TableSettings.PENDING_MAX_GENERATIONS, 0)
+                            .with(TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS, Long.parseLong(args[1])),
                     meters)) {
                 MergeCoordinator coordinator =
                         new MergeCoordinator(table, 8, 48L << 20, 48L << 20, 2, new MergeMetrics(meters), 0, 8);

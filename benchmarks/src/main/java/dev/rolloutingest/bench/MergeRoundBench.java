@@ -104,8 +104,9 @@ public final class MergeRoundBench {
                         continue; // the other paths are compared on all-new rounds
                     }
                     TableSettings settings = TableSettings.DEFAULTS
-                            .withMergeAppendNewKeys(append)
-                            .withMergeAdoptMinRows(path.equals("append, no adoption") ? TableSettings.NEVER_ADOPT : 0);
+                            .with(TableSettings.MERGE_APPEND_NEW_KEYS, append)
+                            .with(TableSettings.MERGE_ADOPT_GENERATIONS, !path.equals("append, no adoption"))
+                            .with(TableSettings.MERGE_ADOPT_MIN_ROWS, 0);
                     SimpleMeterRegistry meters = new SimpleMeterRegistry();
                     try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
                         List<Long> floorMs = new ArrayList<>();

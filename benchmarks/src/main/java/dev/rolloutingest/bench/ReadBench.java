@@ -95,7 +95,9 @@ final class ReadBench {
     }
 
     private RolloutTable open(long baseRows, EmbeddedS3 server) throws Exception {
-        TableSettings settings = TableSettings.DEFAULTS.withPendingLimits(0, 0);
+        TableSettings settings = TableSettings.DEFAULTS
+                .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+                .with(TableSettings.PENDING_MAX_GENERATIONS, 0);
         meters = new SimpleMeterRegistry();
         if (server != null) {
             return RolloutTable.createOrOpen(

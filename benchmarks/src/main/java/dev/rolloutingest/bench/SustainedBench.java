@@ -428,7 +428,9 @@ final class SustainedBench {
             try {
                 return RolloutTable.open(
                         TableLocation.local(tableDir),
-                        TableSettings.DEFAULTS.withPendingLimits(0, 0),
+                        TableSettings.DEFAULTS
+                                .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+                                .with(TableSettings.PENDING_MAX_GENERATIONS, 0),
                         new SimpleMeterRegistry());
             } catch (RuntimeException e) {
                 if (System.nanoTime() > deadline || !app.isAlive()) {

@@ -26,7 +26,7 @@ import org.apache.kafka.common.config.ConfigDef;
  */
 public final class IngestConfig extends AppConfig {
     public static final String INPUT_TOPIC = "rollout.input.topic";
-    public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
+    public static final String GENERATIONS_TOPIC = CommonKeys.GENERATIONS_TOPIC;
     public static final String DLQ_TOPIC = "rollout.dlq.topic";
     public static final String SEAL_MAX_ROWS = "rollout.seal.max.rows";
     public static final String SEAL_MAX_BYTES = "rollout.seal.max.bytes";
@@ -57,13 +57,6 @@ public final class IngestConfig extends AppConfig {
                     new ConfigDef.NonEmptyString(),
                     MEDIUM,
                     "Topic of Rollout records, key = record_id")
-            .define(
-                    GENERATIONS_TOPIC,
-                    STRING,
-                    "rollout-generations",
-                    new ConfigDef.NonEmptyString(),
-                    MEDIUM,
-                    "Topic of GenerationSealed events, key = shard id")
             .define(
                     DLQ_TOPIC,
                     STRING,

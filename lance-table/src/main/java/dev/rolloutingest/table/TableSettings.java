@@ -1,186 +1,246 @@
 package dev.rolloutingest.table;
 
+import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
+import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
+import static org.apache.kafka.common.config.ConfigDef.Type.INT;
+import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+
 /**
- * Limits of the table's reads and merges. The apps' config classes map their keys onto these.
- *
- * @param pendingWarnGenerations ROLLOUT_WAL_PENDING_WARN_GENERATIONS: warn once per shard per read at
- *     this many pending generations; 0 disables the warn (never the metric)
- * @param pendingMaxGenerations ROLLOUT_WAL_PENDING_MAX_GENERATIONS: a read fails fast above this many
- *     pending generations in one shard; 0 disables the cap
- * @param mergeConflictRetries commit retries when merges of other shards move the base manifest
- * @param maxListLimit the largest page a list read returns
- * @param readRefreshMs ROLLOUT_READ_REFRESH_MS: readers see seals and merges of other processes at most this
- *     late (the catalog of seals and the base handle are refreshed at most this often)
- * @param readCacheBytes ROLLOUT_READ_CACHE_BYTES: lance-core's index and metadata caches for reads
- * @param readOpenGenerations ROLLOUT_READ_OPEN_GENERATIONS: pending generation datasets kept open for lookups
- * @param mergeScanJoinMaxBaseRows rollout.merge.scan.join.max.base.rows: merge commits join their source to a base of
- *     at most this many rows by a scan, above it through the record_id index (see MergeJoin); 0 = always
- *     the index
- * @param mergeAppendNewKeys rollout.merge.append.new.keys: merge rows whose keys the base certainly lacks are
- *     appended as new fragments (a commit that costs what it adds); only the others are joined. false = every row
- *     goes through the merge-insert join
- * @param mergeAdoptMinRows rollout.merge.adopt.min.rows (and rollout.merge.adopt.generations): a generation of at
- *     least this many rows, all of them appended, is taken into the base whole, its data files linked (local) or
- *     copied server-side (S3) instead of rewritten; {@link #NEVER_ADOPT} = never. Each adopted generation stays a
- *     fragment of its own until compaction, and every later commit pays for the base's fragment count, so small
- *     generations are written together instead (one fragment a commit)
+ * Limits of the table's reads and merges, each declared once here (key, type, default, range, documentation): the
+ * apps' configs take these declarations into their own ({@link #defineReads}, {@link #defineMerges}), so the README's
+ * table, the env vars and the CLI's defaults all come from them. A new setting: its declaration and its getter.
  */
-public record TableSettings(
-        int pendingWarnGenerations,
-        int pendingMaxGenerations,
-        int mergeConflictRetries,
-        int maxListLimit,
-        long readRefreshMs,
-        long readCacheBytes,
-        int readOpenGenerations,
-        long mergeScanJoinMaxBaseRows,
-        boolean mergeAppendNewKeys,
-        long mergeAdoptMinRows) {
+public final class TableSettings {
+    public static final String PENDING_WARN_GENERATIONS = "rollout.wal.pending.warn.generations";
+    public static final String PENDING_MAX_GENERATIONS = "rollout.wal.pending.max.generations";
+    public static final String READ_REFRESH_MS = "rollout.read.refresh.ms";
+    public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
+    public static final String READ_OPEN_GENERATIONS = "rollout.read.open.generations";
+    public static final String READ_MAX_LIST_LIMIT = "rollout.read.max.list.limit";
+    public static final String MERGE_SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
+    public static final String MERGE_APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
+    public static final String MERGE_ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
+    public static final String MERGE_ADOPT_MIN_ROWS = "rollout.merge.adopt.min.rows";
+    public static final String MERGE_CONFLICT_RETRIES = "rollout.merge.conflict.retries";
+
+    /** The env var of the pending warn threshold, as warnings name it. */
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
+
     public static final String PENDING_MAX_KEY = "ROLLOUT_WAL_PENDING_MAX_GENERATIONS";
 
-    public static final long DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS = 2_000_000;
+    /** Settings every process that reads the table has. */
+    public static ConfigDef defineReads(ConfigDef def) {
+        return def.define(
+                        PENDING_WARN_GENERATIONS,
+                        INT,
+                        256,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Reads warn once per shard at this many pending (unmerged)"
+                                + " generations, with the table and shard (0 = no warn; the metric is always sampled)")
+                .define(
+                        PENDING_MAX_GENERATIONS,
+                        INT,
+                        2048,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Reads fail fast (the read API answers 503) when a shard has"
+                                + " more pending generations than this (0 = no cap)")
+                .define(
+                        READ_REFRESH_MS,
+                        LONG,
+                        1_000L,
+                        ConfigDef.Range.between(0, 60_000),
+                        MEDIUM,
+                        "Readers see generations sealed and merges committed by other processes at most this"
+                                + " late: how often the cached catalog of seals and the base handle are refreshed")
+                .define(
+                        READ_CACHE_BYTES,
+                        LONG,
+                        256L << 20,
+                        ConfigDef.Range.atLeast(1L << 20),
+                        LOW,
+                        "Memory for lance-core's index and metadata caches of this process's table reads")
+                .define(
+                        READ_OPEN_GENERATIONS,
+                        INT,
+                        1024,
+                        ConfigDef.Range.atLeast(0),
+                        LOW,
+                        "Pending generation datasets kept open for lookups (least recently used closed first)")
+                .defineInternal(
+                        READ_MAX_LIST_LIMIT,
+                        INT,
+                        10_000,
+                        ConfigDef.Range.atLeast(1),
+                        LOW,
+                        "The largest page a list read returns");
+    }
 
-    /** Generations of at least this many rows are adopted by default: a written round holds about as many. */
-    public static final long DEFAULT_MERGE_ADOPT_MIN_ROWS = 50_000;
+    /** Settings of the process that merges (the merge-worker). */
+    public static ConfigDef defineMerges(ConfigDef def) {
+        return def.define(
+                        MERGE_SCAN_JOIN_MAX_BASE_ROWS,
+                        LONG,
+                        2_000_000L,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Merge commits into a base of at most this many rows find the base rows of the keys the key"
+                                + " filter cannot rule out by a scan of the base's key and order columns (~0.5 us a"
+                                + " base row, whatever the keys); larger bases look each key up through the record_id"
+                                + " index (~0.2 ms a key). 0 = always the index. At most 1/1000 of the base's rows are"
+                                + " always looked up through the index")
+                .define(
+                        MERGE_APPEND_NEW_KEYS,
+                        BOOLEAN,
+                        true,
+                        MEDIUM,
+                        "Merge rows whose record_id the committer's Bloom filter of the base's keys (~1.8 bytes a key)"
+                                + " rules out are appended without a lookup, a commit that costs what it adds; only the"
+                                + " others are looked up in the base. false = every key is looked up (a commit that"
+                                + " pays for the whole base)")
+                .define(
+                        MERGE_ADOPT_GENERATIONS,
+                        BOOLEAN,
+                        true,
+                        MEDIUM,
+                        "A generation all of whose rows are appended (every key new to the base and to the round)"
+                                + " becomes a base fragment as it is: its data files are hard-linked (local disk) or"
+                                + " copied server-side (S3) into the base instead of written again. false = its rows"
+                                + " are written")
+                .define(
+                        MERGE_ADOPT_MIN_ROWS,
+                        LONG,
+                        50_000L,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Only a generation of at least this many rows is adopted: each adopted generation stays a"
+                                + " base fragment of its own until compaction, and lookups and every later commit pay"
+                                + " for the fragment count (a sustained run adopting every 10,000-row generation left"
+                                + " ~1,260 fragments at 12.6M rows); smaller ones are written together, one fragment"
+                                + " a commit")
+                .defineInternal(
+                        MERGE_CONFLICT_RETRIES,
+                        INT,
+                        20,
+                        ConfigDef.Range.atLeast(0),
+                        LOW,
+                        "How often a merge's data commit refused by another commit is checked and tried again");
+    }
 
-    public static final long NEVER_ADOPT = Long.MAX_VALUE;
+    private static final ConfigDef ALL = defineMerges(defineReads(new ConfigDef()));
 
-    public static final TableSettings DEFAULTS = new TableSettings(
-            256,
-            2048,
-            20,
-            10_000,
-            1_000,
-            256L << 20,
-            1024,
-            DEFAULT_MERGE_SCAN_JOIN_MAX_BASE_ROWS,
-            true,
-            DEFAULT_MERGE_ADOPT_MIN_ROWS);
+    /** Every setting at its declared default. */
+    public static final TableSettings DEFAULTS = from(Map.of());
 
-    public TableSettings {
-        if (pendingWarnGenerations < 0) {
-            throw new IllegalArgumentException(PENDING_WARN_KEY + " must be >= 0, was " + pendingWarnGenerations);
+    private final Map<String, Object> values;
+
+    private TableSettings(Map<String, Object> values) {
+        this.values = Map.copyOf(values);
+    }
+
+    /**
+     * The settings in {@code values} (keys of other settings ignored), each missing one at its default. A value out
+     * of its range fails, naming the key.
+     */
+    public static TableSettings from(Map<String, ?> values) {
+        Map<String, Object> own = new HashMap<>();
+        values.forEach((key, value) -> {
+            if (ALL.names().contains(key) && value != null) {
+                own.put(key, value);
+            }
+        });
+        return new TableSettings(new HashMap<String, Object>(new AbstractConfig(ALL, own, false).values()));
+    }
+
+    /** These settings with one of them changed (validated as {@link #from} does). */
+    public TableSettings with(String key, Object value) {
+        if (!ALL.names().contains(key)) {
+            throw new IllegalArgumentException("not a table setting: " + key);
         }
-        if (pendingMaxGenerations < 0) {
-            throw new IllegalArgumentException(PENDING_MAX_KEY + " must be >= 0, was " + pendingMaxGenerations);
-        }
-        if (mergeConflictRetries < 0 || maxListLimit <= 0) {
-            throw new IllegalArgumentException("mergeConflictRetries must be >= 0 and maxListLimit > 0");
-        }
-        if (readRefreshMs < 0 || readCacheBytes < (1L << 20) || readOpenGenerations < 0) {
-            throw new IllegalArgumentException(
-                    "readRefreshMs and readOpenGenerations must be >= 0, readCacheBytes >= 1 MiB");
-        }
-        if (mergeAdoptMinRows < 0) {
-            throw new IllegalArgumentException("mergeAdoptMinRows must be >= 0, was " + mergeAdoptMinRows);
-        }
-        if (mergeScanJoinMaxBaseRows < 0) {
-            throw new IllegalArgumentException(
-                    "mergeScanJoinMaxBaseRows must be >= 0, was " + mergeScanJoinMaxBaseRows);
-        }
+        Map<String, Object> changed = new HashMap<>(values);
+        changed.put(key, value);
+        return from(changed);
     }
 
-    public TableSettings withPendingLimits(int warn, int max) {
-        return new TableSettings(
-                warn,
-                max,
-                mergeConflictRetries,
-                maxListLimit,
-                readRefreshMs,
-                readCacheBytes,
-                readOpenGenerations,
-                mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys,
-                mergeAdoptMinRows);
+    private int intValue(String key) {
+        return (Integer) values.get(key);
     }
 
-    public TableSettings withReadRefreshMs(long ms) {
-        return new TableSettings(
-                pendingWarnGenerations,
-                pendingMaxGenerations,
-                mergeConflictRetries,
-                maxListLimit,
-                ms,
-                readCacheBytes,
-                readOpenGenerations,
-                mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys,
-                mergeAdoptMinRows);
+    private long longValue(String key) {
+        return (Long) values.get(key);
     }
 
-    public TableSettings withReadCacheBytes(long bytes) {
-        return new TableSettings(
-                pendingWarnGenerations,
-                pendingMaxGenerations,
-                mergeConflictRetries,
-                maxListLimit,
-                readRefreshMs,
-                bytes,
-                readOpenGenerations,
-                mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys,
-                mergeAdoptMinRows);
+    private boolean booleanValue(String key) {
+        return (Boolean) values.get(key);
     }
 
-    public TableSettings withReadOpenGenerations(int handles) {
-        return new TableSettings(
-                pendingWarnGenerations,
-                pendingMaxGenerations,
-                mergeConflictRetries,
-                maxListLimit,
-                readRefreshMs,
-                readCacheBytes,
-                handles,
-                mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys,
-                mergeAdoptMinRows);
+    /** Warn once per shard per read at this many pending generations; 0 disables the warn (never the metric). */
+    public int pendingWarnGenerations() {
+        return intValue(PENDING_WARN_GENERATIONS);
     }
 
-    public TableSettings withMergeScanJoinMaxBaseRows(long rows) {
-        return new TableSettings(
-                pendingWarnGenerations,
-                pendingMaxGenerations,
-                mergeConflictRetries,
-                maxListLimit,
-                readRefreshMs,
-                readCacheBytes,
-                readOpenGenerations,
-                rows,
-                mergeAppendNewKeys,
-                mergeAdoptMinRows);
+    /** A read fails fast above this many pending generations in one shard; 0 disables the cap. */
+    public int pendingMaxGenerations() {
+        return intValue(PENDING_MAX_GENERATIONS);
     }
 
-    public TableSettings withMergeAppendNewKeys(boolean append) {
-        return new TableSettings(
-                pendingWarnGenerations,
-                pendingMaxGenerations,
-                mergeConflictRetries,
-                maxListLimit,
-                readRefreshMs,
-                readCacheBytes,
-                readOpenGenerations,
-                mergeScanJoinMaxBaseRows,
-                append,
-                mergeAdoptMinRows);
+    public int maxListLimit() {
+        return intValue(READ_MAX_LIST_LIMIT);
     }
 
-    /** Whether any generation may be adopted (see {@link #mergeAdoptMinRows}). */
+    public long readRefreshMs() {
+        return longValue(READ_REFRESH_MS);
+    }
+
+    public long readCacheBytes() {
+        return longValue(READ_CACHE_BYTES);
+    }
+
+    public int readOpenGenerations() {
+        return intValue(READ_OPEN_GENERATIONS);
+    }
+
+    public int mergeConflictRetries() {
+        return intValue(MERGE_CONFLICT_RETRIES);
+    }
+
+    public long mergeScanJoinMaxBaseRows() {
+        return longValue(MERGE_SCAN_JOIN_MAX_BASE_ROWS);
+    }
+
+    public boolean mergeAppendNewKeys() {
+        return booleanValue(MERGE_APPEND_NEW_KEYS);
+    }
+
+    /** Whether any generation may be adopted. */
     public boolean mergeAdoptGenerations() {
-        return mergeAdoptMinRows != NEVER_ADOPT;
+        return booleanValue(MERGE_ADOPT_GENERATIONS);
     }
 
-    public TableSettings withMergeAdoptMinRows(long rows) {
-        return new TableSettings(
-                pendingWarnGenerations,
-                pendingMaxGenerations,
-                mergeConflictRetries,
-                maxListLimit,
-                readRefreshMs,
-                readCacheBytes,
-                readOpenGenerations,
-                mergeScanJoinMaxBaseRows,
-                mergeAppendNewKeys,
-                rows);
+    /** The fewest rows of a generation adopted whole (see {@link #MERGE_ADOPT_MIN_ROWS}). */
+    public long mergeAdoptMinRows() {
+        return longValue(MERGE_ADOPT_MIN_ROWS);
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof TableSettings s && s.values.equals(values);
+    }
+
+    @Override
+    public int hashCode() {
+        return values.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return "TableSettings" + values;
     }
 }

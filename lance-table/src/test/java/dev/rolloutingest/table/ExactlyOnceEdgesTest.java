@@ -116,7 +116,7 @@ class ExactlyOnceEdgesTest {
     @Test
     void aJoinThatMeetsAKeyAnotherCommitterAppendedMeanwhileNeverHoldsItTwice() throws Exception {
         TableLocation location = TableLocation.local(freshDir("edge-key-twice"));
-        TableSettings joinEverything = TableSettings.DEFAULTS.withMergeAppendNewKeys(false);
+        TableSettings joinEverything = TableSettings.DEFAULTS.with(TableSettings.MERGE_APPEND_NEW_KEYS, false);
         try (RolloutTable a = RolloutTable.createOrOpen(location, joinEverything, new SimpleMeterRegistry());
                 RolloutTable b =
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {

@@ -303,7 +303,9 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable(
                 "pool",
                 meters,
-                TableSettings.DEFAULTS.withMergeScanJoinMaxBaseRows(0).withMergeAppendNewKeys(false))) {
+                TableSettings.DEFAULTS
+                        .with(TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS, 0)
+                        .with(TableSettings.MERGE_APPEND_NEW_KEYS, false))) {
             List<String> shards = List.of(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             for (int p = 0; p < 2; p++) {
                 generation(table, p, 0, 1_000, "base-");

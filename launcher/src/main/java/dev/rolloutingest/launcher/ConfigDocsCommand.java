@@ -29,7 +29,9 @@ final class ConfigDocsCommand implements Callable<Integer> {
             if (key.internalConfig) {
                 continue; // fault injection for tests: not a setting for operators
             }
-            String fallback = key.hasDefault() ? String.valueOf(key.defaultValue) : "(required)";
+            String fallback = key.hasDefault()
+                    ? (key.defaultValue == null ? "" : String.valueOf(key.defaultValue))
+                    : "(required)";
             out.append("| `")
                     .append(key.name)
                     .append("` | `")

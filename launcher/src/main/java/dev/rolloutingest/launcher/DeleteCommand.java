@@ -1,5 +1,6 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -29,8 +30,8 @@ final class DeleteCommand implements Callable<Integer> {
 
     @Option(
             names = "--topic",
-            defaultValue = "${env:ROLLOUT_INPUT_TOPIC:-rollouts}",
-            description = "The input topic (default ${DEFAULT-VALUE}; env ROLLOUT_INPUT_TOPIC)")
+            descriptionKey = IngestConfig.INPUT_TOPIC,
+            description = "The input topic (default ${DEFAULT-VALUE}; setting " + IngestConfig.INPUT_TOPIC + ")")
     String topic;
 
     @Mixin

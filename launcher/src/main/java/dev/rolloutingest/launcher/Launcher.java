@@ -37,13 +37,19 @@ public final class Launcher implements Runnable {
     }
 
     public static int run(String... args) {
-        return new CommandLine(new Launcher())
-                .setCaseInsensitiveEnumValuesAllowed(true)
+        return commandLine(System.getenv())
                 .setExecutionExceptionHandler((e, cmd, parsed) -> {
                     cmd.getErr().println("error: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
                     return 1;
                 })
                 .execute(args);
+    }
+
+    /** The command line, options that stand for settings defaulting from {@code env} and the settings' declarations. */
+    static CommandLine commandLine(java.util.Map<String, String> env) {
+        return new CommandLine(new Launcher())
+                .setDefaultValueProvider(new SettingDefaults(env))
+                .setCaseInsensitiveEnumValuesAllowed(true);
     }
 
     public static void main(String[] args) {

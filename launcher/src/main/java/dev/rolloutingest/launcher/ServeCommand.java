@@ -1,5 +1,6 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.Observability;
@@ -35,8 +36,9 @@ final class ServeCommand implements Callable<Integer> {
 
     @Option(
             names = "--topic",
-            defaultValue = "${env:ROLLOUT_INPUT_TOPIC:-rollouts}",
-            description = "The input topic deletes are published to (default ${DEFAULT-VALUE})")
+            descriptionKey = IngestConfig.INPUT_TOPIC,
+            description = "The input topic deletes are published to (default ${DEFAULT-VALUE}; setting "
+                    + IngestConfig.INPUT_TOPIC + ")")
     String topic;
 
     @Mixin

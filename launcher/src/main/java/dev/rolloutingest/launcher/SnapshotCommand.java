@@ -1,5 +1,7 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.ingest.IngestConfig;
+import dev.rolloutingest.merge.MergeConfig;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
@@ -72,8 +74,8 @@ final class SnapshotCommand implements Runnable {
 
         @Option(
                 names = "--topic",
-                defaultValue = "${env:ROLLOUT_INPUT_TOPIC:-rollouts}",
-                description = "The input topic (default ${DEFAULT-VALUE}; env ROLLOUT_INPUT_TOPIC)")
+                descriptionKey = IngestConfig.INPUT_TOPIC,
+                description = "The input topic (default ${DEFAULT-VALUE}; setting " + IngestConfig.INPUT_TOPIC + ")")
         String topic;
 
         @ArgGroup(exclusive = true)
@@ -103,16 +105,18 @@ final class SnapshotCommand implements Runnable {
 
         @Option(
                 names = "--max-generations-per-pass",
-                defaultValue = "${env:ROLLOUT_MERGE_MAX_GENERATIONS:-8}",
+                descriptionKey = MergeConfig.MAX_GENERATIONS,
                 description =
-                        "Generations each merge pass of the fold takes at most (default ${DEFAULT-VALUE}; env ROLLOUT_MERGE_MAX_GENERATIONS)")
+                        "Generations each merge pass of the fold takes at most (default ${DEFAULT-VALUE}; setting "
+                                + MergeConfig.MAX_GENERATIONS + ")")
         int maxGenerationsPerPass;
 
         @Option(
                 names = "--max-bytes-per-pass",
-                defaultValue = "${env:ROLLOUT_MERGE_MAX_BYTES:-50331648}",
+                descriptionKey = MergeConfig.MAX_BYTES,
                 description =
-                        "Sealed bytes each merge pass of the fold takes at most (default ${DEFAULT-VALUE}; env ROLLOUT_MERGE_MAX_BYTES)")
+                        "Sealed bytes each merge pass of the fold takes at most (default ${DEFAULT-VALUE}; setting "
+                                + MergeConfig.MAX_BYTES + ")")
         long maxBytesPerPass;
 
         @Override

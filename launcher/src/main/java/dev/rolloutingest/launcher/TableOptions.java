@@ -17,42 +17,48 @@ final class TableOptions {
 
     @Option(
             names = "--pending-warn",
-            defaultValue = "${env:ROLLOUT_WAL_PENDING_WARN_GENERATIONS:-256}",
+            descriptionKey = TableSettings.PENDING_WARN_GENERATIONS,
             description =
-                    "Warn at this many pending generations in a shard (0 = no warn); env ROLLOUT_WAL_PENDING_WARN_GENERATIONS")
+                    "Warn at this many pending generations in a shard (0 = no warn; default ${DEFAULT-VALUE}; setting "
+                            + TableSettings.PENDING_WARN_GENERATIONS + ")")
     int pendingWarn;
 
     @Option(
             names = "--pending-max",
-            defaultValue = "${env:ROLLOUT_WAL_PENDING_MAX_GENERATIONS:-2048}",
+            descriptionKey = TableSettings.PENDING_MAX_GENERATIONS,
             description =
-                    "Fail reads (503) above this many pending generations in a shard (0 = no cap); env ROLLOUT_WAL_PENDING_MAX_GENERATIONS")
+                    "Fail reads (503) above this many pending generations in a shard (0 = no cap; default ${DEFAULT-VALUE};"
+                            + " setting " + TableSettings.PENDING_MAX_GENERATIONS + ")")
     int pendingMax;
 
     @Option(
             names = "--read-refresh-ms",
-            defaultValue = "${env:ROLLOUT_READ_REFRESH_MS:-1000}",
-            description = "See other processes' seals and merges at most this late; env ROLLOUT_READ_REFRESH_MS")
+            descriptionKey = TableSettings.READ_REFRESH_MS,
+            description = "See other processes' seals and merges at most this late (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.READ_REFRESH_MS + ")")
     long readRefreshMs;
 
     @Option(
             names = "--read-cache-bytes",
-            defaultValue = "${env:ROLLOUT_READ_CACHE_BYTES:-268435456}",
-            description = "lance-core's index and metadata caches; env ROLLOUT_READ_CACHE_BYTES")
+            descriptionKey = TableSettings.READ_CACHE_BYTES,
+            description = "lance-core's index and metadata caches (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.READ_CACHE_BYTES + ")")
     long readCacheBytes;
 
     @Option(
             names = "--read-open-generations",
-            defaultValue = "${env:ROLLOUT_READ_OPEN_GENERATIONS:-1024}",
-            description = "Pending generation datasets kept open; env ROLLOUT_READ_OPEN_GENERATIONS")
+            descriptionKey = TableSettings.READ_OPEN_GENERATIONS,
+            description = "Pending generation datasets kept open (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.READ_OPEN_GENERATIONS + ")")
     int readOpenGenerations;
 
     TableSettings settings() {
         return TableSettings.DEFAULTS
-                .withPendingLimits(pendingWarn, pendingMax)
-                .withReadRefreshMs(readRefreshMs)
-                .withReadCacheBytes(readCacheBytes)
-                .withReadOpenGenerations(readOpenGenerations);
+                .with(TableSettings.PENDING_WARN_GENERATIONS, pendingWarn)
+                .with(TableSettings.PENDING_MAX_GENERATIONS, pendingMax)
+                .with(TableSettings.READ_REFRESH_MS, readRefreshMs)
+                .with(TableSettings.READ_CACHE_BYTES, readCacheBytes)
+                .with(TableSettings.READ_OPEN_GENERATIONS, readOpenGenerations);
     }
 
     TableLocation location() {

@@ -547,7 +547,7 @@ class FaultToleranceIT {
                         .isFinite();
                 try (RolloutTable reader = RolloutTable.open(
                                 run.location(),
-                                TableSettings.DEFAULTS.withReadRefreshMs(0),
+                                TableSettings.DEFAULTS.with(TableSettings.READ_REFRESH_MS, 0),
                                 new SimpleMeterRegistry());
                         HttpEndpoint readApi = new HttpEndpoint("127.0.0.1", 0)) {
                     new ReadApi(reader).mount(readApi);
@@ -717,7 +717,9 @@ class FaultToleranceIT {
                         new StringSerializer(),
                         serializer);
                 RolloutTable reader = RolloutTable.createOrOpen(
-                        run.location(), TableSettings.DEFAULTS.withReadRefreshMs(0), new SimpleMeterRegistry())) {
+                        run.location(),
+                        TableSettings.DEFAULTS.with(TableSettings.READ_REFRESH_MS, 0),
+                        new SimpleMeterRegistry())) {
             killer.start();
             snapshotter.start();
             int version = 0;

@@ -37,7 +37,11 @@ class ReadApiTest {
         Path dir = Path.of("target", "read-api", UUID.randomUUID().toString()).toAbsolutePath();
         // Cap of 2 pending generations per shard: the third generation below pushes reads to 503.
         table = RolloutTable.createOrOpen(
-                TableLocation.local(dir), TableSettings.DEFAULTS.withPendingLimits(0, 2), new SimpleMeterRegistry());
+                TableLocation.local(dir),
+                TableSettings.DEFAULTS
+                        .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+                        .with(TableSettings.PENDING_MAX_GENERATIONS, 2),
+                new SimpleMeterRegistry());
         RolloutGenerator generator = new RolloutGenerator("exp-a", 64, 5);
         List<RolloutRow> rows = new ArrayList<>();
         for (int i = 0; i < 10; i++) {

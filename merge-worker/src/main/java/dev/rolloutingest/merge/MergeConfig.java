@@ -4,7 +4,6 @@ import static dev.rolloutingest.runtime.CommonKeys.*;
 import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
 import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
-import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
@@ -29,7 +28,7 @@ import org.apache.kafka.common.config.ConfigException;
  * range.
  */
 public final class MergeConfig extends AppConfig {
-    public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
+    public static final String GENERATIONS_TOPIC = CommonKeys.GENERATIONS_TOPIC;
     public static final String MERGES_TOPIC = "rollout.merges.topic";
     public static final String MAX_GENERATIONS = "rollout.merge.max.generations";
     public static final String MAX_BYTES = "rollout.merge.max.bytes";
@@ -44,10 +43,10 @@ public final class MergeConfig extends AppConfig {
     public static final String COOLDOWN_RECORD_TTL_SECS = "task.cooldown.record.ttl.secs";
     public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
     public static final String ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
-    public static final String SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
-    public static final String APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
-    public static final String ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
-    public static final String ADOPT_MIN_ROWS = "rollout.merge.adopt.min.rows";
+    public static final String SCAN_JOIN_MAX_BASE_ROWS = TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS;
+    public static final String APPEND_NEW_KEYS = TableSettings.MERGE_APPEND_NEW_KEYS;
+    public static final String ADOPT_GENERATIONS = TableSettings.MERGE_ADOPT_GENERATIONS;
+    public static final String ADOPT_MIN_ROWS = TableSettings.MERGE_ADOPT_MIN_ROWS;
     public static final String MERGED_LAG_GROUP = "rollout.lag.merged.group";
     public static final String INDEX_OPTIMIZE_INTERVAL_MS = "rollout.index.optimize.interval.ms";
     public static final String INDEX_MAX_UNINDEXED_ROWS = "rollout.index.max.unindexed.rows";
@@ -61,18 +60,11 @@ public final class MergeConfig extends AppConfig {
     public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
     public static final String FAULT_HALT_AFTER_APPENDS = "rollout.fault.halt.after.appends";
 
-    public static final ConfigDef DEFINITION = CommonKeys.define(
+    public static final ConfigDef DEFINITION = TableSettings.defineMerges(CommonKeys.define(
                     "rollout-merge",
                     "data/merge-state",
                     8091,
-                    "/cooldowns, /pending, /merge/{shard}, /metrics, /health")
-            .define(
-                    GENERATIONS_TOPIC,
-                    STRING,
-                    "rollout-generations",
-                    new ConfigDef.NonEmptyString(),
-                    MEDIUM,
-                    "Topic of GenerationSealed events (input), key = shard id")
+                    "/cooldowns, /pending, /merge/{shard}, /metrics, /health"))
             .define(
                     MERGES_TOPIC,
                     STRING,
@@ -180,44 +172,6 @@ public final class MergeConfig extends AppConfig {
                     "Sealed bytes one merge round folds at most over all its shards; shards past it wait for the next"
                             + " round, so merge memory is bounded by the round. A round commits its rows (cut into"
                             + " commits of at most LANCE_MEM_POOL_SIZE's bytes each), then the marks")
-            .define(
-                    SCAN_JOIN_MAX_BASE_ROWS,
-                    LONG,
-                    TableSettings.DEFAULTS.mergeScanJoinMaxBaseRows(),
-                    ConfigDef.Range.atLeast(0),
-                    MEDIUM,
-                    "Merge commits into a base of at most this many rows find the base rows of the keys the key filter"
-                            + " cannot rule out by a scan of the base's key and order columns (~0.5 us a base row,"
-                            + " whatever the keys); larger bases look each key up through the record_id index (~0.2 ms a"
-                            + " key). 0 = always the index. At most 1/1000 of the base's rows are always looked up"
-                            + " through the index")
-            .define(
-                    APPEND_NEW_KEYS,
-                    BOOLEAN,
-                    TableSettings.DEFAULTS.mergeAppendNewKeys(),
-                    MEDIUM,
-                    "Merge rows whose record_id the committer's Bloom filter of the base's keys (~1.8 bytes a key)"
-                            + " rules out are appended without a lookup, a commit that costs what it adds; only the"
-                            + " others are looked up in the base. false = every key is looked up (a commit that pays"
-                            + " for the whole base)")
-            .define(
-                    ADOPT_GENERATIONS,
-                    BOOLEAN,
-                    TableSettings.DEFAULTS.mergeAdoptGenerations(),
-                    MEDIUM,
-                    "A generation all of whose rows are appended (every key new to the base and to the round) becomes a"
-                            + " base fragment as it is: its data files are hard-linked (local disk) or copied server-side"
-                            + " (S3) into the base instead of written again. false = its rows are written")
-            .define(
-                    ADOPT_MIN_ROWS,
-                    LONG,
-                    TableSettings.DEFAULT_MERGE_ADOPT_MIN_ROWS,
-                    ConfigDef.Range.atLeast(0),
-                    MEDIUM,
-                    "Only a generation of at least this many rows is adopted: each adopted generation stays a base"
-                            + " fragment of its own until compaction, and lookups and every later commit pay for the"
-                            + " fragment count (a sustained run adopting every 10,000-row generation left ~1,260"
-                            + " fragments at 12.6M rows); smaller ones are written together, one fragment a commit")
             .define(
                     INDEX_OPTIMIZE_INTERVAL_MS,
                     LONG,
@@ -386,18 +340,6 @@ public final class MergeConfig extends AppConfig {
 
     public String mergedLagGroup() {
         return parsed.getString(MERGED_LAG_GROUP).trim();
-    }
-
-    /** The table's settings with this app's merge join threshold and its append and adoption switches. */
-    @Override
-    public TableSettings tableSettings() {
-        return super.tableSettings()
-                .withMergeScanJoinMaxBaseRows(parsed.getLong(SCAN_JOIN_MAX_BASE_ROWS))
-                .withMergeAppendNewKeys(parsed.getBoolean(APPEND_NEW_KEYS))
-                .withMergeAdoptMinRows(
-                        parsed.getBoolean(ADOPT_GENERATIONS)
-                                ? parsed.getLong(ADOPT_MIN_ROWS)
-                                : TableSettings.NEVER_ADOPT);
     }
 
     public long roundMaxBytes() {

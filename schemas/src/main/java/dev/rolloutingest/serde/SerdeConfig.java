@@ -1,10 +1,19 @@
 package dev.rolloutingest.serde;
 
+import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
+import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
+import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
+import static org.apache.kafka.common.config.ConfigDef.Type.INT;
+import static org.apache.kafka.common.config.ConfigDef.Type.PASSWORD;
+import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
+
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 
 /**
@@ -37,7 +46,110 @@ public record SerdeConfig(
 
     private static final String TOPIC_NAME_STRATEGY = "io.confluent.kafka.serializers.subject.TopicNameStrategy";
 
-    public static SerdeConfig from(Map<String, ?> props) {
+    /**
+     * The registry client's settings, declared once: the apps take them into their configs (env vars, the README's
+     * table), and {@link #from} takes its defaults from here.
+     */
+    public static ConfigDef define(ConfigDef def) {
+        return def.define(
+                        SCHEMA_REGISTRY_URL,
+                        STRING,
+                        ConfigDef.NO_DEFAULT_VALUE,
+                        new ConfigDef.NonEmptyString(),
+                        HIGH,
+                        "Confluent-compatible schema registry base URL (Apicurio: http://host:port/apis/ccompat/v7);"
+                                + " comma-separated for several, tried in turn")
+                .define(
+                        BASIC_AUTH_CREDENTIALS_SOURCE,
+                        STRING,
+                        "USER_INFO",
+                        ConfigDef.ValidString.in("USER_INFO"),
+                        LOW,
+                        "Where the registry's basic-auth credentials come from (only USER_INFO)")
+                .define(
+                        BASIC_AUTH_USER_INFO,
+                        PASSWORD,
+                        null,
+                        MEDIUM,
+                        "user:password for the registry's basic auth (empty = none)")
+                .define(
+                        AUTO_REGISTER_SCHEMAS,
+                        BOOLEAN,
+                        true,
+                        LOW,
+                        "Serializers (the produce command, DLQ and events) register their schema when the registry lacks it")
+                .define(
+                        USE_LATEST_VERSION,
+                        BOOLEAN,
+                        false,
+                        LOW,
+                        "Serializers use the subject's latest registered schema instead of their own")
+                .define(
+                        SPECIFIC_AVRO_READER,
+                        BOOLEAN,
+                        false,
+                        LOW,
+                        "Kept for Confluent compatibility; this project's deserializers always read into its classes")
+                .define(
+                        KEY_SUBJECT_NAME_STRATEGY,
+                        STRING,
+                        TOPIC_NAME_STRATEGY,
+                        LOW,
+                        "Subject of a key schema: only TopicNameStrategy (<topic>-key)")
+                .define(
+                        VALUE_SUBJECT_NAME_STRATEGY,
+                        STRING,
+                        TOPIC_NAME_STRATEGY,
+                        LOW,
+                        "Subject of a value schema: only TopicNameStrategy (<topic>-value)")
+                .define(
+                        REQUEST_TIMEOUT_MS,
+                        INT,
+                        10_000,
+                        ConfigDef.Range.atLeast(1),
+                        LOW,
+                        "Timeout of one request to the registry")
+                .define(
+                        MAX_RETRIES,
+                        INT,
+                        5,
+                        ConfigDef.Range.atLeast(0),
+                        LOW,
+                        "Retries of a failed registry request (then the record waits, never dead-lettered)")
+                .define(
+                        RETRY_BACKOFF_MS,
+                        INT,
+                        200,
+                        ConfigDef.Range.atLeast(1),
+                        LOW,
+                        "First backoff between registry retries (doubled per retry)")
+                .define(CACHE_CAPACITY, INT, 1000, ConfigDef.Range.atLeast(1), LOW, "Schemas the client keeps by id");
+    }
+
+    private static final Map<String, Object> DEFAULTS = defaults();
+
+    private static Map<String, Object> defaults() {
+        Map<String, Object> defaults = new java.util.HashMap<>();
+        define(new ConfigDef()).configKeys().values().forEach(key -> {
+            if (key.hasDefault() && key.defaultValue != null) {
+                defaults.put(key.name, key.defaultValue);
+            }
+        });
+        return Map.copyOf(defaults);
+    }
+
+    /** The keys {@link #define} declares. */
+    public static java.util.Set<String> keys() {
+        return define(new ConfigDef()).names();
+    }
+
+    public static SerdeConfig from(Map<String, ?> given) {
+        Map<String, Object> props = new java.util.HashMap<>(DEFAULTS);
+        given.forEach((k, v) -> {
+            if (v != null) {
+                props.put(k, v instanceof org.apache.kafka.common.config.types.Password p ? p.value() : v);
+            }
+        });
         Object url = props.get(SCHEMA_REGISTRY_URL);
         if (url == null || url.toString().isBlank()) {
             throw new ConfigException(
@@ -80,21 +192,18 @@ public record SerdeConfig(
         }
         return new SerdeConfig(
                 List.copyOf(urls),
-                bool(props, AUTO_REGISTER_SCHEMAS, true),
-                bool(props, USE_LATEST_VERSION, false),
-                bool(props, SPECIFIC_AVRO_READER, false),
+                bool(props, AUTO_REGISTER_SCHEMAS),
+                bool(props, USE_LATEST_VERSION),
+                bool(props, SPECIFIC_AVRO_READER),
                 userInfo == null || userInfo.isEmpty() ? null : userInfo,
-                Duration.ofMillis(positiveLong(props, REQUEST_TIMEOUT_MS, 10_000, 1)),
-                (int) positiveLong(props, MAX_RETRIES, 5, 0),
-                Duration.ofMillis(positiveLong(props, RETRY_BACKOFF_MS, 200, 1)),
-                (int) positiveLong(props, CACHE_CAPACITY, 1000, 1));
+                Duration.ofMillis(positiveLong(props, REQUEST_TIMEOUT_MS, 1)),
+                (int) positiveLong(props, MAX_RETRIES, 0),
+                Duration.ofMillis(positiveLong(props, RETRY_BACKOFF_MS, 1)),
+                (int) positiveLong(props, CACHE_CAPACITY, 1));
     }
 
-    private static boolean bool(Map<String, ?> props, String key, boolean fallback) {
+    private static boolean bool(Map<String, ?> props, String key) {
         Object value = props.get(key);
-        if (value == null) {
-            return fallback;
-        }
         if (value instanceof Boolean b) {
             return b;
         }
@@ -105,11 +214,8 @@ public record SerdeConfig(
         throw new ConfigException(key, value, "expected true or false");
     }
 
-    private static long positiveLong(Map<String, ?> props, String key, long fallback, long min) {
+    private static long positiveLong(Map<String, ?> props, String key, long min) {
         Object value = props.get(key);
-        if (value == null) {
-            return fallback;
-        }
         try {
             long parsed = value instanceof Number n
                     ? n.longValue()

@@ -51,7 +51,9 @@ final class MergePreparer {
             Set<SealedGeneration> byKeys = Collections.newSetFromMap(new IdentityHashMap<>());
             for (SealedGeneration generation : plan.generations()) {
                 // only a generation the commit may adopt is worth reading by its keys alone first
-                boolean mayAdopt = settings.mergeAppendNewKeys() && generation.rows() >= settings.mergeAdoptMinRows();
+                boolean mayAdopt = settings.mergeAppendNewKeys()
+                        && settings.mergeAdoptGenerations()
+                        && generation.rows() >= settings.mergeAdoptMinRows();
                 if (mayAdopt) {
                     byKeys.add(generation);
                 }

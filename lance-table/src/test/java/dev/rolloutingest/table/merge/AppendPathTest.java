@@ -42,7 +42,7 @@ import org.lance.Dataset;
  */
 class AppendPathTest {
     /** Adoption of generations of any size (the tests' generations are small). */
-    private static final TableSettings ADOPTING = TableSettings.DEFAULTS.withMergeAdoptMinRows(0);
+    private static final TableSettings ADOPTING = TableSettings.DEFAULTS.with(TableSettings.MERGE_ADOPT_MIN_ROWS, 0);
 
     private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
 
@@ -393,7 +393,7 @@ class AppendPathTest {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("no-adopt"));
         try (RolloutTable table = RolloutTable.createOrOpen(
-                location, TableSettings.DEFAULTS.withMergeAdoptMinRows(TableSettings.NEVER_ADOPT), meters)) {
+                location, TableSettings.DEFAULTS.with(TableSettings.MERGE_ADOPT_GENERATIONS, false), meters)) {
             write(table, 0, 0, 0, 100, 0);
             table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
             assertThat(rows(meters, MergePath.APPEND)).isEqualTo(100);
@@ -407,8 +407,8 @@ class AppendPathTest {
     void generationsBelowTheAdoptionSizeAreWrittenTogetherAsOneFragment() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("adopt-min"));
-        try (RolloutTable table =
-                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS.withMergeAdoptMinRows(150), meters)) {
+        try (RolloutTable table = RolloutTable.createOrOpen(
+                location, TableSettings.DEFAULTS.with(TableSettings.MERGE_ADOPT_MIN_ROWS, 150), meters)) {
             write(table, 0, 0, 0, 100, 0); // below 150 rows: written
             write(table, 0, 100, 100, 100, 0); // written, into the same fragment
             write(table, 0, 200, 200, 200, 0); // 200 rows: adopted whole

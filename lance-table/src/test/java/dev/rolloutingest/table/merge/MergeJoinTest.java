@@ -37,8 +37,8 @@ class MergeJoinTest {
                 "join-" + scanJoinMaxBaseRows,
                 meters,
                 TableSettings.DEFAULTS
-                        .withMergeScanJoinMaxBaseRows(scanJoinMaxBaseRows)
-                        .withMergeAppendNewKeys(appendNewKeys))) {
+                        .with(TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS, scanJoinMaxBaseRows)
+                        .with(TableSettings.MERGE_APPEND_NEW_KEYS, appendNewKeys))) {
             List<String> shards = List.of(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             for (int round = 0; round < 3; round++) {
                 for (int p = 0; p < 2; p++) {

@@ -47,7 +47,11 @@ class ReadAmplificationTest {
 
     private RolloutTable table(String name, int warn, int max) {
         return RolloutTable.createOrOpen(
-                TableLocation.local(freshDir(name)), TableSettings.DEFAULTS.withPendingLimits(warn, max), meters);
+                TableLocation.local(freshDir(name)),
+                TableSettings.DEFAULTS
+                        .with(TableSettings.PENDING_WARN_GENERATIONS, warn)
+                        .with(TableSettings.PENDING_MAX_GENERATIONS, max),
+                meters);
     }
 
     @Test

@@ -45,7 +45,7 @@ class ReadPathOnS3IT {
     private static RolloutTable table(SimpleMeterRegistry meters) {
         return RolloutTable.createOrOpen(
                 new TableLocation(s3.uri("reads-" + UUID.randomUUID()), s3.lanceStorageOptions()),
-                TableSettings.DEFAULTS.withReadRefreshMs(3_600_000),
+                TableSettings.DEFAULTS.with(TableSettings.READ_REFRESH_MS, 3_600_000),
                 meters);
     }
 

@@ -337,7 +337,7 @@ class ReadPathTest {
     void anotherProcessesSealIsReadableWithinTheRefreshBoundAndNotFromAStaleSnapshotBefore() throws Exception {
         Path dir = freshDir("staleness");
         long refreshMs = 2_000;
-        TableSettings settings = TableSettings.DEFAULTS.withReadRefreshMs(refreshMs);
+        TableSettings settings = TableSettings.DEFAULTS.with(TableSettings.READ_REFRESH_MS, refreshMs);
         try (RolloutTable writer = RolloutTable.createOrOpen(TableLocation.local(dir), settings, meters);
                 RolloutTable reader =
                         RolloutTable.open(TableLocation.local(dir), settings, new SimpleMeterRegistry())) {

@@ -345,7 +345,7 @@ class AddedColumnsTest {
     @Test
     void newKeysWithAddedColumnsAreAppendedAndAnUpdateThroughTheJoinKeepsItsNewValues() throws Exception {
         RolloutGenerator generator = new RolloutGenerator("adopt", 16, 5);
-        TableSettings adoptAll = TableSettings.DEFAULTS.withMergeAdoptMinRows(0);
+        TableSettings adoptAll = TableSettings.DEFAULTS.with(TableSettings.MERGE_ADOPT_MIN_ROWS, 0);
         try (RolloutTable table = TableFixtures.localTable("added-adopt", meters, adoptAll)) {
             String shard = ShardId.of(TOPIC, 0);
             try (GenerationBatch batch = table.newBatch()) {
