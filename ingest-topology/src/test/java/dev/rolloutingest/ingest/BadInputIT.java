@@ -49,9 +49,8 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Input as a hostile producer and a broken store would give it, on a real broker, registry and table: every
@@ -61,17 +60,9 @@ import org.junit.jupiter.api.Test;
  */
 class BadInputIT {
     private static final Path ROOT = Path.of("target", "it-bad-input").toAbsolutePath();
-    private static IngestCluster cluster;
 
-    @BeforeAll
-    static void services() {
-        cluster = new IngestCluster(ROOT);
-    }
-
-    @AfterAll
-    static void stopServices() {
-        cluster.close();
-    }
+    @RegisterExtension
+    static final IngestCluster cluster = new IngestCluster("it-bad-input");
 
     /** One record the test sends: its bytes, and what must become of it. */
     private record Sent(
@@ -109,10 +100,10 @@ class BadInputIT {
                 "rollout.input.keyless.records", // keyless records land by default; this battery refuses them
                 "reject"));
 
-        SchemaRegistryClient registry = new SchemaRegistryClient(
-                SerdeConfig.from(Map.of("schema.registry.url", cluster.registry.confluentUrl())));
+        SchemaRegistryClient registry = new SchemaRegistryClient(SerdeConfig.from(
+                Map.of("schema.registry.url", cluster.registry().confluentUrl())));
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", cluster.registry.confluentUrl()), false);
+        serializer.configure(Map.of("schema.registry.url", cluster.registry().confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("battery", 64, 5);
         byte[] good = serializer.serialize(input, generator.rollout(0, 0));
         int rolloutId = java.nio.ByteBuffer.wrap(good, 1, 4).getInt();
@@ -406,10 +397,11 @@ class BadInputIT {
         String run = "refused-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
         String dlq = run + "-dlq";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, 1, (short) 1),
-                new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(dlq, 1, (short) 1)));
+        cluster.kafka()
+                .createTopics(List.of(
+                        new NewTopic(input, 1, (short) 1),
+                        new NewTopic(run + "-generations", 1, (short) 1),
+                        new NewTopic(dlq, 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Path config = cluster.writeConfig(
@@ -430,7 +422,7 @@ class BadInputIT {
                         "rollout.fault.unwritable.record.id.prefix",
                         "poison-"));
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", cluster.registry.confluentUrl()), false);
+        serializer.configure(Map.of("schema.registry.url", cluster.registry().confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("ok", 32, 3);
         List<String> poisonIds = List.of("poison-1", "poison-2");
         try (KafkaProducer<byte[], byte[]> producer = rawProducer()) {
@@ -641,7 +633,7 @@ class BadInputIT {
         return new KafkaProducer<>(
                 Map.of(
                         ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        cluster.kafka.bootstrapServers(),
+                        cluster.kafka().bootstrapServers(),
                         ProducerConfig.ACKS_CONFIG,
                         "all",
                         ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
@@ -652,7 +644,7 @@ class BadInputIT {
 
     private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
         return IngestCluster.readToEnd(
-                cluster.kafka.bootstrapServers(), topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+                cluster.kafka().bootstrapServers(), topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
     /** The first header of that name: the one a DLQ reader that trusts ours would find. */

@@ -5,10 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.embedded.ApicurioRegistry;
 import dev.rolloutingest.embedded.EmbeddedKafka;
 import dev.rolloutingest.schemas.GenerationSealed;
-import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
-import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
@@ -16,58 +14,71 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.testsupport.AppSettings;
+import dev.rolloutingest.testsupport.Rollouts;
+import dev.rolloutingest.testsupport.Services;
+import dev.rolloutingest.testsupport.Topics;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
-import java.io.Writer;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
-/** A real broker and registry for the ingest ITs, with the producer and the checks they share. */
-final class IngestCluster implements AutoCloseable {
-    final EmbeddedKafka kafka;
-    final ApicurioRegistry registry;
+/**
+ * The ingest ITs' services and the checks they share, on {@link Services}: a real broker and registry for the test
+ * class ({@code @RegisterExtension static final IngestCluster cluster = new IngestCluster("it-...")}), the ingest
+ * app's settings for a run, and the checks of what it sealed and announced.
+ */
+final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
+    private final Services services;
+    private Rollouts rollouts;
 
-    IngestCluster(Path root) {
-        this.kafka = EmbeddedKafka.start(root.resolve("kafka-" + UUID.randomUUID()));
-        this.registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120));
+    IngestCluster(String folder) {
+        this.services = Services.under(folder);
     }
 
     @Override
-    public void close() {
-        registry.close();
-        kafka.close();
+    public void beforeAll(ExtensionContext context) {
+        services.beforeAll(context);
+        rollouts = new Rollouts(services.cluster(), new RolloutGenerator("exp", 256, 11));
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) {
+        services.afterAll(context);
+    }
+
+    /** Where the services keep their files; a test's own go beside them. */
+    Path root() {
+        return services.root();
+    }
+
+    EmbeddedKafka kafka() {
+        return services.cluster().kafka();
+    }
+
+    ApicurioRegistry registry() {
+        return services.cluster().registry();
     }
 
     /** A test run's own topics: {@code input} with its partitions, {@code <run>-generations} and {@code <run>-dlq}. */
     void createRunTopics(String run, String input, int partitions) {
-        kafka.createTopics(List.of(
-                new NewTopic(input, partitions, (short) 1),
-                new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
+        services.cluster().createRunTopics(run, input, partitions);
     }
 
     /**
@@ -75,25 +86,11 @@ final class IngestCluster implements AutoCloseable {
      * in {@code work/state}, an HTTP port of its own. Mutable: a test adds its seal settings.
      */
     Map<String, Object> appProps(String run, String input, Path work) {
-        return new HashMap<>(Map.of(
-                "bootstrap.servers",
-                kafka.bootstrapServers(),
-                "schema.registry.url",
-                registry.confluentUrl(),
-                "rollout.table.uri",
-                work.resolve("table").toString(),
-                "application.id",
-                run,
-                "rollout.input.topic",
-                input,
-                "rollout.generations.topic",
-                run + "-generations",
-                "rollout.dlq.topic",
-                run + "-dlq",
-                "rollout.state.dir",
-                work.resolve("state").toString(),
-                "http.port",
-                "0"));
+        return AppSettings.of(services.cluster())
+                .table(work.resolve("table"))
+                .state(work.resolve("state"))
+                .topicsOf(run, input)
+                .map();
     }
 
     /** GET /health of an app. */
@@ -115,93 +112,28 @@ final class IngestCluster implements AutoCloseable {
             Map<String, Long> latestVersion,
             AtomicLong produced,
             long pauseEvery50Ms) {
-        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
-        RolloutGenerator generator = new RolloutGenerator("exp", 256, 11);
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ProducerConfig.ACKS_CONFIG,
-                        "all",
-                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                        true),
-                new StringSerializer(),
-                serializer)) {
-            for (int i = from; i < to; i++) {
-                Rollout rollout = generator.rollout(i % keys, i);
-                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout))
-                        .get();
-                synchronized (latestVersion) {
-                    latestVersion.put(rollout.getRecordId(), (long) i);
-                }
-                produced.incrementAndGet();
-                if (pauseEvery50Ms > 0 && i % 50 == 0) {
-                    Thread.sleep(pauseEvery50Ms); // spread production over the kills
-                }
-            }
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        rollouts.produce(topic, from, to, keys, latestVersion, produced, pauseEvery50Ms);
     }
 
     /** As fast as the broker takes them: sends without waiting, then waits for every acknowledgement. */
     void produceUnthrottled(
             String topic, int from, int to, int keys, Map<String, Long> latestVersion, AtomicLong produced) {
-        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
-        RolloutGenerator generator = new RolloutGenerator("exp", 256, 11);
-        List<java.util.concurrent.Future<?>> sends = new java.util.ArrayList<>();
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ProducerConfig.LINGER_MS_CONFIG,
-                        10,
-                        ProducerConfig.ACKS_CONFIG,
-                        "all",
-                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                        true),
-                new StringSerializer(),
-                serializer)) {
-            for (int i = from; i < to; i++) {
-                Rollout rollout = generator.rollout(i % keys, i);
-                sends.add(producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout)));
-                synchronized (latestVersion) {
-                    latestVersion.put(rollout.getRecordId(), (long) i);
-                }
-            }
-            producer.flush();
-            for (var send : sends) {
-                send.get();
-                produced.incrementAndGet();
-            }
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        rollouts.produceUnthrottled(topic, from, to, keys, latestVersion, produced);
     }
 
     Path writeConfig(Path dir, Map<String, String> extra) throws IOException {
-        Files.createDirectories(dir);
-        Properties props = new Properties();
-        props.put("bootstrap.servers", kafka.bootstrapServers());
-        props.put("schema.registry.url", registry.confluentUrl());
-        props.put("rollout.seal.max.rows", "60");
-        props.put("rollout.seal.max.age.ms", "700");
-        props.put("rollout.seal.check.interval.ms", "100");
-        props.put("http.port", "0");
-        props.put("streams.commit.interval.ms", "200");
-        props.putAll(extra);
-        Path file = dir.resolve("ingest.properties");
-        try (Writer out = Files.newBufferedWriter(file)) {
-            props.store(out, null);
-        }
-        return file;
+        return AppSettings.of(services.cluster())
+                .with("rollout.seal.max.rows", "60")
+                .with("rollout.seal.max.age.ms", "700")
+                .with("rollout.seal.check.interval.ms", "100")
+                .with("streams.commit.interval.ms", "200")
+                .with(extra)
+                .writeTo(dir.resolve("ingest.properties"));
     }
 
     void awaitCommitted(String group, String topic, int partitions, int seconds) throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
-        try (Admin admin = kafka.admin()) {
+        try (Admin admin = kafka().admin()) {
             while (System.currentTimeMillis() < deadline) {
                 Map<TopicPartition, OffsetSpec> request = new HashMap<>();
                 for (int p = 0; p < partitions; p++) {
@@ -230,7 +162,7 @@ final class IngestCluster implements AutoCloseable {
     void awaitAllSealed(String group, String topic, int partitions, Path tableDir, String eventsTopic, int seconds)
             throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
-        try (Admin admin = kafka.admin()) {
+        try (Admin admin = kafka().admin()) {
             Map<TopicPartition, OffsetSpec> request = new HashMap<>();
             for (int p = 0; p < partitions; p++) {
                 request.put(new TopicPartition(topic, p), OffsetSpec.latest());
@@ -280,46 +212,20 @@ final class IngestCluster implements AutoCloseable {
         });
     }
 
-    /**
-     * Every committed record of a topic, read from its beginning to its last stable offset as of now (assigned,
-     * not subscribed: no group to join, no quiet period to guess).
-     */
+    /** Every committed record of a topic, read to its last stable offset as of now. */
     static <K, V> List<ConsumerRecord<K, V>> readToEnd(
             String bootstrapServers, String topic, Deserializer<K> keys, Deserializer<V> values) {
-        List<ConsumerRecord<K, V>> records = new ArrayList<>();
-        try (KafkaConsumer<K, V> consumer = new KafkaConsumer<>(
-                Map.of(
-                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        bootstrapServers,
-                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                        "read_committed"),
-                keys,
-                values)) {
-            List<TopicPartition> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(60)).stream()
-                    .map(p -> new TopicPartition(topic, p.partition()))
-                    .toList();
-            consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
-            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, Duration.ofSeconds(60));
-            long deadline = System.currentTimeMillis() + 120_000;
-            while (partitions.stream().anyMatch(tp -> consumer.position(tp, Duration.ofSeconds(60)) < ends.get(tp))) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new AssertionError(topic + " not read to its end " + ends + " within 120 s");
-                }
-                consumer.poll(Duration.ofMillis(300)).forEach(records::add);
-            }
-        }
-        return records;
+        return Topics.readToEnd(bootstrapServers, topic, keys, values);
     }
 
     /** The committed GenerationSealed events of the topic, by shard, in generation order. */
     Map<String, List<GenerationSealed>> readEvents(String topic) {
         ConfluentAvroDeserializer<GenerationSealed> deserializer =
                 new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
-        deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        deserializer.configure(Map.of("schema.registry.url", registry().confluentUrl()), false);
         Map<String, List<GenerationSealed>> byShard = new HashMap<>();
         for (ConsumerRecord<String, GenerationSealed> record :
-                readToEnd(kafka.bootstrapServers(), topic, new StringDeserializer(), deserializer)) {
+                readToEnd(kafka().bootstrapServers(), topic, new StringDeserializer(), deserializer)) {
             byShard.computeIfAbsent(record.key(), k -> new ArrayList<>()).add(record.value());
         }
         byShard.values()

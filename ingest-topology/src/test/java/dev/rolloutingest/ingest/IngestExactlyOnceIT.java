@@ -22,9 +22,8 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.NewTopic;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The core promise, end to end on a real broker, registry and table: the app runs in its own JVM and is
@@ -34,19 +33,12 @@ import org.junit.jupiter.api.Test;
  */
 class IngestExactlyOnceIT {
     private static final Path ROOT = Path.of("target", "it-ingest").toAbsolutePath();
+
+    @RegisterExtension
+    static final IngestCluster cluster = new IngestCluster("it-ingest");
+
     private static final int PARTITIONS = 3;
     private static final int FAST_RECORDS = 15_000;
-    private static IngestCluster cluster;
-
-    @BeforeAll
-    static void services() {
-        cluster = new IngestCluster(ROOT);
-    }
-
-    @AfterAll
-    static void stopServices() {
-        cluster.close();
-    }
 
     @Test
     void killedAtRandomPointsEveryRecordLandsExactlyOnceWithItsLatestValue() throws Exception {
@@ -54,10 +46,11 @@ class IngestExactlyOnceIT {
         String input = run + "-rollouts";
         String events = run + "-generations";
         String dlq = run + "-dlq";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, PARTITIONS, (short) 1),
-                new NewTopic(events, 1, (short) 1),
-                new NewTopic(dlq, 1, (short) 1)));
+        cluster.kafka()
+                .createTopics(List.of(
+                        new NewTopic(input, PARTITIONS, (short) 1),
+                        new NewTopic(events, 1, (short) 1),
+                        new NewTopic(dlq, 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Path config = cluster.writeConfig(
@@ -169,10 +162,11 @@ class IngestExactlyOnceIT {
     void recordsRetentionRemovedBeforeTheyWereSealedAreReportedLostNotSkippedSilently() throws Exception {
         String run = "ret-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, 1, (short) 1),
-                new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
+        cluster.kafka()
+                .createTopics(List.of(
+                        new NewTopic(input, 1, (short) 1),
+                        new NewTopic(run + "-generations", 1, (short) 1),
+                        new NewTopic(run + "-dlq", 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Path config = cluster.writeConfig(
@@ -201,7 +195,7 @@ class IngestExactlyOnceIT {
         cluster.awaitCommitted(run, input, 1, 120);
         app.kill();
         // Retention takes the first 120 records while they were processed but not sealed.
-        try (var admin = cluster.kafka.admin()) {
+        try (var admin = cluster.kafka().admin()) {
             admin.deleteRecords(Map.of(
                             new org.apache.kafka.common.TopicPartition(input, 0),
                             org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(120)))

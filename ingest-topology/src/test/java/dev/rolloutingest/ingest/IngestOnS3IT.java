@@ -12,6 +12,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.net.URI;
@@ -56,9 +57,10 @@ class IngestOnS3IT {
     void anIndependentProducersRecordsLandInAnS3TableAndBadOnesInTheDlq() throws Exception {
         Path root =
                 Path.of("target", "it-ingest-s3", UUID.randomUUID().toString()).toAbsolutePath();
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120));
-                EmbeddedS3 s3 = EmbeddedS3.start(root.resolve("s3"), "rollouts")) {
+        try (TestCluster cluster = TestCluster.start(root, "rollouts")) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
+            EmbeddedS3 s3 = cluster.s3();
             kafka.createTopics(List.of(
                     new NewTopic("rollouts", 2, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1),

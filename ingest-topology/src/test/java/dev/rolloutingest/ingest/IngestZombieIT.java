@@ -18,9 +18,8 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.GroupState;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Rebalances and a zombie: two instances share the partitions; one is frozen (SIGSTOP) past its session
@@ -30,28 +29,22 @@ import org.junit.jupiter.api.Test;
  */
 class IngestZombieIT {
     private static final Path ROOT = Path.of("target", "it-zombie").toAbsolutePath();
+
+    @RegisterExtension
+    static final IngestCluster cluster = new IngestCluster("it-zombie");
+
     private static final int PARTITIONS = 4;
-    private static IngestCluster cluster;
-
-    @BeforeAll
-    static void services() {
-        cluster = new IngestCluster(ROOT);
-    }
-
-    @AfterAll
-    static void stopServices() {
-        cluster.close();
-    }
 
     @Test
     void aFrozenOwnerThawedAfterARebalanceCannotMakeReadsOrEventsWrong() throws Exception {
         String run = "zb-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
         String events = run + "-generations";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, PARTITIONS, (short) 1),
-                new NewTopic(events, 1, (short) 1),
-                new NewTopic(run + "-dlq", 1, (short) 1)));
+        cluster.kafka()
+                .createTopics(List.of(
+                        new NewTopic(input, PARTITIONS, (short) 1),
+                        new NewTopic(events, 1, (short) 1),
+                        new NewTopic(run + "-dlq", 1, (short) 1)));
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Map<String, String> common = Map.of(
@@ -115,7 +108,7 @@ class IngestZombieIT {
     private static void awaitGroup(String group, String input, int members, int seconds) throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
         String last = "not described yet";
-        try (Admin admin = cluster.kafka.admin()) {
+        try (Admin admin = cluster.kafka().admin()) {
             while (System.currentTimeMillis() < deadline) {
                 ConsumerGroupDescription description;
                 try {

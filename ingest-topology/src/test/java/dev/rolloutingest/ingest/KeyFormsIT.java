@@ -8,6 +8,7 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.serde.WireFormat;
+import dev.rolloutingest.testsupport.TestCluster;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -44,8 +45,9 @@ class KeyFormsIT {
     void everyKeyFormLandsAndKeysThatDifferGoToTheDlq() throws Exception {
         Path root =
                 Path.of("target", "it-key-forms", UUID.randomUUID().toString()).toAbsolutePath();
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+        try (TestCluster cluster = TestCluster.start(root)) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
                     new NewTopic("rollouts", 1, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1),

@@ -33,9 +33,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A schema registry that is down (503) for 20 s, then one that refuses our credentials (401) for a while:
@@ -44,17 +43,9 @@ import org.junit.jupiter.api.Test;
  */
 class RegistryOutageIT {
     private static final Path ROOT = Path.of("target", "it-registry-outage").toAbsolutePath();
-    private static IngestCluster cluster;
 
-    @BeforeAll
-    static void services() {
-        cluster = new IngestCluster(ROOT);
-    }
-
-    @AfterAll
-    static void stopServices() {
-        cluster.close();
-    }
+    @RegisterExtension
+    static final IngestCluster cluster = new IngestCluster("it-registry-outage");
 
     /** The Rollout schema plus one optional field: a new schema id, as a newer producer would bring. */
     private static Schema evolved(String extraField) {
@@ -86,7 +77,7 @@ class RegistryOutageIT {
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
                 Map.of(
                         ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        cluster.kafka.bootstrapServers(),
+                        cluster.kafka().bootstrapServers(),
                         ProducerConfig.ACKS_CONFIG,
                         "all"),
                 new ByteArraySerializer(),
@@ -104,20 +95,21 @@ class RegistryOutageIT {
         String run = "reg-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
         String dlq = run + "-dlq";
-        cluster.kafka.createTopics(List.of(
-                new NewTopic(input, 2, (short) 1),
-                new NewTopic(run + "-generations", 1, (short) 1),
-                new NewTopic(dlq, 1, (short) 1)));
+        cluster.kafka()
+                .createTopics(List.of(
+                        new NewTopic(input, 2, (short) 1),
+                        new NewTopic(run + "-generations", 1, (short) 1),
+                        new NewTopic(dlq, 1, (short) 1)));
         Path tableDir = ROOT.resolve(run).resolve("table");
-        SchemaRegistryClient direct = new SchemaRegistryClient(
-                SerdeConfig.from(Map.of("schema.registry.url", cluster.registry.confluentUrl())));
-        try (SwitchableHttpProxy proxy =
-                SwitchableHttpProxy.start(URI.create("http://127.0.0.1:" + cluster.registry.port()))) {
+        SchemaRegistryClient direct = new SchemaRegistryClient(SerdeConfig.from(
+                Map.of("schema.registry.url", cluster.registry().confluentUrl())));
+        try (SwitchableHttpProxy proxy = SwitchableHttpProxy.start(
+                URI.create("http://127.0.0.1:" + cluster.registry().port()))) {
             Map<String, Object> props = new HashMap<>(Map.of(
                     "bootstrap.servers",
-                    cluster.kafka.bootstrapServers(),
+                    cluster.kafka().bootstrapServers(),
                     "schema.registry.url",
-                    proxy.url(cluster.registry.confluentUrl()),
+                    proxy.url(cluster.registry().confluentUrl()),
                     "rollout.table.uri",
                     tableDir.toString(),
                     "application.id",
@@ -203,7 +195,7 @@ class RegistryOutageIT {
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
                 Map.of(
                         ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        cluster.kafka.bootstrapServers(),
+                        cluster.kafka().bootstrapServers(),
                         ConsumerConfig.ISOLATION_LEVEL_CONFIG,
                         "read_uncommitted"),
                 new ByteArrayDeserializer(),

@@ -18,9 +18,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Under steady load, through the real broker and registry: every batch seals at its row trigger, not at the age
@@ -31,19 +30,12 @@ import org.junit.jupiter.api.Test;
  */
 class SealUnderLoadIT {
     private static final Path ROOT = Path.of("target", "it-seal-under-load").toAbsolutePath();
+
+    @RegisterExtension
+    static final IngestCluster cluster = new IngestCluster("it-seal-under-load");
+
     private static final int PARTITIONS = 2;
     private static final long SEAL_AGE_MS = 2_000;
-    private static IngestCluster cluster;
-
-    @BeforeAll
-    static void services() {
-        cluster = new IngestCluster(ROOT);
-    }
-
-    @AfterAll
-    static void stopServices() {
-        cluster.close();
-    }
 
     @Test
     void aLoadedPartitionSealsByRowsAndStaysHealthyPastThreeSealAges() throws Exception {
@@ -100,12 +92,12 @@ class SealUnderLoadIT {
     /** About 1,000 records a second, one producer, until told to stop; every send acknowledged. */
     private static void produceSteadily(String topic, AtomicBoolean producing, AtomicLong produced) {
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", cluster.registry.confluentUrl()), false);
+        serializer.configure(Map.of("schema.registry.url", cluster.registry().confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("steady", 64, 3);
         try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
                 Map.of(
                         ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        cluster.kafka.bootstrapServers(),
+                        cluster.kafka().bootstrapServers(),
                         ProducerConfig.ACKS_CONFIG,
                         "all",
                         ProducerConfig.LINGER_MS_CONFIG,

@@ -56,7 +56,7 @@ public final class TableSettings {
                         READ_REFRESH_MS,
                         LONG,
                         1_000L,
-                        ConfigDef.Range.between(0, 60_000),
+                        ConfigDef.Range.between(0, 3_600_000),
                         MEDIUM,
                         "Readers see generations sealed and merges committed by other processes at most this"
                                 + " late: how often the cached catalog of seals and the base handle are refreshed")

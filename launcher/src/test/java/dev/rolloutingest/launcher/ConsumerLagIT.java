@@ -10,9 +10,9 @@ import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.merge.MergeApp;
 import dev.rolloutingest.merge.MergeConfig;
-import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.testsupport.Rollouts;
+import dev.rolloutingest.testsupport.Services;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -23,16 +23,12 @@ import java.util.function.LongSupplier;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.tools.consumer.group.LagProbe;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Lag that means "not yet in the table", read with Kafka's own ConsumerGroupCommand: the ingest app's
@@ -46,38 +42,27 @@ class ConsumerLagIT {
     private static ApicurioRegistry registry;
     private static EmbeddedS3 s3;
 
+    @RegisterExtension
+    static final Services SERVICES = Services.withS3("it-lag", "lag");
+
     @BeforeAll
     static void services() {
-        kafka = EmbeddedKafka.start(ROOT.resolve("kafka-" + UUID.randomUUID()));
-        registry = ApicurioRegistry.start(ROOT.resolve("registry"), Duration.ofSeconds(120));
-        s3 = EmbeddedS3.start(ROOT.resolve("s3"), "lag");
+        kafka = SERVICES.cluster().kafka();
+        registry = SERVICES.cluster().registry();
+        s3 = SERVICES.cluster().s3();
     }
 
-    @AfterAll
-    static void stopServices() {
-        s3.close();
-        registry.close();
-        kafka.close();
-    }
-
-    private static void produce(String topic, int from, int to) throws Exception {
-        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
-        RolloutGenerator generator = new RolloutGenerator("lag", 64, 1);
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ProducerConfig.ACKS_CONFIG,
-                        "all"),
-                new StringSerializer(),
-                serializer)) {
-            for (int i = from; i < to; i++) {
-                Rollout rollout = generator.rollout(i, 0);
-                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout))
-                        .get();
-            }
-        }
+    /** Records {@code [from, to)}, each of a key of its own. */
+    private static void produce(String topic, int from, int to) {
+        new Rollouts(SERVICES.cluster(), new RolloutGenerator("lag", 64, 1))
+                .produce(
+                        topic,
+                        from,
+                        to,
+                        Integer.MAX_VALUE,
+                        new java.util.HashMap<>(),
+                        new java.util.concurrent.atomic.AtomicLong(),
+                        0);
     }
 
     private static long lag(String group, String topic) throws Exception {

@@ -12,7 +12,9 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.rows.Tombstones;
+import dev.rolloutingest.testsupport.AppSettings;
+import dev.rolloutingest.testsupport.BaseRows;
+import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -20,22 +22,14 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.VarCharVector;
-import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.junit.jupiter.api.Test;
-import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
 
 /**
  * Deletes through the real broker: `rollout-ingest delete` and DELETE /rollouts/{id} publish tombstones; reads stop
@@ -47,19 +41,16 @@ class DeletesIT {
     void tombstonesHideKeysWhenSealedAndTheMergeRemovesThemFromTheBase() throws Exception {
         Path root =
                 Path.of("target", "it-deletes", UUID.randomUUID().toString()).toAbsolutePath();
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+        try (TestCluster cluster = TestCluster.start(root)) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
                     new NewTopic("rollouts", 2, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1),
                     new NewTopic("rollout-merges", 1, (short) 1),
                     new NewTopic("rollouts-dlq", 1, (short) 1)));
             Path tableDir = root.resolve("table");
-            Map<String, Object> common = new HashMap<>(Map.of(
-                    "bootstrap.servers", kafka.bootstrapServers(),
-                    "schema.registry.url", registry.confluentUrl(),
-                    "rollout.table.uri", tableDir.toString(),
-                    "http.port", "0"));
+            Map<String, Object> common = AppSettings.of(cluster).table(tableDir).map();
             Map<String, Object> ingestProps = new HashMap<>(common);
             ingestProps.putAll(Map.of(
                     "rollout.state.dir", root.resolve("ingest-state").toString(), "rollout.seal.max.age.ms", "300"));
@@ -181,38 +172,8 @@ class DeletesIT {
     }
 
     /** The base's record_ids, read by lance-core alone. */
-    /**
-     * The live keys of the base as a plain lance-core reader sees them: a row whose metadata holds the delete marker
-     * is a delete kept until no older value can merge, not a record.
-     */
-    private static Set<String> baseKeys(Path tableDir) throws Exception {
-        List<String> keys = new ArrayList<>();
-        Set<String> live = new HashSet<>();
-        try (RootAllocator allocator = new RootAllocator();
-                Dataset base = Dataset.open()
-                        .allocator(allocator)
-                        .uri(tableDir.toString())
-                        .build();
-                LanceScanner scanner = base.newScan(new ScanOptions.Builder()
-                        .columns(List.of("record_id", "metadata"))
-                        .build());
-                ArrowReader reader = scanner.scanBatches()) {
-            while (reader.loadNextBatch()) {
-                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector("record_id");
-                org.apache.arrow.vector.complex.ListVector metadata = (org.apache.arrow.vector.complex.ListVector)
-                        reader.getVectorSchemaRoot().getVector("metadata");
-                for (int i = 0; i < ids.getValueCount(); i++) {
-                    String id = new String(ids.get(i));
-                    keys.add(id);
-                    Object entries = metadata.getObject(i);
-                    if (entries == null || !entries.toString().contains(Tombstones.MARKER)) {
-                        live.add(id);
-                    }
-                }
-            }
-        }
-        Set<String> distinct = new HashSet<>(keys);
-        assertThat(distinct).as("each key once").hasSize(keys.size());
-        return live;
+    /** The live keys of the base as a plain lance-core reader sees them (fails on a key held twice). */
+    private static Set<String> baseKeys(Path tableDir) {
+        return BaseRows.live(TableLocation.local(tableDir), null).keySet();
     }
 }

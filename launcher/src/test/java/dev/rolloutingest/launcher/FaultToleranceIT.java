@@ -18,6 +18,7 @@ import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.testsupport.BaseRows;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.io.Writer;
@@ -858,43 +859,8 @@ class FaultToleranceIT {
         }
     }
 
-    /**
-     * record_id -> policy_version of the base's live rows at a tag (null: the latest version), by lance-core alone;
-     * a delete kept in the base (its metadata holds the marker) is not a record. Fails on a key held twice.
-     */
-    private static Map<String, Long> liveBase(TableLocation location, String tag) throws Exception {
-        Map<String, Long> live = new TreeMap<>();
-        Set<String> seen = new HashSet<>();
-        List<String> twice = new ArrayList<>();
-        try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
-                org.lance.Dataset latest = org.lance.Dataset.open()
-                        .allocator(allocator)
-                        .uri(location.uri())
-                        .build();
-                org.lance.Dataset base =
-                        tag == null ? latest.checkoutVersion(latest.version()) : latest.checkoutTag(tag);
-                org.lance.ipc.LanceScanner scanner = base.newScan(new org.lance.ipc.ScanOptions.Builder()
-                        .columns(List.of("record_id", "policy_version", "metadata"))
-                        .build());
-                org.apache.arrow.vector.ipc.ArrowReader rows = scanner.scanBatches()) {
-            while (rows.loadNextBatch()) {
-                var batch = rows.getVectorSchemaRoot();
-                var ids = (org.apache.arrow.vector.VarCharVector) batch.getVector("record_id");
-                var versions = batch.getVector("policy_version");
-                var metadata = (org.apache.arrow.vector.complex.ListVector) batch.getVector("metadata");
-                for (int i = 0; i < batch.getRowCount(); i++) {
-                    String id = new String(ids.get(i), StandardCharsets.UTF_8);
-                    if (!seen.add(id)) {
-                        twice.add(id);
-                    }
-                    Object entries = metadata.getObject(i);
-                    if (entries == null || !entries.toString().contains("__rollout_deleted")) {
-                        live.put(id, ((Number) versions.getObject(i)).longValue());
-                    }
-                }
-            }
-        }
-        assertThat(twice).as("keys the base holds twice").isEmpty();
-        return live;
+    /** record_id -> policy_version of the base's live rows at a tag (null: the latest), by lance-core alone. */
+    private static Map<String, Long> liveBase(TableLocation location, String tag) {
+        return BaseRows.live(location, tag);
     }
 }

@@ -18,6 +18,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -168,8 +169,9 @@ class ObservabilityIT {
     void everyMetricTheDashboardsRulesAndRunbooksNameIsServedAndTheBacklogGaugeSumsTheTasks() throws Exception {
         String run = "obs-" + UUID.randomUUID().toString().substring(0, 8);
         Path dir = ROOT.resolve(run);
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(ROOT.resolve("registry"), Duration.ofSeconds(120))) {
+        try (TestCluster cluster = TestCluster.start(dir)) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
                     new NewTopic(run + "-rollouts", 6, (short) 1),
                     new NewTopic(run + "-generations", 2, (short) 1),

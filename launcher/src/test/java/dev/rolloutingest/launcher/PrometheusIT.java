@@ -21,6 +21,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -73,8 +74,9 @@ class PrometheusIT {
         Path metricsToken = dir.resolve("metrics-token");
         Files.writeString(metricsToken, READ_TOKEN + "\n");
 
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(dir.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(ROOT.resolve("registry"), Duration.ofSeconds(120))) {
+        try (TestCluster cluster = TestCluster.start(dir)) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
                     new NewTopic(run + "-rollouts", 2, (short) 1),
                     new NewTopic(run + "-generations", 1, (short) 1),

@@ -15,11 +15,11 @@ import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,8 +38,9 @@ class RepairIT {
     @Test
     void aGenerationWhoseFilesWereDeletedIsWrittenAgainFromItsOffsetsAndEveryRecordIsReadable() throws Exception {
         Path root = Path.of("target", "it-repair", UUID.randomUUID().toString()).toAbsolutePath();
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+        try (TestCluster cluster = TestCluster.start(root)) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
                     new NewTopic("rollouts", 2, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1),

@@ -8,10 +8,10 @@ import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.testsupport.TestCluster;
 import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,8 +26,9 @@ class ReplayIT {
     @Test
     void aNewApplicationReplaysFromTheGivenOffsetsAndAnExistingOneIsRefused() throws Exception {
         Path root = Path.of("target", "it-replay", UUID.randomUUID().toString()).toAbsolutePath();
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+        try (TestCluster cluster = TestCluster.start(root)) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
                     new NewTopic("rollouts", 2, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1),

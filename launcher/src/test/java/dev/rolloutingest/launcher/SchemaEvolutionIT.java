@@ -18,11 +18,12 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.testsupport.AppSettings;
+import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -115,8 +116,9 @@ class SchemaEvolutionIT {
     void oldAndNewProducersLandTogetherTheNewFieldsBecomeColumnsAndARestartInTheMiddleLosesNothing() throws Exception {
         Path root = Path.of("target", "it-schema-evolution", UUID.randomUUID().toString())
                 .toAbsolutePath();
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+        try (TestCluster cluster = TestCluster.start(root)) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
                     new NewTopic("rollouts", 2, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1),
@@ -126,11 +128,7 @@ class SchemaEvolutionIT {
                     new NewTopic("frozen-generations", 1, (short) 1),
                     new NewTopic("frozen-dlq", 1, (short) 1)));
             Path tableDir = root.resolve("table");
-            Map<String, Object> common = new HashMap<>(Map.of(
-                    "bootstrap.servers", kafka.bootstrapServers(),
-                    "schema.registry.url", registry.confluentUrl(),
-                    "rollout.table.uri", tableDir.toString(),
-                    "http.port", "0"));
+            Map<String, Object> common = AppSettings.of(cluster).table(tableDir).map();
             Map<String, Object> ingestProps = new HashMap<>(common);
             ingestProps.putAll(Map.of(
                     "rollout.state.dir", root.resolve("ingest-state").toString(),

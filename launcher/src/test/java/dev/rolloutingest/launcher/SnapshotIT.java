@@ -18,6 +18,8 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
+import dev.rolloutingest.testsupport.AppSettings;
+import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -59,21 +61,17 @@ class SnapshotIT {
     void aSnapshotTakenMidStreamReadsTheSameAfterMoreMergesCompactionAndGc() throws Exception {
         Path root =
                 Path.of("target", "it-snapshot", UUID.randomUUID().toString()).toAbsolutePath();
-        try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
-                ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120));
-                EmbeddedS3 s3 = EmbeddedS3.start(root.resolve("s3"), "rollouts")) {
+        try (TestCluster cluster = TestCluster.start(root, "rollouts")) {
+            EmbeddedKafka kafka = cluster.kafka();
+            ApicurioRegistry registry = cluster.registry();
+            EmbeddedS3 s3 = cluster.s3();
             kafka.createTopics(List.of(
                     new NewTopic(TOPIC, 2, (short) 1),
                     new NewTopic("rollout-generations", 1, (short) 1),
                     new NewTopic("rollout-merges", 1, (short) 1),
                     new NewTopic("rollouts-dlq", 1, (short) 1)));
             TableLocation location = new TableLocation(s3.uri("table"), s3.lanceStorageOptions());
-            Map<String, Object> common = new HashMap<>(Map.of(
-                    "bootstrap.servers", kafka.bootstrapServers(),
-                    "schema.registry.url", registry.confluentUrl(),
-                    "rollout.table.uri", location.uri(),
-                    "http.port", "0"));
-            s3.lanceStorageOptions().forEach((k, v) -> common.put("rollout.table.storage." + k, v));
+            Map<String, Object> common = AppSettings.of(cluster).table(location).map();
             Map<String, Object> ingestProps = new HashMap<>(common);
             ingestProps.putAll(Map.of(
                     "rollout.state.dir", root.resolve("ingest-state").toString(),

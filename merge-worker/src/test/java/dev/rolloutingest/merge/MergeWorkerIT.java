@@ -13,27 +13,26 @@ import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.schemas.MergeTrigger;
-import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
-import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.testsupport.BaseRows;
+import dev.rolloutingest.testsupport.Rollouts;
+import dev.rolloutingest.testsupport.Services;
+import dev.rolloutingest.testsupport.Topics;
 import java.io.IOException;
 import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -44,24 +43,11 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.BooleanSupplier;
-import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.VarCharVector;
-import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The merge-worker on a real broker and registry, fed by the real ingest app: it is halted right after a
@@ -74,16 +60,13 @@ class MergeWorkerIT {
     private static EmbeddedKafka kafka;
     private static ApicurioRegistry registry;
 
+    @RegisterExtension
+    static final Services SERVICES = Services.under("it-merge");
+
     @BeforeAll
     static void services() {
-        kafka = EmbeddedKafka.start(ROOT.resolve("kafka-" + UUID.randomUUID()));
-        registry = ApicurioRegistry.start(ROOT.resolve("registry"), Duration.ofSeconds(120));
-    }
-
-    @AfterAll
-    static void stopServices() {
-        registry.close();
-        kafka.close();
+        kafka = SERVICES.cluster().kafka();
+        registry = SERVICES.cluster().registry();
     }
 
     @Test
@@ -298,23 +281,8 @@ class MergeWorkerIT {
     }
 
     /** The base's record_ids as lance-core reads them; fails on one held twice. */
-    private static Set<String> baseKeys(TableLocation location) throws Exception {
-        Set<String> keys = new TreeSet<>();
-        try (RootAllocator allocator = new RootAllocator();
-                Dataset base =
-                        Dataset.open().allocator(allocator).uri(location.uri()).build();
-                LanceScanner scanner = base.newScan(
-                        new ScanOptions.Builder().columns(List.of("record_id")).build());
-                ArrowReader reader = scanner.scanBatches()) {
-            while (reader.loadNextBatch()) {
-                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector("record_id");
-                for (int i = 0; i < ids.getValueCount(); i++) {
-                    String id = new String(ids.get(i), StandardCharsets.UTF_8);
-                    assertThat(keys.add(id)).as("the base holds %s twice", id).isTrue();
-                }
-            }
-        }
-        return keys;
+    private static Set<String> baseKeys(TableLocation location) {
+        return new TreeSet<>(BaseRows.live(location, null).keySet());
     }
 
     private static long sealed(IngestApp ingest, String input, int partitions) {
@@ -396,24 +364,11 @@ class MergeWorkerIT {
         }
     }
 
-    private void produce(String topic, int from, int to) throws Exception {
-        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
-        RolloutGenerator generator = new RolloutGenerator("exp", 64, 3);
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ProducerConfig.ACKS_CONFIG,
-                        "all"),
-                new StringSerializer(),
-                serializer)) {
-            for (int i = from; i < to; i++) {
-                Rollout rollout = generator.rollout(i % 300, i);
-                producer.send(new ProducerRecord<>(topic, rollout.getRecordId(), rollout));
-            }
-            producer.flush();
-        }
+    /** Records {@code [from, to)} of 300 keys, record {@code i} at policy_version {@code i}. */
+    private void produce(String topic, int from, int to) {
+        new Rollouts(SERVICES.cluster(), new RolloutGenerator("exp", 64, 3))
+                .produceUnthrottled(
+                        topic, from, to, 300, new java.util.HashMap<>(), new java.util.concurrent.atomic.AtomicLong());
     }
 
     private static SealedGeneration awaitPendingGeneration(IngestApp ingest, String shard) throws Exception {
@@ -460,30 +415,9 @@ class MergeWorkerIT {
         ConfluentAvroDeserializer<GenerationsMerged> deserializer =
                 new ConfluentAvroDeserializer<>(null, GenerationsMerged.class);
         deserializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
-        List<GenerationsMerged> events = new ArrayList<>();
-        try (KafkaConsumer<String, GenerationsMerged> consumer = new KafkaConsumer<>(
-                Map.of(
-                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        kafka.bootstrapServers(),
-                        ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                        "read_committed"),
-                new StringDeserializer(),
-                deserializer)) {
-            List<TopicPartition> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(60)).stream()
-                    .map(p -> new TopicPartition(topic, p.partition()))
-                    .toList();
-            consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
-            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions, Duration.ofSeconds(60));
-            long deadline = System.currentTimeMillis() + 120_000;
-            while (partitions.stream().anyMatch(tp -> consumer.position(tp, Duration.ofSeconds(60)) < ends.get(tp))) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new AssertionError(topic + " not read to its end " + ends + " within 120 s");
-                }
-                consumer.poll(Duration.ofMillis(300)).forEach(r -> events.add(r.value()));
-            }
-        }
-        return events;
+        return Topics.readToEnd(kafka.bootstrapServers(), topic, new StringDeserializer(), deserializer).stream()
+                .map(r -> r.value())
+                .toList();
     }
 
     private static Path writeConfig(Path file, Map<String, String> values) throws IOException {

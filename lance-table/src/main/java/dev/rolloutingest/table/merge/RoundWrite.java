@@ -43,6 +43,9 @@ import org.slf4j.LoggerFactory;
  * rows were checked against; when another data commit lands first it is refused, the shards' watermarks are read
  * again (a shard merged meanwhile fails the commit with {@link WatermarkMoved}) and the rows checked again, up to the
  * merge's conflict retries.
+ *
+ * <p>Over 300 lines because the rule and the commit that applies it against one base version belong together: a
+ * refusal sends the same rows through the rule again.
  */
 public final class RoundWrite {
     private static final Logger log = LoggerFactory.getLogger(RoundWrite.class);

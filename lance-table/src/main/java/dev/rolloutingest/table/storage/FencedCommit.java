@@ -44,6 +44,9 @@ import org.lance.operation.Update;
  * chosen from its read version collided with those of a commit rebased over (two fragments of one id; the base could
  * no longer be read). The empty base's Merge keeps the ids it is given, numbered above every id the base lists, an
  * index segment covers or the committer has seen.
+ *
+ * <p>Over 300 lines because its steps are one protocol: writing the rows, marking deletions, the fence, telling a
+ * refusal from a commit that landed, and removing files only once no later version names them.
  */
 public final class FencedCommit {
     private FencedCommit() {}
