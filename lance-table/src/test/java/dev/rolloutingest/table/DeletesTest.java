@@ -199,6 +199,26 @@ class DeletesTest {
     }
 
     @Test
+    void anExportedSnapshotHoldsNoDeleteRow() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-export"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, puts(0, 0, 5, 0));
+            table.mergePass(shard, 8, 0);
+            write(table, 0, List.of(delete(0, 5, "key-2", 1), delete(0, 6, "never-was", 1)));
+            TableSnapshots.Snapshot snapshot =
+                    table.snapshots().create("with-deletes", TableSnapshots.Cut.everythingSealed(TOPIC), 8, 0);
+            assertThat(snapshot.rows()).isEqualTo(4);
+            assertThat(baseRows(location, "with-deletes")).hasSize(6); // the two deletes are rows of the version
+
+            TableLocation exported = TableLocation.local(freshDir("deletes-exported"));
+            assertThat(table.snapshots().export("with-deletes", exported)).isEqualTo(4);
+            assertThat(baseRows(exported)).hasSize(4).doesNotContainKeys("key-2", "never-was");
+        }
+    }
+
+    @Test
     void aCrashBetweenTheDeleteAndTheMarksDeletesOnceAndResurrectsNothing() throws Exception {
         TableLocation location = TableLocation.local(freshDir("deletes-crash"));
         String shard = ShardId.of(TOPIC, 0);

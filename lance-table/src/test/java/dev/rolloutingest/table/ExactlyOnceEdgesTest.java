@@ -8,6 +8,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.merge.CommitStage;
+import dev.rolloutingest.table.merge.MergePlan;
+import dev.rolloutingest.table.merge.PreparedMerge;
+import dev.rolloutingest.table.merge.RoundResult;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.Tombstones;
@@ -176,6 +179,50 @@ class ExactlyOnceEdgesTest {
             List<String> expected =
                     cut.offsets().get(TOPIC + ":1") == 1L ? List.of("a", "b", "c", "p1") : List.of("a", "b", "c");
             assertThat(liveKeys(location, "cut")).containsExactlyInAnyOrderElementsOf(expected);
+        }
+    }
+
+    @Test
+    void aRoundCommittedInPartsHoldsInEachPartTheNewestRowsOfTheGenerationsItMarks() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-round-parts"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 2, List.of(put(2, 0, "k", 0)));
+            table.mergePass(shard(2), 8, 0); // k's first value in the base
+            write(table, 0, List.of(delete(0, 0, "k", 10), put(0, 1, "a", 10))); // k deleted in partition 0
+            write(table, 1, List.of(put(1, 0, "k", 20), put(1, 1, "b", 20))); // and written again later in 1
+
+            // the round of both shards fails once and is committed in halves; a snapshot right after the first half
+            AtomicBoolean failed = new AtomicBoolean();
+            AtomicBoolean snapped = new AtomicBoolean();
+            table.injectMergeCommitFault(stage -> {
+                if (stage == CommitStage.CHECKED && failed.compareAndSet(false, true)) {
+                    throw new IllegalStateException("the whole round's commit fails once");
+                }
+                if (stage == CommitStage.MARKED && snapped.compareAndSet(false, true)) {
+                    table.snapshots().create("half", new TableSnapshots.Cut(TOPIC, Map.of(0, 2L, 1, 0L, 2, 1L)), 8, 0);
+                }
+            });
+            List<MergePlan> plans = table.planMerge(List.of(shard(0), shard(1)), 8, 0);
+            List<PreparedMerge> prepared = new java.util.ArrayList<>();
+            for (MergePlan plan : plans) {
+                prepared.add(table.prepareMerge(plan));
+            }
+            RoundResult round = table.commitMerge(prepared);
+            table.injectMergeCommitFault(null);
+            assertThat(round.failed()).isEmpty();
+            assertThat(round.commits()).isEqualTo(3); // the failed one, then a commit per half
+            assertThat(snapped).isTrue();
+
+            // the snapshot holds partition 0's generation, not partition 1's: k is deleted there
+            assertThat(table.snapshots().get("half").offsets())
+                    .containsEntry(TOPIC + ":0", 2L)
+                    .containsEntry(TOPIC + ":1", 0L);
+            assertThat(table.get("k", "half")).isEmpty();
+            assertThat(liveKeys(location, "half")).containsExactlyInAnyOrder("a");
+            // and the table ends with partition 1's newer value
+            assertThat(table.get("k").orElseThrow().sourcePartition()).isEqualTo(1);
+            assertThat(liveKeys(location)).containsExactlyInAnyOrder("a", "b", "k");
         }
     }
 

@@ -41,6 +41,14 @@ public final class MergeApp extends RolloutApp {
                 config.afterGenerations());
         this.maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
         haltAfterAppends(config.faultHaltAfterAppends());
+        if (config.deleteRetention().compareTo(java.time.Duration.ofHours(1)) < 0) {
+            log.warn(
+                    "{}={} ms is under an hour: a delete is dropped once that old and no older generation is pending,"
+                            + " but a value accepted by ingest and not sealed yet for longer would then come back;"
+                            + " keep it far above rollout.seal.max.age.ms",
+                    MergeConfig.DELETE_RETENTION_MS,
+                    config.deleteRetention().toMillis());
+        }
         ConfluentAvroDeserializer<GenerationSealed> events =
                 new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);

@@ -77,8 +77,13 @@ public final class MergeCoordinator implements AutoCloseable {
             long prepareMs,
             long finishedAtMs) {}
 
-    /** @param upTo the highest generation the pass may take (unsigned; -1 = any) */
-    private record Request(String shard, MergeTrigger trigger, long upTo, CompletableFuture<Outcome> done) {}
+    /**
+     * @param upTo the highest generation the pass may take (unsigned; -1 = any)
+     * @param fold a snapshot's pass: its caller takes the outcome, no task of this process drains it (the shard may
+     *     be another instance's)
+     */
+    private record Request(
+            String shard, MergeTrigger trigger, long upTo, CompletableFuture<Outcome> done, boolean fold) {}
 
     private final RolloutTable table;
     private final int maxGenerations;
@@ -96,6 +101,9 @@ public final class MergeCoordinator implements AutoCloseable {
     private final SynchronousQueue<PreparedRound> prepared = new SynchronousQueue<>();
 
     private final Set<String> inRound = ConcurrentHashMap.newKeySet();
+    /** Shards a task of this process let go of: no continuation or requeue of theirs until asked again. */
+    private final Set<String> released = ConcurrentHashMap.newKeySet();
+
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition requested = lock.newCondition();
     /** Signalled whenever a shard leaves a round. */
@@ -171,7 +179,8 @@ public final class MergeCoordinator implements AutoCloseable {
         if (!inFlight.add(shard)) {
             return false;
         }
-        enqueue(new Request(shard, trigger, -1L, null));
+        released.remove(shard);
+        enqueue(new Request(shard, trigger, -1L, null, false));
         return true;
     }
 
@@ -185,9 +194,13 @@ public final class MergeCoordinator implements AutoCloseable {
      * to its cut through the one committer of this process.
      */
     public CompletableFuture<Outcome> manual(String shard, long upTo) {
+        return manual(shard, upTo, false);
+    }
+
+    private CompletableFuture<Outcome> manual(String shard, long upTo, boolean fold) {
         CompletableFuture<Outcome> done = new CompletableFuture<>();
         inFlight.add(shard);
-        enqueue(new Request(shard, MergeTrigger.MANUAL, upTo, done));
+        enqueue(new Request(shard, MergeTrigger.MANUAL, upTo, done, fold));
         return done;
     }
 
@@ -198,7 +211,7 @@ public final class MergeCoordinator implements AutoCloseable {
     public MergeResult fold(String shard, long upTo) {
         Outcome outcome;
         try {
-            outcome = manual(shard, upTo).get(10, TimeUnit.MINUTES);
+            outcome = manual(shard, upTo, true).get(10, TimeUnit.MINUTES);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RolloutTableException("interrupted while folding shard " + shard + " for a snapshot", e);
@@ -248,6 +261,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 var entry = it.next();
                 if (shards.test(entry.getKey())) {
                     it.remove();
+                    released.add(entry.getKey());
                     inFlight.remove(entry.getKey());
                     entry.getValue().stream()
                             .map(Request::done)
@@ -256,7 +270,8 @@ public final class MergeCoordinator implements AutoCloseable {
                                     "shard " + entry.getKey() + " moved to another merge-worker")));
                 }
             }
-            while (inRound.stream().anyMatch(shards)) {
+            inRound.stream().filter(shards).forEach(released::add); // no continuation of their rounds
+            while (inRound.stream().anyMatch(shards) && !(closing && !committer.isAlive())) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     log.warn(
@@ -320,7 +335,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 PreparedRound next = prepareRound(++round, batch);
                 while (next != null && !prepared.offer(next, 1, TimeUnit.SECONDS)) {
                     if (closing) {
-                        next.prepared().forEach(PreparedMerge::close);
+                        abandon(next);
                         return;
                     }
                 }
@@ -380,8 +395,13 @@ public final class MergeCoordinator implements AutoCloseable {
         long bytes = 0;
         for (MergePlan plan : plans) {
             if (!taken.isEmpty() && roundMaxBytes > 0 && bytes + plan.bytes() > roundMaxBytes) {
-                inRound.remove(plan.shard());
-                requeue(batch.get(plan.shard()));
+                lock.lock();
+                try {
+                    inRound.remove(plan.shard());
+                    requeue(batch.get(plan.shard()));
+                } finally {
+                    lock.unlock();
+                }
                 continue;
             }
             taken.add(plan);
@@ -468,10 +488,20 @@ public final class MergeCoordinator implements AutoCloseable {
         return bounds;
     }
 
+    /** A prepared round that will not be committed (the worker is stopping): its shards are let go at once. */
+    private void abandon(PreparedRound round) {
+        round.prepared().forEach(PreparedMerge::close);
+        finishAll(round.batch(), null, new IllegalStateException("the merge-worker is stopping"), true, 0);
+    }
+
     private void requeue(List<Request> waiting) {
         lock.lock();
         try {
             for (Request request : waiting) {
+                if (released.contains(request.shard()) && request.done() == null) {
+                    inFlight.remove(request.shard());
+                    continue;
+                }
                 requests.computeIfAbsent(request.shard(), s -> new ArrayList<>())
                         .add(request);
             }
@@ -521,15 +551,17 @@ public final class MergeCoordinator implements AutoCloseable {
                 && result.mergedAnything()
                 && result.leftover() >= continueAtLeftover
                 && !closing;
-        outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>())
-                .add(outcome);
+        if (shardRequests.stream().anyMatch(r -> !r.fold())) {
+            outcomes.computeIfAbsent(first.shard(), s -> new ConcurrentLinkedQueue<>())
+                    .add(outcome);
+        }
         lock.lock();
         try {
             inRound.remove(first.shard());
-            if (more) {
+            if (more && !released.contains(first.shard())) {
                 // Still in flight: the shard's task sees it running and leaves the asking to us.
                 requests.computeIfAbsent(first.shard(), s -> new ArrayList<>())
-                        .add(new Request(first.shard(), first.trigger(), -1L, null));
+                        .add(new Request(first.shard(), first.trigger(), -1L, null, false));
             } else {
                 inFlight.remove(first.shard());
             }
@@ -577,7 +609,7 @@ public final class MergeCoordinator implements AutoCloseable {
             committer.join(TimeUnit.SECONDS.toMillis(60));
             PreparedRound abandoned;
             while ((abandoned = prepared.poll()) != null) {
-                abandoned.prepared().forEach(PreparedMerge::close);
+                abandon(abandoned);
             }
             preparers.shutdown();
             preparers.awaitTermination(60, TimeUnit.SECONDS);

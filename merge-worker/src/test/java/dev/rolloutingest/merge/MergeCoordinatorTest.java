@@ -122,4 +122,61 @@ class MergeCoordinatorTest {
                     .isEqualTo(30L);
         }
     }
+
+    @Test
+    void aRoundAbandonedWhenTheWorkerStopsLetsItsShardsGoAtOnce() throws Exception {
+        String first = ShardId.of(TOPIC, 0);
+        String second = ShardId.of(TOPIC, 1);
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters)) {
+            generations(table, 2);
+            RolloutGenerator generator = new RolloutGenerator("exp", 8, 1);
+            List<RolloutRow> rows = new ArrayList<>();
+            for (long offset = 0; offset < 10; offset++) {
+                rows.add(new RolloutRow(generator.rollout(offset + 100, 0), 1, offset, Instant.now()));
+            }
+            table.writeGeneration(TOPIC, 1, 0, 9, rows, 1000);
+            java.util.concurrent.CountDownLatch inCommit = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+            table.injectMergeCommitFault(stage -> {
+                if (stage == CommitStage.CHECKED && inCommit.getCount() > 0) {
+                    inCommit.countDown();
+                    try {
+                        letGo.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            });
+            MergeCoordinator coordinator =
+                    new MergeCoordinator(table, 8, 1L << 20, 1L << 20, 2, new MergeMetrics(meters), 0, 0);
+            try {
+                assertThat(coordinator.submit(first, MergeTrigger.COUNT)).isTrue();
+                assertThat(inCommit.await(60, java.util.concurrent.TimeUnit.SECONDS))
+                        .isTrue();
+                // the next round is prepared and waits for the committer, which is held in the first
+                assertThat(coordinator.submit(second, MergeTrigger.COUNT)).isTrue();
+                Thread.sleep(1_000);
+                java.util.concurrent.CompletableFuture<Void> closed =
+                        java.util.concurrent.CompletableFuture.runAsync(coordinator::close);
+                Thread.sleep(1_500); // the planner sees the worker stopping and abandons the waiting round
+
+                long started = System.nanoTime();
+                coordinator.release(second::equals, java.time.Duration.ofSeconds(60));
+                assertThat((System.nanoTime() - started) / 1_000_000)
+                        .as("the abandoned round's shard is let go at once, not after the wait")
+                        .isLessThan(10_000);
+                assertThat(coordinator.running(second)).isFalse();
+
+                letGo.countDown();
+                closed.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            } finally {
+                letGo.countDown();
+                coordinator.close();
+            }
+            assertThat(table.watermarks().get(first))
+                    .as("the round in the commit finished")
+                    .isEqualTo(20L);
+            assertThat(table.watermarks()).doesNotContainKey(second);
+        }
+    }
 }

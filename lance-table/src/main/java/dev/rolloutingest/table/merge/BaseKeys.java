@@ -65,6 +65,12 @@ public final class BaseKeys {
      * used again after a restore) or fewer deletions (a restore undid a delete) means the base went back.
      */
     private final Map<Integer, Print> prints = new HashMap<>();
+    /**
+     * The highest fragment id a build or catch-up listed. A fragment below it that was never seen means the base went
+     * back; ids this committer appended do not count (a commit of another's numbered just below one of them, while
+     * ours waited, is new, not old).
+     */
+    private int highestRead = -1;
 
     private record Print(String firstFile, long deletions) {
         static Print of(FragmentMetadata fragment) {
@@ -145,6 +151,7 @@ public final class BaseKeys {
         unseen.forEach(seen::set);
         for (Fragment fragment : fragments) {
             prints.putIfAbsent(fragment.getId(), Print.of(fragment.metadata()));
+            highestRead = Math.max(highestRead, fragment.getId());
         }
         version = Math.max(version, base.version());
         catchUps.record(Duration.ofNanos(System.nanoTime() - started));
@@ -177,9 +184,8 @@ public final class BaseKeys {
 
     /** A fragment below the highest seen that this filter never read: the base went back (a restore). */
     private boolean unseenOld(List<Fragment> fragments) {
-        int highest = seen.length() - 1;
         for (Fragment fragment : fragments) {
-            if (fragment.getId() < highest && !seen.get(fragment.getId())) {
+            if (fragment.getId() < highestRead && !seen.get(fragment.getId())) {
                 return true;
             }
         }
@@ -202,9 +208,11 @@ public final class BaseKeys {
             throw e;
         }
         prints.clear();
+        highestRead = -1;
         fragments.forEach(f -> {
             seen.set(f.getId());
             prints.put(f.getId(), Print.of(f.metadata()));
+            highestRead = Math.max(highestRead, f.getId());
         });
         version = base.version();
         Duration took = Duration.ofNanos(System.nanoTime() - started);
@@ -300,26 +308,20 @@ public final class BaseKeys {
         return filter == null || filter.mightContain(key);
     }
 
-    /** Keys this committer just appended, in these new fragments: seen, so no catch-up reads them again. */
-    synchronized void appended(Collection<Integer> fragmentIds, Collection<KeyFilter.Hash> keys) {
+    /** Keys this committer just appended, in these new fragments of {@code committed}: seen, no catch-up reads them. */
+    synchronized void appended(Dataset committed, Collection<Integer> fragmentIds, Collection<KeyFilter.Hash> keys) {
         if (filter == null) {
             return;
         }
         keys.forEach(filter::add);
         added += keys.size();
         fragmentIds.forEach(seen::set);
-    }
-
-    /**
-     * Keys a merge-insert may have inserted. Its fragments stay unseen: the next catch-up reads them (and any other
-     * committer's of the same moment).
-     */
-    synchronized void mayHaveInserted(Collection<KeyFilter.Hash> keys) {
-        if (filter == null) {
-            return;
+        // their prints too: a later fragment under one of these ids (after a restore) must not pass as read
+        for (Fragment fragment : committed.getFragments()) {
+            if (fragmentIds.contains(fragment.getId())) {
+                prints.put(fragment.getId(), Print.of(fragment.metadata()));
+            }
         }
-        keys.forEach(filter::add);
-        added += keys.size();
     }
 
     /** Above every fragment id this filter has seen: where a new fragment of the committer's may start. */

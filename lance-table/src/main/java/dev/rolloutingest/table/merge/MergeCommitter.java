@@ -74,7 +74,6 @@ public final class MergeCommitter {
                     work.add(p);
                 }
             }
-            MergeSource.resolveAcross(work.stream().map(PreparedMerge::source).toList());
             for (List<PreparedMerge> group : commitGroups(work, MergeMemory.commitBudgetBytes())) {
                 commitGroup(group, merged, failed, commits);
             }

@@ -124,29 +124,6 @@ final class MergeSource implements AutoCloseable {
         }
     }
 
-    /**
-     * Drops, across several shards' sources, every row an equal key in another source replaces (a record_id
-     * written to two partitions): after this, each key is in at most one source, once.
-     */
-    static void resolveAcross(List<MergeSource> sources) {
-        Map<String, int[]> owner = new HashMap<>(); // key -> {source, row}
-        for (int s = 0; s < sources.size(); s++) {
-            MergeSource source = sources.get(s);
-            for (Map.Entry<String, Integer> entry : source.rowOfKey.entrySet()) {
-                int[] current = owner.get(entry.getKey());
-                int row = entry.getValue();
-                if (current == null) {
-                    owner.put(entry.getKey(), new int[] {s, row});
-                } else if (newer(source, row, sources.get(current[0]), current[1])) {
-                    sources.get(current[0]).dropped.set(current[1]);
-                    owner.put(entry.getKey(), new int[] {s, row});
-                } else {
-                    source.dropped.set(row);
-                }
-            }
-        }
-    }
-
     /** Rows that will be written. */
     int rows() {
         return size - dropped.cardinality();
@@ -309,15 +286,27 @@ final class MergeSource implements AutoCloseable {
         return spans.get(low);
     }
 
-    /** The kept rows of several sources (each key once after {@link #resolveAcross}), in no particular order. */
+    /**
+     * The rows one commit writes of several sources, in no particular order: each source's newest row per key, and of
+     * a key in several sources (a record_id written to several partitions) only the newest of them. Nothing is
+     * marked: a commit of fewer of these sources (a round cut in groups, halves after a failure) takes the newest of
+     * its own, so every version a commit makes holds, for the generations it marks, their newest rows.
+     */
     static List<Row> keptRows(List<MergeSource> sources) {
-        List<Row> rows = new ArrayList<>();
-        for (MergeSource source : sources) {
-            for (int i = 0; i < source.size; i++) {
-                if (!source.dropped.get(i)) {
-                    rows.add(source.row(i));
+        Map<String, int[]> owner = new HashMap<>(); // key -> {source, ordinal}
+        for (int s = 0; s < sources.size(); s++) {
+            MergeSource source = sources.get(s);
+            for (Map.Entry<String, Integer> entry : source.rowOfKey.entrySet()) {
+                int[] current = owner.get(entry.getKey());
+                int row = entry.getValue();
+                if (current == null || newer(source, row, sources.get(current[0]), current[1])) {
+                    owner.put(entry.getKey(), new int[] {s, row});
                 }
             }
+        }
+        List<Row> rows = new ArrayList<>(owner.size());
+        for (int[] kept : owner.values()) {
+            rows.add(sources.get(kept[0]).row(kept[1]));
         }
         return rows;
     }

@@ -271,7 +271,7 @@ public final class RoundWrite {
                     Map.of("rollout.merge.rows", describe(marks)));
             List<KeyFilter.Hash> added = new ArrayList<>();
             split.append().forEach(row -> added.add(row.hash()));
-            keys.appended(result.fragmentIds(), added);
+            keys.appended(result.dataset(), result.fragmentIds(), added);
             meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
             long appendedWritten = written.size() - split.replace().size();
             meters.rowsByPath.get(MergePath.APPEND).increment(appendedWritten);

@@ -6,6 +6,7 @@ import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.merge.MergeResult;
 import dev.rolloutingest.table.merge.RoundWrite;
+import dev.rolloutingest.table.rows.LiveRows;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.LanceIo;
@@ -32,8 +33,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Named, immutable states of the table for training runs: a lance tag on a base version, its metadata holding the
- * Kafka offsets the version holds. Any lance reader opening the table at the tag sees exactly the snapshot's rows;
- * lance's cleanup keeps tagged versions and compaction never changes one.
+ * Kafka offsets the version holds. Any lance reader opening the table at the tag sees exactly the snapshot's rows,
+ * and the deletes the base still keeps as rows (their metadata holds {@link Tombstones#MARKER}; the project's reads
+ * and an export leave them out); lance's cleanup keeps tagged versions and compaction never changes one.
  *
  * <p>What a snapshot holds is what its base version's merged watermarks say: per shard every record below the
  * watermark (the next offset after the last merged generation), none above. Generations merge whole, so a cut
@@ -292,7 +294,7 @@ public final class TableSnapshots {
             // the write takes the reader over and closes it
             try (Dataset written = Dataset.write()
                     .allocator(lance.allocator())
-                    .reader(scanner.scanBatches())
+                    .reader(new LiveRows(lance.allocator(), scanner.scanBatches()))
                     .uri(target.uri())
                     .storageOptions(target.storageOptions())
                     .mode(WriteParams.WriteMode.CREATE)

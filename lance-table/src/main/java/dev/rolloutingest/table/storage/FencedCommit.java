@@ -128,17 +128,19 @@ public final class FencedCommit {
                 .transactionProperties(properties)
                 .build()) {
             Dataset committed = base.commitTransaction(transaction);
-            List<Integer> ids = lanceNumbers
-                    ? idsOf(committed, added)
-                    : added.stream().map(FragmentMetadata::getId).toList();
-            return new Committed(committed, ids);
+            return committed(
+                    committed,
+                    lanceNumbers
+                            ? null
+                            : added.stream().map(FragmentMetadata::getId).toList(),
+                    added);
         } catch (Exception thrown) {
             RuntimeException e = LanceIo.unchecked(thrown);
             if (isPreempted(e)) {
                 Optional<Dataset> landed = landed(lance, base.version(), added);
                 if (landed.isPresent()) {
                     // a store that retried the manifest write can report a conflict for a commit that landed
-                    return new Committed(landed.get(), idsOf(landed.get(), added));
+                    return committed(landed.get(), null, added);
                 }
                 removeUnreferenced(lance, store, base.version(), written);
                 throw new Preempted(
@@ -146,6 +148,16 @@ public final class FencedCommit {
                                 + " was preempted by another commit",
                         e);
             }
+            throw e;
+        }
+    }
+
+    /** The committed version with its new fragments' ids ({@code ids}, or as lance numbered them); closed on failure. */
+    private static Committed committed(Dataset dataset, List<Integer> ids, List<FragmentMetadata> added) {
+        try {
+            return new Committed(dataset, ids != null ? ids : idsOf(dataset, added));
+        } catch (RuntimeException e) {
+            dataset.close();
             throw e;
         }
     }
@@ -187,9 +199,14 @@ public final class FencedCommit {
             return Optional.empty();
         }
         Dataset latest = lance.openBase();
-        if (latest.version() > readVersion
-                && !namedBy(latest.getFragments(), added).isEmpty()) {
-            return Optional.of(latest);
+        try {
+            if (latest.version() > readVersion
+                    && !namedBy(latest.getFragments(), added).isEmpty()) {
+                return Optional.of(latest);
+            }
+        } catch (RuntimeException e) {
+            latest.close();
+            throw e;
         }
         latest.close();
         return Optional.empty();
