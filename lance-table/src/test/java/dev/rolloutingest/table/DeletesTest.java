@@ -1,11 +1,13 @@
 package dev.rolloutingest.table;
 
+import static dev.rolloutingest.table.TableFixtures.T0;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.baseRows;
+import static dev.rolloutingest.table.TableFixtures.delete;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static dev.rolloutingest.table.TableFixtures.write;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.reads.ListQuery;
@@ -26,24 +28,10 @@ import org.junit.jupiter.api.Test;
  * alone.
  */
 class DeletesTest {
-    private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
     private final RolloutGenerator generator = new RolloutGenerator("del", 8, 3);
 
     private RolloutRow put(int partition, long offset, String id, long seconds) {
-        Rollout rollout = generator.rollout(offset, (int) offset);
-        rollout.setRecordId(id);
-        return new RolloutRow(rollout, partition, offset, T0.plusSeconds(seconds));
-    }
-
-    private static RolloutRow delete(int partition, long offset, String id, long seconds) {
-        Instant at = T0.plusSeconds(seconds);
-        return new RolloutRow(Tombstones.of(id, at), partition, offset, at);
-    }
-
-    private static void write(RolloutTable table, int partition, List<RolloutRow> rows) {
-        long first = rows.get(0).sourceOffset();
-        long last = rows.get(rows.size() - 1).sourceOffset();
-        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 100L);
+        return TableFixtures.put(generator, partition, offset, id, seconds);
     }
 
     private List<RolloutRow> puts(int partition, long firstOffset, int n, long seconds) {

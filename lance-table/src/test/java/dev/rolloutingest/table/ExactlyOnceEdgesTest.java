@@ -2,10 +2,11 @@ package dev.rolloutingest.table;
 
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.baseRows;
+import static dev.rolloutingest.table.TableFixtures.delete;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static dev.rolloutingest.table.TableFixtures.write;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergePlan;
@@ -13,10 +14,8 @@ import dev.rolloutingest.table.merge.PreparedMerge;
 import dev.rolloutingest.table.merge.RoundResult;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
-import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -30,24 +29,10 @@ import org.lance.Dataset;
  * with lance-core alone.
  */
 class ExactlyOnceEdgesTest {
-    private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
     private final RolloutGenerator generator = new RolloutGenerator("edge", 8, 5);
 
     private RolloutRow put(int partition, long offset, String id, long seconds) {
-        Rollout rollout = generator.rollout(offset, (int) offset);
-        rollout.setRecordId(id);
-        return new RolloutRow(rollout, partition, offset, T0.plusSeconds(seconds));
-    }
-
-    private static RolloutRow delete(int partition, long offset, String id, long seconds) {
-        Instant at = T0.plusSeconds(seconds);
-        return new RolloutRow(Tombstones.of(id, at), partition, offset, at);
-    }
-
-    private static void write(RolloutTable table, int partition, List<RolloutRow> rows) {
-        long first = rows.get(0).sourceOffset();
-        long last = rows.get(rows.size() - 1).sourceOffset();
-        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 100L);
+        return TableFixtures.put(generator, partition, offset, id, seconds);
     }
 
     private static String shard(int partition) {

@@ -46,6 +46,29 @@ public final class TableFixtures {
         return RolloutTable.createOrOpen(TableLocation.local(freshDir(name)), settings, meters);
     }
 
+    /** The ingest time the keyed rows below count from. */
+    public static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
+
+    /** A value of key {@code id} at a partition's offset, ingested {@code seconds} after {@link #T0}. */
+    public static RolloutRow put(RolloutGenerator generator, int partition, long offset, String id, long seconds) {
+        Rollout rollout = generator.rollout(offset, (int) offset);
+        rollout.setRecordId(id);
+        return new RolloutRow(rollout, partition, offset, T0.plusSeconds(seconds));
+    }
+
+    /** A delete of key {@code id} at a partition's offset, ingested {@code seconds} after {@link #T0}. */
+    public static RolloutRow delete(int partition, long offset, String id, long seconds) {
+        Instant at = T0.plusSeconds(seconds);
+        return new RolloutRow(Tombstones.of(id, at), partition, offset, at);
+    }
+
+    /** The rows (ascending offsets of one partition) as one generation. */
+    public static void write(RolloutTable table, int partition, List<RolloutRow> rows) {
+        long first = rows.get(0).sourceOffset();
+        long last = rows.get(rows.size() - 1).sourceOffset();
+        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 100L);
+    }
+
     /** Rows for offsets [first, last] of a partition; record i gets id exp-(i % keys), version = offset. */
     public static List<RolloutRow> rows(int partition, long first, long last, int keys) {
         RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);

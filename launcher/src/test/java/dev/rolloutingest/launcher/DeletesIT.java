@@ -23,12 +23,10 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -44,11 +42,7 @@ class DeletesIT {
         try (TestCluster cluster = TestCluster.start(root)) {
             EmbeddedKafka kafka = cluster.kafka();
             ApicurioRegistry registry = cluster.registry();
-            kafka.createTopics(List.of(
-                    new NewTopic("rollouts", 2, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1),
-                    new NewTopic("rollout-merges", 1, (short) 1),
-                    new NewTopic("rollouts-dlq", 1, (short) 1)));
+            cluster.createDefaultTopics(2);
             Path tableDir = root.resolve("table");
             Map<String, Object> common = AppSettings.of(cluster).table(tableDir).map();
             Map<String, Object> ingestProps = new HashMap<>(common);

@@ -119,11 +119,8 @@ class SchemaEvolutionIT {
         try (TestCluster cluster = TestCluster.start(root)) {
             EmbeddedKafka kafka = cluster.kafka();
             ApicurioRegistry registry = cluster.registry();
+            cluster.createDefaultTopics(2);
             kafka.createTopics(List.of(
-                    new NewTopic("rollouts", 2, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1),
-                    new NewTopic("rollout-merges", 1, (short) 1),
-                    new NewTopic("rollouts-dlq", 1, (short) 1),
                     new NewTopic("frozen-rollouts", 1, (short) 1),
                     new NewTopic("frozen-generations", 1, (short) 1),
                     new NewTopic("frozen-dlq", 1, (short) 1)));

@@ -41,7 +41,6 @@ import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
 import org.lance.ReadOptions;
@@ -65,11 +64,7 @@ class SnapshotIT {
             EmbeddedKafka kafka = cluster.kafka();
             ApicurioRegistry registry = cluster.registry();
             EmbeddedS3 s3 = cluster.s3();
-            kafka.createTopics(List.of(
-                    new NewTopic(TOPIC, 2, (short) 1),
-                    new NewTopic("rollout-generations", 1, (short) 1),
-                    new NewTopic("rollout-merges", 1, (short) 1),
-                    new NewTopic("rollouts-dlq", 1, (short) 1)));
+            cluster.createDefaultTopics(2);
             TableLocation location = new TableLocation(s3.uri("table"), s3.lanceStorageOptions());
             Map<String, Object> common = AppSettings.of(cluster).table(location).map();
             Map<String, Object> ingestProps = new HashMap<>(common);

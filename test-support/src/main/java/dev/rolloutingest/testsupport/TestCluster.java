@@ -86,6 +86,19 @@ public final class TestCluster implements AutoCloseable {
     }
 
     /**
+     * The apps' default topics: {@code rollouts} with {@code inputPartitions} partitions, {@code rollout-generations},
+     * {@code rollout-merges} and {@code rollouts-dlq} with one each.
+     */
+    public void createDefaultTopics(int inputPartitions) {
+        Map<String, Integer> topics = new LinkedHashMap<>();
+        topics.put("rollouts", inputPartitions);
+        topics.put("rollout-generations", 1);
+        topics.put("rollout-merges", 1);
+        topics.put("rollouts-dlq", 1);
+        createTopics(topics);
+    }
+
+    /**
      * A test run's own topics: {@code input} with its partitions and, with one partition each, {@code
      * <run>-generations}, {@code <run>-merges} and {@code <run>-dlq} (the names {@link AppSettings#topicsOf} gives).
      */
