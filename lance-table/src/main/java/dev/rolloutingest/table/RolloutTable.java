@@ -372,11 +372,6 @@ public final class RolloutTable implements AutoCloseable {
                 .toList();
     }
 
-    /** A shard's sealed generations, ascending, merged ones included until GC removes them: one listing. */
-    public List<GenerationCatalog.Listed> sealedGenerations(String shard) {
-        return catalog.sealed(ShardId.requireValid(shard));
-    }
-
     /** Named snapshots of this table (lance tags with the Kafka offsets they hold). */
     public TableSnapshots snapshots() {
         return snapshots;

@@ -82,6 +82,13 @@ class DeletesTest {
             assertThat(deletes(meters, "no-op")).isEqualTo(1); // "nope" never existed
             assertThat(table.pendingGenerations(shard)).isEmpty();
 
+            // deleting key-3 again replaces the delete the base keeps: a no-op, not a second applied delete
+            write(table, 0, List.of(delete(0, 13, "key-3", 2)));
+            table.mergePass(shard, 8, 0);
+            assertThat(deletes(meters, "applied")).isEqualTo(1);
+            assertThat(deletes(meters, "no-op")).isEqualTo(2);
+            assertThat(baseRows(location)).containsEntry("key-3", "0@13").hasSize(12);
+
             // nothing older is pending: maintenance drops them
             assertThat(table.dropDeletes(Duration.between(T0, Instant.now()).plusDays(1))
                             .dropped())

@@ -22,6 +22,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.UInt8Vector;
 import org.lance.Dataset;
 import org.lance.Fragment;
 import org.lance.FragmentMetadata;
@@ -320,20 +322,35 @@ public final class TableMaintenance {
      */
     public DropResult dropDeletes(Duration retention, int attempts) {
         Instant cutoff = Instant.now().minus(retention);
-        Instant oldestPending = oldestPendingRow();
-        if (oldestPending != null && oldestPending.isBefore(cutoff)) {
-            cutoff = oldestPending;
-        }
         String filter = Tombstones.CANDIDATES + " AND " + RolloutSchema.INGESTED_AT + " < TIMESTAMP '" + cutoff + "'";
+        Instant oldestPending = null;
+        boolean pendingRead = false;
         for (int attempt = 0; attempt < attempts; attempt++) {
             try (Dataset base = lance.openBase()) {
+                Map<Long, Long> deletes = new HashMap<>(); // row address -> ingested_at (micros)
+                Tombstones.forEach(
+                        base,
+                        filter,
+                        (batch, i) -> deletes.put(
+                                ((UInt8Vector) batch.getVector("_rowaddr")).get(i),
+                                ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i)));
+                if (!pendingRead && !deletes.isEmpty()) {
+                    // only when there is something to drop: the pending generations are read in full for it
+                    oldestPending = oldestPendingRow();
+                    pendingRead = true;
+                    if (oldestPending != null && oldestPending.isBefore(cutoff)) {
+                        cutoff = oldestPending;
+                    }
+                }
+                long before = Timestamps.micros(cutoff);
                 Map<Integer, List<Integer>> rows = new HashMap<>();
                 long[] count = {0};
-                Tombstones.forEach(base, filter, (batch, i) -> {
-                    long address = ((org.apache.arrow.vector.UInt8Vector) batch.getVector("_rowaddr")).get(i);
-                    rows.computeIfAbsent((int) (address >>> 32), f -> new ArrayList<>())
-                            .add((int) address);
-                    count[0]++;
+                deletes.forEach((address, ingested) -> {
+                    if (ingested < before) {
+                        rows.computeIfAbsent((int) (address >>> 32), f -> new ArrayList<>())
+                                .add((int) (long) address);
+                        count[0]++;
+                    }
                 });
                 if (count[0] == 0) {
                     return new DropResult(0, cutoff);

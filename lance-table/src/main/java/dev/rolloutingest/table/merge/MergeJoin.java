@@ -3,7 +3,6 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.RowOrder;
-import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.LanceIo;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -38,7 +37,7 @@ public enum MergeJoin {
     INDEX;
 
     /** A base row of a key: where it sits ({@code _rowaddr}: fragment id high, row offset low) and its order. */
-    record BaseRow(long address, int partition, long offset, long ingestedMicros, boolean tombstone) {
+    record BaseRow(long address, int partition, long offset, long ingestedMicros) {
         int fragment() {
             return (int) (address >>> 32);
         }
@@ -75,9 +74,7 @@ public enum MergeJoin {
             RolloutSchema.RECORD_ID,
             RolloutSchema.SOURCE_PARTITION,
             RolloutSchema.SOURCE_OFFSET,
-            RolloutSchema.INGESTED_AT,
-            RolloutSchema.EXPERIMENT,
-            RolloutSchema.METADATA);
+            RolloutSchema.INGESTED_AT);
 
     /** Every base row of the keys, by key (a key the base lacks is absent). */
     public Map<String, List<BaseRow>> find(Dataset base, Collection<String> keys) {
@@ -116,12 +113,7 @@ public enum MergeJoin {
                         continue;
                     }
                     found.computeIfAbsent(key, k -> new ArrayList<>(1))
-                            .add(new BaseRow(
-                                    addresses.get(i),
-                                    partitions.get(i),
-                                    offsets.get(i),
-                                    ingested.get(i),
-                                    Tombstones.is(batch, i)));
+                            .add(new BaseRow(addresses.get(i), partitions.get(i), offsets.get(i), ingested.get(i)));
                 }
             }
         } catch (RuntimeException e) {

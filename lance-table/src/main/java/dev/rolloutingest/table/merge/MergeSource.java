@@ -148,7 +148,7 @@ final class MergeSource implements AutoCloseable {
             return Tombstones.is(batch, index);
         }
 
-        /** Where the row sits in its partition, for {@link RowOrder#olderThan}. */
+        /** Where the row sits in its partition, for {@link RowOrder}. */
         int partition() {
             return source.partitions[ordinal];
         }
@@ -309,18 +309,6 @@ final class MergeSource implements AutoCloseable {
             rows.add(sources.get(kept[0]).row(kept[1]));
         }
         return rows;
-    }
-
-    /**
-     * Rows in record_id order (UTF-8 byte order, the BTREE's), for a merge-insert source. Why sorted: lance-core
-     * 7.0.0's merge-insert looks each source batch's keys up in the record_id index with one in-list over every
-     * index page any key falls in, so a batch of random keys costs (pages x keys) and grows with the base; sorted
-     * small batches touch a few pages each (measured on a 1M-row base: ~1,000 ms -> 150-180 ms for 8,000 rows).
-     */
-    static List<Row> sortedByKey(List<Row> rows) {
-        List<Row> sorted = new ArrayList<>(rows);
-        sorted.sort((a, b) -> Arrays.compareUnsigned(a.key(), b.key()));
-        return sorted;
     }
 
     /**

@@ -3,6 +3,7 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.AddedColumns;
+import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RowOrder;
 import dev.rolloutingest.table.rows.Timestamps;
@@ -17,6 +18,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
@@ -79,12 +81,26 @@ public final class RoundWrite {
             long adoptedRows,
             int adoptedGenerations) {}
 
-    /** Where each of the round's rows goes against one base version. */
+    /**
+     * Where each of the round's rows goes against one base version, and what the meters count once it is committed:
+     * deletes that replaced a live base value, the other deletes, keys the filter could not rule out that the base
+     * lacked.
+     */
     private record Split(
             List<MergeSource.Row> append,
             List<MergeSource.Row> replace,
             FencedCommit.Deletions deletions,
-            long dropped) {}
+            long dropped,
+            long deletesApplied,
+            long deletesNoOp,
+            long falsePositives) {
+        void count(MergeMeters meters) {
+            meters.rowsByPath.get(MergePath.SUPERSEDED).increment(dropped);
+            meters.deletesByResult.get("applied").increment(deletesApplied);
+            meters.deletesByResult.get("no-op").increment(deletesNoOp);
+            meters.falsePositives.increment(falsePositives);
+        }
+    }
 
     /**
      * Commits the rows on {@code base} (whose watermarks the caller checked against {@code planned}), or on a newer
@@ -113,7 +129,7 @@ public final class RoundWrite {
                 if (split.append().isEmpty()
                         && split.replace().isEmpty()
                         && split.deletions().isEmpty()) {
-                    meters.rowsByPath.get(MergePath.SUPERSEDED).increment(split.dropped());
+                    split.count(meters);
                     return new Written(current == base ? null : current, 0, 0, 0, split.dropped(), 0, 0);
                 }
                 try {
@@ -147,7 +163,7 @@ public final class RoundWrite {
             (settings.mergeAppendNewKeys() && !keys.mightHold(row.hash()) ? append : maybe).add(row);
         }
         if (maybe.isEmpty()) {
-            return new Split(append, List.of(), FencedCommit.Deletions.NONE, 0);
+            return new Split(append, List.of(), FencedCommit.Deletions.NONE, 0, 0, deletesIn(append), 0);
         }
         MergeJoin how = MergeJoin.forCommit(maybe.size(), base.countRows(), settings.mergeScanJoinMaxBaseRows());
         Map<String, List<MergeJoin.BaseRow>> held =
@@ -157,6 +173,8 @@ public final class RoundWrite {
         Map<Integer, List<Integer>> deleted = new HashMap<>();
         long dropped = 0;
         long falsePositives = 0;
+        long deletesNoOp = 0;
+        Map<String, Long> deletesReplacing = new HashMap<>(); // key -> the base row a delete replaces
         for (MergeSource.Row row : maybe) {
             List<MergeJoin.BaseRow> inBase = held.get(row.keyString());
             if (inBase == null) {
@@ -187,26 +205,46 @@ public final class RoundWrite {
             if (rowWins) {
                 replace.add(row);
                 if (row.isTombstone()) {
-                    meters.deletesByResult
-                            .get(newestInBase.tombstone() ? "no-op" : "applied")
-                            .increment();
+                    deletesReplacing.put(row.keyString(), newestInBase.address());
                 }
             } else {
                 dropped++;
                 if (row.isTombstone()) {
-                    meters.deletesByResult.get("no-op").increment();
+                    deletesNoOp++;
                 }
             }
         }
-        for (MergeSource.Row row : append) {
-            if (row.isTombstone()) {
-                meters.deletesByResult.get("no-op").increment(); // kept as a row: no value of the key is in the base
-            }
+        // a delete that replaces a delete kept in the base changed nothing: told apart by the few rows it replaces
+        long replacedDeletes = deleteRowsAmong(base, deletesReplacing);
+        return new Split(
+                append,
+                replace,
+                new FencedCommit.Deletions(deleted),
+                dropped,
+                deletesReplacing.size() - replacedDeletes,
+                deletesNoOp + replacedDeletes + deletesIn(append), // appended: no value of the key was in the base
+                settings.mergeAppendNewKeys() ? falsePositives : 0);
+    }
+
+    private static long deletesIn(List<MergeSource.Row> rows) {
+        return rows.stream().filter(MergeSource.Row::isTombstone).count();
+    }
+
+    /** How many of these base rows (key -> row address) are deletes the base keeps: looked up by key, a few at most. */
+    private static long deleteRowsAmong(Dataset base, Map<String, Long> rowOfKey) {
+        if (rowOfKey.isEmpty()) {
+            return 0;
         }
-        if (settings.mergeAppendNewKeys()) {
-            meters.falsePositives.increment(falsePositives);
+        java.util.Set<Long> addresses = new java.util.HashSet<>(rowOfKey.values());
+        long[] deletes = {0};
+        for (String in : Filters.recordIdIn(new ArrayList<>(rowOfKey.keySet()))) {
+            Tombstones.forEach(base, in + " AND " + Tombstones.CANDIDATES, (batch, i) -> {
+                if (addresses.contains(((UInt8Vector) batch.getVector("_rowaddr")).get(i))) {
+                    deletes[0]++;
+                }
+            });
         }
-        return new Split(append, replace, new FencedCommit.Deletions(deleted), dropped);
+        return deletes[0];
     }
 
     private static boolean newer(MergeJoin.BaseRow a, MergeJoin.BaseRow b) {
@@ -277,7 +315,7 @@ public final class RoundWrite {
             meters.rowsByPath.get(MergePath.APPEND).increment(appendedWritten);
             meters.rowsByPath.get(MergePath.ADOPT).increment(adopted.rows());
             meters.rowsByPath.get(MergePath.JOIN).increment(split.replace().size());
-            meters.rowsByPath.get(MergePath.SUPERSEDED).increment(split.dropped());
+            split.count(meters);
             return new Written(
                     result.dataset(),
                     split.append().size(),

@@ -38,28 +38,4 @@ public final class RowOrder {
                 current.sourceOffset(),
                 current.ingestedAt());
     }
-
-    /**
-     * The same rule as a merge-insert condition: a base row is replaced only by a newer source row, so merges
-     * of different shards in any order leave the newest value.
-     */
-    static final String MERGE_CONDITION = "source." + RolloutSchema.SOURCE_PARTITION + " = target."
-            + RolloutSchema.SOURCE_PARTITION
-            + " AND source." + RolloutSchema.SOURCE_OFFSET + " > target." + RolloutSchema.SOURCE_OFFSET
-            + " OR source." + RolloutSchema.SOURCE_PARTITION + " <> target." + RolloutSchema.SOURCE_PARTITION
-            + " AND (source." + RolloutSchema.INGESTED_AT + " > target." + RolloutSchema.INGESTED_AT
-            + " OR source." + RolloutSchema.INGESTED_AT + " = target." + RolloutSchema.INGESTED_AT
-            + " AND source." + RolloutSchema.SOURCE_PARTITION + " > target." + RolloutSchema.SOURCE_PARTITION + ")";
-
-    /**
-     * A filter for the base rows a row of (partition, offset, ingestedAt) replaces, by the same rule: how a delete
-     * removes only older values (a base row of another partition ingested later stays).
-     */
-    static String olderThan(int partition, long offset, Instant ingestedAt) {
-        String at = "TIMESTAMP '" + ingestedAt + "'";
-        return "(" + RolloutSchema.SOURCE_PARTITION + " = " + partition + " AND " + RolloutSchema.SOURCE_OFFSET + " < "
-                + offset + " OR " + RolloutSchema.SOURCE_PARTITION + " <> " + partition + " AND ("
-                + RolloutSchema.INGESTED_AT + " < " + at + " OR " + RolloutSchema.INGESTED_AT + " = " + at + " AND "
-                + RolloutSchema.SOURCE_PARTITION + " < " + partition + "))";
-    }
 }

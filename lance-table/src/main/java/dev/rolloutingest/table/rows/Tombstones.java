@@ -74,11 +74,18 @@ public final class Tombstones {
         return count[0];
     }
 
-    /** Calls {@code action} for each delete row among the rows matching {@code filter}, with its row address. */
+    /**
+     * Calls {@code action} for each delete row among the rows matching {@code filter}, the batch holding its record_id,
+     * ingested_at and row address ({@code _rowaddr}).
+     */
     public static void forEach(
             Dataset base, String filter, java.util.function.ObjIntConsumer<VectorSchemaRoot> action) {
         try (LanceScanner scanner = base.newScan(new ScanOptions.Builder()
-                        .columns(List.of(RolloutSchema.RECORD_ID, RolloutSchema.EXPERIMENT, RolloutSchema.METADATA))
+                        .columns(List.of(
+                                RolloutSchema.RECORD_ID,
+                                RolloutSchema.EXPERIMENT,
+                                RolloutSchema.METADATA,
+                                RolloutSchema.INGESTED_AT))
                         .withRowAddress(true)
                         .filter(filter)
                         .build());

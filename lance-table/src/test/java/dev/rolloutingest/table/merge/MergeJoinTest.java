@@ -161,7 +161,7 @@ class MergeJoinTest {
                 assertThat(byIndex).doesNotContainKey("not-there");
                 assertThat(byIndex.get("exp-1050")).singleElement().satisfies(row -> {
                     assertThat(row.offset()).isEqualTo(1050);
-                    assertThat(row.tombstone()).isFalse();
+                    assertThat(row.partition()).isZero();
                 });
             }
         }
