@@ -96,6 +96,29 @@ class FaultToleranceIT {
         kafka.close();
     }
 
+    /**
+     * A producer of rollouts that rides out the kills and the broker's restart: idempotent, every acknowledgement
+     * awaited, five minutes for a send or a metadata wait.
+     */
+    private static KafkaProducer<String, Rollout> rolloutProducer() {
+        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
+        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
+        return new KafkaProducer<>(
+                Map.of(
+                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka.bootstrapServers(),
+                        ProducerConfig.ACKS_CONFIG,
+                        "all",
+                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                        true,
+                        ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG,
+                        300_000,
+                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                        300_000),
+                new StringSerializer(),
+                serializer);
+    }
+
     /** A producer thread writing rewrites of a key space at a steady rate, remembering each key's latest version. */
     private static final class Producer implements AutoCloseable {
         final Map<String, Long> latest = new TreeMap<>();
@@ -106,23 +129,8 @@ class FaultToleranceIT {
         Producer(String topic, int keys, int perSecond) {
             thread = new Thread(
                     () -> {
-                        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-                        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
                         RolloutGenerator generator = new RolloutGenerator("faults", 128, 5);
-                        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
-                                Map.of(
-                                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                                        kafka.bootstrapServers(),
-                                        ProducerConfig.ACKS_CONFIG,
-                                        "all",
-                                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                                        true,
-                                        ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG,
-                                        300_000,
-                                        ProducerConfig.MAX_BLOCK_MS_CONFIG,
-                                        300_000),
-                                new StringSerializer(),
-                                serializer)) {
+                        try (KafkaProducer<String, Rollout> producer = rolloutProducer()) {
                             for (long i = 0; running.get(); i++) {
                                 Rollout rollout = generator.rollout(i % keys, (int) i);
                                 // every 7th record deletes its key (a tombstone): the kills hit deletes too
@@ -641,8 +649,6 @@ class FaultToleranceIT {
         int[] kills = {0};
         int[] snapshotFailures = {0};
         java.util.Random random = new java.util.Random(7);
-        ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
-        serializer.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("edges", 64, 9);
         apps.forEach(App::start);
         Thread killer = new Thread(
@@ -703,20 +709,7 @@ class FaultToleranceIT {
                     }
                 },
                 "edge-snapshots");
-        try (KafkaProducer<String, Rollout> producer = new KafkaProducer<>(
-                        Map.of(
-                                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                                kafka.bootstrapServers(),
-                                ProducerConfig.ACKS_CONFIG,
-                                "all",
-                                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                                true,
-                                ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG,
-                                300_000,
-                                ProducerConfig.MAX_BLOCK_MS_CONFIG,
-                                300_000),
-                        new StringSerializer(),
-                        serializer);
+        try (KafkaProducer<String, Rollout> producer = rolloutProducer();
                 RolloutTable reader = RolloutTable.createOrOpen(
                         run.location(),
                         TableSettings.DEFAULTS.with(TableSettings.READ_REFRESH_MS, 0),

@@ -234,9 +234,7 @@ public final class MergeCoordinator implements AutoCloseable {
         lock.lock();
         try {
             if (closing) {
-                if (request.done() != null) {
-                    request.done().completeExceptionally(new IllegalStateException("the merge-worker is stopping"));
-                }
+                refuse(List.of(request), "the merge-worker is stopping");
                 return;
             }
             requests.computeIfAbsent(request.shard(), s -> new ArrayList<>()).add(request);
@@ -263,11 +261,7 @@ public final class MergeCoordinator implements AutoCloseable {
                     it.remove();
                     released.add(entry.getKey());
                     inFlight.remove(entry.getKey());
-                    entry.getValue().stream()
-                            .map(Request::done)
-                            .filter(d -> d != null)
-                            .forEach(d -> d.completeExceptionally(new IllegalStateException(
-                                    "shard " + entry.getKey() + " moved to another merge-worker")));
+                    refuse(entry.getValue(), "shard " + entry.getKey() + " moved to another merge-worker");
                 }
             }
             inRound.stream().filter(shards).forEach(released::add); // no continuation of their rounds
@@ -488,6 +482,14 @@ public final class MergeCoordinator implements AutoCloseable {
         return bounds;
     }
 
+    /** Fails the callers waiting on requests that will not run (the automatic ones have no caller). */
+    private static void refuse(List<Request> waiting, String why) {
+        waiting.stream()
+                .map(Request::done)
+                .filter(d -> d != null)
+                .forEach(d -> d.completeExceptionally(new IllegalStateException(why)));
+    }
+
     /** A prepared round that will not be committed (the worker is stopping): its shards are let go at once. */
     private void abandon(PreparedRound round) {
         round.prepared().forEach(PreparedMerge::close);
@@ -595,10 +597,7 @@ public final class MergeCoordinator implements AutoCloseable {
         try {
             closing = true;
             requested.signalAll();
-            requests.values().forEach(waiting -> waiting.stream()
-                    .map(Request::done)
-                    .filter(d -> d != null)
-                    .forEach(d -> d.completeExceptionally(new IllegalStateException("the merge-worker is stopping"))));
+            requests.values().forEach(waiting -> refuse(waiting, "the merge-worker is stopping"));
             requests.clear();
         } finally {
             lock.unlock();
