@@ -7,12 +7,17 @@ import static dev.rolloutingest.runtime.CommonKeys.HEALTH_THREAD_REPLACEMENT_WIN
 import static dev.rolloutingest.runtime.CommonKeys.HTTP_HOST;
 import static dev.rolloutingest.runtime.CommonKeys.HTTP_PORT;
 import static dev.rolloutingest.runtime.CommonKeys.LAG_PUBLISH_INTERVAL_MS;
+import static dev.rolloutingest.runtime.CommonKeys.TABLES_MAX;
+import static dev.rolloutingest.runtime.CommonKeys.TABLES_ROOT;
 import static dev.rolloutingest.runtime.CommonKeys.TABLE_URI;
 
 import dev.rolloutingest.serde.SerdeConfig;
+import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.merge.MergeMemory;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.common.config.AbstractConfig;
@@ -27,7 +32,10 @@ import org.apache.kafka.common.config.ConfigException;
 public abstract class AppConfig {
     protected final AbstractConfig parsed;
     protected final Map<String, Object> raw;
+    /** The one table's location, or the root of the catalog when {@link #manyTables}. */
     private final TableLocation tableLocation;
+
+    private final boolean manyTables;
     private final HttpAccess httpAccess;
 
     protected AppConfig(ConfigDef definition, Map<String, Object> raw) {
@@ -36,12 +44,40 @@ public abstract class AppConfig {
         SerdeConfig.from(raw); // registry settings fail here, naming their key
         this.httpAccess = HttpAccess.from(parsed);
         httpAccess.requireAllowedOn(parsed.getString(HTTP_HOST));
+        String uri = parsed.getString(TABLE_URI).trim();
+        String root = parsed.getString(TABLES_ROOT).trim();
+        if (uri.isEmpty() == root.isEmpty()) {
+            throw new ConfigException(
+                    uri.isEmpty() ? TABLE_URI : TABLES_ROOT,
+                    uri.isEmpty() ? "" : root,
+                    "set exactly one of " + TABLE_URI + " (one table) and " + TABLES_ROOT
+                            + " (many tables under a root)");
+        }
+        String key = uri.isEmpty() ? TABLES_ROOT : TABLE_URI;
         try {
             this.tableLocation = new TableLocation(
-                    parsed.getString(TABLE_URI), ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
+                    uri.isEmpty() ? root : uri, ConfigSources.withPrefix(raw, ConfigSources.STORAGE_PREFIX));
         } catch (IllegalArgumentException e) {
-            throw new ConfigException(TABLE_URI, parsed.getString(TABLE_URI), e.getMessage());
+            throw new ConfigException(key, parsed.getString(key), e.getMessage());
         }
+        this.manyTables = !root.isEmpty();
+    }
+
+    /** Whether this deployment serves many tables under {@link #tableLocation} (a root), not one table there. */
+    public boolean manyTables() {
+        return manyTables;
+    }
+
+    public int tablesMax() {
+        return parsed.getInt(TABLES_MAX);
+    }
+
+    /** The tables this deployment serves: the one table (created when absent) or the catalog under the root. */
+    public TableCatalog openTables(MeterRegistry meters) {
+        if (manyTables) {
+            return TableCatalog.under(tableLocation, tableSettings(), meters, tablesMax());
+        }
+        return TableCatalog.single(RolloutTable.createOrOpen(tableLocation, tableSettings(), meters));
     }
 
     /** Refuses, naming the key, a byte budget one merge commit could not hold (see {@link MergeMemory}). */

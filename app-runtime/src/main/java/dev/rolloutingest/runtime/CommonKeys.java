@@ -17,6 +17,8 @@ public final class CommonKeys {
     public static final String BOOTSTRAP_SERVERS = "bootstrap.servers";
     public static final String SCHEMA_REGISTRY_URL = SerdeConfig.SCHEMA_REGISTRY_URL;
     public static final String TABLE_URI = "rollout.table.uri";
+    public static final String TABLES_ROOT = "rollout.tables.root";
+    public static final String TABLES_MAX = "rollout.tables.max";
     public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
     public static final String APPLICATION_ID = "application.id";
     public static final String STATE_DIR = "rollout.state.dir";
@@ -63,10 +65,28 @@ public final class CommonKeys {
                 .define(
                         TABLE_URI,
                         STRING,
-                        ConfigDef.NO_DEFAULT_VALUE,
-                        new ConfigDef.NonEmptyString(),
+                        "",
+                        null,
                         HIGH,
-                        "Lance table: a local path or s3://bucket/prefix; storage options as rollout.table.storage.<option>")
+                        "Lance table of a one-table deployment: a local path or s3://bucket/prefix; storage options as"
+                                + " rollout.table.storage.<option>. Set this or " + TABLES_ROOT)
+                .define(
+                        TABLES_ROOT,
+                        STRING,
+                        "",
+                        null,
+                        HIGH,
+                        "Root of a catalog of many tables (a local path or s3://bucket/prefix): table NAME is the Lance"
+                                + " dataset at <root>/NAME, created on its first record; records are routed to tables by"
+                                + " rollout.table.route. Set this or " + TABLE_URI)
+                .define(
+                        TABLES_MAX,
+                        INT,
+                        1000,
+                        ConfigDef.Range.between(1, 100_000),
+                        MEDIUM,
+                        "Most tables under " + TABLES_ROOT + ": a record that would create one more goes to the DLQ"
+                                + " (reason table-cap)")
                 .define(
                         APPLICATION_ID,
                         STRING,

@@ -3,6 +3,7 @@ package dev.rolloutingest.runtime;
 import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.util.function.ObjLongConsumer;
@@ -11,13 +12,14 @@ import org.apache.kafka.streams.Topology;
 
 /**
  * What both apps are made of, opened and closed in one order: the schema registry checked (a wrong URL fails
- * the start, not the first record), a Prometheus registry, the table, the optional shadow consumer group that
+ * the start, not the first record), a Prometheus registry, the tables, the optional shadow consumer group that
  * shows a position to standard lag tools, then Kafka Streams and the HTTP endpoint with /metrics. Each app adds
  * its topology, its /health details, its routes and its own parts.
  */
 public abstract class RolloutApp implements AutoCloseable {
     protected final PrometheusMeterRegistry registry;
-    protected final RolloutTable table;
+    /** The tables the app serves: one, or a catalog under a root. */
+    protected final TableCatalog tables;
     /** Null when no shadow group is configured. */
     private final ShadowGroupOffsets shadowGroup;
 
@@ -31,7 +33,7 @@ public abstract class RolloutApp implements AutoCloseable {
     protected RolloutApp(String name, AppConfig config, String shadowGroup, String shadowGroupKey) {
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
         this.registry = Observability.prometheus(name);
-        this.table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), registry);
+        this.tables = config.openTables(registry);
         this.shadowGroup = shadowGroup.isEmpty()
                 ? null
                 : new ShadowGroupOffsets(
@@ -73,8 +75,13 @@ public abstract class RolloutApp implements AutoCloseable {
         return http;
     }
 
+    public TableCatalog tables() {
+        return tables;
+    }
+
+    /** The table of a one-table deployment (fails for many tables: see {@link #tables}). */
     public RolloutTable table() {
-        return table;
+        return tables.only();
     }
 
     public PrometheusMeterRegistry registry() {
@@ -96,7 +103,7 @@ public abstract class RolloutApp implements AutoCloseable {
             shadowGroup.close();
         }
         http.close();
-        table.close();
+        tables.close();
         registry.close();
     }
 }

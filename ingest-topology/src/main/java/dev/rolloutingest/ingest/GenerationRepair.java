@@ -3,6 +3,7 @@ package dev.rolloutingest.ingest;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -20,11 +21,14 @@ import org.apache.kafka.common.TopicPartition;
  */
 public final class GenerationRepair {
     private final IngestConfig config;
-    private final RolloutTable table;
+    private final TableCatalog tables;
+    private final String tableName;
 
-    public GenerationRepair(IngestConfig config, RolloutTable table) {
+    /** Repairs generations of table {@code tableName} of {@code tables}. */
+    public GenerationRepair(IngestConfig config, TableCatalog tables, String tableName) {
         this.config = config;
-        this.table = table;
+        this.tables = tables;
+        this.tableName = tableName;
     }
 
     /** Re-reads the seal's range and writes the generation again; returns the rows written. */
@@ -33,24 +37,35 @@ public final class GenerationRepair {
                 .keepingAddedFields(config.schemaEvolution());
         deserializer.configure(config.serdeConfig(), false);
         IngestMetrics metrics = new IngestMetrics(new SimpleMeterRegistry(), new InflightBudget(0));
-        RecordCheck check = RecordCheck.of(config, seal.topic(), deserializer, metrics);
+        RecordCheck check = RecordCheck.of(config, deserializer, metrics);
         InputRereader rereader =
                 new InputRereader(tp -> IngestTopology.recoveryReader(config), metrics, Duration.ofMinutes(5));
         Set<Long> refused = new HashSet<>();
         seal.deadLettered().forEach(d -> refused.add(d.offset()));
         TopicPartition tp = new TopicPartition(seal.topic(), seal.partition());
-        try (GenerationBatch batch = table.newBatch()) {
+        RolloutTable table = tables.require(tableName);
+        // the range's records of every table are read again; the rows routed to this one are its generation
+        try (RoutedBatch batches = new RoutedBatch(tables)) {
             int read = rereader.reread(tp, seal.firstOffset(), seal.lastOffset() + 1, record -> {
                 if (refused.contains(record.offset())) {
                     return;
                 }
                 // A record refused here was dead-lettered when it was first ingested.
-                check.accept(record.key(), record.value(), batch, seal.partition(), record.offset(), Instant.now());
+                check.accept(
+                        record.topic(),
+                        record.key(),
+                        record.value(),
+                        record.headers(),
+                        batches,
+                        seal.partition(),
+                        record.offset(),
+                        Instant.now());
             });
             if (read == 0) {
                 throw new IllegalStateException("offsets [" + seal.firstOffset() + ", " + seal.lastOffset() + "] of "
                         + tp + " are no longer in the topic; the generation cannot be rebuilt");
             }
+            GenerationBatch batch = batches.forTable(tableName);
             table.rewriteGeneration(seal, batch);
             return batch.size();
         }

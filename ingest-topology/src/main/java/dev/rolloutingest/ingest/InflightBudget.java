@@ -4,6 +4,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * Bytes buffered for sealing across every partition of this instance (ROLLOUT_MAX_INFLIGHT_BLOB_BYTES).
@@ -12,8 +13,8 @@ import java.util.Set;
  */
 final class InflightBudget {
     private final long limit;
-    private final Map<Integer, Long> bytesByPartition = new HashMap<>();
-    private final Set<Integer> sealRequests = new HashSet<>();
+    private final Map<TopicPartition, Long> bytesByPartition = new HashMap<>();
+    private final Set<TopicPartition> sealRequests = new HashSet<>();
     private long total;
 
     /** @param limit bytes; 0 = no limit */
@@ -21,13 +22,13 @@ final class InflightBudget {
         this.limit = limit;
     }
 
-    public synchronized void add(int partition, long bytes) {
+    public synchronized void add(TopicPartition partition, long bytes) {
         bytesByPartition.merge(partition, bytes, Long::sum);
         total += bytes;
     }
 
     /** Part of a partition's bytes left memory (a batch written while the next one fills). */
-    public synchronized void release(int partition, long bytes) {
+    public synchronized void release(TopicPartition partition, long bytes) {
         Long held = bytesByPartition.get(partition);
         if (held == null) {
             return;
@@ -42,7 +43,7 @@ final class InflightBudget {
         sealRequests.remove(partition);
     }
 
-    public synchronized void release(int partition) {
+    public synchronized void release(TopicPartition partition) {
         Long bytes = bytesByPartition.remove(partition);
         if (bytes != null) {
             total -= bytes;
@@ -63,22 +64,22 @@ final class InflightBudget {
     }
 
     /** Asks the largest buffer to seal; returns its partition. */
-    public synchronized int requestLargest() {
-        int largest = -1;
+    public synchronized TopicPartition requestLargest() {
+        TopicPartition largest = null;
         long max = -1;
-        for (Map.Entry<Integer, Long> e : bytesByPartition.entrySet()) {
+        for (Map.Entry<TopicPartition, Long> e : bytesByPartition.entrySet()) {
             if (e.getValue() > max) {
                 max = e.getValue();
                 largest = e.getKey();
             }
         }
-        if (largest >= 0) {
+        if (largest != null) {
             sealRequests.add(largest);
         }
         return largest;
     }
 
-    public synchronized boolean sealRequested(int partition) {
+    public synchronized boolean sealRequested(TopicPartition partition) {
         return sealRequests.contains(partition);
     }
 }

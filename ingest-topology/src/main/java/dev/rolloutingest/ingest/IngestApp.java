@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
 
 /** ingest-topology as a running process: table, topology, Streams, /metrics and /health. */
@@ -21,7 +20,7 @@ public final class IngestApp extends RolloutApp {
         super("rollout-ingest", config, config.sealedLagGroup(), IngestConfig.SEALED_LAG_GROUP);
         String unwritable = config.faultUnwritableRecordIdPrefix();
         if (!unwritable.isEmpty()) {
-            table.injectWriteFault(UnwritableRows.withRecordIdPrefix(unwritable));
+            tables.only().injectWriteFault(UnwritableRows.withRecordIdPrefix(unwritable));
         }
         this.budget = new InflightBudget(config.maxInflightBlobBytes());
         IngestMetrics metrics = new IngestMetrics(registry, budget);
@@ -29,12 +28,11 @@ public final class IngestApp extends RolloutApp {
         this.writers = new SealWriters(config.sealWriteThreads());
         serve(
                 "rollout-ingest",
-                IngestTopology.build(config, table, metrics, budget, health, writers, shadowPositions()),
+                IngestTopology.build(config, tables, metrics, budget, health, writers, shadowPositions()),
                 config);
         Supplier<List<String>> stuck = () -> health.stuck(
                 runtime().assignedPartitions().stream()
-                        .filter(tp -> tp.topic().equals(config.inputTopic()))
-                        .map(TopicPartition::partition)
+                        .filter(config::isInputTopic)
                         .collect(Collectors.toSet()),
                 runtime().state() == KafkaStreams.State.RUNNING,
                 System.currentTimeMillis(),

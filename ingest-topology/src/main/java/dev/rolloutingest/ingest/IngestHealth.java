@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * What /health needs to see a partition that cannot seal: since when each partition of this instance holds
@@ -15,10 +16,10 @@ import java.util.concurrent.ConcurrentHashMap;
 final class IngestHealth {
     private record Partition(long unsealedSinceMs, String lastError, long lastErrorAtMs) {}
 
-    private final Map<Integer, Partition> partitions = new ConcurrentHashMap<>();
+    private final Map<TopicPartition, Partition> partitions = new ConcurrentHashMap<>();
 
     /** The partition buffers records since {@code sinceMs} unless it already did since earlier; returns the earlier. */
-    long buffering(int partition, long sinceMs) {
+    long buffering(TopicPartition partition, long sinceMs) {
         Partition now = partitions.compute(
                 partition,
                 (p, old) -> old == null
@@ -29,7 +30,7 @@ final class IngestHealth {
         return now.unsealedSinceMs();
     }
 
-    void sealed(int partition) {
+    void sealed(TopicPartition partition) {
         partitions.remove(partition);
     }
 
@@ -38,11 +39,11 @@ final class IngestHealth {
      * its seals were failing (then the thread died of it and the next incarnation's age must count from
      * when the records first waited).
      */
-    void closed(int partition) {
+    void closed(TopicPartition partition) {
         partitions.computeIfPresent(partition, (p, state) -> state.lastError() == null ? null : state);
     }
 
-    void sealFailed(int partition, String error, long atMs) {
+    void sealFailed(TopicPartition partition, String error, long atMs) {
         partitions.compute(partition, (p, old) -> new Partition(old == null ? 0 : old.unsealedSinceMs(), error, atMs));
     }
 
@@ -53,7 +54,7 @@ final class IngestHealth {
      * @param assigned input partitions of this instance's active tasks
      * @param settled whether the app is RUNNING (no rebalance under way)
      */
-    public List<String> stuck(Set<Integer> assigned, boolean settled, long nowMs, long boundMs) {
+    public List<String> stuck(Set<TopicPartition> assigned, boolean settled, long nowMs, long boundMs) {
         List<String> problems = new ArrayList<>();
         partitions.forEach((partition, state) -> {
             // A partition whose thread died of its seal errors waits for reassignment: until the group settles

@@ -5,7 +5,7 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.serde.FieldsDeserializer;
-import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -26,7 +26,7 @@ import org.apache.kafka.streams.state.Stores;
 /**
  * The ingest topology, built by a function the app and the tests share:
  * <pre>
- * rollouts (bytes) -> batcher [progress store] -> rollout-generations (GenerationSealed)
+ * input topics (bytes) -> batcher [progress store] -> rollout-generations (GenerationSealed)
  *                                             -> rollouts-dlq (original bytes + reason headers)
  * </pre>
  * Input stays bytes so that a dead letter carries the producer's exact bytes.
@@ -43,7 +43,7 @@ final class IngestTopology {
     /** The production wiring: registry-backed serdes, a real consumer for re-reading after restarts. */
     public static Topology build(
             IngestConfig config,
-            RolloutTable table,
+            TableCatalog tables,
             IngestMetrics metrics,
             InflightBudget budget,
             IngestHealth health,
@@ -58,7 +58,7 @@ final class IngestTopology {
         events.configure(config.serdeConfig(), false);
         return build(
                 config,
-                table,
+                tables,
                 metrics,
                 budget,
                 rollouts,
@@ -73,7 +73,7 @@ final class IngestTopology {
     /** For tests: any serdes and re-reader, no fault injection, generations written on the stream thread. */
     public static Topology build(
             IngestConfig config,
-            RolloutTable table,
+            TableCatalog tables,
             IngestMetrics metrics,
             InflightBudget budget,
             FieldsDeserializer rollouts,
@@ -81,7 +81,7 @@ final class IngestTopology {
             Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
         return build(
                 config,
-                table,
+                tables,
                 metrics,
                 budget,
                 rollouts,
@@ -95,7 +95,7 @@ final class IngestTopology {
 
     static Topology build(
             IngestConfig config,
-            RolloutTable table,
+            TableCatalog tables,
             IngestMetrics metrics,
             InflightBudget budget,
             FieldsDeserializer rollouts,
@@ -105,19 +105,45 @@ final class IngestTopology {
             IngestFaults faults,
             SealWriters writers,
             ObjLongConsumer<TopicPartition> sealedPositions) {
-        RecordCheck check = RecordCheck.of(config, config.inputTopic(), rollouts, metrics);
+        RecordCheck check = RecordCheck.of(config, rollouts, metrics);
         InputRereader rereader = new InputRereader(recoveryReader, metrics, Duration.ofMinutes(2));
+        for (String name : config.declaredTables()) {
+            tables.createOrOpen(name);
+        }
         Topology topology = new Topology();
-        topology.addSource(
-                Topology.AutoOffsetReset.EARLIEST,
-                SOURCE,
-                new ByteArrayDeserializer(),
-                new ByteArrayDeserializer(),
-                config.inputTopic());
+        if (config.inputPattern() != null) {
+            topology.addSource(
+                    Topology.AutoOffsetReset.EARLIEST,
+                    SOURCE,
+                    new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer(),
+                    config.inputPattern());
+        } else {
+            topology.addSource(
+                    Topology.AutoOffsetReset.EARLIEST,
+                    SOURCE,
+                    new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer(),
+                    config.inputTopics().toArray(String[]::new));
+        }
+        TaskBatchers.Factory batchers = (context, partition, keys) -> new PartitionBatcher(
+                context,
+                partition,
+                keys,
+                config,
+                tables,
+                check,
+                metrics,
+                budget,
+                rereader,
+                health,
+                faults,
+                writers,
+                sealedPositions);
         topology.addProcessor(
                 BATCHER,
-                () -> new PartitionBatcher(
-                        config, table, check, metrics, budget, rereader, health, faults, writers, sealedPositions),
+                () -> new TaskBatchers(
+                        config.oneInputTopic() ? config.inputTopic() : null, config.sealCheckIntervalMs(), batchers),
                 SOURCE);
         // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
         topology.addStateStore(

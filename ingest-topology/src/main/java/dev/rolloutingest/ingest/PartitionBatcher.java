@@ -2,16 +2,14 @@ package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.retry.Retry;
 import dev.rolloutingest.schemas.GenerationSealed;
-import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
@@ -21,11 +19,8 @@ import java.util.function.ObjLongConsumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.streams.processor.PunctuationType;
-import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
-import org.apache.kafka.streams.processor.api.RecordMetadata;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -47,10 +42,15 @@ import org.slf4j.LoggerFactory;
  * arrives; and should a write still fail twice, the rows that make it fail are found (in memory, never
  * in the table), dead-lettered with the error, and the rest sealed ({@link SealWrite}).
  *
+ * <p>Each batch holds the partition's rows routed to any number of tables ({@link RoutedBatch}); a seal writes one
+ * generation per table for the batch's offset range, and the position moves only once all of them are written.
+ *
+ * <p>One per input partition; the Streams task's processor ({@link TaskBatchers}) hands it its records.
+ *
  * <p>Over 300 lines because the partition's state moves in one place: accept a record, seal on a trigger, apply
  * the finished write (dead letters, announcement, committed position), recover after a restart.
  */
-final class PartitionBatcher implements Processor<byte[], byte[], Object, Object> {
+final class PartitionBatcher {
     private static final Logger log = LoggerFactory.getLogger(PartitionBatcher.class);
     static final String SEALED = "sealed";
     static final String PROCESSED = "processed";
@@ -62,7 +62,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private final long sealMaxBytes;
     private final long largeBlobLogBytes;
     private final Retry.Policy sealWriteRetry;
-    private final RolloutTable table;
+    private final TableCatalog tables;
     private final RecordCheck check;
     private final IngestMetrics metrics;
     private final InflightBudget budget;
@@ -72,27 +72,36 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     private final SealWriters writers;
     private final ObjLongConsumer<TopicPartition> sealedPositions;
 
-    private ProcessorContext<Object, Object> context;
-    private KeyValueStore<String, Long> progress;
-    private String topic;
-    private int partition;
-    private TopicPartition topicPartition;
-    private String shard;
+    private final ProcessorContext<Object, Object> context;
+    private final KeyValueStore<String, Long> progress;
+    private final String sealedKey;
+    private final String processedKey;
+    private final String topic;
+    private final int partition;
+    private final TopicPartition topicPartition;
+    private final String shard;
     private boolean recovered;
-    private PartitionRecovery recovery;
+    private final PartitionRecovery recovery;
 
     private Long sealedUpTo;
     private long batchStart;
     private long lastOffset = -1;
-    private GenerationBatch batch;
+    private RoutedBatch batch;
     private long batchBytes;
     private long batchStartedAtMs;
     private SealWrite inFlight;
-    private SealWrite.Target target;
+    private final SealWrite.Target target;
 
+    /**
+     * @param progressKeys the progress store keys' suffix: empty for the one input topic of a deployment configured
+     *     with {@code rollout.input.topic} (the keys it always had), else the topic (a task holds a partition of each)
+     */
     PartitionBatcher(
+            ProcessorContext<Object, Object> context,
+            TopicPartition topicPartition,
+            String progressKeys,
             IngestConfig config,
-            RolloutTable table,
+            TableCatalog tables,
             RecordCheck check,
             IngestMetrics metrics,
             InflightBudget budget,
@@ -107,7 +116,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.largeBlobLogBytes = config.largeBlobLogBytes();
         this.sealWriteRetry =
                 new Retry.Policy(config.sealWriteAttempts(), Duration.ofMillis(200), Duration.ofSeconds(10));
-        this.table = table;
+        this.tables = tables;
         this.check = check;
         this.metrics = metrics;
         this.budget = budget;
@@ -116,40 +125,34 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         this.faults = faults;
         this.writers = writers;
         this.sealedPositions = sealedPositions;
-    }
-
-    @Override
-    public void init(ProcessorContext<Object, Object> context) {
         this.context = context;
         this.progress = context.getStateStore(IngestTopology.PROGRESS_STORE);
-        this.topic = config.inputTopic();
-        this.partition = context.taskId().partition();
-        this.topicPartition = new TopicPartition(topic, partition);
+        this.sealedKey = progressKeys.isEmpty() ? SEALED : SEALED + ":" + progressKeys;
+        this.processedKey = progressKeys.isEmpty() ? PROCESSED : PROCESSED + ":" + progressKeys;
+        this.topicPartition = topicPartition;
+        this.topic = topicPartition.topic();
+        this.partition = topicPartition.partition();
         this.shard = ShardId.of(topic, partition);
-        this.sealedUpTo = progress.get(SEALED);
+        this.sealedUpTo = progress.get(sealedKey);
         this.batchStart = sealedUpTo == null ? 0 : sealedUpTo;
         this.recovered = false;
-        this.recovery = new PartitionRecovery(table, rereader, metrics, topicPartition);
-        this.batch = table.newBatch();
-        this.target = new SealWrite.Target(table, topic, partition, metrics, health, faults, sealWriteRetry);
+        this.recovery = new PartitionRecovery(tables, rereader, metrics, topicPartition);
+        this.batch = new RoutedBatch(tables);
+        this.target = new SealWrite.Target(topic, partition, metrics, health, faults, sealWriteRetry);
         if (sealedUpTo != null) {
             sealedPositions.accept(topicPartition, sealedUpTo);
         }
-        context.schedule(Duration.ofMillis(config.sealCheckIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
     }
 
-    @Override
-    public void process(Record<byte[], byte[]> record) {
+    void process(Record<byte[], byte[]> record, long offset) {
         recoverOnce();
-        RecordMetadata metadata = context.recordMetadata().orElseThrow();
-        long offset = metadata.offset();
         finishWrite(false);
         if (sealedUpTo == null) {
             // The first record this partition ever delivered: stored at once, or a crash before the first
             // seal would leave no position to re-read from.
             sealedUpTo = offset;
             batchStart = offset;
-            progress.put(SEALED, offset);
+            progress.put(sealedKey, offset);
             sealedPositions.accept(topicPartition, offset);
         }
         if (offset < sealedUpTo || offset <= lastOffset) {
@@ -158,7 +161,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
         metrics.recordIn();
         accept(record.key(), record.value(), record.headers(), record.timestamp(), offset, true);
-        progress.put(PROCESSED, offset + 1);
+        progress.put(processedKey, offset + 1);
         if (batch.size() >= sealMaxRows) {
             seal("rows");
         } else if (batchBytes >= sealMaxBytes) {
@@ -166,9 +169,9 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         } else if (budget.over()) {
             // The largest buffer seals at its next check; this one seals now so the total stays bounded.
             metrics.pressure();
-            int largest = budget.requestLargest();
+            TopicPartition largest = budget.requestLargest();
             log.info(
-                    "Shard {} ({}/{}): in-flight budget of {} bytes reached ({} buffered); largest buffer is partition {}",
+                    "Shard {} ({}/{}): in-flight budget of {} bytes reached ({} buffered); largest buffer is {}",
                     shard,
                     topic,
                     partition,
@@ -187,10 +190,10 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             // partition's health says "unsealed since" that batch's start, which is not this one's age (taken, every
             // batch under load aged from the first and sealed by age at each check, small). With no write in flight
             // the health's time is this batch's, or an earlier incarnation's whose seals failed (it keeps aging).
-            batchStartedAtMs = inFlight != null ? now : health.buffering(partition, now);
+            batchStartedAtMs = inFlight != null ? now : health.buffering(topicPartition, now);
         }
         lastOffset = offset;
-        RecordCheck.Result checked = check.accept(key, value, batch, partition, offset, Instant.now());
+        RecordCheck.Result checked = check.accept(topic, key, value, headers, batch, partition, offset, Instant.now());
         DeadLetter dead = checked.deadLetter();
         if (dead != null) {
             // While re-reading, the dead letter was sent in the transaction that first processed the record.
@@ -208,13 +211,15 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                         "Large payload: {} bytes (warn at {}) in experiment {} record_id {}",
                         payload,
                         largeBlobLogBytes,
-                        batch.experimentAt(batch.size() - 1),
+                        batch.part(checked.table())
+                                .experimentAt(batch.part(checked.table()).size() - 1),
                         checked.recordId());
             }
         }
         long bytes = (value == null ? 0 : value.length) + (key == null ? 0 : key.length);
         batchBytes += bytes;
-        budget.add(partition, bytes);
+        batch.addBytes(checked.table(), bytes);
+        budget.add(topicPartition, bytes);
     }
 
     private void deadLetter(byte[] key, byte[] value, Headers headers, long timestamp, long offset, DeadLetter dead) {
@@ -229,12 +234,12 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 IngestTopology.DLQ_SINK);
     }
 
-    private void tick(long now) {
+    void tick(long now) {
         check.deadLetterLog().flush();
         recoverOnce();
         finishWrite(false);
         if (sealedUpTo != null && lastOffset >= batchStart) {
-            if (budget.sealRequested(partition)) {
+            if (budget.sealRequested(topicPartition)) {
                 seal("pressure");
             } else if (now - batchStartedAtMs >= config.sealMaxAgeMs()) {
                 seal("age");
@@ -250,26 +255,31 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
      * generation written but not announced is adopted.
      */
     private void seal(String trigger) {
+        seal(trigger, Map.of());
+    }
+
+    /** @param adopting generations of the range written before a restart, announced instead of written again */
+    private void seal(String trigger, Map<String, SealWrite.Written> adopting) {
         if (sealedUpTo == null || lastOffset < batchStart) {
             return;
         }
         finishWrite(true);
         long first = batchStart;
         long last = lastOffset;
-        if (batch.isEmpty()) {
+        if (batch.isEmpty() && adopting.isEmpty()) {
             metrics.seal(trigger, "empty", Duration.ZERO);
-            budget.release(partition, batchBytes);
+            budget.release(topicPartition, batchBytes);
             batchBytes = 0;
             batchStart = last + 1;
             advanceTo(last + 1);
             return;
         }
-        SealWrite write = new SealWrite(target, first, last, trigger, batch, batchBytes);
-        batch = table.newBatch();
+        SealWrite write = new SealWrite(target, first, last, trigger, batch, batchBytes, adopting);
+        batch = new RoutedBatch(tables);
         batchBytes = 0;
         batchStart = last + 1;
         inFlight = write;
-        write.result = writers.submit(write::writeWithRetries);
+        write.result = writers.submit(write::writeAll);
         finishWrite(false); // written already when writes run on this thread
     }
 
@@ -283,11 +293,11 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             return;
         }
         inFlight = null;
-        Optional<SealedGeneration> sealed;
+        List<SealWrite.Written> sealed;
         try {
             sealed = write.result.get();
         } catch (ExecutionException e) {
-            write.batch.close();
+            write.batches.close();
             metrics.seal(write.trigger, "failure", Duration.ofNanos(System.nanoTime() - write.startedNanos));
             throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
         } catch (InterruptedException e) {
@@ -295,29 +305,37 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
             inFlight = write;
             throw new IllegalStateException("Interrupted while waiting for a generation write", e);
         }
-        write.batch.close();
+        write.batches.close();
         deadLetterRefused(write.refused);
         long millis = (System.nanoTime() - write.startedNanos) / 1_000_000;
-        if (sealed.isPresent()) {
+        if (!sealed.isEmpty()) {
             faults.afterGenerationWrite();
-            announce(sealed.get());
+            long rows = 0;
+            long bytes = 0;
+            for (SealWrite.Written written : sealed) {
+                deadLetterRefused(written.generation().deadLettered());
+                announce(written);
+                rows += written.generation().rows();
+                bytes += written.generation().bytes();
+            }
             metrics.seal(write.trigger, "success", Duration.ofNanos(System.nanoTime() - write.startedNanos));
             log.info(
-                    "Shard {} ({}/{}): sealed generation {} [{}..{}] {} rows, {} bytes ({}) in {} ms",
+                    "Shard {} ({}/{}): sealed generation {} [{}..{}] in {} table(s), {} rows, {} bytes ({}) in {} ms",
                     shard,
                     topic,
                     partition,
-                    sealed.get().generation(),
+                    write.last + 1,
                     write.first,
                     write.last,
-                    sealed.get().rows(),
-                    sealed.get().bytes(),
+                    sealed.size(),
+                    rows,
+                    bytes,
                     write.trigger,
                     millis);
         } else {
             metrics.seal(write.trigger, "empty", Duration.ofNanos(System.nanoTime() - write.startedNanos));
         }
-        budget.release(partition, write.bytes);
+        budget.release(topicPartition, write.bytes);
         advanceTo(write.last + 1);
     }
 
@@ -343,7 +361,8 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         }
     }
 
-    private void announce(SealedGeneration sealed) {
+    private void announce(SealWrite.Written written) {
+        SealedGeneration sealed = written.generation();
         GenerationSealed event = GenerationSealed.newBuilder()
                 .setShardId(sealed.shard())
                 .setTopic(sealed.topic())
@@ -355,7 +374,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
                 .setRows(sealed.rows())
                 .setBytes(sealed.bytes())
                 .setSealedAt(sealed.sealedAt())
-                .setTableUri(table.location().uri())
+                .setTableUri(written.tableUri())
                 .build();
         context.forward(
                 new Record<Object, Object>(sealed.shard(), event, System.currentTimeMillis()),
@@ -365,7 +384,7 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
     /** The committed position: everything below {@code next} is in an announced generation or the DLQ. */
     private void advanceTo(long next) {
         sealedUpTo = next;
-        progress.put(SEALED, next);
+        progress.put(sealedKey, next);
         sealedPositions.accept(topicPartition, next); // the sealed lag: standard tools show what is not in the table
         if (batchStart < next) {
             batchStart = next;
@@ -373,13 +392,19 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         if (lastOffset < next - 1) {
             lastOffset = next - 1;
         }
-        health.sealed(partition);
+        health.sealed(topicPartition);
         if (lastOffset >= batchStart) {
-            health.buffering(partition, batchStartedAtMs); // the next batch's records wait since then
+            health.buffering(topicPartition, batchStartedAtMs); // the next batch's records wait since then
         }
     }
 
-    /** Once per task start: see {@link PartitionRecovery}. */
+    /**
+     * Once per task start: see {@link PartitionRecovery}. A seal cut short by the restart (generations written, not
+     * announced, maybe not in every table of its rows) is completed first: its range is read again, the tables that
+     * have their generation keep it, the others get theirs, then all are announced. Records of the range beyond the
+     * committed {@code processed} position were never processed in a committed transaction: their dead letters are
+     * sent now.
+     */
     private void recoverOnce() {
         if (recovered) {
             return;
@@ -388,9 +413,26 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         if (sealedUpTo == null) {
             return;
         }
-        recovery.adoptOrphans(sealedUpTo, this::adopt);
-        Long processed = progress.get(PROCESSED);
-        if (processed == null || processed <= sealedUpTo) {
+        Long committed = progress.get(processedKey);
+        long processed = committed == null ? sealedUpTo : committed;
+        Map<String, SealWrite.Written> orphans;
+        while (!(orphans = recovery.orphansAt(sealedUpTo)).isEmpty()) {
+            long last = orphans.values().stream()
+                    .mapToLong(w -> w.generation().lastOffset())
+                    .min()
+                    .getAsLong();
+            long from = sealedUpTo;
+            recovery.rereadUnsealed(from, last + 1, record -> {
+                if (record.offset() > lastOffset) {
+                    boolean live = record.offset() >= processed;
+                    accept(record.key(), record.value(), record.headers(), record.timestamp(), record.offset(), live);
+                }
+            });
+            lastOffset = Math.max(lastOffset, last);
+            seal("recovery", orphans);
+            finishWrite(true);
+        }
+        if (processed <= sealedUpTo) {
             return;
         }
         recovery.rereadUnsealed(sealedUpTo, processed, record -> {
@@ -402,34 +444,25 @@ final class PartitionBatcher implements Processor<byte[], byte[], Object, Object
         lastOffset = Math.max(lastOffset, processed - 1);
     }
 
-    /** A generation written but not announced before a restart: its dead letters and event now, not a rewrite. */
-    private void adopt(SealedGeneration orphan) {
-        deadLetterRefused(orphan.deadLettered());
-        announce(orphan);
-        lastOffset = Math.max(lastOffset, orphan.lastOffset());
-        advanceTo(orphan.lastOffset() + 1);
-    }
-
-    @Override
-    public void close() {
+    void close() {
         SealWrite write = inFlight;
         if (write != null) {
             // Not announced here: the next owner of the partition adopts the generation (or writes it again).
             try {
                 write.result.get(60, TimeUnit.SECONDS);
-                write.batch.close();
+                write.batches.close();
             } catch (TimeoutException e) {
                 log.warn(
                         "Shard {}: a generation write still runs at close; its batch's memory is left to the writer",
                         shard);
             } catch (ExecutionException e) {
-                write.batch.close();
+                write.batches.close();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         }
-        budget.release(partition);
-        health.closed(partition);
+        budget.release(topicPartition);
+        health.closed(topicPartition);
         if (batch != null) {
             batch.close();
         }

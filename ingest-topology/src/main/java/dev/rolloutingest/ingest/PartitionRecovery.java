@@ -2,30 +2,33 @@ package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import java.util.Map;
 import java.util.Optional;
-import java.util.function.Consumer;
+import java.util.TreeMap;
 import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A partition's restart, once per task start. Kafka is the log: generations written but not announced before
- * the restart are adopted (announced, not written again), then the records processed but not yet sealed are
- * read again from the input topic, so the partition's buffer is what it was. What adopting a generation and
+ * the restart are adopted (announced, not written again; the tables their seal did not reach yet get theirs from
+ * the range read again), then the records processed but not yet sealed are read again from the input topic, so the
+ * partition's buffer is what it was. What adopting a generation and
  * taking a record back mean is the processor's ({@link PartitionBatcher}); finding them is this class's.
  */
 final class PartitionRecovery {
     private static final Logger log = LoggerFactory.getLogger(PartitionRecovery.class);
 
-    private final RolloutTable table;
+    private final TableCatalog tables;
     private final InputRereader rereader;
     private final IngestMetrics metrics;
     private final TopicPartition partition;
     private final String shard;
 
-    PartitionRecovery(RolloutTable table, InputRereader rereader, IngestMetrics metrics, TopicPartition partition) {
-        this.table = table;
+    PartitionRecovery(TableCatalog tables, InputRereader rereader, IngestMetrics metrics, TopicPartition partition) {
+        this.tables = tables;
         this.rereader = rereader;
         this.metrics = metrics;
         this.partition = partition;
@@ -33,25 +36,33 @@ final class PartitionRecovery {
     }
 
     /**
-     * Hands every generation written but not announced, from {@code sealed} (the first offset not in an
-     * announced generation) on, to {@code adopt} in offset order.
+     * The generations written but not announced that start at {@code sealed} (the first offset not in an announced
+     * generation), by table: one seal writes a generation per table of its rows, all for the same range, and a
+     * restart may have cut it short after some of them.
      */
-    void adoptOrphans(long sealed, Consumer<SealedGeneration> adopt) {
-        long next = sealed;
-        Optional<SealedGeneration> orphan;
-        while ((orphan = table.sealedStartingAt(shard, next)).isPresent()) {
-            SealedGeneration generation = orphan.get();
-            log.info(
-                    "Shard {} ({}): adopting generation {} [{}..{}] written before a restart",
-                    shard,
-                    partition,
-                    generation.generation(),
-                    generation.firstOffset(),
-                    generation.lastOffset());
-            adopt.accept(generation);
-            metrics.adopted();
-            next = generation.lastOffset() + 1;
+    Map<String, SealWrite.Written> orphansAt(long sealed) {
+        Map<String, SealWrite.Written> orphans = new TreeMap<>();
+        for (String name : tables.names()) {
+            Optional<RolloutTable> table = tables.open(name);
+            if (table.isEmpty()) {
+                continue;
+            }
+            Optional<SealedGeneration> orphan = table.get().sealedStartingAt(shard, sealed);
+            if (orphan.isPresent()) {
+                SealedGeneration generation = orphan.get();
+                log.info(
+                        "Shard {} ({}): table {} holds generation {} [{}..{}] written before a restart: adopted",
+                        shard,
+                        partition,
+                        name,
+                        generation.generation(),
+                        generation.firstOffset(),
+                        generation.lastOffset());
+                metrics.adopted();
+                orphans.put(name, new SealWrite.Written(table.get().location().uri(), generation));
+            }
         }
+        return orphans;
     }
 
     /**

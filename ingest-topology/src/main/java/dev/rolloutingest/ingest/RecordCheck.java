@@ -6,6 +6,8 @@ import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeConfig;
 import dev.rolloutingest.serde.SerdeException;
 import dev.rolloutingest.serde.WireFormat;
+import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.RowWriter;
@@ -13,6 +15,8 @@ import dev.rolloutingest.table.rows.Tombstones;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
+import org.apache.kafka.common.header.Headers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,20 +28,26 @@ import org.slf4j.LoggerFactory;
  */
 final class RecordCheck {
     /** The outcome: a row (its key and payload size) or a dead letter. */
-    record Result(String recordId, int payloadBytes, DeadLetter deadLetter) {
-        static Result accepted(RowWriter.Staged row) {
-            return new Result(row.recordId(), row.payloadBytes(), null);
+    record Result(String recordId, String table, int payloadBytes, DeadLetter deadLetter) {
+        static Result accepted(RowWriter.Staged row, String table) {
+            return new Result(row.recordId(), table, row.payloadBytes(), null);
         }
 
         static Result rejected(String reason, String error) {
-            return new Result(null, 0, new DeadLetter(reason, error));
+            return new Result(null, null, 0, new DeadLetter(reason, error));
         }
     }
 
-    private static final Logger log = LoggerFactory.getLogger(RecordCheck.class);
+    /** The table of a one-table deployment: every record goes there. */
+    private static final TableRoute.Decision SINGLE_TABLE = new TableRoute.Decision(TableCatalog.SINGLE, null, null);
 
-    private final String topic;
+    private static final Logger log = LoggerFactory.getLogger(RecordCheck.class);
+    static final String TABLE_CAP = "table-cap";
+
     private final FieldsDeserializer deserializer;
+    /** Null for a one-table deployment. */
+    private final TableRoute route;
+
     private final RecordKeys keys;
     private final boolean keylessAccepted;
     private final DeadLetterLog deadLetterLog;
@@ -46,10 +56,10 @@ final class RecordCheck {
     private final IngestMetrics metrics;
 
     /** The app's check: the value decoded by {@code deserializer}, keys through the same registry. */
-    static RecordCheck of(IngestConfig config, String topic, FieldsDeserializer deserializer, IngestMetrics metrics) {
+    static RecordCheck of(IngestConfig config, FieldsDeserializer deserializer, IngestMetrics metrics) {
         return new RecordCheck(
-                topic,
                 deserializer,
+                config.manyTables() ? config.tableRoute() : null,
                 new RecordKeys(new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig()))),
                 config.keylessAccepted(),
                 config.maxPayloadBytes(),
@@ -66,15 +76,15 @@ final class RecordCheck {
      *     max.poll.interval.ms
      */
     RecordCheck(
-            String topic,
             FieldsDeserializer deserializer,
+            TableRoute route,
             RecordKeys keys,
             boolean keylessAccepted,
             long maxPayloadBytes,
             Duration registryWait,
             IngestMetrics metrics,
             DeadLetterLog deadLetterLog) {
-        this.topic = topic;
+        this.route = route;
         this.deadLetterLog = deadLetterLog;
         this.deserializer = deserializer;
         this.keys = keys;
@@ -90,12 +100,22 @@ final class RecordCheck {
     }
 
     /**
-     * Decodes the record into the batch's next row and commits it there when it passes every check; otherwise
-     * the batch is left as it was and the result names the dead letter's reason.
+     * Decodes the record into the next row of its table's batch and commits it there when it passes every check;
+     * otherwise every batch is left as it was and the result names the dead letter's reason. The table comes from
+     * the route: before decoding when the route needs no field, else from the decoded row (then decoded into the
+     * landing batch and moved to its table's batch).
      */
-    Result accept(byte[] key, byte[] value, GenerationBatch batch, int partition, long offset, Instant ingestedAt) {
+    Result accept(
+            String topic,
+            byte[] key,
+            byte[] value,
+            Headers headers,
+            RoutedBatch batches,
+            int partition,
+            long offset,
+            Instant ingestedAt) {
         if (value == null) {
-            return tombstone(key, batch, partition, offset, ingestedAt);
+            return tombstone(topic, key, headers, batches, partition, offset, ingestedAt);
         }
         if (value.length > maxPayloadBytes) {
             return Result.rejected(
@@ -103,18 +123,29 @@ final class RecordCheck {
                     "value of " + value.length + " bytes exceeds " + IngestConfig.MAX_PAYLOAD_BYTES + "="
                             + maxPayloadBytes);
         }
+        boolean routedByFields = route != null && route.needsFields();
+        TableRoute.Decision decision = null;
+        GenerationBatch batch;
+        if (routedByFields) {
+            batch = batches.landing();
+        } else {
+            decision = route(topic, headers, null);
+            if (decision.refused()) {
+                return Result.rejected(decision.reason(), decision.error());
+            }
+            try {
+                batch = batches.forTable(decision.table());
+            } catch (RolloutTableException.TableCap e) {
+                return Result.rejected(TABLE_CAP, e.getMessage());
+            }
+        }
         batch.requireAscending(offset); // outside the catch below: a program error, not the record's fault
         RowWriter.Staged row;
         try {
             row = waitingForRegistry(() -> deserializer.deserializeFields(
                     topic, value, (in, order) -> batch.stage(in, order, partition, offset, ingestedAt)));
         } catch (SerdeException e) {
-            if (AddedColumns.REFUSED_REASON.equals(e.reason())) {
-                int schemaId = WireFormat.schemaId(topic, value);
-                metrics.schemaRefused(schemaId, e.getMessage());
-                return Result.rejected(e.reason(), "schema id " + schemaId + ": " + e.getMessage());
-            }
-            return Result.rejected(e.reason(), e.getMessage());
+            return decodeFailure(topic, value, e);
         } catch (RuntimeException e) {
             return Result.rejected("not-avro", e.toString());
         }
@@ -141,15 +172,50 @@ final class RecordCheck {
                         "key-mismatch", "key '" + recordKey + "' differs from record_id '" + row.recordId() + "'");
             }
         }
-        batch.commitStaged();
-        return Result.accepted(row);
+        if (!routedByFields) {
+            batch.commitStaged();
+            return Result.accepted(row, decision.table());
+        }
+        decision = route(topic, headers, batch::stagedString);
+        if (decision.refused()) {
+            return Result.rejected(decision.reason(), decision.error());
+        }
+        try {
+            batch.moveStagedTo(batches.forTable(decision.table()));
+        } catch (RolloutTableException.TableCap e) {
+            return Result.rejected(TABLE_CAP, e.getMessage());
+        } catch (SerdeException e) {
+            return decodeFailure(topic, value, e);
+        }
+        return Result.accepted(row, decision.table());
+    }
+
+    private TableRoute.Decision route(String topic, Headers headers, UnaryOperator<String> field) {
+        return route == null ? SINGLE_TABLE : route.route(topic, headers, field);
+    }
+
+    private Result decodeFailure(String topic, byte[] value, SerdeException e) {
+        if (AddedColumns.REFUSED_REASON.equals(e.reason())) {
+            int schemaId = WireFormat.schemaId(topic, value);
+            metrics.schemaRefused(schemaId, e.getMessage());
+            return Result.rejected(e.reason(), "schema id " + schemaId + ": " + e.getMessage());
+        }
+        return Result.rejected(e.reason(), e.getMessage());
     }
 
     /**
-     * A record with a key and no value deletes the key's record_id: it becomes a delete row of the batch
-     * ({@link Tombstones}), newest-wins with the values around it.
+     * A record with a key and no value deletes the key's record_id: it becomes a delete row of its table's batch
+     * ({@link Tombstones}), newest-wins with the values around it. It has no fields to route by: a route by field
+     * takes its table from the {@value TableRoute#TABLE_HEADER} header.
      */
-    private Result tombstone(byte[] key, GenerationBatch batch, int partition, long offset, Instant ingestedAt) {
+    private Result tombstone(
+            String topic,
+            byte[] key,
+            Headers headers,
+            RoutedBatch batches,
+            int partition,
+            long offset,
+            Instant ingestedAt) {
         if (key == null) {
             return Result.rejected("null-value", "record has neither a key nor a value: nothing to write or delete");
         }
@@ -162,10 +228,20 @@ final class RecordCheck {
         if (recordId.isEmpty()) {
             return Result.rejected("missing-record-id", "a delete (null value) whose key is empty");
         }
+        TableRoute.Decision decision = route(topic, headers, null);
+        if (decision.refused()) {
+            return Result.rejected(decision.reason(), decision.error());
+        }
+        GenerationBatch batch;
+        try {
+            batch = batches.forTable(decision.table());
+        } catch (RolloutTableException.TableCap e) {
+            return Result.rejected(TABLE_CAP, e.getMessage());
+        }
         batch.requireAscending(offset);
         batch.append(Tombstones.of(recordId, ingestedAt), partition, offset, ingestedAt);
         metrics.tombstone();
-        return new Result(recordId, 0, null);
+        return new Result(recordId, decision.table(), 0, null);
     }
 
     /**

@@ -9,6 +9,7 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
@@ -97,7 +98,7 @@ class IngestTopologyTest {
         budget = new InflightBudget(config.maxInflightBlobBytes());
         var topology = IngestTopology.build(
                 config,
-                table,
+                TableCatalog.single(table),
                 new IngestMetrics(meters, budget),
                 budget,
                 FixedSchemaSerde.rollouts(),
@@ -488,7 +489,8 @@ class IngestTopologyTest {
         assertThat(polls).as("the poll above moved the clock by at most 1.5 s").isLessThan(1_500);
         // 5.5 s after the first batch began, 2.5 s after the second did: the second is not due yet, nor stuck.
         driver.advanceWallClockTime(Duration.ofMillis(2_500 - polls));
-        assertThat(health.stuck(Set.of(0), true, wallClockStart.toEpochMilli() + 5_500, 4_000))
+        assertThat(health.stuck(
+                        Set.of(new TopicPartition("rollouts", 0)), true, wallClockStart.toEpochMilli() + 5_500, 4_000))
                 .as("the partition's unsealed records wait since the second batch began, not the first")
                 .isEmpty();
         // An age seal would be written and announced within these 300 checks (3 s, the clock moved 0.3 s).

@@ -28,6 +28,7 @@ import dev.rolloutingest.table.storage.ObjectStores;
 import dev.rolloutingest.table.storage.StorageErrors;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
@@ -42,6 +43,7 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
+import org.lance.Version;
 import org.lance.WriteParams;
 import org.lance.memwal.InitializeMemWalParams;
 import org.slf4j.Logger;
@@ -509,6 +511,16 @@ public final class RolloutTable implements AutoCloseable {
             return maintenance.dropDeletes(retention, mergeConflictRetries + 1);
         } finally {
             readCatalog.invalidate();
+        }
+    }
+
+    /** The base table's latest version: its number, when it was committed, and its data files' bytes. */
+    public record BaseState(long version, Instant committedAt, long dataBytes) {}
+
+    public BaseState baseState() {
+        try (Dataset base = lance.openBase()) {
+            Version latest = base.getVersion();
+            return new BaseState(latest.getId(), latest.getDataTime().toInstant(), base.calculateDataSize());
         }
     }
 

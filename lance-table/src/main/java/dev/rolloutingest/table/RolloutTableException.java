@@ -32,6 +32,23 @@ public class RolloutTableException extends RuntimeException {
         }
     }
 
+    /** No table of that name in the catalog. */
+    public static final class NoSuchTable extends RolloutTableException {
+        public NoSuchTable(String rootUri, String name) {
+            super("No table '" + name + "' under " + rootUri, null);
+        }
+    }
+
+    /** A new table would exceed the catalog's cap on tables. */
+    public static final class TableCap extends RolloutTableException {
+        public TableCap(String rootUri, String name, int maxTables) {
+            super(
+                    "Table '" + name + "' would be one more than the " + maxTables + " tables " + rootUri
+                            + " may hold (rollout.tables.max)",
+                    null);
+        }
+    }
+
     /** The table's schema differs from the rollout schema. */
     public static final class SchemaMismatch extends RolloutTableException {
         public SchemaMismatch(String tableUri, String differences) {

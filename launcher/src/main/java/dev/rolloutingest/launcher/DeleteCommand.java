@@ -37,8 +37,16 @@ final class DeleteCommand implements Callable<Integer> {
     @Mixin
     KafkaClientOptions kafka;
 
-    @Option(names = "--table", description = "The table: wait until its reads no longer return the deleted ids")
+    @Option(
+            names = "--table",
+            description = "The table: wait until its reads no longer return the deleted ids (its URI, or its name"
+                    + " under --root)")
     String table;
+
+    @Option(
+            names = "--root",
+            description = "The root of many tables: --table names the table the deletes are for (required then)")
+    String root;
 
     @Option(names = "--storage", description = "Lance storage option of --table, repeatable")
     java.util.Map<String, String> storage = new java.util.HashMap<>();
@@ -51,9 +59,13 @@ final class DeleteCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (root != null && table == null) {
+            System.err.println("delete: with --root, --table names the table the deletes are for");
+            return 2;
+        }
         try (Deletes deletes = new Deletes(kafka.clientConfig(bootstrapServers), topic)) {
             for (String id : recordIds) {
-                RecordMetadata at = deletes.publish(id);
+                RecordMetadata at = deletes.publish(id, root == null ? null : table);
                 System.err.printf("delete of %s published to %s-%d@%d%n", id, topic, at.partition(), at.offset());
             }
         } catch (IllegalArgumentException e) {
@@ -63,8 +75,9 @@ final class DeleteCommand implements Callable<Integer> {
         if (table == null) {
             return 0;
         }
+        String uri = root == null ? table : TableOptions.location(root, storage).resolve(table);
         try (RolloutTable t = RolloutTable.open(
-                TableOptions.location(table, storage), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+                TableOptions.location(uri, storage), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             for (String id : recordIds) {
                 if (!Deletes.awaitGone(t, id, Duration.ofMillis(waitMs))) {
                     System.err.println("delete of " + id + " not yet visible after " + waitMs + " ms (not sealed yet)");

@@ -1,6 +1,8 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.table.RolloutTable;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -31,11 +33,23 @@ final class Deletes implements AutoCloseable {
 
     /** Publishes the tombstone of {@code recordId}; returns where it landed. */
     RecordMetadata publish(String recordId) throws InterruptedException {
+        return publish(recordId, null);
+    }
+
+    /**
+     * Publishes the tombstone of {@code recordId} in table {@code table} of many (named by the record's
+     * {@value IngestConfig#TABLE_HEADER} header: a delete has no fields to route by), or of the one table (null).
+     */
+    RecordMetadata publish(String recordId, String table) throws InterruptedException {
         if (recordId == null || recordId.isEmpty()) {
             throw new IllegalArgumentException("a record_id to delete must not be empty");
         }
+        ProducerRecord<String, byte[]> tombstone = new ProducerRecord<>(topic, recordId, null);
+        if (table != null) {
+            tombstone.headers().add(IngestConfig.TABLE_HEADER, table.getBytes(StandardCharsets.UTF_8));
+        }
         try {
-            return producer.send(new ProducerRecord<>(topic, recordId, null)).get();
+            return producer.send(tombstone).get();
         } catch (ExecutionException e) {
             throw new IllegalStateException(
                     "publishing the delete of " + recordId + " to " + topic + " failed: "

@@ -21,6 +21,7 @@ import picocli.CommandLine.Command;
             ReadCommands.Get.class,
             ReadCommands.List.class,
             StatusCommand.class,
+            TablesCommand.class,
             ReplayCommand.class,
             SnapshotCommand.class,
             DeleteCommand.class,

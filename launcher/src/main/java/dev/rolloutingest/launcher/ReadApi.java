@@ -1,10 +1,12 @@
 package dev.rolloutingest.launcher;
 
+import com.sun.net.httpserver.HttpExchange;
 import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.HttpEndpoint.Response;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
@@ -26,33 +28,87 @@ import java.util.Optional;
  * GET /snapshots                        the snapshots, as {@code snapshot list} prints them
  * DELETE /rollouts/{record_id}          publishes its tombstone; 200 once reads no longer return it, 202 when not
  *                                       yet (sealed later); 405 when this server has no Kafka producer
+ * GET /tables                           every table: rows, pending generations, last commit, size
+ * /tables/{table}/rollouts..., /tables/{table}/snapshots   the routes above for one table of many (404 unknown)
  * </pre>
+ * The routes without a table serve a one-table deployment; with many tables they answer 400 naming the other form.
  * Every rollout read takes {@code ?snapshot=NAME}: the read sees that snapshot only (404 unknown snapshot, 400 a
  * name that cannot be one). Over the pending hard cap a read answers 503 with the shard and what to do.
  */
 final class ReadApi {
     static final int DEFAULT_LIMIT = 100;
-    private final RolloutTable table;
+    private final TableCatalog tables;
     private final Deletes deletes;
     private final Duration deleteWait;
 
     ReadApi(RolloutTable table) {
-        this(table, null, Duration.ZERO);
+        this(TableCatalog.single(table), null, Duration.ZERO);
     }
 
     /** @param deletes publishes tombstones for DELETE; null = deletes are refused (405) */
-    ReadApi(RolloutTable table, Deletes deletes, Duration deleteWait) {
-        this.table = table;
+    ReadApi(TableCatalog tables, Deletes deletes, Duration deleteWait) {
+        this.tables = tables;
         this.deletes = deletes;
         this.deleteWait = deleteWait;
     }
 
     void mount(HttpEndpoint http) {
-        mountSnapshots(http);
+        http.route("/snapshots", HttpAccess.Access.READ, exchange -> {
+            if (!tables.isSingle()) {
+                return Response.error(400, "this deployment serves many tables: GET /tables/{table}/snapshots");
+            }
+            return snapshots(tables.only(), exchange.getRequestMethod());
+        });
         http.route("/rollouts", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
+            if (!tables.isSingle()) {
+                return Response.error(400, "this deployment serves many tables: /tables/{table}/rollouts");
+            }
+            return rollouts(
+                    tables.only(), null, exchange, exchange.getRequestURI().getRawPath());
+        });
+        http.route("/tables", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
             String path = exchange.getRequestURI().getRawPath();
+            if (path.equals("/tables") || path.equals("/tables/")) {
+                if (!"GET".equals(exchange.getRequestMethod())) {
+                    return Response.error(405, "only GET /tables");
+                }
+                return Response.json(200, TableSummaries.describeAll(tables));
+            }
+            String rest = path.substring("/tables/".length());
+            int slash = rest.indexOf('/');
+            String name = decode(slash < 0 ? rest : rest.substring(0, slash));
+            String sub = slash < 0 ? "" : rest.substring(slash);
+            Optional<RolloutTable> table = tables.open(name);
+            if (table.isEmpty()) {
+                return Response.error(404, "no table '" + name + "' under " + tables.uri());
+            }
+            if (sub.equals("/snapshots")) {
+                return snapshots(table.get(), exchange.getRequestMethod());
+            }
+            if (sub.equals("/rollouts") || sub.startsWith("/rollouts/")) {
+                return rollouts(table.get(), tables.isSingle() ? null : name, exchange, sub);
+            }
+            return Response.error(404, "/tables/{table}/rollouts[/{record_id}] or /tables/{table}/snapshots");
+        });
+    }
+
+    private Response snapshots(RolloutTable table, String method) {
+        if (!"GET".equals(method)) {
+            return Response.error(405, "only GET (snapshots are made and dropped on the merge-worker)");
+        }
+        return Response.json(200, table.snapshots().describeAll());
+    }
+
+    /**
+     * The /rollouts routes of one table; {@code path} starts at /rollouts.
+     *
+     * @param tableName the table's name when it is one of many (its deletes name it), else null
+     */
+    private Response rollouts(RolloutTable table, String tableName, HttpExchange exchange, String path)
+            throws Exception {
+        {
             if ("DELETE".equals(exchange.getRequestMethod()) && path.startsWith("/rollouts/")) {
-                return delete(decode(path.substring("/rollouts/".length())));
+                return delete(table, tableName, decode(path.substring("/rollouts/".length())));
             }
             if (!"GET".equals(exchange.getRequestMethod())) {
                 return Response.error(405, "only GET, and DELETE of one rollout");
@@ -60,7 +116,7 @@ final class ReadApi {
             try {
                 Map<String, String> params = query(exchange.getRequestURI().getRawQuery());
                 if (path.equals("/rollouts") || path.equals("/rollouts/")) {
-                    return list(params);
+                    return list(table, params);
                 }
                 String snapshot = params.get("snapshot");
                 if (params.size() > (snapshot == null ? 0 : 1)) {
@@ -68,9 +124,9 @@ final class ReadApi {
                 }
                 String rest = path.substring("/rollouts/".length());
                 if (rest.endsWith("/payload")) {
-                    return payload(decode(rest.substring(0, rest.length() - "/payload".length())), snapshot);
+                    return payload(table, decode(rest.substring(0, rest.length() - "/payload".length())), snapshot);
                 }
-                return get(decode(rest), snapshot);
+                return get(table, decode(rest), snapshot);
             } catch (TableSnapshots.SnapshotException e) {
                 return Response.refused(e);
             } catch (RolloutTableException.PendingBacklogTooLarge e) {
@@ -87,26 +143,17 @@ final class ReadApi {
             } catch (IllegalArgumentException e) {
                 return Response.error(400, e.getMessage());
             }
-        });
+        }
     }
 
-    private void mountSnapshots(HttpEndpoint http) {
-        http.route("/snapshots", HttpAccess.Access.READ, exchange -> {
-            if (!"GET".equals(exchange.getRequestMethod())) {
-                return Response.error(405, "only GET (snapshots are made and dropped on the merge-worker)");
-            }
-            return Response.json(200, table.snapshots().describeAll());
-        });
-    }
-
-    private Response delete(String recordId) throws InterruptedException {
+    private Response delete(RolloutTable table, String tableName, String recordId) throws InterruptedException {
         if (deletes == null) {
             return Response.error(405, "this read API publishes no deletes: start serve with --bootstrap-servers");
         }
         if (recordId.isEmpty() || recordId.contains("/")) {
             return Response.error(400, "DELETE /rollouts/{record_id}");
         }
-        var at = deletes.publish(recordId);
+        var at = deletes.publish(recordId, tableName);
         boolean visible = Deletes.awaitGone(table, recordId, deleteWait);
         Map<String, Object> body = new java.util.LinkedHashMap<>();
         body.put("record_id", recordId);
@@ -116,18 +163,18 @@ final class ReadApi {
         return Response.json(visible ? 200 : 202, body);
     }
 
-    private Optional<RolloutRow> read(String recordId, String snapshot) {
+    private static Optional<RolloutRow> read(RolloutTable table, String recordId, String snapshot) {
         return snapshot == null ? table.get(recordId) : table.get(recordId, snapshot);
     }
 
-    private Response get(String recordId, String snapshot) {
-        Optional<RolloutRow> row = read(recordId, snapshot);
+    private static Response get(RolloutTable table, String recordId, String snapshot) {
+        Optional<RolloutRow> row = read(table, recordId, snapshot);
         return row.map(r -> Response.json(200, RowJson.of(r)))
                 .orElseGet(() -> Response.error(404, "no rollout with record_id " + recordId));
     }
 
-    private Response payload(String recordId, String snapshot) {
-        Optional<RolloutRow> row = read(recordId, snapshot);
+    private static Response payload(RolloutTable table, String recordId, String snapshot) {
+        Optional<RolloutRow> row = read(table, recordId, snapshot);
         if (row.isEmpty()) {
             return Response.error(404, "no rollout with record_id " + recordId);
         }
@@ -140,7 +187,7 @@ final class ReadApi {
         return new Response(200, "application/octet-stream", bytes);
     }
 
-    private Response list(Map<String, String> params) {
+    private static Response list(RolloutTable table, Map<String, String> params) {
         for (String name : params.keySet()) {
             if (!List.of("experiment", "rollout_id", "limit", "offset", "snapshot")
                     .contains(name)) {

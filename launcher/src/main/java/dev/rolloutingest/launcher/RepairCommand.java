@@ -5,6 +5,7 @@ import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
@@ -38,11 +39,25 @@ final class RepairCommand implements Callable<Integer> {
     @Option(names = "--execute", description = "Write it (without it, only print what would be re-read)")
     boolean execute;
 
+    @Option(
+            names = "--table",
+            description = "The table's name, when the config serves many tables (rollout.tables.root)")
+    String tableName;
+
     @Override
     public Integer call() {
         IngestConfig ingest = IngestConfig.load(ConfigSources.file(config), System.getenv());
-        try (RolloutTable table =
-                RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
+        if (ingest.manyTables() && tableName == null) {
+            System.err.println("repair: the config serves many tables: name one with --table");
+            return 2;
+        }
+        String name = ingest.manyTables() ? tableName : TableCatalog.SINGLE;
+        try (TableCatalog tables = ingest.manyTables()
+                ? TableCatalog.under(
+                        ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry(), ingest.tablesMax())
+                : TableCatalog.single(
+                        RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry()))) {
+            RolloutTable table = tables.require(name);
             SealedGeneration seal = table.pendingGenerations(ShardId.requireValid(shard)).stream()
                     .filter(g -> g.generation() == generation)
                     .findFirst()
@@ -67,7 +82,7 @@ final class RepairCommand implements Callable<Integer> {
                 System.out.println("dry run: add --execute to re-read these offsets and write the generation again");
                 return 0;
             }
-            int rows = new GenerationRepair(ingest, table).repair(seal);
+            int rows = new GenerationRepair(ingest, tables, name).repair(seal);
             System.out.printf(
                     "written again: %d rows; its shard merges at the next trigger (or POST /merge/%s)%n", rows, shard);
             return 0;

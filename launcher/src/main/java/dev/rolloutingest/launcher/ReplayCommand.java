@@ -5,6 +5,7 @@ import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -76,6 +77,12 @@ final class ReplayCommand implements Callable<Integer> {
         IngestConfig ingest = IngestConfig.load(ConfigSources.file(config), System.getenv());
         IngestConfig liveApp = IngestConfig.load(ConfigSources.file(live), System.getenv());
         String group = ingest.streamsProperties().getProperty("application.id");
+        if (!ingest.oneInputTopic()) {
+            System.err.println("a replay reads one topic: give the replaying app's config " + IngestConfig.INPUT_TOPIC
+                    + " (it may still route into many tables), not " + IngestConfig.INPUT_TOPICS + " or "
+                    + IngestConfig.INPUT_TOPIC_PATTERN);
+            return 2;
+        }
         String topic = ingest.inputTopic();
         List<String> shared = new ArrayList<>();
         if (group.equals(liveApp.streamsProperties().getProperty("application.id"))) {
@@ -237,7 +244,19 @@ final class ReplayCommand implements Callable<Integer> {
         return positions;
     }
 
+    /** Per shard, the highest merged watermark of the tables the replay writes to. */
     private static Map<String, Long> watermarks(IngestConfig ingest) {
+        if (ingest.manyTables()) {
+            Map<String, Long> highest = new HashMap<>();
+            try (TableCatalog tables = TableCatalog.under(
+                    ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry(), ingest.tablesMax())) {
+                for (String name : tables.names()) {
+                    tables.open(name)
+                            .ifPresent(t -> t.watermarks().forEach((shard, w) -> highest.merge(shard, w, Math::max)));
+                }
+            }
+            return highest;
+        }
         try (RolloutTable table =
                 RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
             return table.watermarks();

@@ -5,6 +5,7 @@ import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.Observability;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -22,6 +23,11 @@ import picocli.CommandLine.Option;
 final class ServeCommand implements Callable<Integer> {
     @Mixin
     TableOptions table;
+
+    @Option(
+            names = "--all-tables",
+            description = "With --root: serve every table under it at /tables/{table}/... (--table is then ignored)")
+    boolean allTables;
 
     @Option(names = "--host", defaultValue = "127.0.0.1")
     String host;
@@ -54,7 +60,14 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         Launcher.KeepRunning.request();
         PrometheusMeterRegistry registry = Observability.prometheus("rollout-read");
-        RolloutTable t = RolloutTable.open(table.location(), table.settings(), registry);
+        if (allTables && table.root == null) {
+            System.err.println("serve: --all-tables needs --root");
+            return 2;
+        }
+        TableCatalog t = allTables
+                ? TableCatalog.under(
+                        TableOptions.location(table.root, table.storage), table.settings(), registry, 100_000)
+                : TableCatalog.single(RolloutTable.open(table.location(), table.settings(), registry));
         HttpEndpoint http = new HttpEndpoint(host, port, HttpAccess.fromEnv(System.getenv()));
         Observability.mountMetrics(http, registry);
         http.route(
@@ -64,7 +77,7 @@ final class ServeCommand implements Callable<Integer> {
         Deletes deletes = bootstrapServers == null ? null : new Deletes(kafka.clientConfig(bootstrapServers), topic);
         new ReadApi(t, deletes, java.time.Duration.ofMillis(deleteWaitMs)).mount(http);
         http.start();
-        System.out.println("read API on " + http.baseUrl() + "/rollouts");
+        System.out.println("read API on " + http.baseUrl() + (allTables ? "/tables" : "/rollouts"));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             http.close();

@@ -1,16 +1,31 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import java.util.HashMap;
 import java.util.Map;
+import picocli.CommandLine;
 import picocli.CommandLine.Option;
 
-/** --table and --storage k=v, shared by the read commands; storage also from ROLLOUT_TABLE_STORAGE_* env vars. */
+/**
+ * --table (a URI, or a name under --root) and --storage k=v, shared by the read commands; storage also from
+ * ROLLOUT_TABLE_STORAGE_* env vars.
+ */
 final class TableOptions {
-    @Option(names = "--table", required = true, description = "Table URI: a local path or s3://bucket/prefix")
+    @Option(
+            names = "--table",
+            required = true,
+            description = "The table: its URI (a local path or s3://bucket/prefix), or its name under --root")
     String table;
+
+    @Option(
+            names = "--root",
+            description =
+                    "The root of many tables (setting " + CommonKeys.TABLES_ROOT + "): --table names one under it")
+    String root;
 
     @Option(names = "--storage", description = "Lance storage option, repeatable: aws_endpoint=http://...")
     Map<String, String> storage = new HashMap<>();
@@ -62,7 +77,19 @@ final class TableOptions {
     }
 
     TableLocation location() {
-        return location(table, storage);
+        if (root == null) {
+            return location(table, storage);
+        }
+        String problem = TableCatalog.nameProblem(table);
+        if (problem != null) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "--table with --root: " + problem);
+        }
+        return location(location(root, storage).resolve(table), storage);
+    }
+
+    /** The name a table goes by in a catalog (its --table with --root), or the one table's. */
+    String name() {
+        return root == null ? TableCatalog.SINGLE : table;
     }
 
     /** A table URI with its storage options: ROLLOUT_TABLE_STORAGE_* env vars, then the given ones. */

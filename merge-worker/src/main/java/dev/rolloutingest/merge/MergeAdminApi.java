@@ -6,6 +6,7 @@ import dev.rolloutingest.runtime.StreamsRuntime;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -14,6 +15,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -27,26 +29,26 @@ import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 /**
  * The merge-worker's admin API on its HTTP endpoint:
  * <pre>
- * GET  /cooldowns       every cooldown record: kind, target, failures, until, active, last error
- * GET  /pending         per shard: pending generations and the oldest's age; the last round
+ * GET  /cooldowns       every cooldown record: kind, target (table URI, or table/shard), failures, until, active, last error
+ * GET  /pending         per table and shard: pending generations and the oldest's age; each table's last round
  * POST /merge/{shard}   a manual merge, never gated by a cooldown                400 not a shard id
  * GET  /snapshots       every snapshot: name, version, created, rows, offsets per partition
  * POST /snapshots/{name}?until-offsets=0=1200,1=900
  *                       fold what is pending up to the cut (default: everything sealed; the passes are the
  *                       coordinator's) and tag it: 201 with the snapshot; 400 a bad name or cut, 409 the name is taken
  * DELETE /snapshots/{name}  drop it: 204; 404 unknown
+ * /tables/{table}/merge/{shard}, /tables/{table}/snapshots...   the same for one table of many; 404 unknown table
  * </pre>
+ * The routes without a table serve a one-table deployment; with many tables they answer 400 naming the other form.
  */
 final class MergeAdminApi {
     private final StreamsRuntime runtime;
-    private final MergeCoordinator coordinator;
-    private final RolloutTable table;
+    private final MergeTables tables;
     private final MergeConfig config;
 
-    MergeAdminApi(StreamsRuntime runtime, MergeCoordinator coordinator, RolloutTable table, MergeConfig config) {
+    MergeAdminApi(StreamsRuntime runtime, MergeTables tables, MergeConfig config) {
         this.runtime = runtime;
-        this.coordinator = coordinator;
-        this.table = table;
+        this.tables = tables;
         this.config = config;
     }
 
@@ -54,18 +56,73 @@ final class MergeAdminApi {
         http.route("/cooldowns", HttpAccess.Access.READ, exchange -> HttpEndpoint.Response.json(200, cooldowns()));
         http.route("/pending", HttpAccess.Access.READ, exchange -> HttpEndpoint.Response.json(200, pending()));
         http.route("/merge/", HttpAccess.Access.ADMIN, exchange -> {
-            if (!"POST".equals(exchange.getRequestMethod())) {
-                return HttpEndpoint.Response.error(405, "POST /merge/{shard}");
+            Optional<MergeTables.Merging> only = only();
+            if (only.isEmpty()) {
+                return HttpEndpoint.Response.error(
+                        400, "this deployment serves many tables: POST /tables/{table}/merge/{shard}");
             }
-            String shard = exchange.getRequestURI().getPath().substring("/merge/".length());
-            if (!ShardId.isValid(shard)) {
-                return HttpEndpoint.Response.error(400, "not a shard id (lowercase hyphenated UUID): " + shard);
-            }
-            return manual(shard);
+            return merge(
+                    only.get(),
+                    exchange.getRequestMethod(),
+                    exchange.getRequestURI().getPath().substring("/merge/".length()));
         });
         http.route("/snapshots", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
-            String path = exchange.getRequestURI().getPath();
-            String method = exchange.getRequestMethod();
+            Optional<MergeTables.Merging> only = only();
+            if (only.isEmpty()) {
+                return HttpEndpoint.Response.error(
+                        400, "this deployment serves many tables: /tables/{table}/snapshots");
+            }
+            return snapshots(
+                    only.get(),
+                    exchange.getRequestMethod(),
+                    exchange.getRequestURI().getPath(),
+                    exchange.getRequestURI().getRawQuery());
+        });
+        http.route("/tables/", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
+            String rest = exchange.getRequestURI().getPath().substring("/tables/".length());
+            int slash = rest.indexOf('/');
+            String name = slash < 0 ? rest : rest.substring(0, slash);
+            String sub = slash < 0 ? "" : rest.substring(slash);
+            Optional<MergeTables.Merging> merging =
+                    TableCatalog.nameProblem(name) == null ? tables.of(name) : Optional.empty();
+            if (merging.isEmpty()) {
+                return HttpEndpoint.Response.error(
+                        404, "no table '" + name + "' under " + tables.catalog().uri());
+            }
+            if (sub.startsWith("/merge/")) {
+                return merge(merging.get(), exchange.getRequestMethod(), sub.substring("/merge/".length()));
+            }
+            if (sub.equals("/snapshots") || sub.startsWith("/snapshots/")) {
+                return snapshots(
+                        merging.get(),
+                        exchange.getRequestMethod(),
+                        sub,
+                        exchange.getRequestURI().getRawQuery());
+            }
+            return HttpEndpoint.Response.error(
+                    404, "/tables/{table}/merge/{shard} or /tables/{table}/snapshots[/{name}]");
+        });
+    }
+
+    /** The table of a one-table deployment, or empty with many. */
+    private Optional<MergeTables.Merging> only() {
+        return tables.catalog().isSingle() ? tables.of(TableCatalog.SINGLE) : Optional.empty();
+    }
+
+    private HttpEndpoint.Response merge(MergeTables.Merging merging, String method, String shard) throws Exception {
+        if (!"POST".equals(method)) {
+            return HttpEndpoint.Response.error(405, "POST /merge/{shard}");
+        }
+        if (!ShardId.isValid(shard)) {
+            return HttpEndpoint.Response.error(400, "not a shard id (lowercase hyphenated UUID): " + shard);
+        }
+        return manual(merging.coordinator(), shard);
+    }
+
+    private HttpEndpoint.Response snapshots(MergeTables.Merging merging, String method, String path, String rawQuery) {
+        RolloutTable table = merging.table();
+        MergeCoordinator coordinator = merging.coordinator();
+        {
             try {
                 if (path.equals("/snapshots") || path.equals("/snapshots/")) {
                     if (!"GET".equals(method)) {
@@ -76,7 +133,7 @@ final class MergeAdminApi {
                 String name = path.substring("/snapshots/".length());
                 switch (method) {
                     case "POST" -> {
-                        TableSnapshots.Cut cut = cut(exchange.getRequestURI().getRawQuery());
+                        TableSnapshots.Cut cut = cut(rawQuery);
                         TableSnapshots.Snapshot created = table.snapshots().create(name, cut, coordinator::fold);
                         return HttpEndpoint.Response.json(201, created.describe());
                     }
@@ -93,7 +150,7 @@ final class MergeAdminApi {
             } catch (IllegalArgumentException e) {
                 return HttpEndpoint.Response.error(400, e.getMessage());
             }
-        });
+        }
     }
 
     /** {@code until-offsets=0=1200,1=900}: partition=offset pairs of the input topic; none = everything sealed. */
@@ -121,7 +178,7 @@ final class MergeAdminApi {
         return new TableSnapshots.Cut(config.snapshotTopic(), offsets);
     }
 
-    private HttpEndpoint.Response manual(String shard) throws Exception {
+    private HttpEndpoint.Response manual(MergeCoordinator coordinator, String shard) throws Exception {
         try {
             MergeCoordinator.Outcome outcome = coordinator.manual(shard).get(10, TimeUnit.MINUTES);
             if (outcome.failed()) {
@@ -180,9 +237,11 @@ final class MergeAdminApi {
         long now = System.currentTimeMillis();
         List<Map<String, Object>> shards;
         try {
-            shards = this.<ShardBacklog, Map<String, Object>>readStore(MergeStores.BACKLOG_STORE, (shard, backlog) -> {
+            shards = this.<ShardBacklog, Map<String, Object>>readStore(MergeStores.BACKLOG_STORE, (key, backlog) -> {
                 Map<String, Object> row = new LinkedHashMap<>();
-                row.put("shard", shard);
+                MergeTables.TableShard tableShard = tables.parse(key);
+                row.put("table", tableShard.table());
+                row.put("shard", tableShard.shard());
                 row.put("pending", backlog.count());
                 row.put("oldest_age_ms", backlog.oldestAgeMs(now));
                 return row;
@@ -193,7 +252,13 @@ final class MergeAdminApi {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("total", shards.stream().mapToInt(s -> (int) s.get("pending")).sum());
         body.put("shards", shards);
-        body.put("last_round", coordinator.lastRound());
+        Map<String, Object> lastRounds = new TreeMap<>();
+        tables.active().forEach(m -> lastRounds.put(m.name(), m.coordinator().lastRound()));
+        if (tables.catalog().isSingle()) {
+            body.put("last_round", lastRounds.get(TableCatalog.SINGLE));
+        } else {
+            body.put("last_rounds", lastRounds);
+        }
         return body;
     }
 }

@@ -7,6 +7,7 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
+import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.merge.CommitStage;
 import java.nio.file.Path;
 import java.util.List;
@@ -24,23 +25,26 @@ import org.slf4j.LoggerFactory;
  */
 public final class MergeApp extends RolloutApp {
     private static final Logger log = LoggerFactory.getLogger(MergeApp.class);
-    private final MergeCoordinator coordinator;
+    private final MergeTables merges;
     private final TableMaintenanceRunner maintenance;
 
     public MergeApp(MergeConfig config) {
         super("rollout-merge", config, config.mergedLagGroup(), MergeConfig.MERGED_LAG_GROUP);
         MergeMetrics metrics = new MergeMetrics(registry);
-        this.coordinator = new MergeCoordinator(
-                table,
-                config.maxGenerations(),
-                config.maxBytes(),
-                config.roundMaxBytes(),
-                config.threads(),
-                metrics,
-                config.faultHaltAfterMerges(),
-                config.afterGenerations());
-        this.maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
-        haltAfterAppends(config.faultHaltAfterAppends());
+        AtomicInteger appends = new AtomicInteger();
+        this.merges = new MergeTables(tables, table -> {
+            haltAfterAppends(table, config.faultHaltAfterAppends(), appends);
+            return new MergeCoordinator(
+                    table,
+                    config.maxGenerations(),
+                    config.maxBytes(),
+                    config.roundMaxBytes(),
+                    config.threads(),
+                    metrics,
+                    config.faultHaltAfterMerges(),
+                    config.afterGenerations());
+        });
+        this.maintenance = new TableMaintenanceRunner(metrics);
         if (config.deleteRetention().compareTo(java.time.Duration.ofHours(1)) < 0) {
             log.warn(
                     "{}={} ms is under an hour: a delete is dropped once that old and no older generation is pending,"
@@ -52,30 +56,29 @@ public final class MergeApp extends RolloutApp {
         ConfluentAvroDeserializer<GenerationSealed> events =
                 new ConfluentAvroDeserializer<>(null, GenerationSealed.class);
         events.configure(config.serdeConfig(), false);
-        ConfluentAvroSerializer<GenerationsMerged> merges = new ConfluentAvroSerializer<>();
-        merges.configure(config.serdeConfig(), false);
+        ConfluentAvroSerializer<GenerationsMerged> mergedEvents = new ConfluentAvroSerializer<>();
+        mergedEvents.configure(config.serdeConfig(), false);
         serve(
                 "rollout-merge",
                 MergeTopology.build(
                         config,
-                        coordinator,
+                        merges,
                         maintenance,
                         metrics,
                         partitionsOf(config),
                         events,
-                        merges,
+                        mergedEvents,
                         shadowPositions()),
                 config);
         runtime().mountHealth(http(), Map::of); // /health is public: no paths in it
-        new MergeAdminApi(runtime(), coordinator, table, config).mount(http());
+        new MergeAdminApi(runtime(), merges, config).mount(http());
     }
 
-    /** Fault injection: a crash between a round's two Lance commits (its rows and its marks). */
-    private void haltAfterAppends(int appends) {
+    /** Fault injection: a crash between a round's two Lance commits (its rows and its marks), counted over tables. */
+    private static void haltAfterAppends(RolloutTable table, int appends, AtomicInteger seen) {
         if (appends <= 0) {
             return;
         }
-        AtomicInteger seen = new AtomicInteger();
         table.injectMergeCommitFault(stage -> {
             if (stage == CommitStage.APPENDED && seen.incrementAndGet() == appends) {
                 log.warn("Fault injection: halting after the rows of round {}, before its marks", appends);
@@ -109,12 +112,12 @@ public final class MergeApp extends RolloutApp {
     /** The round in flight commits (or is abandoned whole) while this instance still owns its shards. */
     @Override
     protected void beforeStreamsClose() {
-        coordinator.close();
+        merges.close();
     }
 
     @Override
     protected void closeOwnParts() {
-        coordinator.close();
+        merges.close();
         maintenance.close();
     }
 

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.ObjLongConsumer;
@@ -45,8 +46,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     static final String MERGE = "merge";
 
     private final MergeConfig config;
-    private final MergeCoordinator coordinator;
-    private final RolloutTable table;
+    private final MergeTables tables;
     private final TableMaintenanceRunner maintenance;
     private final CooldownPolicy policy;
     private final MergeMetrics metrics;
@@ -54,6 +54,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private final ObjLongConsumer<TopicPartition> mergedPositions;
     /** Which input partition a shard is, from its events and seals (a shard id is a hash of it). */
     private final Map<String, TopicPartition> partitionOf = new HashMap<>();
+    /** Per shard, per table: its watermark and whether generations wait, for the merged position of the partition. */
+    private final Map<String, Map<String, long[]>> watermarks = new HashMap<>();
 
     private ProcessorContext<String, GenerationsMerged> context;
     private KeyValueStore<String, ShardBacklog> backlogs;
@@ -63,8 +65,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
 
     MergeScheduler(
             MergeConfig config,
-            RolloutTable table,
-            MergeCoordinator coordinator,
+            MergeTables tables,
             TableMaintenanceRunner maintenance,
             MergeMetrics metrics,
             int eventPartitions,
@@ -72,8 +73,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         this.maintenance = maintenance;
         this.mergedPositions = mergedPositions;
         this.config = config;
-        this.coordinator = coordinator;
-        this.table = table;
+        this.tables = tables;
         this.policy = CooldownPolicy.from(config);
         this.metrics = metrics;
         this.eventPartitions = eventPartitions;
@@ -89,7 +89,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         context.schedule(
                 Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
         if (partition == 0) {
-            // Compaction, index upkeep and GC are table-wide: only the task of partition 0 schedules them.
+            // Compaction, index upkeep and GC are table-wide: only the task of partition 0 schedules them, for every
+            // table.
             if (config.compactionIntervalMs() > 0) {
                 context.schedule(
                         Duration.ofMillis(config.compactionIntervalMs()),
@@ -123,14 +124,23 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         String shard = event.getShardId();
+        Optional<String> table = tables.nameOf(event.getTableUri());
+        if (table.isEmpty()) {
+            log.warn(
+                    "Ignoring a GenerationSealed event of table {}, which is not one this merge-worker serves ({})",
+                    event.getTableUri(),
+                    tables.catalog().uri());
+            return;
+        }
+        String key = tables.key(table.get(), shard);
         partitionOf.put(shard, new TopicPartition(event.getTopic(), event.getPartition()));
-        ShardBacklog backlog = backlog(shard);
+        ShardBacklog backlog = backlog(key);
         if (event.getGeneration() <= backlog.announcedUpTo()) {
             return; // merged and announced already (its event was late, the table told us first)
         }
         backlog.add(event.getGeneration(), event.getSealedAt().toEpochMilli());
-        put(shard, backlog);
-        maybeTrigger(shard, backlog, System.currentTimeMillis());
+        put(key, backlog);
+        maybeTrigger(key, backlog, System.currentTimeMillis());
     }
 
     private void tick(long now) {
@@ -138,26 +148,30 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             reconcile(now);
         }
         long total = 0;
-        List<String> shards = new ArrayList<>();
+        List<String> keys = new ArrayList<>();
         try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
-            all.forEachRemaining(kv -> shards.add(kv.key));
+            all.forEachRemaining(kv -> keys.add(kv.key));
         }
-        for (String shard : shards) {
-            ShardBacklog backlog = backlog(shard);
-            List<MergeCoordinator.Outcome> outcomes = coordinator.drain(shard);
-            for (MergeCoordinator.Outcome outcome : outcomes) {
-                apply(outcome, backlog, now);
+        for (String key : keys) {
+            ShardBacklog backlog = backlog(key);
+            Optional<MergeTables.Merging> merging = tables.of(tables.parse(key).table());
+            if (merging.isPresent()) {
+                List<MergeCoordinator.Outcome> outcomes =
+                        merging.get().coordinator().drain(tables.parse(key).shard());
+                for (MergeCoordinator.Outcome outcome : outcomes) {
+                    apply(merging.get(), outcome, backlog, now);
+                }
+                if (!outcomes.isEmpty()) {
+                    put(key, backlog); // only what changed reaches the changelog
+                }
+                maybeTrigger(key, backlog, now);
             }
-            if (!outcomes.isEmpty()) {
-                put(shard, backlog); // only what changed reaches the changelog
-            }
-            maybeTrigger(shard, backlog, now);
             total += backlog.count();
         }
         metrics.backlog(partition, total);
         if (partition == 0) {
             for (TableMaintenanceRunner.Outcome outcome : maintenance.drain()) {
-                String target = table.location().uri();
+                String target = outcome.tableUri();
                 if (outcome.error() == null) {
                     cooldowns.clear(outcome.kind(), target);
                 } else if (RolloutTableException.isStorageFailure(outcome.error())) {
@@ -175,8 +189,14 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         cooldowns.expire(now);
     }
 
-    private void maybeTrigger(String shard, ShardBacklog backlog, long now) {
-        if (backlog.count() == 0 || coordinator.running(shard)) {
+    private void maybeTrigger(String key, ShardBacklog backlog, long now) {
+        if (backlog.count() == 0) {
+            return;
+        }
+        MergeTables.TableShard tableShard = tables.parse(key);
+        Optional<MergeTables.Merging> merging = tables.of(tableShard.table());
+        String shard = tableShard.shard();
+        if (merging.isEmpty() || merging.get().coordinator().running(shard)) {
             return;
         }
         MergeTrigger trigger = null;
@@ -188,15 +208,16 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         if (trigger == null) {
             return;
         }
-        if (cooldowns.gates(MERGE, shard, now)) {
+        if (cooldowns.gates(MERGE, key, now)) {
             metrics.skippedCoolingDown();
             return;
         }
-        coordinator.submit(shard, trigger);
+        merging.get().coordinator().submit(shard, trigger);
     }
 
-    private void apply(MergeCoordinator.Outcome outcome, ShardBacklog backlog, long now) {
+    private void apply(MergeTables.Merging merging, MergeCoordinator.Outcome outcome, ShardBacklog backlog, long now) {
         String shard = outcome.shard();
+        String key = tables.key(merging.name(), shard);
         if (outcome.failed() && outcome.tableUnavailable()) {
             // The store, not the shard: no cooldown (every shard would enter one); the next trigger retries.
             log.info(
@@ -206,15 +227,16 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         if (outcome.failed()) {
-            cooldowns.recordFailure(MERGE, shard, outcome.error(), now);
+            cooldowns.recordFailure(MERGE, key, outcome.error(), now);
             return;
         }
-        cooldowns.clear(MERGE, shard);
+        cooldowns.clear(MERGE, key);
         MergeResult result = outcome.result();
         // What an earlier pass merged but never announced (it died before its commit), then this pass.
-        announceCovered(shard, backlog, result.previousWatermark());
+        announceCovered(merging, shard, backlog, result.previousWatermark());
         if (result.mergedAnything()) {
             emit(
+                    merging,
                     shard,
                     backlog,
                     result.mergedGenerations(),
@@ -224,14 +246,29 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                     outcome.trigger());
         }
         backlog.mergedUpTo(result.newWatermark());
-        publishMerged(shard, result.newWatermark());
+        publishMerged(merging.name(), shard, result.newWatermark(), backlog.count());
     }
 
-    /** The merged lag: a watermark is the first offset of its partition not yet in the base table. */
-    private void publishMerged(String shard, long watermark) {
+    /**
+     * The merged lag: a watermark is the first offset of its partition not yet in its table's base. With many tables
+     * the partition's merged position is the lowest watermark of the tables that still wait for some of its
+     * generations (or the highest watermark when none waits).
+     */
+    private void publishMerged(String table, String shard, long watermark, long pending) {
+        Map<String, long[]> byTable = watermarks.computeIfAbsent(shard, s -> new HashMap<>());
+        byTable.put(table, new long[] {watermark, pending});
+        long waiting = Long.MAX_VALUE;
+        long highest = 0;
+        for (long[] w : byTable.values()) {
+            highest = Math.max(highest, w[0]);
+            if (w[1] > 0) {
+                waiting = Math.min(waiting, w[0]);
+            }
+        }
+        long position = waiting == Long.MAX_VALUE ? highest : waiting;
         TopicPartition tp = partitionOf.get(shard);
-        if (tp != null && watermark > 0) {
-            mergedPositions.accept(tp, watermark);
+        if (tp != null && position > 0) {
+            mergedPositions.accept(tp, position);
         }
     }
 
@@ -240,27 +277,28 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
      * committed them but its worker died before its event. Their sealed events may not have been re-read yet
      * (the backlog does not know them), so the table's listing names them too.
      */
-    private void announceCovered(String shard, ShardBacklog backlog, long watermark) {
+    private void announceCovered(MergeTables.Merging merging, String shard, ShardBacklog backlog, long watermark) {
         if (Long.compareUnsigned(watermark, backlog.announcedUpTo()) > 0) {
             TreeSet<Long> covered = new TreeSet<>(backlog.unannouncedUpTo(watermark));
             try {
-                covered.addAll(table.sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
+                covered.addAll(merging.table().sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
             } catch (RuntimeException e) {
                 log.warn(
                         "Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
-                        table.location(),
+                        merging.table().location(),
                         shard,
                         watermark,
                         e.getMessage());
             }
             if (!covered.isEmpty()) {
-                emit(shard, backlog, List.copyOf(covered), watermark, 0, 0, MergeTrigger.RECONCILE);
+                emit(merging, shard, backlog, List.copyOf(covered), watermark, 0, 0, MergeTrigger.RECONCILE);
             }
         }
         backlog.mergedUpTo(watermark);
     }
 
     private void emit(
+            MergeTables.Merging merging,
             String shard,
             ShardBacklog backlog,
             List<Long> generations,
@@ -271,7 +309,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         backlog.announced(watermark);
         GenerationsMerged event = GenerationsMerged.newBuilder()
                 .setShardId(shard)
-                .setTableUri(table.location().uri())
+                .setTableUri(merging.table().location().uri())
                 .setMergedGenerations(generations)
                 .setNewWatermark(watermark)
                 .setRows(rows)
@@ -289,18 +327,53 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
      */
     private void reconcile(long now) {
         reconciled = true;
-        Map<String, Long> watermarks;
+        Set<String> keys = new TreeSet<>();
+        try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
+            all.forEachRemaining(kv -> keys.add(kv.key));
+        }
+        List<String> names;
+        try {
+            names = tables.names();
+        } catch (RuntimeException e) {
+            log.warn(
+                    "Tables under {}: reconcile skipped, cannot list them: {}",
+                    tables.catalog().uri(),
+                    e.getMessage());
+            return;
+        }
+        for (String name : names) {
+            Optional<MergeTables.Merging> merging;
+            try {
+                merging = tables.of(name);
+            } catch (RuntimeException e) {
+                log.warn("Table {}: reconcile skipped, the table cannot be opened: {}", name, e.getMessage());
+                continue;
+            }
+            if (merging.isPresent()) {
+                reconcile(merging.get(), keys, now);
+            }
+        }
+    }
+
+    /** Reconciles the shards of one table this task owns (the keys of the store name its shards among others'). */
+    private void reconcile(MergeTables.Merging merging, Set<String> keys, long now) {
+        RolloutTable table = merging.table();
+        MergeCoordinator coordinator = merging.coordinator();
+        Map<String, Long> tableWatermarks;
         List<String> tableShards;
         try {
-            watermarks = table.watermarks();
+            tableWatermarks = table.watermarks();
             tableShards = table.shards();
         } catch (Exception e) {
             log.warn("Table {}: reconcile skipped, the table is unreadable: {}", table.location(), e.getMessage());
             return;
         }
         Set<String> owned = new TreeSet<>();
-        try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
-            all.forEachRemaining(kv -> owned.add(kv.key));
+        for (String key : keys) {
+            MergeTables.TableShard tableShard = tables.parse(key);
+            if (tableShard.table().equals(merging.name())) {
+                owned.add(tableShard.shard());
+            }
         }
         for (String shard : tableShards) {
             if (ownedByThisTask(shard)) {
@@ -311,14 +384,14 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             if (coordinator.running(shard)) {
                 continue; // its outcome is applied at the next tick
             }
-            long watermark = watermarks.getOrDefault(shard, 0L);
-            ShardBacklog backlog = backlog(shard);
+            String key = tables.key(merging.name(), shard);
+            long watermark = tableWatermarks.getOrDefault(shard, 0L);
+            ShardBacklog backlog = backlog(key);
             // Finished passes first: their own events announce what they merged, not RECONCILE.
             for (MergeCoordinator.Outcome outcome : coordinator.drain(shard)) {
-                apply(outcome, backlog, now);
+                apply(merging, outcome, backlog, now);
             }
-            announceCovered(shard, backlog, watermark);
-            publishMerged(shard, watermark);
+            announceCovered(merging, shard, backlog, watermark);
             try {
                 for (SealedGeneration sealed : table.pendingGenerations(shard)) {
                     partitionOf.putIfAbsent(shard, new TopicPartition(sealed.topic(), sealed.partition()));
@@ -334,7 +407,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                         shard,
                         e.getMessage());
             }
-            put(shard, backlog);
+            publishMerged(merging.name(), shard, watermark, backlog.count());
+            put(key, backlog);
         }
     }
 
@@ -343,26 +417,30 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         return Utils.toPositive(Utils.murmur2(shard.getBytes(StandardCharsets.UTF_8))) % eventPartitions == partition;
     }
 
+    /** Upkeep of every table this process has merged or reconciled; each table's cooldown gates its own. */
     private void maintain(String kind, long now) {
-        String target = table.location().uri();
-        if (cooldowns.gates(kind, target, now)) {
-            return;
+        for (MergeTables.Merging merging : tables.active()) {
+            RolloutTable table = merging.table();
+            String target = table.location().uri();
+            if (cooldowns.gates(kind, target, now)) {
+                continue;
+            }
+            maintenance.submit(merging.name(), target, kind, () -> switch (kind) {
+                case "compact" -> table.compact(config.compactionTargetRows()).toString();
+                case "index" -> table.optimizeKeyIndex(config.keyIndexTiers()).toString();
+                case "deletes" -> table.dropDeletes(config.deleteRetention()).toString();
+                default -> table.collectGarbage(config.gcGrace()).toString();
+            });
         }
-        maintenance.submit(kind, () -> switch (kind) {
-            case "compact" -> table.compact(config.compactionTargetRows()).toString();
-            case "index" -> table.optimizeKeyIndex(config.keyIndexTiers()).toString();
-            case "deletes" -> table.dropDeletes(config.deleteRetention()).toString();
-            default -> table.collectGarbage(config.gcGrace()).toString();
-        });
     }
 
-    private ShardBacklog backlog(String shard) {
-        ShardBacklog backlog = backlogs.get(shard);
+    private ShardBacklog backlog(String key) {
+        ShardBacklog backlog = backlogs.get(key);
         return backlog == null ? ShardBacklog.empty() : backlog;
     }
 
-    private void put(String shard, ShardBacklog backlog) {
-        backlogs.put(shard, backlog);
+    private void put(String key, ShardBacklog backlog) {
+        backlogs.put(key, backlog);
     }
 
     /**
@@ -371,7 +449,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
      */
     @Override
     public void close() {
-        coordinator.release(this::ownedByThisTask, RELEASE_WAIT);
+        for (MergeTables.Merging merging : tables.active()) {
+            merging.coordinator().release(this::ownedByThisTask, RELEASE_WAIT);
+        }
         metrics.taskClosed(partition);
     }
 

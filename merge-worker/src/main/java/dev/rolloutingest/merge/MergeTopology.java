@@ -25,19 +25,19 @@ final class MergeTopology {
 
     static Topology build(
             MergeConfig config,
-            MergeCoordinator coordinator,
+            MergeTables tables,
             TableMaintenanceRunner maintenance,
             MergeMetrics metrics,
             int eventPartitions,
             Deserializer<GenerationSealed> events,
             Serializer<GenerationsMerged> merges) {
-        return build(config, coordinator, maintenance, metrics, eventPartitions, events, merges, (tp, offset) -> {});
+        return build(config, tables, maintenance, metrics, eventPartitions, events, merges, (tp, offset) -> {});
     }
 
     /** @param mergedPositions told, per input partition, the first offset not yet in the base table */
     static Topology build(
             MergeConfig config,
-            MergeCoordinator coordinator,
+            MergeTables tables,
             TableMaintenanceRunner maintenance,
             MergeMetrics metrics,
             int eventPartitions,
@@ -49,14 +49,7 @@ final class MergeTopology {
                 Topology.AutoOffsetReset.EARLIEST, SOURCE, new StringDeserializer(), events, config.generationsTopic());
         topology.addProcessor(
                 SCHEDULER,
-                () -> new MergeScheduler(
-                        config,
-                        coordinator.table(),
-                        coordinator,
-                        maintenance,
-                        metrics,
-                        eventPartitions,
-                        mergedPositions),
+                () -> new MergeScheduler(config, tables, maintenance, metrics, eventPartitions, mergedPositions),
                 SOURCE);
         MergeStores.addTo(topology, SCHEDULER);
         topology.addSink(SINK, config.mergesTopic(), new StringSerializer(), merges, SCHEDULER);

@@ -11,6 +11,7 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -75,10 +76,11 @@ class MergeTopologyTest {
         MergeMetrics metrics = new MergeMetrics(meters);
         coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), 2, metrics);
         // Avro single-object encoding stands in for the registry serde here; the ITs use the real one.
-        maintenance = new TableMaintenanceRunner(table.location().uri(), metrics);
+        maintenance = new TableMaintenanceRunner(metrics);
+        MergeCoordinator only = coordinator;
         var topology = MergeTopology.build(
                 config,
-                coordinator,
+                new MergeTables(TableCatalog.single(table), t -> only),
                 maintenance,
                 metrics,
                 1,

@@ -138,19 +138,7 @@ public final class GenerationBatch implements AutoCloseable {
 
     /** The batch's column for an added field: the one it has, else the table's type, else the field's own. */
     private FieldVector columnFor(Schema.Field field) {
-        Field wanted = AddedColumns.columnFor(field);
-        FieldVector vector = added.get(field.name());
-        Field column = vector != null ? vector.getField() : tableColumn.apply(field.name());
-        String conflict = column == null ? null : AddedColumns.conflict(column, wanted);
-        if (conflict != null) {
-            throw AddedColumns.refused(conflict);
-        }
-        if (vector == null) {
-            vector = (column == null ? wanted : column).createVector(allocator);
-            vector.allocateNew();
-            added.put(field.name(), vector);
-        }
-        return vector;
+        return addedColumn(AddedColumns.columnFor(field));
     }
 
     /**
@@ -190,6 +178,67 @@ public final class GenerationBatch implements AutoCloseable {
         }
         push(staged.sourceOffset(), staged.recordId());
         staged = null;
+    }
+
+    /**
+     * A string column of the contract (e.g. {@code experiment}) of the row {@link #stage} decoded and not yet
+     * committed: what a route by field reads before the row goes to its table's batch.
+     */
+    public String stagedString(String column) {
+        requireOpen();
+        if (staged == null) {
+            throw new IllegalStateException("no row staged");
+        }
+        root.setRowCount(size + 1);
+        return ArrowRows.stringAt(root, column, size);
+    }
+
+    /**
+     * Moves the row {@link #stage} decoded here into {@code target}'s next row and commits it there; this batch stays
+     * as it was (a landing batch that only ever stages). Its added fields must fit {@code target}'s columns (and its
+     * table's): otherwise it is refused with {@link AddedColumns#refused} and {@code target} is left as it was.
+     */
+    public void moveStagedTo(GenerationBatch target) {
+        requireOpen();
+        target.requireOpen();
+        if (staged == null) {
+            throw new IllegalStateException("no row staged");
+        }
+        target.requireAscending(staged.sourceOffset());
+        int from = size;
+        int to = target.size;
+        // the added columns first: a refusal leaves the target untouched
+        Map<FieldVector, FieldVector> carried = new LinkedHashMap<>();
+        for (FieldVector column : added.values()) {
+            column.setValueCount(from + 1);
+            if (!column.isNull(from)) {
+                carried.put(column, target.addedColumn(column.getField()));
+            }
+        }
+        root.setRowCount(from + 1);
+        for (int c = 0; c < root.getFieldVectors().size(); c++) {
+            target.root.getVector(c).copyFromSafe(from, to, root.getVector(c));
+        }
+        target.added.values().forEach(v -> AddedValues.clear(v, to));
+        carried.forEach((mine, theirs) -> AddedValues.write(theirs, to, AddedValues.valueAt(mine, from)));
+        target.push(staged.sourceOffset(), staged.recordId());
+        staged = null;
+    }
+
+    /** This batch's column for an added field: its own, else the table's type, else the field's; refused on a conflict. */
+    private FieldVector addedColumn(Field wanted) {
+        FieldVector vector = added.get(wanted.getName());
+        Field column = vector != null ? vector.getField() : tableColumn.apply(wanted.getName());
+        String conflict = column == null ? null : AddedColumns.conflict(column, wanted);
+        if (conflict != null) {
+            throw AddedColumns.refused(conflict);
+        }
+        if (vector == null) {
+            vector = (column == null ? wanted : column).createVector(allocator);
+            vector.allocateNew();
+            added.put(wanted.getName(), vector);
+        }
+        return vector;
     }
 
     /** The experiment of the row at {@code index}, for log lines about one record. */

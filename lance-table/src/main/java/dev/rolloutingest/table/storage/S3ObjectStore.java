@@ -58,12 +58,21 @@ final class S3ObjectStore implements ObjectStore {
     }
 
     private String key(String path) {
+        if (path.isEmpty()) {
+            return prefix; // the root itself (a catalog lists its tables there)
+        }
         return prefix.isEmpty() ? path : prefix + "/" + path;
+    }
+
+    /** The key prefix of a folder's children ("" for the bucket's root). */
+    private String folderKey(String folder) {
+        String key = key(folder);
+        return key.isEmpty() ? "" : key + "/";
     }
 
     @Override
     public List<Entry> list(String folder) {
-        String folderKey = key(folder) + "/";
+        String folderKey = folderKey(folder);
         List<Entry> entries = new ArrayList<>();
         forEachPage(folder, true, page -> {
             page.commonPrefixes()
@@ -77,7 +86,7 @@ final class S3ObjectStore implements ObjectStore {
 
     @Override
     public List<String> listRecursive(String folder) {
-        String folderKey = key(folder) + "/";
+        String folderKey = folderKey(folder);
         List<String> paths = new ArrayList<>();
         forEachPage(folder, false, page -> {
             for (S3Object object : page.contents()) {
@@ -93,7 +102,7 @@ final class S3ObjectStore implements ObjectStore {
         try {
             do {
                 ListObjectsV2Request.Builder request =
-                        ListObjectsV2Request.builder().bucket(bucket).prefix(key(folder) + "/");
+                        ListObjectsV2Request.builder().bucket(bucket).prefix(folderKey(folder));
                 if (oneLevel) {
                     request.delimiter("/");
                 }
