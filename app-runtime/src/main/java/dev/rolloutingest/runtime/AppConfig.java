@@ -72,6 +72,11 @@ public abstract class AppConfig {
         return parsed.getInt(TABLES_MAX);
     }
 
+    /** The tag of the per-table series, capped by {@link CommonKeys#METRICS_TABLES_MAX}. */
+    public TableSeries tableSeries() {
+        return new TableSeries(parsed.getInt(CommonKeys.METRICS_TABLES_MAX));
+    }
+
     /** The tables this deployment serves: the one table (created when absent) or the catalog under the root. */
     public TableCatalog openTables(MeterRegistry meters) {
         if (manyTables) {

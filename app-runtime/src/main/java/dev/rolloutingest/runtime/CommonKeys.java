@@ -19,6 +19,7 @@ public final class CommonKeys {
     public static final String TABLE_URI = "rollout.table.uri";
     public static final String TABLES_ROOT = "rollout.tables.root";
     public static final String TABLES_MAX = "rollout.tables.max";
+    public static final String METRICS_TABLES_MAX = "rollout.metrics.tables.max";
     public static final String GENERATIONS_TOPIC = "rollout.generations.topic";
     public static final String APPLICATION_ID = "application.id";
     public static final String STATE_DIR = "rollout.state.dir";
@@ -87,6 +88,14 @@ public final class CommonKeys {
                         MEDIUM,
                         "Most tables under " + TABLES_ROOT + ": a record that would create one more goes to the DLQ"
                                 + " (reason table-cap)")
+                .define(
+                        METRICS_TABLES_MAX,
+                        INT,
+                        TableSeries.DEFAULT_MAX,
+                        ConfigDef.Range.between(0, 10_000),
+                        LOW,
+                        "Tables whose per-table series (rows ingested, rows merged) carry their own name; the tables"
+                                + " after them share the table=_other series")
                 .define(
                         APPLICATION_ID,
                         STRING,

@@ -53,8 +53,22 @@ final class BenchCommand implements Callable<Integer> {
                     + " floor; --round-base-rows, --commits rounds each), capacity (ingest alone for --seconds, then the"
                     + " merge-worker alone draining that backlog: merge / ingest), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
-                    + " per shard, merge capacity / ingest, 0 lost / 0 duplicated)")
+                    + " per shard, merge capacity / ingest, 0 lost / 0 duplicated), many-tables (the same rollouts into"
+                    + " --tables tables: rows/s, generations per minute, rows per generation)")
     String suite;
+
+    @Option(
+            names = "--tables",
+            split = ",",
+            defaultValue = "1,10,100",
+            description = "many-tables: the table counts, side by side (the first is the baseline)")
+    int[] tableCounts;
+
+    @Option(
+            names = "--many-tables-seal-rows",
+            defaultValue = "10000",
+            description = "many-tables: rollout.seal.max.rows of the ingest app")
+    int manyTablesSealRows;
 
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
     int lookups;
@@ -170,6 +184,11 @@ final class BenchCommand implements Callable<Integer> {
         if (suite.equals("merge-join")) {
             printMachine("%n");
             new MergeJoinBench(System.out).run(dir, baseRows, sourceRows, commits);
+            return 0;
+        }
+        if (suite.equals("many-tables")) {
+            printMachine("%n");
+            new ManyTablesBench(dir, records, partitions, payloadBytes, tableCounts, manyTablesSealRows).run();
             return 0;
         }
         if (suite.equals("merge-round")) {

@@ -23,7 +23,7 @@ public final class IngestApp extends RolloutApp {
             tables.only().injectWriteFault(UnwritableRows.withRecordIdPrefix(unwritable));
         }
         this.budget = new InflightBudget(config.maxInflightBlobBytes());
-        IngestMetrics metrics = new IngestMetrics(registry, budget);
+        IngestMetrics metrics = new IngestMetrics(registry, budget, config.tableSeries());
         IngestHealth health = new IngestHealth();
         this.writers = new SealWriters(config.sealWriteThreads());
         serve(

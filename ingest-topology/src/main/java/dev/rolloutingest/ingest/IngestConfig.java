@@ -64,6 +64,7 @@ public final class IngestConfig extends AppConfig {
     public static final String HEALTH_STUCK_AFTER_MS = "rollout.health.stuck.after.ms";
     public static final String FAULT_HALT_AFTER_WRITES = "rollout.fault.halt.after.writes";
     public static final String FAULT_HALT_DURING_WRITE = "rollout.fault.halt.during.write";
+    public static final String FAULT_HALT_AFTER_TABLE_WRITES = "rollout.fault.halt.after.table.writes";
     public static final String FAULT_UNWRITABLE_RECORD_ID_PREFIX = "rollout.fault.unwritable.record.id.prefix";
 
     public static final ConfigDef DEFINITION = CommonKeys.define(
@@ -274,6 +275,14 @@ public final class IngestConfig extends AppConfig {
                     "Fault injection for crash tests: halt this JVM 5 ms into its Nth generation write, while the write"
                             + " runs on its writer thread and the stream thread goes on (0 = never)")
             .defineInternal(
+                    FAULT_HALT_AFTER_TABLE_WRITES,
+                    INT,
+                    0,
+                    ConfigDef.Range.atLeast(0),
+                    LOW,
+                    "Fault injection for crash tests: halt this JVM right after its Nth table generation is written, a"
+                            + " seal of several tables then stopping after some of them (0 = never)")
+            .defineInternal(
                     FAULT_UNWRITABLE_RECORD_ID_PREFIX,
                     STRING,
                     "",
@@ -453,6 +462,10 @@ public final class IngestConfig extends AppConfig {
 
     public int faultHaltDuringWrite() {
         return parsed.getInt(FAULT_HALT_DURING_WRITE);
+    }
+
+    public int faultHaltAfterTableWrites() {
+        return parsed.getInt(FAULT_HALT_AFTER_TABLE_WRITES);
     }
 
     public String faultUnwritableRecordIdPrefix() {

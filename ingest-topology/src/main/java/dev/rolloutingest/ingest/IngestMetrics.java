@@ -1,5 +1,6 @@
 package dev.rolloutingest.ingest;
 
+import dev.rolloutingest.runtime.TableSeries;
 import dev.rolloutingest.table.rows.AddedColumns;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
@@ -8,6 +9,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.LoggerFactory;
@@ -24,8 +26,16 @@ final class IngestMetrics {
     private final Counter droppedFieldRecords;
     private final Set<Integer> schemasWithDroppedFields = ConcurrentHashMap.newKeySet();
 
+    private final TableSeries tableSeries;
+    private final Map<String, Counter> tableRows = new ConcurrentHashMap<>();
+
     public IngestMetrics(MeterRegistry registry, InflightBudget budget) {
+        this(registry, budget, new TableSeries(TableSeries.DEFAULT_MAX));
+    }
+
+    public IngestMetrics(MeterRegistry registry, InflightBudget budget, TableSeries tableSeries) {
         this.registry = registry;
+        this.tableSeries = tableSeries;
         this.recordsIn = Counter.builder("rollout.ingest.records")
                 .description("Records read from the input topic")
                 .register(registry);
@@ -71,6 +81,17 @@ final class IngestMetrics {
                 .baseUnit("bytes")
                 .description("Bytes buffered for sealing across partitions")
                 .register(registry);
+    }
+
+    /** A row accepted into a table's batch (its table's series, or table=_other past the cap). */
+    void tableRow(String table) {
+        tableRows
+                .computeIfAbsent(table, t -> Counter.builder("rollout.ingest.table.rows")
+                        .description("Rows accepted per table (deletes included); tables past"
+                                + " rollout.metrics.tables.max share table=_other")
+                        .tag("table", tableSeries.tag(t))
+                        .register(registry))
+                .increment();
     }
 
     void recordIn() {

@@ -65,7 +65,10 @@ final class IngestTopology {
                 events,
                 tp -> recoveryReader(config),
                 health,
-                IngestFaults.of(config.faultHaltAfterWrites(), config.faultHaltDuringWrite()),
+                IngestFaults.of(
+                        config.faultHaltAfterWrites(),
+                        config.faultHaltDuringWrite(),
+                        config.faultHaltAfterTableWrites()),
                 writers,
                 sealedPositions);
     }

@@ -203,6 +203,9 @@ final class PartitionBatcher {
             return;
         }
         int payload = checked.payloadBytes();
+        if (live) {
+            metrics.tableRow(checked.table());
+        }
         if (live && value != null) {
             boolean large = largeBlobLogBytes > 0 && payload >= largeBlobLogBytes;
             metrics.blob(payload, large);

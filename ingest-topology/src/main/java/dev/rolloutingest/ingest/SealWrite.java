@@ -102,6 +102,7 @@ final class SealWrite {
                 Optional<SealedGeneration> generation = writeWithRetries();
                 if (generation.isPresent()) {
                     written.add(new Written(table.location().uri(), generation.get())); // its seal names its refused
+                    target.faults().afterTableGeneration();
                 } else {
                     refused.addAll(tableRefused);
                 }

@@ -87,7 +87,9 @@ class ApiBoundaryTest {
                     String pkg = dot < 0 ? "" : used.substring(0, dot);
                     boolean allowed = pkg.equals(rule.getKey())
                             || rule.getValue().contains(pkg)
-                            || pkg.isEmpty() && (!used.equals("RolloutTable") || rule.getKey().equals("catalog"));
+                            || pkg.isEmpty()
+                                    && (!used.equals("RolloutTable")
+                                            || rule.getKey().equals("catalog"));
                     if (!allowed) {
                         upward.add(rule.getKey() + "/" + file.getFileName() + " uses " + used);
                     }

@@ -11,6 +11,7 @@ import dev.rolloutingest.merge.MergeConfig;
 import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -70,6 +71,14 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--s3", description = "Keep the table in the embedded S3 API server instead of on local disk")
     boolean s3;
 
+    @Option(
+            names = "--tables",
+            defaultValue = "1",
+            description = "Route rollouts of this many experiments (demo-0, demo-1, ...) to a table each under one root"
+                    + " (rollout.tables.root, rollout.table.route=${experiment}); 1 = the one table (default"
+                    + " ${DEFAULT-VALUE})")
+    int tables;
+
     @Option(names = "--keep-running", description = "Stay up with the HTTP endpoints after the summary (Ctrl-C stops)")
     boolean keepRunning;
 
@@ -81,9 +90,11 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (records < 1 || partitions < 1 || payloadBytes < 0) {
-            throw new IllegalArgumentException("--records and --partitions must be >= 1, --payload-bytes >= 0");
+        if (records < 1 || partitions < 1 || payloadBytes < 0 || tables < 1) {
+            throw new IllegalArgumentException(
+                    "--records, --partitions and --tables must be >= 1, --payload-bytes >= 0");
         }
+        boolean many = tables > 1;
         Path dir = prepare(dataDir.toAbsolutePath());
         List<AutoCloseable> open = new ArrayList<>();
         long started = System.nanoTime();
@@ -94,14 +105,22 @@ final class DemoCommand implements Callable<Integer> {
             ApicurioRegistry registry =
                     remember(open, ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(180)));
             Map<String, String> table = new HashMap<>();
+            String where = many ? "rollout.tables.root" : "rollout.table.uri";
+            String folder = many ? "tables" : "table";
             if (s3) {
                 EmbeddedS3 store = remember(open, EmbeddedS3.start(dir.resolve("s3"), "rollouts"));
-                table.put("rollout.table.uri", store.uri("table"));
+                table.put(where, store.uri(folder));
                 store.lanceStorageOptions().forEach((k, v) -> table.put("rollout.table.storage." + k, v));
-                say("table on the S3 API at %s: %s", store.endpoint(), store.uri("table"));
+                say("%s on the S3 API at %s: %s", folder, store.endpoint(), store.uri(folder));
             } else {
-                table.put("rollout.table.uri", dir.resolve("table").toString());
-                say("table on local disk: %s", dir.resolve("table"));
+                table.put(where, dir.resolve(folder).toString());
+                say("%s on local disk: %s", folder, dir.resolve(folder));
+            }
+            if (many) {
+                table.put("rollout.table.route", "${experiment}");
+                say(
+                        "%d tables, one per experiment (%s-0 .. %s-%d): rollout.table.route=${experiment}",
+                        tables, EXPERIMENT, EXPERIMENT, tables - 1);
             }
             kafka.createTopics(List.of(
                     new NewTopic("rollouts", partitions, (short) 1),
@@ -129,33 +148,35 @@ final class DemoCommand implements Callable<Integer> {
 
             IngestApp ingest = remember(open, new IngestApp(IngestConfig.of(ingestProps)).start());
             MergeApp merge = remember(open, new MergeApp(MergeConfig.of(mergeProps)).start());
-            RolloutTable reader = ingest.table();
+            TableCatalog catalog = ingest.tables();
             HttpEndpoint readApi = remember(open, new HttpEndpoint("127.0.0.1", 0));
-            new ReadApi(reader).mount(readApi);
+            new ReadApi(catalog, null, Duration.ZERO).mount(readApi);
             readApi.route(
                     "/health",
                     HttpAccess.Access.PUBLIC,
-                    exchange -> HttpEndpoint.Response.json(
-                            200,
-                            Map.of(
-                                    "app",
-                                    "rollout-read",
-                                    "table",
-                                    reader.location().uri())));
+                    exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read", "table", catalog.uri())));
             readApi.start();
             say("ingest   /metrics /health  %s", ingest.http().baseUrl());
             say(
                     "merge    /metrics /health /pending /cooldowns /merge/{shard}  %s",
                     merge.http().baseUrl());
-            say("read API /rollouts  %s", readApi.baseUrl());
+            say("read API %s  %s", many ? "/tables /tables/{table}/rollouts" : "/rollouts", readApi.baseUrl());
 
             AtomicLong acked = new AtomicLong();
             AtomicReference<Throwable> publishError = new AtomicReference<>();
             Thread publisher = new Thread(
                     () -> {
                         try {
-                            new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl())
-                                    .publish("rollouts", EXPERIMENT, records, records, payloadBytes, 0, acked);
+                            RolloutPublisher rollouts =
+                                    new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl());
+                            if (!many) {
+                                rollouts.publish("rollouts", EXPERIMENT, records, records, payloadBytes, 0, acked);
+                            }
+                            for (int t = 0; many && t < tables; t++) {
+                                long share = records / tables + (t < records % tables ? 1 : 0);
+                                rollouts.publish(
+                                        "rollouts", EXPERIMENT + "-" + t, share, share, payloadBytes, 0, acked);
+                            }
                         } catch (Throwable e) {
                             publishError.set(e);
                         }
@@ -173,7 +194,12 @@ final class DemoCommand implements Callable<Integer> {
                 if (publishError.get() != null) {
                     throw new IllegalStateException("publishing failed: " + publishError.get(), publishError.get());
                 }
-                Progress now = Progress.read(acked.get(), ingest.registry(), merge.registry(), reader, pipelineStart);
+                Progress now = Progress.read(
+                        acked.get(),
+                        ingest.registry(),
+                        merge.registry(),
+                        catalog.opened().values(),
+                        pipelineStart);
                 System.out.println(now.line(last, records));
                 last = now;
                 if (now.produced == records && now.readable == records && now.pending == 0) {
@@ -201,10 +227,17 @@ final class DemoCommand implements Callable<Integer> {
                     last.pending,
                     seconds,
                     records / seconds,
-                    reader.location().uri());
-            System.out.printf(
-                    "try: curl %s/rollouts/%s-0   or   curl '%s/rollouts?experiment=%s&limit=5'%n",
-                    readApi.baseUrl(), EXPERIMENT, readApi.baseUrl(), EXPERIMENT);
+                    catalog.uri());
+            if (many) {
+                System.out.printf(
+                        "try: curl %s/tables   or   curl '%s/tables/%s-0/rollouts?limit=5'   or   ./rollout-ingest tables"
+                                + " --root %s%n",
+                        readApi.baseUrl(), readApi.baseUrl(), EXPERIMENT, catalog.uri());
+            } else {
+                System.out.printf(
+                        "try: curl %s/rollouts/%s-0   or   curl '%s/rollouts?experiment=%s&limit=5'%n",
+                        readApi.baseUrl(), EXPERIMENT, readApi.baseUrl(), EXPERIMENT);
+            }
             if (keepRunning) {
                 StringBuilder storage = new StringBuilder();
                 table.forEach((k, v) -> {
@@ -219,12 +252,14 @@ final class DemoCommand implements Callable<Integer> {
                 System.out.printf(
                         "  ./rollout-ingest produce --bootstrap-servers %s --schema-registry-url %s --count 1000%n",
                         kafka.bootstrapServers(), registry.confluentUrl());
+                String tableArg = many
+                        ? "--root " + table.get("rollout.tables.root") + " --table " + EXPERIMENT + "-0"
+                        : "--table " + table.get("rollout.table.uri");
                 System.out.printf(
-                        "  ./rollout-ingest status --table %s%s --bootstrap-servers %s%n",
-                        table.get("rollout.table.uri"), storage, kafka.bootstrapServers());
+                        "  ./rollout-ingest status %s%s --bootstrap-servers %s%n",
+                        tableArg, storage, kafka.bootstrapServers());
                 System.out.printf(
-                        "  ./rollout-ingest get --table %s%s %s-0%n",
-                        table.get("rollout.table.uri"), storage, EXPERIMENT);
+                        "  ./rollout-ingest get %s%s %s-0%n", tableArg, storage, many ? EXPERIMENT + "-0" : EXPERIMENT);
                 Launcher.KeepRunning.request();
                 say("running until Ctrl-C (started %.0f s ago)", (System.nanoTime() - started) / 1e9);
                 CountDownLatch stop = new CountDownLatch(1);
@@ -253,11 +288,22 @@ final class DemoCommand implements Callable<Integer> {
             long readable,
             long pending,
             double seconds) {
-        static Progress read(long produced, MeterRegistry ingest, MeterRegistry merge, RolloutTable table, long start) {
+        static Progress read(
+                long produced,
+                MeterRegistry ingest,
+                MeterRegistry merge,
+                java.util.Collection<RolloutTable> tables,
+                long start) {
             long pending = 0;
-            Map<String, Long> watermarks = table.watermarks();
-            for (String shard : table.shards()) {
-                pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+            long baseRows = 0;
+            long readable = 0;
+            for (RolloutTable table : tables) {
+                Map<String, Long> watermarks = table.watermarks();
+                for (String shard : table.shards()) {
+                    pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                }
+                baseRows += table.countBaseRows();
+                readable += table.countRows();
             }
             return new Progress(
                     produced,
@@ -266,8 +312,8 @@ final class DemoCommand implements Callable<Integer> {
                             .mapToDouble(c -> c.count())
                             .sum(),
                     (long) count(merge, "rollout.merge.generations"),
-                    table.countBaseRows(),
-                    table.countRows(),
+                    baseRows,
+                    readable,
                     pending,
                     (System.nanoTime() - start) / 1e9);
         }

@@ -24,8 +24,12 @@ final class StatusCommand implements Callable<Integer> {
     @Option(names = "--ingest-group", defaultValue = "rollout-ingest")
     String ingestGroup;
 
-    @Option(names = "--input-topic", defaultValue = "rollouts")
-    String inputTopic;
+    @Option(
+            names = "--input-topic",
+            defaultValue = "rollouts",
+            split = ",",
+            description = "The input topics whose lag is shown, one block each (comma-separated)")
+    java.util.List<String> inputTopics;
 
     @Option(names = "--merge-group", defaultValue = "rollout-merge")
     String mergeGroup;
@@ -51,13 +55,15 @@ final class StatusCommand implements Callable<Integer> {
             String sealed = sealedGroup != null ? sealedGroup : ingestGroup + "-sealed";
             String merged = mergedGroup != null ? mergedGroup : ingestGroup + "-merged";
             try (Admin admin = Admin.create(client.clientConfig(bootstrapServers))) {
-                System.out.println("lag (records) by partition of " + inputTopic + ":");
-                System.out.println(
-                        "  processed  " + ingestGroup + ": " + ConsumerLag.of(admin, ingestGroup, inputTopic));
-                System.out.println("  sealed     " + sealed + ": " + ConsumerLag.of(admin, sealed, inputTopic)
-                        + "   <- not yet in the table (alert on this)");
-                System.out.println("  merged     " + merged + ": " + ConsumerLag.of(admin, merged, inputTopic)
-                        + "   <- in pending generations, not yet in the base");
+                for (String inputTopic : inputTopics) {
+                    System.out.println("lag (records) by partition of " + inputTopic + ":");
+                    System.out.println(
+                            "  processed  " + ingestGroup + ": " + ConsumerLag.of(admin, ingestGroup, inputTopic));
+                    System.out.println("  sealed     " + sealed + ": " + ConsumerLag.of(admin, sealed, inputTopic)
+                            + "   <- not yet in the tables (alert on this)");
+                    System.out.println("  merged     " + merged + ": " + ConsumerLag.of(admin, merged, inputTopic)
+                            + "   <- in pending generations, not yet in the bases");
+                }
                 System.out.println("lag of " + mergeGroup + " on " + generationsTopic + ": "
                         + ConsumerLag.of(admin, mergeGroup, generationsTopic));
             }

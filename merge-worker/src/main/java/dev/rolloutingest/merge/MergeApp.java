@@ -30,7 +30,7 @@ public final class MergeApp extends RolloutApp {
 
     public MergeApp(MergeConfig config) {
         super("rollout-merge", config, config.mergedLagGroup(), MergeConfig.MERGED_LAG_GROUP);
-        MergeMetrics metrics = new MergeMetrics(registry);
+        MergeMetrics metrics = new MergeMetrics(registry, config.tableSeries());
         AtomicInteger appends = new AtomicInteger();
         this.merges = new MergeTables(tables, table -> {
             haltAfterAppends(table, config.faultHaltAfterAppends(), appends);

@@ -1,5 +1,6 @@
 package dev.rolloutingest.merge;
 
+import dev.rolloutingest.runtime.TableSeries;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -17,7 +18,15 @@ public final class MergeMetrics {
     private final Counter mergedGenerations;
     private final Map<Integer, Long> backlogByTask = new ConcurrentHashMap<>();
 
+    private final TableSeries tableSeries;
+    private final Map<String, Counter> tableRows = new ConcurrentHashMap<>();
+
     public MergeMetrics(MeterRegistry registry) {
+        this(registry, new TableSeries(TableSeries.DEFAULT_MAX));
+    }
+
+    public MergeMetrics(MeterRegistry registry, TableSeries tableSeries) {
+        this.tableSeries = tableSeries;
         this.registry = registry;
         this.cooldowns = Counter.builder("merge.cooldowns")
                 .description("Targets that entered (or extended) a cooldown")
@@ -94,5 +103,16 @@ public final class MergeMetrics {
     /** The task moved to another instance: its backlog is not this instance's any more. */
     void taskClosed(int task) {
         backlogByTask.remove(task);
+    }
+
+    /** Rows a merge pass committed into a table's base (its table's series, or table=_other past the cap). */
+    void tableRows(String table, long rows) {
+        tableRows
+                .computeIfAbsent(table, t -> Counter.builder("rollout.merge.table.rows")
+                        .description("Rows merged into each table's base; tables past rollout.metrics.tables.max share"
+                                + " table=_other")
+                        .tag("table", tableSeries.tag(t))
+                        .register(registry))
+                .increment(rows);
     }
 }

@@ -235,6 +235,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         // What an earlier pass merged but never announced (it died before its commit), then this pass.
         announceCovered(merging, shard, backlog, result.previousWatermark());
         if (result.mergedAnything()) {
+            metrics.tableRows(merging.name(), result.rows());
             emit(
                     merging,
                     shard,

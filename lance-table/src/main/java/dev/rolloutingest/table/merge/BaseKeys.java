@@ -11,9 +11,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.WeakHashMap;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
@@ -106,10 +109,25 @@ public final class BaseKeys {
         this.keysRead = Counter.builder("rollout.merge.key.filter.keys.read")
                 .description("Base record_ids read into the merge committer's key filter (builds and catch-ups)")
                 .register(meters);
-        Gauge.builder("rollout.merge.key.filter.bytes", this, BaseKeys::sizeBytes)
-                .description("Memory of the merge committer's filter of base keys")
-                .baseUnit("bytes")
-                .register(meters);
+        Set<BaseKeys> ofRegistry = FILTERS.computeIfAbsent(meters, m -> {
+            Set<BaseKeys> filters = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
+            // one series for every table of the process (the metrics stay unlabelled by table)
+            Gauge.builder("rollout.merge.key.filter.bytes", filters, BaseKeys::totalBytes)
+                    .description("Memory of the merge committers' filters of base keys, over every table")
+                    .baseUnit("bytes")
+                    .register(m);
+            return filters;
+        });
+        ofRegistry.add(this);
+    }
+
+    /** The filters of each meter registry's tables, summed by its one gauge. */
+    private static final Map<MeterRegistry, Set<BaseKeys>> FILTERS = Collections.synchronizedMap(new WeakHashMap<>());
+
+    private static double totalBytes(Set<BaseKeys> filters) {
+        synchronized (filters) {
+            return filters.stream().mapToDouble(BaseKeys::sizeBytes).sum();
+        }
     }
 
     /**
