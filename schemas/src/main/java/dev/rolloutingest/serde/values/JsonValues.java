@@ -57,6 +57,11 @@ final class JsonValues {
 
     private final AddedFields addedFields;
 
+    /** The parser settings values are read with (and the encoders write with). */
+    static JsonFactory factory() {
+        return FACTORY;
+    }
+
     JsonValues(AddedFields addedFields) {
         this.addedFields = addedFields;
     }
