@@ -27,6 +27,12 @@ public final class RolloutValues {
 
     private RolloutValues() {}
 
+    /** {@link #PROTO} as Confluent's Python serializer registers a schema: a base64-encoded FileDescriptorProto. */
+    public static String protoDescriptorBase64() {
+        return java.util.Base64.getEncoder()
+                .encodeToString(ProtoSchemas.file(0, PROTO).toProto().toByteArray());
+    }
+
     /** Plain JSON: created_at as ISO-8601 (UTC, to the microsecond), binary_payload as base64. */
     public static byte[] json(Rollout r) {
         ByteArrayOutputStream out = new ByteArrayOutputStream(256);
