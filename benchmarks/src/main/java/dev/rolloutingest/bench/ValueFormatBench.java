@@ -53,7 +53,8 @@ final class ValueFormatBench {
     private final List<ValueFormat> formats;
     private final boolean topology;
 
-    ValueFormatBench(Path dir, int records, int partitions, int payloadBytes, List<ValueFormat> formats, boolean topology) {
+    ValueFormatBench(
+            Path dir, int records, int partitions, int payloadBytes, List<ValueFormat> formats, boolean topology) {
         this.dir = dir.toAbsolutePath();
         this.records = records;
         this.partitions = partitions;
@@ -67,11 +68,14 @@ final class ValueFormatBench {
         FileTrees.deleteRecursively(root);
         try (EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka"));
                 ApicurioRegistry registry = ApicurioRegistry.start(root.resolve("registry"), Duration.ofSeconds(120))) {
+            kafka.createTopics(List.of(
+                    new NewTopic("rollout-generations", 1, (short) 1), new NewTopic("rollouts-dlq", 1, (short) 1)));
             Map<ValueFormat, List<byte[]>> values = encode(registry);
             System.out.printf(
                     "%,d rollouts per format, %d-byte payloads, %d partitions; generations of %,d rows%n%n",
                     records, payloadBytes, partitions, GENERATION_ROWS);
-            System.out.println("| value format | bytes/value | decode rows/s (1 thread) | vs avro | topology rows/s | vs avro |");
+            System.out.println(
+                    "| value format | bytes/value | decode rows/s (1 thread) | vs avro | topology rows/s | vs avro |");
             System.out.println("|---|---|---|---|---|---|");
             Map<ValueFormat, double[]> figures = new LinkedHashMap<>();
             for (ValueFormat format : formats) {
@@ -85,7 +89,8 @@ final class ValueFormatBench {
             }
             double[] avro = figures.getOrDefault(ValueFormat.AVRO, new double[] {Double.NaN, Double.NaN});
             for (Map.Entry<ValueFormat, double[]> e : figures.entrySet()) {
-                long bytes = values.get(e.getKey()).stream().mapToLong(v -> v.length).sum();
+                long bytes =
+                        values.get(e.getKey()).stream().mapToLong(v -> v.length).sum();
                 System.out.printf(
                         "| %s | %,d | %,.0f | %.2f | %s | %s |%n",
                         e.getKey(),
@@ -110,13 +115,15 @@ final class ValueFormatBench {
         for (int i = 0; i < records; i++) {
             Rollout r = generator.rollout(i, 0);
             for (ValueFormat format : formats) {
-                values.get(format).add(switch (format) {
-                    case AVRO -> avro.serialize("rollouts-avro", r);
-                    case JSON -> RolloutValues.json(r);
-                    case JSON_SCHEMA -> RolloutValues.jsonSchemaFramed(jsonSchema, r);
-                    case PROTOBUF -> RolloutValues.protobufFramed(proto, RolloutValues.protobuf(r));
-                    case AUTO -> throw new IllegalArgumentException("auto is no format of its own");
-                });
+                values.get(format)
+                        .add(
+                                switch (format) {
+                                    case AVRO -> avro.serialize("rollouts-avro", r);
+                                    case JSON -> RolloutValues.json(r);
+                                    case JSON_SCHEMA -> RolloutValues.jsonSchemaFramed(jsonSchema, r);
+                                    case PROTOBUF -> RolloutValues.protobufFramed(proto, RolloutValues.protobuf(r));
+                                    case AUTO -> throw new IllegalArgumentException("auto is no format of its own");
+                                });
             }
         }
         return values;
@@ -168,7 +175,8 @@ final class ValueFormatBench {
         kafka.createTopics(List.of(new NewTopic(topic, partitions, (short) 1)));
         try (KafkaProducer<byte[], byte[]> producer = BenchClients.bulkProducer(kafka)) {
             for (int i = 0; i < values.size(); i++) {
-                producer.send(new ProducerRecord<>(topic, RolloutGenerator.recordId("bench", i).getBytes(), values.get(i)));
+                producer.send(new ProducerRecord<>(
+                        topic, RolloutGenerator.recordId("bench", i).getBytes(), values.get(i)));
             }
             producer.flush();
         }
