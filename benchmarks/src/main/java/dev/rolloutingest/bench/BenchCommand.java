@@ -133,6 +133,17 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--no-limits", description = "ingest: measure the topology only, not (a)-(c)")
     boolean noLimits;
 
+    @Option(
+            names = "--value-formats",
+            split = ",",
+            description = "ingest: instead of (a)-(d), the same rollouts as values of these formats side by side"
+                    + " (avro,json,json-schema,protobuf): one thread's decode into a batch, and the topology unless"
+                    + " --no-topology, each against avro's")
+    List<String> valueFormats = new ArrayList<>();
+
+    @Option(names = "--no-topology", description = "ingest --value-formats: the decode only, not the topology")
+    boolean noTopology;
+
     @Option(names = "--fresh-seconds", defaultValue = "20", description = "ingest: length of the freshness run")
     int freshSeconds;
 
@@ -207,6 +218,20 @@ final class BenchCommand implements Callable<Integer> {
             } else {
                 bench.run();
             }
+            return 0;
+        }
+        if (suite.equals("ingest") && !valueFormats.isEmpty()) {
+            printMachine("");
+            new ValueFormatBench(
+                            dir,
+                            records,
+                            partitions,
+                            payloadBytes,
+                            valueFormats.stream()
+                                    .map(dev.rolloutingest.serde.values.ValueFormat::of)
+                                    .toList(),
+                            !noTopology)
+                    .run();
             return 0;
         }
         if (suite.equals("ingest")) {

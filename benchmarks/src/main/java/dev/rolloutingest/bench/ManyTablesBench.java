@@ -179,10 +179,14 @@ final class ManyTablesBench {
                 }
                 Thread.sleep(250);
             }
-            double seconds = (System.nanoTime() - started) / 1e9;
+            double seconds = (System.nanoTime() - firstSeal) / 1e9;
             app.stop();
             return new Result(
-                    records / seconds, seconds, generations, Math.max(peakRss, ProcessMemory.hwmMiB(app.pid())));
+                    (records - sealedAtFirst) / seconds,
+                    seconds,
+                    generations,
+                    seals,
+                    Math.max(peakRss, ProcessMemory.hwmMiB(app.pid())));
         }
     }
 

@@ -1,7 +1,5 @@
 package dev.rolloutingest.ingest;
 
-import dev.rolloutingest.schemas.Rollout;
-import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.GenerationBatch;
@@ -33,11 +31,8 @@ public final class GenerationRepair {
 
     /** Re-reads the seal's range and writes the generation again; returns the rows written. */
     public int repair(SealedGeneration seal) {
-        ConfluentAvroDeserializer<Rollout> deserializer = new ConfluentAvroDeserializer<Rollout>(null, Rollout.class)
-                .keepingAddedFields(config.schemaEvolution());
-        deserializer.configure(config.serdeConfig(), false);
         IngestMetrics metrics = new IngestMetrics(new SimpleMeterRegistry(), new InflightBudget(0));
-        RecordCheck check = RecordCheck.of(config, deserializer, metrics);
+        RecordCheck check = RecordCheck.of(config, IngestTopology.values(config, metrics), metrics);
         InputRereader rereader =
                 new InputRereader(tp -> IngestTopology.recoveryReader(config), metrics, Duration.ofMinutes(5));
         Set<Long> refused = new HashSet<>();

@@ -13,6 +13,7 @@ import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 import dev.rolloutingest.runtime.AppConfig;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.serde.values.ValueFormats;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import java.util.HashMap;
 import java.util.List;
@@ -67,8 +68,11 @@ public final class IngestConfig extends AppConfig {
     public static final String FAULT_HALT_AFTER_TABLE_WRITES = "rollout.fault.halt.after.table.writes";
     public static final String FAULT_UNWRITABLE_RECORD_ID_PREFIX = "rollout.fault.unwritable.record.id.prefix";
 
-    public static final ConfigDef DEFINITION = CommonKeys.define(
-                    "rollout-ingest", "data/ingest-state", 8090, "/metrics, /health")
+    public static final String VALUE_FORMAT = ValueFormats.FORMAT;
+    public static final String VALUE_FORMATS = ValueFormats.FORMATS;
+
+    public static final ConfigDef DEFINITION = ValueFormats.define(
+                    CommonKeys.define("rollout-ingest", "data/ingest-state", 8090, "/metrics, /health"))
             .define(
                     INPUT_TOPIC,
                     STRING,
@@ -438,6 +442,11 @@ public final class IngestConfig extends AppConfig {
 
     public long largeBlobLogBytes() {
         return parsed.getLong(LARGE_BLOB_LOG_BYTES);
+    }
+
+    /** How each input topic's values are read. */
+    public ValueFormats valueFormats() {
+        return ValueFormats.of(parsed.getString(VALUE_FORMAT), parsed.getString(VALUE_FORMATS));
     }
 
     public boolean schemaEvolution() {

@@ -142,9 +142,8 @@ final class IngestMetrics {
         if (schemasWithDroppedFields.add(schemaId)) {
             LoggerFactory.getLogger(IngestMetrics.class)
                     .warn(
-                            "Records written with schema id {} carry fields"
-                                    + " the table does not have; their values are dropped: {}",
-                            schemaId,
+                            "{} carry fields the table does not have; their values are dropped: {}",
+                            written(schemaId),
                             fields);
         }
     }
@@ -153,9 +152,8 @@ final class IngestMetrics {
     void addedFields(int schemaId, List<String> fields) {
         LoggerFactory.getLogger(IngestMetrics.class)
                 .info(
-                        "Records written with schema id {} add the fields {}: they become columns of the table"
-                                + " (rows written before read null)",
-                        schemaId,
+                        "{} add the fields {}: they become columns of the table (rows written before read null)",
+                        written(schemaId),
                         fields);
     }
 
@@ -169,12 +167,17 @@ final class IngestMetrics {
         if (schemasRefused.add(schemaId)) {
             LoggerFactory.getLogger(IngestMetrics.class)
                     .warn(
-                            "Records written with schema id {} are refused (to the DLQ, reason {}): {}. Fix the"
-                                    + " producer's schema; rollout_ingest_schema_refused_records_total counts them",
-                            schemaId,
+                            "{} are refused (to the DLQ, reason {}): {}. Fix the producer's schema;"
+                                    + " rollout_ingest_schema_refused_records_total counts them",
+                            written(schemaId),
                             AddedColumns.REFUSED_REASON,
                             why);
         }
+    }
+
+    /** Whose records a log line is about: a schema id's, or plain JSON's (no schema, id -1). */
+    private static String written(int schemaId) {
+        return schemaId < 0 ? "Plain JSON records" : "Records written with schema id " + schemaId;
     }
 
     void dlq(String reason) {

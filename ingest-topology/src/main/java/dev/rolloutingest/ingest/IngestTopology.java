@@ -5,6 +5,9 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
 import dev.rolloutingest.serde.FieldsDeserializer;
+import dev.rolloutingest.serde.SchemaRegistryClient;
+import dev.rolloutingest.serde.SerdeConfig;
+import dev.rolloutingest.serde.values.ValueDeserializer;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import java.time.Duration;
 import java.util.HashMap;
@@ -49,11 +52,7 @@ final class IngestTopology {
             IngestHealth health,
             SealWriters writers,
             ObjLongConsumer<TopicPartition> sealedPositions) {
-        ConfluentAvroDeserializer<Rollout> rollouts = new ConfluentAvroDeserializer<>(null, Rollout.class)
-                .onUnknownFields(metrics::droppedFields)
-                .keepingAddedFields(config.schemaEvolution())
-                .onAddedFields(metrics::addedFields);
-        rollouts.configure(config.serdeConfig(), false);
+        FieldsDeserializer rollouts = values(config, metrics);
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
         events.configure(config.serdeConfig(), false);
         return build(
@@ -71,6 +70,27 @@ final class IngestTopology {
                         config.faultHaltAfterTableWrites()),
                 writers,
                 sealedPositions);
+    }
+
+    /**
+     * How the app reads a record's value: in the format its topic's setting names (rollout.value.format, .formats),
+     * added fields kept or dropped as rollout.schema.evolution says.
+     */
+    static FieldsDeserializer values(IngestConfig config, IngestMetrics metrics) {
+        ConfluentAvroDeserializer<Rollout> avro = new ConfluentAvroDeserializer<>(null, Rollout.class)
+                .onUnknownFields(metrics::droppedFields)
+                .keepingAddedFields(config.schemaEvolution())
+                .onAddedFields(metrics::addedFields);
+        avro.configure(config.serdeConfig(), false);
+        SerdeConfig serde = SerdeConfig.from(config.serdeConfig());
+        return new ValueDeserializer(
+                config.valueFormats(),
+                avro,
+                new SchemaRegistryClient(serde),
+                config.schemaEvolution(),
+                metrics::addedFields,
+                metrics::droppedFields,
+                serde.cacheCapacity());
     }
 
     /** For tests: any serdes and re-reader, no fault injection, generations written on the stream thread. */

@@ -196,9 +196,13 @@ final class RecordCheck {
 
     private Result decodeFailure(String topic, byte[] value, SerdeException e) {
         if (AddedColumns.REFUSED_REASON.equals(e.reason())) {
-            int schemaId = WireFormat.schemaId(topic, value);
+            // plain JSON has no schema id: its refusals are counted under -1
+            int schemaId = value.length >= WireFormat.HEADER_LENGTH && value[0] == WireFormat.MAGIC_BYTE
+                    ? WireFormat.schemaId(topic, value)
+                    : -1;
             metrics.schemaRefused(schemaId, e.getMessage());
-            return Result.rejected(e.reason(), "schema id " + schemaId + ": " + e.getMessage());
+            return Result.rejected(
+                    e.reason(), (schemaId < 0 ? "plain JSON" : "schema id " + schemaId) + ": " + e.getMessage());
         }
         return Result.rejected(e.reason(), e.getMessage());
     }

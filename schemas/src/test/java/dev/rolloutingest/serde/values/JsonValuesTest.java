@@ -1,0 +1,194 @@
+package dev.rolloutingest.serde.values;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.serde.SerdeException;
+import dev.rolloutingest.serde.WireFormat;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.avro.Schema;
+import org.junit.jupiter.api.Test;
+
+/** Plain JSON values: the mapping to the contract, each conversion, each bad input and the added fields. */
+class JsonValuesTest {
+    private final List<List<String>> dropped = new ArrayList<>();
+    private final List<List<String>> added = new ArrayList<>();
+
+    private ValueDeserializer json(boolean keepAdded) {
+        return new ValueDeserializer(
+                ValueFormats.all(ValueFormat.JSON),
+                null,
+                null,
+                keepAdded,
+                (id, fields) -> added.add(fields),
+                (id, fields) -> dropped.add(fields),
+                100);
+    }
+
+    private Map<String, Object> read(String json) {
+        return json(true).deserializeFields("t", json.getBytes(StandardCharsets.UTF_8), Rows.READER);
+    }
+
+    private static final String REQUIRED = "\"record_id\":\"r1\",\"experiment\":\"e\",\"rollout_id\":\"ro\","
+            + "\"sequence_order\":2,\"role\":\"user\",\"created_at\":1700000000123";
+
+    @Test
+    void aRolloutReadsAsItsAvroEncodingDoes() throws Exception {
+        RolloutGenerator generator = new RolloutGenerator("json", 48, 3);
+        for (int i = 0; i < 20; i++) {
+            Rollout rollout = generator.rollout(i, i % 3);
+            Map<String, Object> row = json(true).deserializeFields("t", RolloutValues.json(rollout), Rows.READER);
+            assertThat(row).isEqualTo(Rows.avro(rollout));
+        }
+    }
+
+    @Test
+    void absentAndNullOptionalFieldsTakeTheContractsDefaults() {
+        Map<String, Object> row = read("{" + REQUIRED + ",\"content\":null,\"include_in_training\":null}");
+        assertThat(row)
+                .containsEntry("problem_id", null)
+                .containsEntry("content", null)
+                .containsEntry("input_tokens", List.of())
+                .containsEntry("output_logprobs", List.of())
+                .containsEntry("reward", null)
+                .containsEntry("policy_version", null)
+                .containsEntry("include_in_training", true)
+                .containsEntry("metadata", Map.of())
+                .containsEntry("binary_payload", null)
+                .containsEntry("sequence_order", 2)
+                .containsEntry("created_at", 1700000000123000L);
+    }
+
+    @Test
+    void typesConvertWhereNothingIsLost() {
+        Map<String, Object> row = read("{\"record_id\":\"r1\",\"experiment\":\"e\",\"rollout_id\":\"ro\","
+                + "\"sequence_order\":3.0,\"role\":\"user\",\"created_at\":1700000000123.456,"
+                + "\"reward\":1,\"advantage\":-Infinity,\"policy_version\":7.0,\"output_logprobs\":[NaN,-0.5,2],"
+                + "\"metadata\":{\"temperature\":0.7,\"greedy\":false,\"name\":\"x\"},"
+                + "\"binary_payload\":\"AAEC/w\"}");
+        assertThat(row)
+                .containsEntry("sequence_order", 3)
+                .containsEntry("created_at", 1700000000123456L)
+                .containsEntry("reward", 1.0f)
+                .containsEntry("advantage", Float.NEGATIVE_INFINITY)
+                .containsEntry("policy_version", 7L)
+                .containsEntry("output_logprobs", List.of(Float.NaN, -0.5f, 2.0f))
+                .containsEntry("metadata", Map.of("temperature", "0.7", "greedy", "false", "name", "x"))
+                .containsEntry("binary_payload", "000102ff");
+        assertThat(read("{" + REQUIRED.replace("1700000000123", "\"2025-01-02T03:04:05.123456+01:00\"")
+                        + ",\"binary_payload\":[0,1,2,255]}"))
+                .containsEntry("created_at", 1735783445123456L)
+                .containsEntry("binary_payload", "000102ff");
+        assertThat(read("{" + REQUIRED.replace("1700000000123", "\"2025-01-02T02:04:05.123456\"") + "}"))
+                .as("no offset: UTC")
+                .containsEntry("created_at", 1735783445123456L);
+        assertThat(read("{" + REQUIRED.replace("1700000000123", "\"2025-01-02T02:04:05.123456Z\"") + "}"))
+                .containsEntry("created_at", 1735783445123456L);
+    }
+
+    @Test
+    void aRequiredFieldAbsentOrNullIsMissing() {
+        for (String field : List.of("record_id", "experiment", "rollout_id", "sequence_order", "role", "created_at")) {
+            String without = "{" + REQUIRED.replaceAll("\"" + field + "\":[^,]*,?", "") + "}";
+            assertFails(without.replace(",}", "}"), "missing-field", field);
+            assertFails(
+                    "{" + REQUIRED.replaceAll("\"" + field + "\":[^,]*", "\"" + field + "\":null") + "}",
+                    "missing-field",
+                    field);
+        }
+    }
+
+    @Test
+    void wrongTypesNameTheField() {
+        assertFails(
+                "{" + REQUIRED.replace("\"sequence_order\":2", "\"sequence_order\":\"2\"") + "}",
+                "wrong-type",
+                "sequence_order");
+        assertFails(
+                "{" + REQUIRED.replace("\"sequence_order\":2", "\"sequence_order\":2.5") + "}",
+                "wrong-type",
+                "sequence_order");
+        assertFails(
+                "{" + REQUIRED.replace("\"sequence_order\":2", "\"sequence_order\":4294967296") + "}",
+                "wrong-type",
+                "sequence_order");
+        assertFails(
+                "{" + REQUIRED.replace("\"record_id\":\"r1\"", "\"record_id\":17") + "}", "wrong-type", "record_id");
+        assertFails("{" + REQUIRED.replace("1700000000123", "\"yesterday\"") + "}", "wrong-type", "created_at");
+        assertFails("{" + REQUIRED.replace("1700000000123", "true") + "}", "wrong-type", "created_at");
+        assertFails("{" + REQUIRED + ",\"input_tokens\":[1,\"2\"]}", "wrong-type", "input_tokens");
+        assertFails("{" + REQUIRED + ",\"input_tokens\":5}", "wrong-type", "input_tokens");
+        assertFails("{" + REQUIRED + ",\"reward\":\"high\"}", "wrong-type", "reward");
+        assertFails("{" + REQUIRED + ",\"include_in_training\":1}", "wrong-type", "include_in_training");
+        assertFails("{" + REQUIRED + ",\"metadata\":{\"a\":{\"b\":1}}}", "wrong-type", "metadata.a");
+        assertFails("{" + REQUIRED + ",\"metadata\":[]}", "wrong-type", "metadata");
+        assertFails("{" + REQUIRED + ",\"binary_payload\":\"not base64!\"}", "wrong-type", "binary_payload");
+        assertFails("{" + REQUIRED + ",\"binary_payload\":[1,256]}", "wrong-type", "binary_payload");
+        assertFails("{" + REQUIRED + ",\"role\":\"a\",\"role\":\"b\"}", "duplicate-field", "role");
+    }
+
+    @Test
+    void whatIsNotAJsonObjectIsNotJson() {
+        assertFails("{" + REQUIRED, "not-json", "");
+        assertFails("{" + REQUIRED + "} {}", "not-json", "more after");
+        assertFails("[1,2]", "not-json", "not an object");
+        assertFails("just text", "not-json", "");
+        assertFails("", "not-json", "");
+        assertFails("{" + REQUIRED + ",\"policy_version\":" + "9".repeat(5000) + "}", "not-json", "");
+        assertFails("{" + REQUIRED + ",\"deep\":" + "[".repeat(3000) + "]".repeat(3000) + "}", "not-json", "");
+        byte[] framed = WireFormat.frame(4, ("{" + REQUIRED + "}").getBytes(StandardCharsets.UTF_8));
+        assertThatThrownBy(() -> json(true).deserializeFields("t", framed, Rows.READER))
+                .isInstanceOfSatisfying(
+                        SerdeException.class, e -> assertThat(e.reason()).isEqualTo("wrong-format"))
+                .hasMessageContaining("expected json, got the Confluent wire format (schema id 4)");
+    }
+
+    @Test
+    void addedFieldsBecomeColumnsTypedByTheirValues() {
+        Map<String, Object> row = read("{" + REQUIRED + ",\"steps\":12,\"score\":0.5,\"tags\":[\"a\",\"b\"],"
+                + "\"env\":{\"seed\":3,\"name\":\"maze\"},\"gone\":null,\"none\":[]}");
+        assertThat(row)
+                .containsEntry("steps", 12L)
+                .containsEntry("score", 0.5)
+                .containsEntry("tags", List.of("a", "b"))
+                .containsEntry("env", Map.of("name", "maze", "seed", 3L))
+                .doesNotContainKeys("gone", "none");
+        List<Schema.Field> first = List.copyOf(Rows.lastAdded);
+        assertThat(first).extracting(Schema.Field::name).containsExactly("steps", "score", "tags", "env");
+        assertThat(first).allSatisfy(f -> assertThat(f.pos()).isGreaterThanOrEqualTo(ContractField.ALL.length));
+        ValueDeserializer same = json(true);
+        same.deserializeFields("t", ("{" + REQUIRED + ",\"steps\":1}").getBytes(StandardCharsets.UTF_8), Rows.READER);
+        Schema.Field steps = Rows.lastAdded.get(0);
+        same.deserializeFields("t", ("{" + REQUIRED + ",\"steps\":2}").getBytes(StandardCharsets.UTF_8), Rows.READER);
+        assertThat(Rows.lastAdded.get(0))
+                .as("the same field object: the batch finds its column once")
+                .isSameAs(steps);
+        assertFails("{" + REQUIRED + ",\"mixed\":[1,\"a\"]}", "wrong-type", "mixed");
+    }
+
+    @Test
+    void addedFieldsAreDroppedAndToldWhenEvolutionIsOff() {
+        Map<String, Object> row = json(false)
+                .deserializeFields(
+                        "t",
+                        ("{" + REQUIRED + ",\"steps\":12,\"env\":{\"a\":[1]}}").getBytes(StandardCharsets.UTF_8),
+                        Rows.READER);
+        assertThat(row).doesNotContainKeys("steps", "env").containsEntry("record_id", "r1");
+        assertThat(dropped).containsExactly(List.of("steps", "env"));
+    }
+
+    private void assertFails(String json, String reason, String mentions) {
+        assertThatThrownBy(() -> read(json))
+                .as(json.length() > 200 ? json.substring(0, 200) : json)
+                .isInstanceOfSatisfying(SerdeException.class, e -> {
+                    assertThat(e.reason()).isEqualTo(reason);
+                    assertThat(e.recordsFault()).isTrue();
+                })
+                .hasMessageContaining(mentions);
+    }
+}
