@@ -308,8 +308,9 @@ final class DemoCommand implements Callable<Integer> {
             return new Progress(
                     produced,
                     (long) count(ingest, "rollout.generation.rows"),
-                    (long) ingest.find("rollout.ingest.seals").tag("result", "success").counters().stream()
-                            .mapToDouble(c -> c.count())
+                    // generations written (a seal writes one per table of its rows)
+                    ingest.find("rollout.generation.write").timers().stream()
+                            .mapToLong(t -> t.count())
                             .sum(),
                     (long) count(merge, "rollout.merge.generations"),
                     baseRows,
