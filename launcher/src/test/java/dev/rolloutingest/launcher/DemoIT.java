@@ -108,4 +108,27 @@ class DemoIT {
                 .containsEntry("pending", "0")
                 .containsEntry("base_rows", "400");
     }
+
+    @Test
+    void theDemoRoutesThreeExperimentsToThreeTablesWithOneFlag() throws Exception {
+        Map<String, String> summary = runDemo("tables", "--tables", "3");
+        assertThat(summary)
+                .containsEntry("readable", "400")
+                .containsEntry("pending", "0")
+                .containsEntry("base_rows", "400");
+        Path root = Path.of(summary.get("table"));
+        long total = 0;
+        try (RootAllocator allocator = new RootAllocator()) {
+            for (int t = 0; t < 3; t++) {
+                try (Dataset table = Dataset.open(root.resolve("demo-" + t).toString(), allocator)) {
+                    long rows = table.countRows();
+                    assertThat(rows).as("table demo-%d", t).isBetween(133L, 134L);
+                    assertThat(table.countRows("experiment != 'demo-" + t + "'"))
+                            .isZero();
+                    total += rows;
+                }
+            }
+        }
+        assertThat(total).isEqualTo(400);
+    }
 }
