@@ -20,6 +20,11 @@ public final class Filters {
         return filters;
     }
 
+    /** A timestamp literal comparable with the table's timestamp columns (microseconds, UTC). */
+    public static String timestamp(java.time.Instant at) {
+        return "TIMESTAMP '" + at + "'";
+    }
+
     /**
      * A string literal for a Lance filter that survives the JNI boundary: lance-core 7.0.0 receives filter
      * text as Java's modified UTF-8, in which a NUL or a character outside the Basic Multilingual Plane
