@@ -131,7 +131,12 @@ final class DemoCommand implements Callable<Integer> {
             MergeApp merge = remember(open, new MergeApp(MergeConfig.of(mergeProps)).start());
             RolloutTable reader = ingest.table();
             HttpEndpoint readApi = remember(open, new HttpEndpoint("127.0.0.1", 0));
-            new ReadApi(reader).mount(readApi);
+            new ReadApi(
+                            reader,
+                            null,
+                            java.time.Duration.ZERO,
+                            IngestConfig.of(ingestProps).inputTopic())
+                    .mount(readApi);
             readApi.route(
                     "/health",
                     HttpAccess.Access.PUBLIC,

@@ -23,6 +23,8 @@ import java.util.Optional;
  * GET /rollouts/{record_id}            one rollout (payload as its size)       404 unknown id
  * GET /rollouts/{record_id}/payload    the payload bytes, application/octet-stream
  * GET /rollouts?experiment=&amp;rollout_id=&amp;limit=&amp;offset=    a page      400 bad parameter
+ * GET /rollouts:scan?columns=&amp;...     every key's newest value as an Arrow IPC stream ({@link TrainingReads})
+ * GET /rollouts:tail?cursor=&amp;...      what became readable after a cursor, as an Arrow IPC stream
  * GET /snapshots                        the snapshots, as {@code snapshot list} prints them
  * DELETE /rollouts/{record_id}          publishes its tombstone; 200 once reads no longer return it, 202 when not
  *                                       yet (sealed later); 405 when this server has no Kafka producer
@@ -35,20 +37,26 @@ final class ReadApi {
     private final RolloutTable table;
     private final Deletes deletes;
     private final Duration deleteWait;
+    private final TrainingReads training;
 
     ReadApi(RolloutTable table) {
-        this(table, null, Duration.ZERO);
+        this(table, null, Duration.ZERO, SettingDefaults.inputTopic());
     }
 
-    /** @param deletes publishes tombstones for DELETE; null = deletes are refused (405) */
-    ReadApi(RolloutTable table, Deletes deletes, Duration deleteWait) {
+    /**
+     * @param deletes publishes tombstones for DELETE; null = deletes are refused (405)
+     * @param topic the input topic, whose partitions the cursors of scans and tails count offsets of
+     */
+    ReadApi(RolloutTable table, Deletes deletes, Duration deleteWait, String topic) {
         this.table = table;
         this.deletes = deletes;
         this.deleteWait = deleteWait;
+        this.training = new TrainingReads(topic);
     }
 
     void mount(HttpEndpoint http) {
         mountSnapshots(http);
+        training.mount(http, "/rollouts", () -> table);
         http.route("/rollouts", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
             String path = exchange.getRequestURI().getRawPath();
             if ("DELETE".equals(exchange.getRequestMethod()) && path.startsWith("/rollouts/")) {
@@ -173,7 +181,7 @@ final class ReadApi {
         }
     }
 
-    private static Map<String, String> query(String raw) {
+    static Map<String, String> query(String raw) {
         Map<String, String> params = new HashMap<>();
         if (raw == null || raw.isEmpty()) {
             return params;

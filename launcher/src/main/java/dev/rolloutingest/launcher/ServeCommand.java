@@ -37,7 +37,8 @@ final class ServeCommand implements Callable<Integer> {
     @Option(
             names = "--topic",
             descriptionKey = IngestConfig.INPUT_TOPIC,
-            description = "The input topic deletes are published to (default ${DEFAULT-VALUE}; setting "
+            description = "The input topic deletes are published to, and whose partitions the cursors of scans and"
+                    + " tails count offsets of (default ${DEFAULT-VALUE}; setting "
                     + IngestConfig.INPUT_TOPIC + ")")
     String topic;
 
@@ -62,7 +63,7 @@ final class ServeCommand implements Callable<Integer> {
                 HttpAccess.Access.PUBLIC,
                 exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read")));
         Deletes deletes = bootstrapServers == null ? null : new Deletes(kafka.clientConfig(bootstrapServers), topic);
-        new ReadApi(t, deletes, java.time.Duration.ofMillis(deleteWaitMs)).mount(http);
+        new ReadApi(t, deletes, java.time.Duration.ofMillis(deleteWaitMs), topic).mount(http);
         http.start();
         System.out.println("read API on " + http.baseUrl() + "/rollouts");
         CountDownLatch stopped = new CountDownLatch(1);

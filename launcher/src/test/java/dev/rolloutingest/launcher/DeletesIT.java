@@ -81,7 +81,7 @@ class DeletesIT {
                         Deletes deletes =
                                 new Deletes(Map.of("bootstrap.servers", kafka.bootstrapServers()), "rollouts")) {
                     var http = new dev.rolloutingest.runtime.HttpEndpoint("127.0.0.1", 0);
-                    new ReadApi(reader, deletes, Duration.ofSeconds(60)).mount(http);
+                    new ReadApi(reader, deletes, Duration.ofSeconds(60), "rollouts").mount(http);
                     http.start();
                     try {
                         HttpResponse<String> deleted = HttpClient.newHttpClient()
