@@ -53,7 +53,10 @@ final class BenchCommand implements Callable<Integer> {
                     + " floor; --round-base-rows, --commits rounds each), capacity (ingest alone for --seconds, then the"
                     + " merge-worker alone draining that backlog: merge / ingest), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
-                    + " per shard, merge capacity / ingest, 0 lost / 0 duplicated)")
+                    + " per shard, merge capacity / ingest, 0 lost / 0 duplicated), scan (bulk reads for training of a"
+                    + " --scan-base-rows base with --scan-pending-rows pending against a plain lance-core scan of the"
+                    + " base with the same projection; a tail's seal-to-delivery lag at a steady producer for"
+                    + " --tail-seconds)")
     String suite;
 
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
@@ -102,7 +105,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(
             names = "--payload-bytes",
             defaultValue = "1024",
-            description = "ingest, merge-round: payload of each rollout")
+            description = "ingest, merge-round, scan: payload of each rollout")
     int payloadBytes;
 
     @Option(
@@ -155,6 +158,15 @@ final class BenchCommand implements Callable<Integer> {
             split = ",",
             description = "merge-round: base sizes")
     long[] roundBaseRows;
+
+    @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
+    long scanBaseRows;
+
+    @Option(names = "--scan-pending-rows", defaultValue = "10000", description = "scan: pending rows (updates)")
+    int scanPendingRows;
+
+    @Option(names = "--tail-seconds", defaultValue = "20", description = "scan: length of the tail lag run")
+    int tailSeconds;
 
     /** The machine line every suite starts with, so a figure is read against what it ran on. */
     private static void printMachine(String after) {
@@ -211,6 +223,11 @@ final class BenchCommand implements Callable<Integer> {
             if (rssBacklogs.length > 0) {
                 bench.rssByBacklog(rssBacklogs);
             }
+            return 0;
+        }
+        if (suite.equals("scan")) {
+            printMachine("%n");
+            new ScanBench(dir, scanBaseRows, scanPendingRows, Math.min(repeat, 5), payloadBytes, tailSeconds).run();
             return 0;
         }
         if (suite.equals("reads")) {
