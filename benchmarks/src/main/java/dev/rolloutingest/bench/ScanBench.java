@@ -98,6 +98,19 @@ final class ScanBench {
                             RolloutSchema.POLICY_VERSION));
             compare(table, path, "every column", RolloutSchema.allColumns());
             compare(table, path, "narrow (record_id, reward)", List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD));
+            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            compare(
+                    table,
+                    path,
+                    "training, nothing pending (all merged)",
+                    List.of(
+                            RolloutSchema.RECORD_ID,
+                            RolloutSchema.INPUT_TOKENS,
+                            RolloutSchema.OUTPUT_TOKENS,
+                            RolloutSchema.OUTPUT_LOGPROBS,
+                            RolloutSchema.REWARD,
+                            RolloutSchema.ADVANTAGE,
+                            RolloutSchema.POLICY_VERSION));
             tailLag(table, path, generator, settings);
         }
     }

@@ -16,7 +16,8 @@ import picocli.CommandLine.Option;
 @Command(
         name = "serve",
         mixinStandardHelpOptions = true,
-        description = "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=) with"
+        description = "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=, Arrow"
+                + " streams for training: /rollouts:scan, /rollouts:tail) with"
                 + " /metrics and /health. Tokens and TLS come from the apps' HTTP_AUTH_* and HTTP_TLS_* env vars;"
                 + " beyond loopback tokens are required (or HTTP_ALLOW_UNAUTHENTICATED=true).")
 final class ServeCommand implements Callable<Integer> {

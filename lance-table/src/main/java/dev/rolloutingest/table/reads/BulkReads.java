@@ -4,6 +4,7 @@ import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.rows.DroppedDeletes;
+import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.LanceIo;
@@ -18,11 +19,14 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,6 +50,10 @@ public final class BulkReads {
     private final Semaphore running;
     private final ShardPartitions partitions = new ShardPartitions();
 
+    /** Per open base handle (one version), whether it may hold deletes; a newer version is a new handle. */
+    private final Map<Dataset, Boolean> deletesByVersion =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
     public BulkReads(LanceIo lance, ReadCatalog catalog, ObjectStore store, TableSettings settings) {
         this.lance = lance;
         this.catalog = catalog;
@@ -63,8 +71,7 @@ public final class BulkReads {
                 PendingKeys pending = pendingKeys(snapshot);
                 Map<Integer, Long> head = head(snapshot, topic);
                 String filter = query.sqlFilter();
-                List<RowStream.Pass> passes = new ArrayList<>();
-                passes.add(new RowStream.Pass(null, filter, RowStream.Keep.VALUES));
+                List<RowStream.Pass> passes = basePasses(snapshot.base, null, filter, pending, false);
                 snapshot.pendingByShard
                         .values()
                         .forEach(shard -> shard.forEach(generation ->
@@ -103,7 +110,7 @@ public final class BulkReads {
                     }
                 });
                 String filter = query.sqlFilter();
-                List<RowStream.Pass> passes = List.of(new RowStream.Pass(null, filter, RowStream.Keep.VALUES));
+                List<RowStream.Pass> passes = basePasses(version, null, filter, PendingKeys.none(), false);
                 return stream(
                         schema,
                         false,
@@ -172,14 +179,12 @@ public final class BulkReads {
                 }
                 PendingKeys pending = pendingKeys(snapshot);
                 String filter = query.sqlFilter();
-                List<RowStream.Pass> passes = new ArrayList<>();
-                if (filter == null) {
-                    passes.add(new RowStream.Pass(null, range, RowStream.Keep.BOTH));
-                } else {
-                    // deletes are handed over whatever the filters (a delete row has no values to match)
-                    passes.add(new RowStream.Pass(null, and(range, filter), RowStream.Keep.VALUES));
-                    passes.add(new RowStream.Pass(null, and(range, Tombstones.CANDIDATES), RowStream.Keep.DELETES));
-                }
+                // the base holds a partition's rows up to its merged watermark only: a cursor at or past it needs
+                // no scan of the base (a tail that keeps up reads pending generations alone)
+                String baseRange = range(from, merged(snapshot, topic, upTo));
+                List<RowStream.Pass> passes = baseRange == null
+                        ? new ArrayList<>()
+                        : basePasses(snapshot.base, baseRange, filter, pending, true);
                 addTailPending(passes, snapshot, topic, from, upTo, filter);
                 return stream(schema, true, passes, pending, snapshot.base, true, query, cursor, more, snapshot);
             } catch (RuntimeException e) {
@@ -294,6 +299,78 @@ public final class BulkReads {
                 lance.location().uri());
     }
 
+    /** The most pending keys a filter names; past it every base row is checked in Java instead. */
+    static final int KEYS_IN_FILTER_MAX = 100_000;
+
+    /**
+     * The passes over the base. The bulk pass is lance's alone: its filter leaves out the keys that have a pending row
+     * and the rows that may be deletes, so its batches pass through as lance returns them, no row looked at. The rows
+     * it leaves out have a pass of their own, where each row is checked: the possible deletes (a delete row has an
+     * empty experiment and rollout_id; a base version without such rows, known once per version, needs no such term),
+     * and the base rows of pending keys (hidden unless newer than the key's newest pending row, a key that moved across
+     * partitions). A tail hands deletes over whatever the filters.
+     */
+    private List<RowStream.Pass> basePasses(
+            Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
+        List<RowStream.Pass> passes = new ArrayList<>();
+        if (pending.size() > KEYS_IN_FILTER_MAX) {
+            checked(passes, range, filter, tail, false); // too many keys to name: one pass, every row checked
+            return passes;
+        }
+        String pendingKeys = pending.isEmpty() ? null : Filters.recordIdInOneList(pending.keys());
+        String candidates = mayHoldDeletes(base) ? Tombstones.CANDIDATES : null;
+        String rest = candidates == null
+                ? pendingKeys
+                : pendingKeys == null ? candidates : "(" + candidates + ") OR (" + pendingKeys + ")";
+        boolean namesKeys = pendingKeys != null;
+        passes.add(new RowStream.Pass(
+                null,
+                and(and(range, filter), rest == null ? null : "NOT (" + rest + ")"),
+                RowStream.Keep.ALL,
+                namesKeys));
+        if (rest != null) {
+            checked(passes, and(range, rest), filter, tail, namesKeys);
+        }
+        return passes;
+    }
+
+    /** Whether the base version holds any row that may be a delete: one scan of two columns per version, kept. */
+    private boolean mayHoldDeletes(Dataset base) {
+        Boolean known = deletesByVersion.get(base);
+        if (known != null) {
+            return known;
+        }
+        boolean any;
+        try (LanceScanner scanner = base.newScan(new ScanOptions.Builder()
+                        .columns(List.of(RolloutSchema.RECORD_ID))
+                        .filter(Tombstones.CANDIDATES)
+                        .limit(1)
+                        .build());
+                ArrowReader reader = scanner.scanBatches()) {
+            any = false;
+            while (!any && reader.loadNextBatch()) {
+                any = reader.getVectorSchemaRoot().getRowCount() > 0;
+            }
+        } catch (Exception e) {
+            throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
+        }
+        deletesByVersion.put(base, any);
+        return any;
+    }
+
+    /** Passes over the base rows {@code where} selects, each row checked: values matching the filter, deletes. */
+    private static void checked(
+            List<RowStream.Pass> passes, String where, String filter, boolean tail, boolean namesKeys) {
+        if (!tail) {
+            passes.add(new RowStream.Pass(null, and(where, filter), RowStream.Keep.VALUES, namesKeys));
+        } else if (filter == null) {
+            passes.add(new RowStream.Pass(null, where, RowStream.Keep.BOTH, namesKeys));
+        } else {
+            passes.add(new RowStream.Pass(null, and(where, filter), RowStream.Keep.VALUES, namesKeys));
+            passes.add(new RowStream.Pass(null, and(where, Tombstones.CANDIDATES), RowStream.Keep.DELETES, namesKeys));
+        }
+    }
+
     /** The pending generations with offsets in (cursor, upTo] of their partition, filtered to that range. */
     private void addTailPending(
             List<RowStream.Pass> passes,
@@ -344,6 +421,18 @@ public final class BulkReads {
             }
         });
         return head;
+    }
+
+    /** Per partition, the last offset the base holds (merged watermark - 1), at most {@code upTo}'s. */
+    private Map<Integer, Long> merged(ReadCatalog.Snapshot snapshot, String topic, Map<Integer, Long> upTo) {
+        Map<Integer, Long> merged = new TreeMap<>();
+        snapshot.watermarks.forEach((shard, watermark) -> {
+            int partition = partitions.partition(topic, shard);
+            if (partition >= 0 && watermark > 0 && upTo.containsKey(partition)) {
+                merged.put(partition, Math.min(watermark - 1, upTo.get(partition)));
+            }
+        });
+        return merged;
     }
 
     /** A cursor the table cannot answer exactly: deletes after it were dropped, or it is ahead of the table. */

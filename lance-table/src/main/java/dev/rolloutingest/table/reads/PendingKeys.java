@@ -106,6 +106,14 @@ final class PendingKeys {
         return newest.isEmpty();
     }
 
+    int size() {
+        return newest.size();
+    }
+
+    java.util.Set<String> keys() {
+        return newest.keySet();
+    }
+
     /** The key's newest pending row, or null when no pending generation holds the key. */
     Order newest(String key) {
         return newest.get(key);

@@ -47,17 +47,23 @@ public final class RowStream extends ArrowReader {
 
     /** Which rows of a pass are taken. */
     enum Keep {
+        /** Every row the scan returns, as it is: its filter already left out deletes and replaced keys. */
+        ALL,
         VALUES,
         DELETES,
         BOTH;
 
         boolean takes(boolean delete) {
-            return this == BOTH || (this == DELETES) == delete;
+            return this == BOTH || this == ALL || (this == DELETES) == delete;
         }
     }
 
     /** One scan: of the base ({@code generation} null), or of a pending generation (leased while the pass runs). */
-    record Pass(GenerationCatalog.Listed generation, String filter, Keep keep) {
+    record Pass(GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys) {
+        Pass(GenerationCatalog.Listed generation, String filter, Keep keep) {
+            this(generation, filter, keep, false);
+        }
+
         boolean base() {
             return generation == null;
         }
@@ -147,6 +153,7 @@ public final class RowStream extends ArrowReader {
 
     @Override
     public boolean loadNextBatch() throws IOException {
+        ensureInitialized(); // a caller may load before it asks for the root
         try {
             while (limit == 0 || delivered < limit) {
                 if (reader == null && !openNextPass()) {
@@ -157,7 +164,9 @@ public final class RowStream extends ArrowReader {
                     continue;
                 }
                 VectorSchemaRoot batch = reader.getVectorSchemaRoot();
-                Selection kept = current.base() ? selectBase(batch) : selectPending(batch);
+                Selection kept = current.keep() == Keep.ALL
+                        ? Selection.all(batch.getRowCount())
+                        : current.base() ? selectBase(batch) : selectPending(batch);
                 if (kept.size() == 0) {
                     continue;
                 }
@@ -190,15 +199,20 @@ public final class RowStream extends ArrowReader {
                 dataset.getSchema().getFields().stream().map(Field::getName).toList());
         Set<String> projection = new LinkedHashSet<>();
         columns.stream().filter(has::contains).forEach(projection::add); // a generation may lack an added column
-        projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
-        projection.add(RolloutSchema.METADATA);
-        if (!pending.isEmpty() || !current.base()) {
-            projection.addAll(PendingKeys.ORDER_COLUMNS);
+        if (current.keep() != Keep.ALL) {
+            projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
+            projection.add(RolloutSchema.METADATA);
+            if (!pending.isEmpty() || !current.base()) {
+                projection.addAll(PendingKeys.ORDER_COLUMNS);
+            }
         }
         ScanOptions.Builder options = new ScanOptions.Builder()
                 .columns(new ArrayList<>(projection))
                 .batchSize(batchRows)
-                .batchReadahead(readahead);
+                .batchReadahead(readahead)
+                // a filter naming thousands of keys: a hash set over the column costs one read of it, the record_id
+                // index one lookup per key (~0.1 ms each)
+                .useScalarIndex(!current.namesKeys());
         if (current.filter() != null) {
             options.filter(current.filter());
         }
@@ -405,6 +419,15 @@ public final class RowStream extends ArrowReader {
         Selection(int capacity) {
             indices = new int[capacity];
             deletes = new boolean[capacity];
+        }
+
+        /** Every row of a batch, none a delete. */
+        static Selection all(int rows) {
+            Selection all = new Selection(rows);
+            for (int i = 0; i < rows; i++) {
+                all.add(i, false);
+            }
+            return all;
         }
 
         void add(int index, boolean delete) {

@@ -118,6 +118,11 @@ class BulkReadsTest {
             assertThat(drain(table.scan(ScanQuery.all().withExperiment("other"), TOPIC))
                             .offsets())
                     .isEmpty();
+            // a caller may load a batch before it asks for the root
+            try (RowStream first = table.scan(ScanQuery.all().withLimit(3), TOPIC)) {
+                assertThat(first.loadNextBatch()).isTrue();
+                assertThat(first.getVectorSchemaRoot().getRowCount()).isEqualTo(3);
+            }
             assertThat(drain(table.scan(
                                     ScanQuery.all()
                                             .withIncludeInTraining(true)
