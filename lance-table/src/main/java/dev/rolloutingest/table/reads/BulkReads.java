@@ -305,10 +305,11 @@ public final class BulkReads {
     /**
      * The passes over the base. The bulk pass is lance's alone: its filter leaves out the keys that have a pending row
      * and the rows that may be deletes, so its batches pass through as lance returns them, no row looked at. The rows
-     * it leaves out have a pass of their own, where each row is checked: the possible deletes (a delete row has an
-     * empty experiment and rollout_id; a base version without such rows, known once per version, needs no such term),
-     * and the base rows of pending keys (hidden unless newer than the key's newest pending row, a key that moved across
-     * partitions). A tail hands deletes over whatever the filters.
+     * it leaves out are read apart: the possible deletes (a delete row has an empty experiment and rollout_id; a base
+     * version without such rows, known once per version, needs no such term) in a pass where each row is checked; the
+     * base rows of pending keys by their order columns only, to learn which are newer than the key's newest pending
+     * row (a key that moved across partitions: rare), and those few then read whole. A tail hands deletes over
+     * whatever the filters.
      */
     private List<RowStream.Pass> basePasses(
             Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
@@ -323,13 +324,21 @@ public final class BulkReads {
                 ? pendingKeys
                 : pendingKeys == null ? candidates : "(" + candidates + ") OR (" + pendingKeys + ")";
         boolean namesKeys = pendingKeys != null;
+        String notPending = pendingKeys == null ? null : "NOT (" + pendingKeys + ")";
         passes.add(new RowStream.Pass(
                 null,
                 and(and(range, filter), rest == null ? null : "NOT (" + rest + ")"),
                 RowStream.Keep.ALL,
                 namesKeys));
-        if (rest != null) {
-            checked(passes, and(range, rest), filter, tail, namesKeys);
+        if (candidates != null) {
+            checked(passes, and(and(range, candidates), notPending), filter, tail, namesKeys);
+        }
+        if (pendingKeys != null) {
+            // every base row of a pending key, whatever the range and filters: then no lookup is needed later
+            passes.add(new RowStream.Pass(null, pendingKeys, RowStream.Keep.MARK, true));
+            List<RowStream.Pass> newer = new ArrayList<>();
+            checked(newer, range, filter, tail, false);
+            newer.forEach(pass -> passes.add(new RowStream.Pass(null, pass.filter(), pass.keep(), false, true)));
         }
         return passes;
     }

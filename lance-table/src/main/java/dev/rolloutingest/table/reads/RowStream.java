@@ -49,6 +49,11 @@ public final class RowStream extends ArrowReader {
     enum Keep {
         /** Every row the scan returns, as it is: its filter already left out deletes and replaced keys. */
         ALL,
+        /**
+         * None: the base rows of pending keys, their order columns only, to learn which are newer than the key's newest
+         * pending row (a key that moved across partitions); a later pass ({@link Pass#onlyNewerInBase}) reads those.
+         */
+        MARK,
         VALUES,
         DELETES,
         BOTH;
@@ -59,9 +64,14 @@ public final class RowStream extends ArrowReader {
     }
 
     /** One scan: of the base ({@code generation} null), or of a pending generation (leased while the pass runs). */
-    record Pass(GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys) {
+    record Pass(
+            GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys, boolean onlyNewerInBase) {
         Pass(GenerationCatalog.Listed generation, String filter, Keep keep) {
-            this(generation, filter, keep, false);
+            this(generation, filter, keep, false, false);
+        }
+
+        Pass(GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys) {
+            this(generation, filter, keep, namesKeys, false);
         }
 
         boolean base() {
@@ -86,6 +96,7 @@ public final class RowStream extends ArrowReader {
     private final List<AutoCloseable> resources;
     private final Set<String> seenInBase = new HashSet<>();
     private final Set<String> newerInBase = new HashSet<>();
+    private boolean markedEveryPendingKey;
 
     private int next;
     private Pass current;
@@ -164,6 +175,10 @@ public final class RowStream extends ArrowReader {
                     continue;
                 }
                 VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                if (current.keep() == Keep.MARK) {
+                    mark(batch);
+                    continue;
+                }
                 Selection kept = current.keep() == Keep.ALL
                         ? Selection.all(batch.getRowCount())
                         : current.base() ? selectBase(batch) : selectPending(batch);
@@ -190,6 +205,15 @@ public final class RowStream extends ArrowReader {
             return false;
         }
         current = passes.get(next++);
+        String filter = current.filter();
+        if (current.onlyNewerInBase()) {
+            if (newerInBase.isEmpty()) {
+                current = null;
+                return openNextPass(); // the usual case: no key moved across partitions
+            }
+            String keys = Filters.recordIdInOneList(newerInBase);
+            filter = filter == null ? keys : filter + " AND (" + keys + ")";
+        }
         Dataset dataset = base;
         if (!current.base()) {
             lease = generations.apply(current.generation());
@@ -198,8 +222,12 @@ public final class RowStream extends ArrowReader {
         Set<String> has = new HashSet<>(
                 dataset.getSchema().getFields().stream().map(Field::getName).toList());
         Set<String> projection = new LinkedHashSet<>();
-        columns.stream().filter(has::contains).forEach(projection::add); // a generation may lack an added column
-        if (current.keep() != Keep.ALL) {
+        if (current.keep() != Keep.MARK) {
+            columns.stream().filter(has::contains).forEach(projection::add); // a generation may lack an added column
+        }
+        if (current.keep() == Keep.MARK) {
+            projection.addAll(PendingKeys.ORDER_COLUMNS);
+        } else if (current.keep() != Keep.ALL) {
             projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
             projection.add(RolloutSchema.METADATA);
             if (!pending.isEmpty() || !current.base()) {
@@ -212,9 +240,9 @@ public final class RowStream extends ArrowReader {
                 .batchReadahead(readahead)
                 // a filter naming thousands of keys: a hash set over the column costs one read of it, the record_id
                 // index one lookup per key (~0.1 ms each)
-                .useScalarIndex(!current.namesKeys());
-        if (current.filter() != null) {
-            options.filter(current.filter());
+                .useScalarIndex(!current.namesKeys() || current.onlyNewerInBase());
+        if (filter != null) {
+            options.filter(filter);
         }
         scanner = dataset.newScan(options.build());
         reader = scanner.scanBatches();
@@ -238,6 +266,22 @@ public final class RowStream extends ArrowReader {
             scanner = null;
             current = null;
         }
+    }
+
+    /** Notes which base rows of pending keys are newer than the key's newest pending row; every such row is seen. */
+    private void mark(VectorSchemaRoot batch) {
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            String key = ids.getObject(i).toString();
+            PendingKeys.Order replacement = pending.newest(key);
+            if (replacement != null) {
+                seenInBase.add(key);
+                if (!replacement.newerThan(order(batch, i))) {
+                    newerInBase.add(key);
+                }
+            }
+        }
+        markedEveryPendingKey = true;
     }
 
     /** Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. */
@@ -283,7 +327,7 @@ public final class RowStream extends ArrowReader {
             if (!current.keep().takes(delete)) {
                 continue;
             }
-            if (lookUpUnseenKeys && !seenInBase.contains(key)) {
+            if (lookUpUnseenKeys && !markedEveryPendingKey && !seenInBase.contains(key)) {
                 unseen.put(key, i);
             }
             kept.add(i, delete);
