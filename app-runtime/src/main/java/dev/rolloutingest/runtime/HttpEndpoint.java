@@ -217,5 +217,11 @@ public final class HttpEndpoint implements AutoCloseable {
     public void close() {
         server.stop(0);
         executor.shutdownNow();
+        try {
+            // a streamed answer still closing releases what it read (a table closed after this sees no reads)
+            executor.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

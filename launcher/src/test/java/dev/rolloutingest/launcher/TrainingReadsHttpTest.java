@@ -64,6 +64,16 @@ class TrainingReadsHttpTest {
         http = new HttpEndpoint(
                 "127.0.0.1", 0, HttpAccess.fromEnv(Map.of("HTTP_AUTH_TOKENS", "trainer:read:" + READ_TOKEN)));
         new ReadApi(table).mount(http);
+        // an answer that fails part way, as a scan whose generation goes missing would
+        http.route(
+                "/broken",
+                HttpAccess.Access.READ,
+                exchange ->
+                        HttpEndpoint.Response.streamed(200, "application/vnd.apache.arrow.stream", Map.of(), out -> {
+                            out.write(new byte[4096]);
+                            out.flush();
+                            throw new IllegalStateException("the table went away");
+                        }));
         http.start();
     }
 
@@ -218,5 +228,16 @@ class TrainingReadsHttpTest {
         assertThat(get("/rollouts:tail", "wrong-token-0123456789abcdef").statusCode())
                 .isIn(401, 403);
         assertThat(get("/rollouts:scan?snapshot=nope", READ_TOKEN).statusCode()).isEqualTo(404);
+    }
+
+    @Test
+    void anAnswerThatFailsPartWayBreaksTheConnectionInsteadOfEndingCleanly() {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> {
+                    HttpResponse<InputStream> response = get("/broken", READ_TOKEN);
+                    try (InputStream body = response.body()) {
+                        body.readAllBytes();
+                    }
+                })
+                .isInstanceOf(java.io.IOException.class);
     }
 }
