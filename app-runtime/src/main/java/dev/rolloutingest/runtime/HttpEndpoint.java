@@ -30,8 +30,30 @@ public final class HttpEndpoint implements AutoCloseable {
      */
     public static final ObjectMapper JSON = new ObjectMapper().registerModule(new JavaTimeModule());
 
-    /** A route's answer. */
-    public record Response(int status, String contentType, byte[] body) {
+    /** Writes a streamed answer's body; a failure part way aborts the connection (no clean end the client could trust). */
+    @FunctionalInterface
+    public interface BodyWriter {
+        void write(OutputStream out) throws Exception;
+
+        /** Called instead of {@link #write} when the answer cannot be sent at all: release what it holds. */
+        default void abandon() throws Exception {}
+    }
+
+    /**
+     * A route's answer: a body in memory, or one written while the client reads it ({@code stream}, sent chunked, for
+     * answers of any size in bounded memory), with extra headers.
+     */
+    public record Response(
+            int status, String contentType, byte[] body, Map<String, String> headers, BodyWriter stream) {
+        public Response(int status, String contentType, byte[] body) {
+            this(status, contentType, body, Map.of(), null);
+        }
+
+        /** An answer written as it is produced, chunked. */
+        public static Response streamed(int status, String contentType, Map<String, String> headers, BodyWriter body) {
+            return new Response(status, contentType, new byte[0], headers, body);
+        }
+
         public static Response json(int status, Object value) {
             try {
                 return new Response(status, "application/json", JSON.writeValueAsBytes(value));
@@ -137,6 +159,36 @@ public final class HttpEndpoint implements AutoCloseable {
 
     private static void send(HttpExchange exchange, Response response) throws IOException {
         exchange.getResponseHeaders().set("Content-Type", response.contentType());
+        response.headers()
+                .forEach((name, value) -> exchange.getResponseHeaders().set(name, value));
+        if (response.stream() != null) {
+            try {
+                exchange.sendResponseHeaders(response.status(), 0); // chunked
+            } catch (IOException e) {
+                try {
+                    response.stream().abandon();
+                } catch (Exception ignored) {
+                    // the connection is gone; what the answer held is released as far as it can be
+                }
+                throw e;
+            }
+            OutputStream out = exchange.getResponseBody();
+            try {
+                response.stream().write(out);
+            } catch (Exception e) {
+                // Not closing the body leaves the chunked answer without its last chunk: the server drops the
+                // connection and the client sees a broken answer, never a short one that looks complete.
+                String id = UUID.randomUUID().toString().substring(0, 13);
+                log.error(
+                        "HTTP streamed answer to {} failed part way [correlation id {}]",
+                        exchange.getRequestURI().getPath(),
+                        id,
+                        e);
+                throw new IOException("streamed answer failed part way [correlation id " + id + "]", e);
+            }
+            out.close();
+            return;
+        }
         exchange.sendResponseHeaders(response.status(), response.body().length == 0 ? -1 : response.body().length);
         try (OutputStream out = exchange.getResponseBody()) {
             out.write(response.body());
@@ -165,5 +217,11 @@ public final class HttpEndpoint implements AutoCloseable {
     public void close() {
         server.stop(0);
         executor.shutdownNow();
+        try {
+            // a streamed answer still closing releases what it read (a table closed after this sees no reads)
+            executor.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

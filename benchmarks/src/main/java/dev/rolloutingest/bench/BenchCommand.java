@@ -54,7 +54,10 @@ final class BenchCommand implements Callable<Integer> {
                     + " merge-worker alone draining that backlog: merge / ingest), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
                     + " per shard, merge capacity / ingest, 0 lost / 0 duplicated), many-tables (the same rollouts into"
-                    + " --tables tables: rows/s, generations per minute, rows per generation)")
+                    + " --tables tables: rows/s, generations per minute, rows per generation), scan (bulk reads for"
+                    + " training of a --scan-base-rows base with --scan-pending-rows pending against a plain lance-core"
+                    + " scan of the base with the same projection; a tail's seal-to-delivery lag at a steady producer"
+                    + " for --tail-seconds)")
     String suite;
 
     @Option(
@@ -116,7 +119,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(
             names = "--payload-bytes",
             defaultValue = "1024",
-            description = "ingest, merge-round: payload of each rollout")
+            description = "ingest, merge-round, scan: payload of each rollout")
     int payloadBytes;
 
     @Option(
@@ -180,6 +183,15 @@ final class BenchCommand implements Callable<Integer> {
             split = ",",
             description = "merge-round: base sizes")
     long[] roundBaseRows;
+
+    @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
+    long scanBaseRows;
+
+    @Option(names = "--scan-pending-rows", defaultValue = "10000", description = "scan: pending rows (updates)")
+    int scanPendingRows;
+
+    @Option(names = "--tail-seconds", defaultValue = "20", description = "scan: length of the tail lag run")
+    int tailSeconds;
 
     /** The machine line every suite starts with, so a figure is read against what it ran on. */
     private static void printMachine(String after) {
@@ -255,6 +267,11 @@ final class BenchCommand implements Callable<Integer> {
             if (rssBacklogs.length > 0) {
                 bench.rssByBacklog(rssBacklogs);
             }
+            return 0;
+        }
+        if (suite.equals("scan")) {
+            printMachine("%n");
+            new ScanBench(dir, scanBaseRows, scanPendingRows, Math.min(repeat, 5), payloadBytes, tailSeconds).run();
             return 0;
         }
         if (suite.equals("reads")) {

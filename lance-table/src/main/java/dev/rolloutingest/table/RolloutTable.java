@@ -13,9 +13,13 @@ import dev.rolloutingest.table.merge.MergeResult;
 import dev.rolloutingest.table.merge.MergeRound;
 import dev.rolloutingest.table.merge.PreparedMerge;
 import dev.rolloutingest.table.merge.RoundResult;
+import dev.rolloutingest.table.reads.BulkReads;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.reads.LsmReader;
 import dev.rolloutingest.table.reads.ReadCatalog;
+import dev.rolloutingest.table.reads.RowStream;
+import dev.rolloutingest.table.reads.ScanQuery;
+import dev.rolloutingest.table.reads.TailCursor;
 import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
@@ -73,6 +77,7 @@ public final class RolloutTable implements AutoCloseable {
     private final GenerationWriter writer;
     private final ReadCatalog readCatalog;
     private final LsmReader reader;
+    private final BulkReads bulk;
     private final MergeRound merge;
     private final TableMaintenance maintenance;
     private final LanceIo lance;
@@ -92,6 +97,7 @@ public final class RolloutTable implements AutoCloseable {
         this.readCatalog = new ReadCatalog(
                 lance, catalog, Duration.ofMillis(settings.readRefreshMs()), settings.readOpenGenerations());
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
+        this.bulk = new BulkReads(lance, readCatalog, store, settings);
         this.merge = new MergeRound(lance, store, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
         this.snapshots = new TableSnapshots(lance, catalog, this::mergePass);
@@ -391,6 +397,34 @@ public final class RolloutTable implements AutoCloseable {
         try (Dataset base = snapshots.open(snapshot)) {
             return reader.listFromBase(base, query);
         }
+    }
+
+    /**
+     * A bulk read for training: the newest value of every key matching the query, base + pending, deletes hidden, as
+     * Arrow batches read while the caller consumes them (close the stream). Its cursor (offsets of partitions of
+     * {@code topic}) is where a {@link #tail} goes on from.
+     */
+    public RowStream scan(ScanQuery query, String topic) {
+        return bulk.scan(query, topic);
+    }
+
+    /** {@link #scan(ScanQuery, String)} of a snapshot alone; its cursor is what the snapshot holds. */
+    public RowStream scan(ScanQuery query, String topic, String snapshot) {
+        return bulk.scanVersion(snapshots.open(snapshot), query, topic);
+    }
+
+    /**
+     * The keys whose newest row became readable after the cursor: values matching the query's filters and deletes
+     * (column {@code _deleted}), each once, at most {@code maxOffsets} offsets per partition (0 = the setting's); the
+     * stream's cursor is the next one. See {@link BulkReads#tail}.
+     */
+    public RowStream tail(TailCursor from, String topic, ScanQuery query, long maxOffsets) {
+        return bulk.tail(from, topic, query, maxOffsets);
+    }
+
+    /** The cursor before every row of this table: a tail from it hands over every key's newest row. */
+    public TailCursor startCursor(String topic) {
+        return TailCursor.start(location.uri(), topic);
     }
 
     /** Pending generation count of a shard: one listing, no seal reads. */

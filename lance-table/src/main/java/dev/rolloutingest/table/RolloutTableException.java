@@ -176,4 +176,34 @@ public class RolloutTableException extends RuntimeException {
             super("Table " + uri + ": " + what, null);
         }
     }
+
+    /**
+     * A tail's cursor the table can no longer answer exactly (deletes dropped after it, or a cursor ahead of what the
+     * table holds: the table was recreated or restored): the reader starts again from a scan, whose cursor it tails.
+     */
+    public static final class StaleCursor extends RolloutTableException {
+        public StaleCursor(String tableUri, String why) {
+            super(
+                    "Table " + tableUri + ": the cursor is stale (" + why + "); read the table again with a scan and"
+                            + " tail from the cursor it answers",
+                    null);
+        }
+    }
+
+    /** More scans or tails at once than the table serves ({@code rollout.scan.max.concurrent}): retry shortly. */
+    public static final class Busy extends RolloutTableException {
+        public Busy(String tableUri, String what) {
+            super("Table " + tableUri + ": " + what, null);
+        }
+    }
+
+    /** A scan or tail refused because reading the pending rows' keys would pass its memory bound. */
+    public static final class TooManyPendingRows extends RolloutTableException {
+        public TooManyPendingRows(String tableUri, long rows, long cap, String capKey) {
+            super(
+                    "Table " + tableUri + " has more than " + cap + " pending rows (" + capKey + "; read " + rows
+                            + "): a scan or tail would hold their keys; retry once the merge-worker has caught up",
+                    null);
+        }
+    }
 }

@@ -23,6 +23,12 @@ public final class TableSettings {
     public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
     public static final String READ_OPEN_GENERATIONS = "rollout.read.open.generations";
     public static final String READ_MAX_LIST_LIMIT = "rollout.read.max.list.limit";
+    public static final String SCAN_BATCH_ROWS = "rollout.scan.batch.rows";
+    public static final String SCAN_READAHEAD_BATCHES = "rollout.scan.readahead.batches";
+    public static final String SCAN_MAX_LIMIT = "rollout.scan.max.limit";
+    public static final String SCAN_PENDING_MAX_ROWS = "rollout.scan.pending.max.rows";
+    public static final String SCAN_MAX_CONCURRENT = "rollout.scan.max.concurrent";
+    public static final String TAIL_MAX_OFFSETS = "rollout.tail.max.offsets";
     public static final String MERGE_SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
     public static final String MERGE_APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
     public static final String MERGE_ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
@@ -80,7 +86,55 @@ public final class TableSettings {
                         10_000,
                         ConfigDef.Range.atLeast(1),
                         LOW,
-                        "The largest page a list read returns");
+                        "The largest page a list read returns")
+                .define(
+                        SCAN_BATCH_ROWS,
+                        INT,
+                        4096,
+                        ConfigDef.Range.between(1, 65_536),
+                        MEDIUM,
+                        "Rows per Arrow batch of a scan or tail (GET /rollouts:scan, /rollouts:tail, rollout-ingest"
+                                + " scan): what one read holds in memory is a few batches, whatever the result size;"
+                                + " a client may ask for smaller batches, never larger")
+                .define(
+                        SCAN_READAHEAD_BATCHES,
+                        INT,
+                        4,
+                        ConfigDef.Range.between(1, 64),
+                        LOW,
+                        "Batches lance-core reads ahead of a scan or tail's consumer (memory: this many batches more)")
+                .define(
+                        SCAN_MAX_LIMIT,
+                        LONG,
+                        100_000_000L,
+                        ConfigDef.Range.atLeast(1),
+                        LOW,
+                        "The largest row limit a scan accepts (a larger one is a bad request; no limit = every row)")
+                .define(
+                        SCAN_PENDING_MAX_ROWS,
+                        LONG,
+                        2_000_000L,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "A scan or tail first reads the key and order of every pending (unmerged) row (~100 bytes"
+                                + " each) to hide the base rows they replace; above this many pending rows it answers"
+                                + " 503 until the merge-worker has caught up")
+                .define(
+                        SCAN_MAX_CONCURRENT,
+                        INT,
+                        2,
+                        ConfigDef.Range.atLeast(1),
+                        MEDIUM,
+                        "Scans and tails one table serves at once; more answer 429 (each holds a few batches and a"
+                                + " read thread while its client reads)")
+                .define(
+                        TAIL_MAX_OFFSETS,
+                        LONG,
+                        1_000_000L,
+                        ConfigDef.Range.atLeast(1),
+                        LOW,
+                        "The most input offsets of a partition one tail answer covers (its cursor moves on by at"
+                                + " most this; the answer says when there is more)");
     }
 
     /** Settings of the process that merges (the merge-worker). */
@@ -193,6 +247,30 @@ public final class TableSettings {
 
     public int maxListLimit() {
         return intValue(READ_MAX_LIST_LIMIT);
+    }
+
+    public int scanBatchRows() {
+        return intValue(SCAN_BATCH_ROWS);
+    }
+
+    public int scanReadaheadBatches() {
+        return intValue(SCAN_READAHEAD_BATCHES);
+    }
+
+    public long scanMaxLimit() {
+        return longValue(SCAN_MAX_LIMIT);
+    }
+
+    public long scanPendingMaxRows() {
+        return longValue(SCAN_PENDING_MAX_ROWS);
+    }
+
+    public int scanMaxConcurrent() {
+        return intValue(SCAN_MAX_CONCURRENT);
+    }
+
+    public long tailMaxOffsets() {
+        return longValue(TAIL_MAX_OFFSETS);
     }
 
     public long readRefreshMs() {

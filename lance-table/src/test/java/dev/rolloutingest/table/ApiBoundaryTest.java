@@ -36,6 +36,9 @@ class ApiBoundaryTest {
             "rows.Tombstones",
             "rows.AddedColumns", // the dead-letter reason of a refused field
             "reads.ListQuery",
+            "reads.ScanQuery", // bulk reads for training: the query, its answer and the tail's cursor
+            "reads.RowStream",
+            "reads.TailCursor",
             "merge.MergeResult",
             "merge.MergePlan",
             "merge.PreparedMerge",

@@ -150,7 +150,12 @@ final class DemoCommand implements Callable<Integer> {
             MergeApp merge = remember(open, new MergeApp(MergeConfig.of(mergeProps)).start());
             TableCatalog catalog = ingest.tables();
             HttpEndpoint readApi = remember(open, new HttpEndpoint("127.0.0.1", 0));
-            new ReadApi(catalog, null, Duration.ZERO).mount(readApi);
+            new ReadApi(
+                            catalog,
+                            null,
+                            Duration.ZERO,
+                            IngestConfig.of(ingestProps).inputTopic())
+                    .mount(readApi);
             readApi.route(
                     "/health",
                     HttpAccess.Access.PUBLIC,

@@ -20,6 +20,8 @@ import picocli.CommandLine.Command;
             ServeCommand.class,
             ReadCommands.Get.class,
             ReadCommands.List.class,
+            TrainingReadCommands.Scan.class,
+            TrainingReadCommands.Tail.class,
             StatusCommand.class,
             TablesCommand.class,
             ReplayCommand.class,

@@ -25,11 +25,14 @@ import java.util.Optional;
  * GET /rollouts/{record_id}            one rollout (payload as its size)       404 unknown id
  * GET /rollouts/{record_id}/payload    the payload bytes, application/octet-stream
  * GET /rollouts?experiment=&amp;rollout_id=&amp;limit=&amp;offset=    a page      400 bad parameter
+ * GET /rollouts:scan?columns=&amp;...     every key's newest value as an Arrow IPC stream ({@link TrainingReads})
+ * GET /rollouts:tail?cursor=&amp;...      what became readable after a cursor, as an Arrow IPC stream
  * GET /snapshots                        the snapshots, as {@code snapshot list} prints them
  * DELETE /rollouts/{record_id}          publishes its tombstone; 200 once reads no longer return it, 202 when not
  *                                       yet (sealed later); 405 when this server has no Kafka producer
  * GET /tables                           every table: rows, pending generations, last commit, size
- * /tables/{table}/rollouts..., /tables/{table}/snapshots   the routes above for one table of many (404 unknown)
+ * /tables/{table}/rollouts..., /tables/{table}/rollouts:scan, :tail, /tables/{table}/snapshots
+ *                                       the routes above for one table of many (404 unknown)
  * </pre>
  * The routes without a table serve a one-table deployment; with many tables they answer 400 naming the other form.
  * Every rollout read takes {@code ?snapshot=NAME}: the read sees that snapshot only (404 unknown snapshot, 400 a
@@ -40,16 +43,21 @@ final class ReadApi {
     private final TableCatalog tables;
     private final Deletes deletes;
     private final Duration deleteWait;
+    private final TrainingReads training;
 
     ReadApi(RolloutTable table) {
-        this(TableCatalog.single(table), null, Duration.ZERO);
+        this(TableCatalog.single(table), null, Duration.ZERO, SettingDefaults.inputTopic());
     }
 
-    /** @param deletes publishes tombstones for DELETE; null = deletes are refused (405) */
-    ReadApi(TableCatalog tables, Deletes deletes, Duration deleteWait) {
+    /**
+     * @param deletes publishes tombstones for DELETE; null = deletes are refused (405)
+     * @param topic the input topic, whose partitions the cursors of scans and tails count offsets of
+     */
+    ReadApi(TableCatalog tables, Deletes deletes, Duration deleteWait, String topic) {
         this.tables = tables;
         this.deletes = deletes;
         this.deleteWait = deleteWait;
+        this.training = new TrainingReads(topic);
     }
 
     void mount(HttpEndpoint http) {
@@ -59,6 +67,9 @@ final class ReadApi {
             }
             return snapshots(tables.only(), exchange.getRequestMethod());
         });
+        if (tables.isSingle()) {
+            training.mount(http, "/rollouts", tables::only);
+        }
         http.route("/rollouts", HttpAccess.Access.READ_OR_ADMIN_TO_CHANGE, exchange -> {
             if (!tables.isSingle()) {
                 return Response.error(400, "this deployment serves many tables: /tables/{table}/rollouts");
@@ -85,10 +96,18 @@ final class ReadApi {
             if (sub.equals("/snapshots")) {
                 return snapshots(table.get(), exchange.getRequestMethod());
             }
+            if (sub.equals("/rollouts:scan") || sub.equals("/rollouts:tail")) {
+                if (!"GET".equals(exchange.getRequestMethod())) {
+                    return Response.error(405, "only GET");
+                }
+                Map<String, String> params = query(exchange.getRequestURI().getRawQuery());
+                return sub.endsWith(":scan") ? training.scan(table.get(), params) : training.tail(table.get(), params);
+            }
             if (sub.equals("/rollouts") || sub.startsWith("/rollouts/")) {
                 return rollouts(table.get(), tables.isSingle() ? null : name, exchange, sub);
             }
-            return Response.error(404, "/tables/{table}/rollouts[/{record_id}] or /tables/{table}/snapshots");
+            return Response.error(
+                    404, "/tables/{table}/rollouts[/{record_id}], /tables/{table}/rollouts:scan, :tail or /snapshots");
         });
     }
 
@@ -220,7 +239,7 @@ final class ReadApi {
         }
     }
 
-    private static Map<String, String> query(String raw) {
+    static Map<String, String> query(String raw) {
         Map<String, String> params = new HashMap<>();
         if (raw == null || raw.isEmpty()) {
             return params;

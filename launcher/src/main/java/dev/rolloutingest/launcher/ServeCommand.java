@@ -17,7 +17,8 @@ import picocli.CommandLine.Option;
 @Command(
         name = "serve",
         mixinStandardHelpOptions = true,
-        description = "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=) with"
+        description = "Serve the read API (GET /rollouts/{id}, /rollouts/{id}/payload, /rollouts?experiment=, Arrow"
+                + " streams for training: /rollouts:scan, /rollouts:tail) with"
                 + " /metrics and /health. Tokens and TLS come from the apps' HTTP_AUTH_* and HTTP_TLS_* env vars;"
                 + " beyond loopback tokens are required (or HTTP_ALLOW_UNAUTHENTICATED=true).")
 final class ServeCommand implements Callable<Integer> {
@@ -43,7 +44,8 @@ final class ServeCommand implements Callable<Integer> {
     @Option(
             names = "--topic",
             descriptionKey = IngestConfig.INPUT_TOPIC,
-            description = "The input topic deletes are published to (default ${DEFAULT-VALUE}; setting "
+            description = "The input topic deletes are published to, and whose partitions the cursors of scans and"
+                    + " tails count offsets of (default ${DEFAULT-VALUE}; setting "
                     + IngestConfig.INPUT_TOPIC + ")")
     String topic;
 
@@ -75,7 +77,7 @@ final class ServeCommand implements Callable<Integer> {
                 HttpAccess.Access.PUBLIC,
                 exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read")));
         Deletes deletes = bootstrapServers == null ? null : new Deletes(kafka.clientConfig(bootstrapServers), topic);
-        new ReadApi(t, deletes, java.time.Duration.ofMillis(deleteWaitMs)).mount(http);
+        new ReadApi(t, deletes, java.time.Duration.ofMillis(deleteWaitMs), topic).mount(http);
         http.start();
         System.out.println("read API on " + http.baseUrl() + (allTables ? "/tables" : "/rollouts"));
         CountDownLatch stopped = new CountDownLatch(1);

@@ -32,6 +32,11 @@ final class SettingDefaults implements CommandLine.IDefaultValueProvider {
         return all;
     }
 
+    /** The input topic's declared default (what a read API counts cursor offsets of when told no topic). */
+    static String inputTopic() {
+        return (String) SETTINGS.get(IngestConfig.INPUT_TOPIC).defaultValue;
+    }
+
     /** The setting an option stands for, if it names one. */
     static Optional<ConfigDef.ConfigKey> settingOf(ArgSpec arg) {
         if (!(arg instanceof OptionSpec option) || option.descriptionKey() == null) {

@@ -67,8 +67,56 @@ final class TableOptions {
                     + TableSettings.READ_OPEN_GENERATIONS + ")")
     int readOpenGenerations;
 
+    @Option(
+            names = "--scan-batch-rows",
+            descriptionKey = TableSettings.SCAN_BATCH_ROWS,
+            description = "Rows per Arrow batch of scans and tails (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.SCAN_BATCH_ROWS + ")")
+    int scanBatchRows;
+
+    @Option(
+            names = "--scan-readahead-batches",
+            descriptionKey = TableSettings.SCAN_READAHEAD_BATCHES,
+            description = "Batches read ahead of a scan's consumer (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.SCAN_READAHEAD_BATCHES + ")")
+    int scanReadaheadBatches;
+
+    @Option(
+            names = "--scan-max-limit",
+            descriptionKey = TableSettings.SCAN_MAX_LIMIT,
+            description = "The largest row limit a scan accepts (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.SCAN_MAX_LIMIT + ")")
+    long scanMaxLimit;
+
+    @Option(
+            names = "--scan-pending-max-rows",
+            descriptionKey = TableSettings.SCAN_PENDING_MAX_ROWS,
+            description = "Pending rows whose keys a scan or tail may hold (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.SCAN_PENDING_MAX_ROWS + ")")
+    long scanPendingMaxRows;
+
+    @Option(
+            names = "--scan-max-concurrent",
+            descriptionKey = TableSettings.SCAN_MAX_CONCURRENT,
+            description = "Scans and tails served at once (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.SCAN_MAX_CONCURRENT + ")")
+    int scanMaxConcurrent;
+
+    @Option(
+            names = "--tail-max-offsets",
+            descriptionKey = TableSettings.TAIL_MAX_OFFSETS,
+            description = "Offsets of a partition one tail answer covers at most (default ${DEFAULT-VALUE}; setting "
+                    + TableSettings.TAIL_MAX_OFFSETS + ")")
+    long tailMaxOffsets;
+
     TableSettings settings() {
         return TableSettings.DEFAULTS
+                .with(TableSettings.SCAN_BATCH_ROWS, scanBatchRows)
+                .with(TableSettings.SCAN_READAHEAD_BATCHES, scanReadaheadBatches)
+                .with(TableSettings.SCAN_MAX_LIMIT, scanMaxLimit)
+                .with(TableSettings.SCAN_PENDING_MAX_ROWS, scanPendingMaxRows)
+                .with(TableSettings.SCAN_MAX_CONCURRENT, scanMaxConcurrent)
+                .with(TableSettings.TAIL_MAX_OFFSETS, tailMaxOffsets)
                 .with(TableSettings.PENDING_WARN_GENERATIONS, pendingWarn)
                 .with(TableSettings.PENDING_MAX_GENERATIONS, pendingMax)
                 .with(TableSettings.READ_REFRESH_MS, readRefreshMs)

@@ -84,7 +84,8 @@ class DeletesIT {
                     new ReadApi(
                                     dev.rolloutingest.table.catalog.TableCatalog.single(reader),
                                     deletes,
-                                    Duration.ofSeconds(60))
+                                    Duration.ofSeconds(60),
+                                    "rollouts")
                             .mount(http);
                     http.start();
                     try {

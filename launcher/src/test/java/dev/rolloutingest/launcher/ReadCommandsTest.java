@@ -90,4 +90,72 @@ class ReadCommandsTest {
         Run missing = run("status", "--table", dir.resolve("nope").toString());
         assertThat(missing.code()).isEqualTo(1);
     }
+
+    /** Rows of an Arrow IPC stream file, read with Arrow's own reader; per record_id, whether it is a delete. */
+    private static java.util.Map<String, Boolean> arrowFile(Path file) throws Exception {
+        java.util.Map<String, Boolean> rows = new java.util.HashMap<>();
+        try (var allocator = new org.apache.arrow.memory.RootAllocator();
+                var in = java.nio.file.Files.newInputStream(file);
+                var reader = new org.apache.arrow.vector.ipc.ArrowStreamReader(in, allocator)) {
+            var root = reader.getVectorSchemaRoot();
+            while (reader.loadNextBatch()) {
+                var deleted = (org.apache.arrow.vector.BitVector) root.getVector("_deleted");
+                for (int i = 0; i < root.getRowCount(); i++) {
+                    rows.put(
+                            root.getVector("record_id").getObject(i).toString(),
+                            deleted != null && deleted.get(i) == 1);
+                }
+            }
+        }
+        return rows;
+    }
+
+    @Test
+    void scanWritesAnArrowStreamAndTailGoesOnFromItsCursor() throws Exception {
+        Path out = dir.resolveSibling(dir.getFileName() + "-scan.arrow");
+        Run scan = run(
+                "scan",
+                "--table",
+                dir.toString(),
+                "--columns",
+                "record_id,experiment",
+                "--experiment",
+                "cli",
+                "--out",
+                out.toString());
+        assertThat(scan.code()).isZero();
+        assertThat(arrowFile(out)).hasSize(4);
+        var summary = dev.rolloutingest.runtime.HttpEndpoint.JSON.readTree(scan.out());
+        assertThat(summary.get("rows").asLong()).isEqualTo(4);
+        String cursor = summary.get("cursor").asText();
+
+        try (RolloutTable table =
+                RolloutTable.open(TableLocation.local(dir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            var later = new RolloutGenerator("cli", 8, 1).rollout(9, 1);
+            table.writeGeneration("rollouts", 0, 6, 6, List.of(new RolloutRow(later, 0, 6, Instant.now())), 100);
+        }
+        Path cursorFile = dir.resolveSibling(dir.getFileName() + ".cursor");
+        java.nio.file.Files.writeString(cursorFile, cursor);
+        Path next = dir.resolveSibling(dir.getFileName() + "-tail.arrow");
+        Run tail = run(
+                "tail", "--table", dir.toString(), "--cursor-file", cursorFile.toString(), "--out", next.toString());
+        assertThat(tail.code()).isZero();
+        assertThat(arrowFile(next)).containsOnlyKeys(RolloutGenerator.recordId("cli", 9));
+        assertThat(java.nio.file.Files.readString(cursorFile).trim()).isNotEqualTo(cursor);
+        // the cursor file moved on: nothing new
+        assertThat(run(
+                                "tail",
+                                "--table",
+                                dir.toString(),
+                                "--cursor-file",
+                                cursorFile.toString(),
+                                "--out",
+                                next.toString())
+                        .code())
+                .isZero();
+        assertThat(arrowFile(next)).isEmpty();
+        assertThat(run("scan", "--table", dir.toString(), "--columns", "nope", "--out", out.toString())
+                        .code())
+                .isEqualTo(2);
+    }
 }

@@ -4,6 +4,7 @@ import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.rows.DroppedDeletes;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Timestamps;
 import dev.rolloutingest.table.rows.Tombstones;
@@ -22,6 +23,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.UInt8Vector;
 import org.lance.Dataset;
@@ -328,12 +331,15 @@ public final class TableMaintenance {
         for (int attempt = 0; attempt < attempts; attempt++) {
             try (Dataset base = lance.openBase()) {
                 Map<Long, Long> deletes = new HashMap<>(); // row address -> ingested_at (micros)
-                Tombstones.forEach(
-                        base,
-                        filter,
-                        (batch, i) -> deletes.put(
-                                ((UInt8Vector) batch.getVector("_rowaddr")).get(i),
-                                ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i)));
+                Map<Long, long[]> positions = new HashMap<>(); // row address -> {partition, offset}
+                Tombstones.forEach(base, filter, (batch, i) -> {
+                    long address = ((UInt8Vector) batch.getVector("_rowaddr")).get(i);
+                    deletes.put(address, ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
+                    positions.put(address, new long[] {
+                        ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
+                        ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i)
+                    });
+                });
                 if (!pendingRead && !deletes.isEmpty()) {
                     // only when there is something to drop: the pending generations are read in full for it
                     oldestPending = oldestPendingRow();
@@ -344,17 +350,23 @@ public final class TableMaintenance {
                 }
                 long before = Timestamps.micros(cutoff);
                 Map<Integer, List<Integer>> rows = new HashMap<>();
+                Map<Integer, Long> droppedOffsets = new HashMap<>(); // partition -> highest offset dropped
                 long[] count = {0};
                 deletes.forEach((address, ingested) -> {
                     if (ingested < before) {
                         rows.computeIfAbsent((int) (address >>> 32), f -> new ArrayList<>())
                                 .add((int) (long) address);
+                        long[] at = positions.get(address);
+                        droppedOffsets.merge((int) at[0], at[1], Math::max);
                         count[0]++;
                     }
                 });
                 if (count[0] == 0) {
                     return new DropResult(0, cutoff);
                 }
+                // before the commit: a tail whose cursor is below a dropped delete must be refused, never answered
+                // without it (a failed commit leaves the mark high, which only refuses more)
+                DroppedDeletes.raise(store, droppedOffsets);
                 try {
                     FencedCommit.commit(
                                     lance,

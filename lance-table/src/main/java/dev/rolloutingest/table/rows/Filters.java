@@ -20,6 +20,25 @@ public final class Filters {
         return filters;
     }
 
+    /** {@code record_id IN (...)} over every key in one list (lance evaluates it as a set). */
+    public static String recordIdInOneList(java.util.Collection<String> keys) {
+        StringBuilder in = new StringBuilder(RolloutSchema.RECORD_ID).append(" IN (");
+        boolean first = true;
+        for (String key : keys) {
+            if (!first) {
+                in.append(", ");
+            }
+            in.append(string(key));
+            first = false;
+        }
+        return in.append(')').toString();
+    }
+
+    /** A timestamp literal comparable with the table's timestamp columns (microseconds, UTC). */
+    public static String timestamp(java.time.Instant at) {
+        return "TIMESTAMP '" + at + "'";
+    }
+
     /**
      * A string literal for a Lance filter that survives the JNI boundary: lance-core 7.0.0 receives filter
      * text as Java's modified UTF-8, in which a NUL or a character outside the Basic Multilingual Plane

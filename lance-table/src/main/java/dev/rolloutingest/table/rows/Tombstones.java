@@ -76,7 +76,7 @@ public final class Tombstones {
 
     /**
      * Calls {@code action} for each delete row among the rows matching {@code filter}, the batch holding its record_id,
-     * ingested_at and row address ({@code _rowaddr}).
+     * ingested_at, source_partition, source_offset and row address ({@code _rowaddr}).
      */
     public static void forEach(
             Dataset base, String filter, java.util.function.ObjIntConsumer<VectorSchemaRoot> action) {
@@ -85,7 +85,9 @@ public final class Tombstones {
                                 RolloutSchema.RECORD_ID,
                                 RolloutSchema.EXPERIMENT,
                                 RolloutSchema.METADATA,
-                                RolloutSchema.INGESTED_AT))
+                                RolloutSchema.INGESTED_AT,
+                                RolloutSchema.SOURCE_PARTITION,
+                                RolloutSchema.SOURCE_OFFSET))
                         .withRowAddress(true)
                         .filter(filter)
                         .build());

@@ -4,11 +4,13 @@ import dev.rolloutingest.table.TableLocation;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -16,6 +18,9 @@ import java.util.stream.Stream;
 
 /** The local-disk object store. Writes go through a temp file and an atomic rename. */
 final class LocalObjectStore implements ObjectStore {
+    /** What a put's temporary file has in its name until it is renamed into place. */
+    static final String TMP_SUFFIX = ".tmp-";
+
     private final Path root;
 
     LocalObjectStore(TableLocation location) {
@@ -45,14 +50,39 @@ final class LocalObjectStore implements ObjectStore {
         if (!Files.isDirectory(dir)) {
             return List.of();
         }
-        try (Stream<Path> paths = Files.walk(dir)) {
-            return paths.filter(Files::isRegularFile)
-                    .map(p -> dir.relativize(p).toString().replace('\\', '/'))
-                    .toList();
-        } catch (NoSuchFileException e) {
-            return List.of();
+        List<String> files = new ArrayList<>();
+        try {
+            walk(dir, dir, files);
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot list " + dir, e);
+        }
+        return files;
+    }
+
+    /**
+     * Files below {@code at}, tolerating entries that go while it lists (a put's temporary file renamed, a folder GC
+     * removes): another process may write the table meanwhile, and Files.walk fails on the first such entry.
+     */
+    private static void walk(Path dir, Path at, List<String> files) throws IOException {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(at)) {
+            for (Path entry : entries) {
+                if (entry.getFileName().toString().contains(TMP_SUFFIX)) {
+                    continue; // a put in progress: not a file of the store yet
+                }
+                BasicFileAttributes attributes;
+                try {
+                    attributes = Files.readAttributes(entry, BasicFileAttributes.class);
+                } catch (NoSuchFileException gone) {
+                    continue;
+                }
+                if (attributes.isDirectory()) {
+                    walk(dir, entry, files);
+                } else if (attributes.isRegularFile()) {
+                    files.add(dir.relativize(entry).toString().replace('\\', '/'));
+                }
+            }
+        } catch (NoSuchFileException gone) {
+            // the folder went while listing
         }
     }
 
@@ -62,7 +92,7 @@ final class LocalObjectStore implements ObjectStore {
         try {
             Files.createDirectories(target.getParent());
             Path tmp = target.resolveSibling(
-                    target.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+                    target.getFileName() + TMP_SUFFIX + ProcessHandle.current().pid());
             Files.write(tmp, bytes);
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);

@@ -1,0 +1,515 @@
+package dev.rolloutingest.table.reads;
+
+import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.rows.Filters;
+import dev.rolloutingest.table.rows.RolloutSchema;
+import dev.rolloutingest.table.rows.Tombstones;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
+
+/**
+ * The answer of a scan or a tail: Arrow batches of the newest value of each key (and, for a tail, its deletes) read
+ * while the caller consumes them, and the cursor of what it holds. Never materialized: it holds one batch of lance's
+ * and one of its own (plus lance's read-ahead), whatever the result size. Close it to release the table's view.
+ *
+ * <p>It runs passes, one scan each: first over the base (values and, for a tail, deletes), then over each pending
+ * generation. A base row whose key a newer pending row replaces is skipped; a pending row is kept only when it is the
+ * newest pending row of its key and the base holds no newer one (a key moved across partitions), which the base passes
+ * saw, or else an indexed lookup of the batch's keys tells.
+ */
+public final class RowStream extends ArrowReader {
+    /** The column a tail adds: true for a delete (its other values are those of the delete row, empty). */
+    public static final String DELETED = "_deleted";
+
+    /** Which rows of a pass are taken. */
+    enum Keep {
+        /** Every row the scan returns, as it is: its filter already left out deletes and replaced keys. */
+        ALL,
+        /**
+         * None: the base rows of pending keys, their order columns only, to learn which are newer than the key's newest
+         * pending row (a key that moved across partitions); a later pass ({@link Pass#onlyNewerInBase}) reads those.
+         */
+        MARK,
+        VALUES,
+        DELETES,
+        BOTH;
+
+        boolean takes(boolean delete) {
+            return this == BOTH || this == ALL || (this == DELETES) == delete;
+        }
+    }
+
+    /** One scan: of the base ({@code generation} null), or of a pending generation (leased while the pass runs). */
+    record Pass(
+            GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys, boolean onlyNewerInBase) {
+        Pass(GenerationCatalog.Listed generation, String filter, Keep keep) {
+            this(generation, filter, keep, false, false);
+        }
+
+        Pass(GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys) {
+            this(generation, filter, keep, namesKeys, false);
+        }
+
+        boolean base() {
+            return generation == null;
+        }
+    }
+
+    private final BufferAllocator allocator;
+    private final Schema schema;
+    private final List<String> columns;
+    private final boolean tail;
+    private final List<Pass> passes;
+    private final Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations;
+    private final PendingKeys pending;
+    private final Dataset base;
+    private final boolean lookUpUnseenKeys;
+    private final long limit;
+    private final int batchRows;
+    private final int readahead;
+    private final TailCursor cursor;
+    private final boolean more;
+    private final List<AutoCloseable> resources;
+    private final Set<String> seenInBase = new HashSet<>();
+    private final Set<String> newerInBase = new HashSet<>();
+    private boolean markedEveryPendingKey;
+
+    private int next;
+    private Pass current;
+    private DatasetHandles.Lease lease;
+    private LanceScanner scanner;
+    private ArrowReader reader;
+    private long delivered;
+    private long lookups;
+
+    RowStream(
+            BufferAllocator allocator,
+            Schema schema,
+            boolean tail,
+            List<Pass> passes,
+            Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations,
+            PendingKeys pending,
+            Dataset base,
+            boolean lookUpUnseenKeys,
+            long limit,
+            int batchRows,
+            int readahead,
+            TailCursor cursor,
+            boolean more,
+            List<AutoCloseable> resources) {
+        super(allocator);
+        this.allocator = allocator;
+        this.schema = schema;
+        this.columns = schema.getFields().stream()
+                .map(Field::getName)
+                .filter(n -> !n.equals(DELETED))
+                .toList();
+        this.tail = tail;
+        this.passes = passes;
+        this.generations = generations;
+        this.pending = pending;
+        this.base = base;
+        this.lookUpUnseenKeys = lookUpUnseenKeys;
+        this.limit = limit;
+        this.batchRows = batchRows;
+        this.readahead = readahead;
+        this.cursor = cursor;
+        this.more = more;
+        this.resources = resources;
+    }
+
+    /** Where a reader stands once it has read this answer to its end: tail from it next. */
+    public TailCursor cursor() {
+        return cursor;
+    }
+
+    /** A tail only: some partition had more offsets than one answer covers; tail again at once. */
+    public boolean more() {
+        return more;
+    }
+
+    /** Rows handed out so far. */
+    public long rowsRead() {
+        return delivered;
+    }
+
+    /** Indexed lookups of the base this answer needed so far (keys of pending rows the base passes did not see). */
+    public long baseLookups() {
+        return lookups;
+    }
+
+    @Override
+    public boolean loadNextBatch() throws IOException {
+        ensureInitialized(); // a caller may load before it asks for the root
+        try {
+            while (limit == 0 || delivered < limit) {
+                if (reader == null && !openNextPass()) {
+                    return false;
+                }
+                if (!reader.loadNextBatch()) {
+                    closePass();
+                    continue;
+                }
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                if (current.keep() == Keep.MARK) {
+                    mark(batch);
+                    continue;
+                }
+                Selection kept = current.keep() == Keep.ALL
+                        ? Selection.all(batch.getRowCount())
+                        : current.base() ? selectBase(batch) : selectPending(batch);
+                if (kept.size() == 0) {
+                    continue;
+                }
+                if (limit > 0 && delivered + kept.size() > limit) {
+                    kept.truncate((int) (limit - delivered));
+                }
+                emit(batch, kept);
+                delivered += kept.size();
+                return true;
+            }
+            return false;
+        } catch (RolloutTableException e) {
+            throw e;
+        } catch (IOException | RuntimeException e) {
+            throw new RolloutTableException("Table read failed: " + e.getMessage(), e);
+        }
+    }
+
+    private boolean openNextPass() throws IOException {
+        if (next >= passes.size()) {
+            return false;
+        }
+        current = passes.get(next++);
+        String filter = current.filter();
+        if (current.onlyNewerInBase()) {
+            if (newerInBase.isEmpty()) {
+                current = null;
+                return openNextPass(); // the usual case: no key moved across partitions
+            }
+            String keys = Filters.recordIdInOneList(newerInBase);
+            filter = filter == null ? keys : filter + " AND (" + keys + ")";
+        }
+        Dataset dataset = base;
+        if (!current.base()) {
+            lease = generations.apply(current.generation());
+            dataset = lease.dataset();
+        }
+        Set<String> has = new HashSet<>(
+                dataset.getSchema().getFields().stream().map(Field::getName).toList());
+        Set<String> projection = new LinkedHashSet<>();
+        if (current.keep() != Keep.MARK) {
+            columns.stream().filter(has::contains).forEach(projection::add); // a generation may lack an added column
+        }
+        if (current.keep() == Keep.MARK) {
+            projection.addAll(PendingKeys.ORDER_COLUMNS);
+        } else if (current.keep() != Keep.ALL) {
+            projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
+            projection.add(RolloutSchema.METADATA);
+            if (!pending.isEmpty() || !current.base()) {
+                projection.addAll(PendingKeys.ORDER_COLUMNS);
+            }
+        }
+        ScanOptions.Builder options = new ScanOptions.Builder()
+                .columns(new ArrayList<>(projection))
+                .batchSize(batchRows)
+                .batchReadahead(readahead)
+                // a filter naming thousands of keys: a hash set over the column costs one read of it, the record_id
+                // index one lookup per key (~0.1 ms each)
+                .useScalarIndex(!current.namesKeys() || current.onlyNewerInBase());
+        if (filter != null) {
+            options.filter(filter);
+        }
+        scanner = dataset.newScan(options.build());
+        reader = scanner.scanBatches();
+        return true;
+    }
+
+    private void closePass() throws IOException {
+        try {
+            reader.close();
+            scanner.close();
+        } catch (IOException | RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IOException(e);
+        } finally {
+            if (lease != null) {
+                lease.close();
+                lease = null;
+            }
+            reader = null;
+            scanner = null;
+            current = null;
+        }
+    }
+
+    /** Notes which base rows of pending keys are newer than the key's newest pending row; every such row is seen. */
+    private void mark(VectorSchemaRoot batch) {
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            String key = ids.getObject(i).toString();
+            PendingKeys.Order replacement = pending.newest(key);
+            if (replacement != null) {
+                seenInBase.add(key);
+                if (!replacement.newerThan(order(batch, i))) {
+                    newerInBase.add(key);
+                }
+            }
+        }
+        markedEveryPendingKey = true;
+    }
+
+    /** Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. */
+    private Selection selectBase(VectorSchemaRoot batch) {
+        Selection kept = new Selection(batch.getRowCount());
+        VarCharVector ids = pending.isEmpty() ? null : (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            boolean delete = Tombstones.is(batch, i);
+            if (!current.keep().takes(delete)) {
+                continue;
+            }
+            if (ids != null) {
+                String key = ids.getObject(i).toString();
+                PendingKeys.Order replacement = pending.newest(key);
+                if (replacement != null) {
+                    seenInBase.add(key);
+                    if (replacement.newerThan(order(batch, i))) {
+                        continue;
+                    }
+                    newerInBase.add(key);
+                }
+            }
+            kept.add(i, delete);
+        }
+        return kept;
+    }
+
+    /** Pending rows shown: the newest pending row of its key, unless the base holds a newer one. */
+    private Selection selectPending(VectorSchemaRoot batch) {
+        Selection kept = new Selection(batch.getRowCount());
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
+        BigIntVector offsets = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
+        Map<String, Integer> unseen = new HashMap<>();
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < batch.getRowCount(); i++) {
+            String key = ids.getObject(i).toString();
+            PendingKeys.Order newest = pending.newest(key);
+            if (newest == null || !newest.sameRow(partitions.get(i), offsets.get(i)) || newerInBase.contains(key)) {
+                continue;
+            }
+            boolean delete = Tombstones.is(batch, i);
+            if (!current.keep().takes(delete)) {
+                continue;
+            }
+            if (lookUpUnseenKeys && !markedEveryPendingKey && !seenInBase.contains(key)) {
+                unseen.put(key, i);
+            }
+            kept.add(i, delete);
+            keys.add(key);
+        }
+        if (!unseen.isEmpty()) {
+            Set<String> newer = newerInBaseByLookup(unseen.keySet());
+            if (!newer.isEmpty()) {
+                kept.removeIf((index, position) -> newer.contains(keys.get(position)));
+            }
+        }
+        return kept;
+    }
+
+    /** Keys whose base row is newer than their newest pending row: indexed lookups, 256 keys each. */
+    private Set<String> newerInBaseByLookup(Set<String> keys) {
+        Set<String> newer = new HashSet<>();
+        for (String in : Filters.recordIdIn(new ArrayList<>(keys))) {
+            lookups++;
+            try (LanceScanner lookup = base.newScan(new ScanOptions.Builder()
+                            .columns(PendingKeys.ORDER_COLUMNS)
+                            .filter(in)
+                            .build());
+                    ArrowReader rows = lookup.scanBatches()) {
+                while (rows.loadNextBatch()) {
+                    VectorSchemaRoot batch = rows.getVectorSchemaRoot();
+                    VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                    for (int i = 0; i < batch.getRowCount(); i++) {
+                        String key = ids.getObject(i).toString();
+                        if (order(batch, i).newerThan(pending.newest(key))) {
+                            newer.add(key);
+                        }
+                    }
+                }
+            } catch (RolloutTableException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new RolloutTableException("Table read failed looking up base rows: " + e.getMessage(), e);
+            }
+        }
+        return newer;
+    }
+
+    private static PendingKeys.Order order(VectorSchemaRoot batch, int i) {
+        return new PendingKeys.Order(
+                ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
+                ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i),
+                ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
+    }
+
+    /** The kept rows of the source batch as this reader's next batch: moved when all are kept, else copied. */
+    private void emit(VectorSchemaRoot batch, Selection kept) {
+        int n = kept.size();
+        boolean whole = n == batch.getRowCount();
+        try (VectorSchemaRoot out = VectorSchemaRoot.create(schema, allocator)) {
+            for (String name : columns) {
+                FieldVector to = out.getVector(name);
+                FieldVector from = batch.getVector(name);
+                if (from != null && whole) {
+                    from.makeTransferPair(to).transfer();
+                    continue;
+                }
+                to.setInitialCapacity(n);
+                to.allocateNew();
+                for (int k = 0; k < n; k++) {
+                    if (from == null) {
+                        to.setNull(k); // a generation written before the column was added
+                    } else {
+                        to.copyFromSafe(kept.index(k), k, from);
+                    }
+                }
+                to.setValueCount(n);
+            }
+            if (tail) {
+                BitVector deleted = (BitVector) out.getVector(DELETED);
+                deleted.allocateNew(n);
+                for (int k = 0; k < n; k++) {
+                    deleted.set(k, kept.delete(k) ? 1 : 0);
+                }
+                deleted.setValueCount(n);
+            }
+            out.setRowCount(n);
+            try (ArrowRecordBatch rows = new VectorUnloader(out).getRecordBatch()) {
+                loadRecordBatch(rows);
+            }
+        }
+    }
+
+    @Override
+    public long bytesRead() {
+        return 0;
+    }
+
+    @Override
+    protected void closeReadSource() throws IOException {
+        try {
+            if (reader != null) {
+                closePass();
+            } else if (lease != null) {
+                lease.close();
+            }
+        } finally {
+            for (AutoCloseable resource : resources) {
+                try {
+                    resource.close();
+                } catch (Exception e) {
+                    // closing what a finished read held: nothing to do about it
+                }
+            }
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            super.close();
+        } finally {
+            allocator.close();
+        }
+    }
+
+    @Override
+    protected Schema readSchema() {
+        return schema;
+    }
+
+    /** Row indices of a source batch that are kept, and whether each is a delete. */
+    private static final class Selection {
+        private int[] indices;
+        private boolean[] deletes;
+        private int size;
+
+        Selection(int capacity) {
+            indices = new int[capacity];
+            deletes = new boolean[capacity];
+        }
+
+        /** Every row of a batch, none a delete. */
+        static Selection all(int rows) {
+            Selection all = new Selection(rows);
+            for (int i = 0; i < rows; i++) {
+                all.add(i, false);
+            }
+            return all;
+        }
+
+        void add(int index, boolean delete) {
+            indices[size] = index;
+            deletes[size] = delete;
+            size++;
+        }
+
+        int size() {
+            return size;
+        }
+
+        int index(int k) {
+            return indices[k];
+        }
+
+        boolean delete(int k) {
+            return deletes[k];
+        }
+
+        void truncate(int n) {
+            size = Math.min(size, n);
+        }
+
+        interface Drop {
+            boolean test(int index, int position);
+        }
+
+        void removeIf(Drop drop) {
+            int to = 0;
+            for (int k = 0; k < size; k++) {
+                if (!drop.test(indices[k], k)) {
+                    indices[to] = indices[k];
+                    deletes[to] = deletes[k];
+                    to++;
+                }
+            }
+            size = to;
+        }
+    }
+}
