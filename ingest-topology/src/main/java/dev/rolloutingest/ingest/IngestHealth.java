@@ -61,7 +61,8 @@ final class IngestHealth {
             // it counts, once the group settled without it here, it is someone else's.
             boolean ours = assigned.contains(partition) || (!settled && state.lastError() != null);
             if (ours && state.unsealedSinceMs() > 0 && nowMs - state.unsealedSinceMs() > boundMs) {
-                problems.add("partition " + partition + " has held unsealed records for "
+                problems.add("topic " + partition.topic() + " partition " + partition.partition()
+                        + " has held unsealed records for "
                         + (nowMs - state.unsealedSinceMs()) / 1000
                         + " s (bound " + boundMs / 1000 + " s)"
                         + (state.lastError() == null

@@ -51,13 +51,13 @@ final class PartitionRecovery {
             if (orphan.isPresent()) {
                 SealedGeneration generation = orphan.get();
                 log.info(
-                        "Shard {} ({}): table {} holds generation {} [{}..{}] written before a restart: adopted",
+                        "Shard {} ({}): adopting generation {} [{}..{}] of table {} written before a restart",
                         shard,
                         partition,
-                        name,
                         generation.generation(),
                         generation.firstOffset(),
-                        generation.lastOffset());
+                        generation.lastOffset(),
+                        name);
                 metrics.adopted();
                 orphans.put(name, new SealWrite.Written(table.get().location().uri(), generation));
             }
