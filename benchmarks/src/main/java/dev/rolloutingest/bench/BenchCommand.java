@@ -54,7 +54,9 @@ final class BenchCommand implements Callable<Integer> {
                     + " merge-worker alone draining that backlog: merge / ingest), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
                     + " per shard, merge capacity / ingest, 0 lost / 0 duplicated), many-tables (the same rollouts into"
-                    + " --tables tables: rows/s, generations per minute, rows per generation)")
+                    + " --tables tables: rows/s, generations per minute, rows per generation), fleet-isolation"
+                    + " (--isolation-tables tables on one merge fleet, --broken of them with their base's data"
+                    + " deleted: the healthy tables' drain rows/s against the same run without the broken ones)")
     String suite;
 
     @Option(
@@ -69,6 +71,21 @@ final class BenchCommand implements Callable<Integer> {
             defaultValue = "10000",
             description = "many-tables: rollout.seal.max.rows of the ingest app")
     int manyTablesSealRows;
+
+    @Option(
+            names = "--isolation-tables",
+            defaultValue = "50",
+            description = "fleet-isolation: tables, broken ones included")
+    int isolationTables;
+
+    @Option(names = "--broken", defaultValue = "5", description = "fleet-isolation: tables broken by hand")
+    int broken;
+
+    @Option(
+            names = "--tables-parallel",
+            defaultValue = "4",
+            description = "fleet-isolation: rollout.merge.tables.parallel of the fleet")
+    int tablesParallel;
 
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
     int lookups;
@@ -245,6 +262,13 @@ final class BenchCommand implements Callable<Integer> {
                             freshSeconds,
                             topologySettings,
                             !noLimits)
+                    .run();
+            return 0;
+        }
+        if (suite.equals("fleet-isolation")) {
+            printMachine("");
+            new dev.rolloutingest.merge.FleetIsolationBench(
+                            dir, isolationTables, broken, generations, rows, tablesParallel, 2)
                     .run();
             return 0;
         }
