@@ -44,7 +44,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The scheduler over several tables with TopologyTestDriver, real local tables and real rounds on the shared fleet:
  * one table broken by hand (a fragment of its base deleted) cools down alone, named by its URI and shard, while the
- * healthy tables keep merging.
+ * healthy tables keep merging and keep their upkeep.
  */
 class ManyTablesMergeTopologyTest {
     private static final String TOPIC = "rollouts";
@@ -262,7 +262,11 @@ class ManyTablesMergeTopologyTest {
                 "rollout.merge.max.generations",
                 2,
                 "task.cooldown.after.failures",
-                3));
+                3,
+                "rollout.index.optimize.interval.ms",
+                60_000L,
+                "rollout.index.max.unindexed.rows",
+                1L));
         for (int round = 0; round < 4; round++) { // a few base fragments, one still live besides the newest
             for (String name : NAMES) {
                 seal(name, 0);
@@ -306,5 +310,21 @@ class ManyTablesMergeTopologyTest {
                 .extracting(GenerationsMerged::getTableUri)
                 .contains(table("t0").location().uri(), table("t3").location().uri())
                 .doesNotContain(brokenUri);
+
+        // The key index upkeep of the broken table fails alone: a failure counted against its URI, none for the others.
+        driver.advanceWallClockTime(Duration.ofSeconds(60));
+        for (int i = 0; i < 120 && cooldowns.get(Cooldown.key("index", brokenUri)) == null; i++) {
+            Thread.sleep(250);
+            driver.advanceWallClockTime(Duration.ofMillis(250)); // the tick applies finished upkeep
+        }
+        assertThat(cooldowns.get(Cooldown.key("index", brokenUri)))
+                .as("the broken table's index upkeep failed and counts towards its cooldown")
+                .isNotNull()
+                .satisfies(c -> assertThat(c.lastError()).containsIgnoringCase("not found"));
+        for (String name : List.of("t0", "t1", "t3")) {
+            assertThat(cooldowns.get(
+                            Cooldown.key("index", table(name).location().uri())))
+                    .isNull();
+        }
     }
 }
