@@ -56,14 +56,16 @@ final class BenchCommand implements Callable<Integer> {
                     + " per shard, merge capacity / ingest, 0 lost / 0 duplicated), many-tables (the same rollouts into"
                     + " --tables tables: rows/s, generations per minute, rows per generation), fleet-isolation"
                     + " (--isolation-tables tables on one merge fleet, --broken of them with their base's data"
-                    + " deleted: the healthy tables' drain rows/s against the same run without the broken ones)")
+                    + " deleted: the healthy tables' drain rows/s against the same run without the broken ones),"
+                    + " fleet-spread (the same --generations x --rows spread over --tables tables, one merge fleet:"
+                    + " merge rows/s per table count)")
     String suite;
 
     @Option(
             names = "--tables",
             split = ",",
             defaultValue = "1,10,100",
-            description = "many-tables: the table counts, side by side (the first is the baseline)")
+            description = "many-tables, fleet-spread: the table counts, side by side (the first is the baseline)")
     int[] tableCounts;
 
     @Option(
@@ -270,6 +272,11 @@ final class BenchCommand implements Callable<Integer> {
             new dev.rolloutingest.merge.FleetIsolationBench(
                             dir, isolationTables, broken, generations, rows, tablesParallel, 2)
                     .run();
+            return 0;
+        }
+        if (suite.equals("fleet-spread")) {
+            printMachine("");
+            new dev.rolloutingest.merge.FleetSpreadBench(dir, tableCounts, generations, rows, tablesParallel, 2).run();
             return 0;
         }
         if (suite.equals("merge")) {
