@@ -57,14 +57,17 @@ final class BenchCommand implements Callable<Integer> {
                     + " --tables tables: rows/s, generations per minute, rows per generation), scan (bulk reads for"
                     + " training of a --scan-base-rows base with --scan-pending-rows pending against a plain lance-core"
                     + " scan of the base with the same projection; a tail's seal-to-delivery lag at a steady producer"
-                    + " for --tail-seconds)")
+                    + " for --tail-seconds), fleet-isolation (--isolation-tables tables on one merge fleet, --broken of"
+                    + " them with their base's data deleted: the healthy tables' drain rows/s against the same run"
+                    + " without the broken ones), fleet-spread (the same --generations x --rows spread over --tables"
+                    + " tables, one merge fleet: merge rows/s per table count)")
     String suite;
 
     @Option(
             names = "--tables",
             split = ",",
             defaultValue = "1,10,100",
-            description = "many-tables: the table counts, side by side (the first is the baseline)")
+            description = "many-tables, fleet-spread: the table counts, side by side (the first is the baseline)")
     int[] tableCounts;
 
     @Option(
@@ -72,6 +75,21 @@ final class BenchCommand implements Callable<Integer> {
             defaultValue = "10000",
             description = "many-tables: rollout.seal.max.rows of the ingest app")
     int manyTablesSealRows;
+
+    @Option(
+            names = "--isolation-tables",
+            defaultValue = "50",
+            description = "fleet-isolation: tables, broken ones included")
+    int isolationTables;
+
+    @Option(names = "--broken", defaultValue = "5", description = "fleet-isolation: tables broken by hand")
+    int broken;
+
+    @Option(
+            names = "--tables-parallel",
+            defaultValue = "4",
+            description = "fleet-isolation: rollout.merge.tables.parallel of the fleet")
+    int tablesParallel;
 
     @Option(names = "--lookups", defaultValue = "500", description = "reads: lookups per measurement")
     int lookups;
@@ -258,6 +276,18 @@ final class BenchCommand implements Callable<Integer> {
                             topologySettings,
                             !noLimits)
                     .run();
+            return 0;
+        }
+        if (suite.equals("fleet-isolation")) {
+            printMachine("");
+            new dev.rolloutingest.merge.FleetIsolationBench(
+                            dir, isolationTables, broken, generations, rows, tablesParallel, 2)
+                    .run();
+            return 0;
+        }
+        if (suite.equals("fleet-spread")) {
+            printMachine("");
+            new dev.rolloutingest.merge.FleetSpreadBench(dir, tableCounts, generations, rows, tablesParallel, 2).run();
             return 0;
         }
         if (suite.equals("merge")) {

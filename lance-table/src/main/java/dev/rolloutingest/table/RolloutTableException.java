@@ -13,12 +13,34 @@ public class RolloutTableException extends RuntimeException {
      * the table is wrong: whoever hit it should retry later and blame nothing in the table for it.
      */
     public static boolean isStorageFailure(Throwable error) {
+        if (isMissingFile(error)) {
+            return false;
+        }
         for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
             if (e instanceof Unavailable
                     || e instanceof Contended
                     || e instanceof StorageAccess
                     || e instanceof IOException
                     || String.valueOf(e.getMessage()).contains("LanceError(IO)")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * True when the error says a file the table names is gone (a fragment or generation deleted by hand, a manifest
+     * naming what is not there): the store answered, the table is broken. Retrying at once fails the same way, so the
+     * failure counts towards a cooldown like any other fault of the table, never as an outage.
+     */
+    public static boolean isMissingFile(Throwable error) {
+        for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
+            String message = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT);
+            if (e instanceof java.io.FileNotFoundException
+                    || e instanceof java.nio.file.NoSuchFileException
+                    || message.contains("no such file")
+                    || message.contains("notfound")
+                    || message.contains("not found")) {
                 return true;
             }
         }

@@ -38,8 +38,11 @@ final class CooldownBook {
         store.delete(Cooldown.key(kind, target));
     }
 
-    /** A failed run of {@code kind} on {@code target}: counted, and a cooldown once they are too many in a row. */
-    void recordFailure(String kind, String target, Throwable error, long now) {
+    /**
+     * A failed run of {@code kind} on {@code target}: counted, and a cooldown once they are too many in a row. The logs
+     * name it by {@code subject}: the table's URI and, for a merge, its shard (the target is only a store key).
+     */
+    void recordFailure(String kind, String target, String subject, Throwable error, long now) {
         Cooldown previous = store.get(Cooldown.key(kind, target));
         Cooldown next = policy.onFailure(previous, kind, target, String.valueOf(error.getMessage()), now);
         store.put(next.key(), next);
@@ -48,7 +51,7 @@ final class CooldownBook {
             log.warn(
                     "{} of {} failed {} times in a row; automatic runs skip it until {} (cooldown {} s). Last error: {}",
                     kind,
-                    target,
+                    subject,
                     next.failures(),
                     Instant.ofEpochMilli(next.untilMs()),
                     (next.untilMs() - now) / 1000,
@@ -57,7 +60,7 @@ final class CooldownBook {
             log.info(
                     "{} of {} failed ({} of {} before a cooldown): {}",
                     kind,
-                    target,
+                    subject,
                     next.failures(),
                     policy.afterFailures(),
                     next.lastError());

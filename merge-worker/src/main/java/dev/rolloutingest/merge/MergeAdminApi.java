@@ -218,6 +218,16 @@ final class MergeAdminApi {
                 Map<String, Object> row = new LinkedHashMap<>();
                 row.put("kind", c.kind());
                 row.put("target", c.target());
+                // Which table (and, for a merge, which shard) is cooling down, by name and URI.
+                if (MergeScheduler.MERGE.equals(c.kind())) {
+                    MergeTables.TableShard tableShard = tables.parse(c.target());
+                    row.put("table", tableShard.table());
+                    row.put("table_uri", tableUri(tableShard.table()));
+                    row.put("shard", tableShard.shard());
+                } else {
+                    row.put("table", tables.nameOf(c.target()).orElse(null));
+                    row.put("table_uri", c.target());
+                }
                 row.put("failures", c.failures());
                 row.put(
                         "until",
@@ -230,6 +240,14 @@ final class MergeAdminApi {
             });
         } catch (InvalidStateStoreException e) {
             return List.of();
+        }
+    }
+
+    private String tableUri(String name) {
+        try {
+            return tables.catalog().locationOf(name).uri();
+        } catch (RuntimeException e) {
+            return null; // a key of a name the catalog refuses: the row still lists it
         }
     }
 

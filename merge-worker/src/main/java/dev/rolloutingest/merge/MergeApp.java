@@ -27,11 +27,13 @@ public final class MergeApp extends RolloutApp {
     private static final Logger log = LoggerFactory.getLogger(MergeApp.class);
     private final MergeTables merges;
     private final TableMaintenanceRunner maintenance;
+    private final MergeFleet fleet;
 
     public MergeApp(MergeConfig config) {
         super("rollout-merge", config, config.mergedLagGroup(), MergeConfig.MERGED_LAG_GROUP);
         MergeMetrics metrics = new MergeMetrics(registry, config.tableSeries());
         AtomicInteger appends = new AtomicInteger();
+        this.fleet = new MergeFleet(config.threads(), config.tablesParallel());
         this.merges = new MergeTables(tables, table -> {
             haltAfterAppends(table, config.faultHaltAfterAppends(), appends);
             return new MergeCoordinator(
@@ -39,12 +41,14 @@ public final class MergeApp extends RolloutApp {
                     config.maxGenerations(),
                     config.maxBytes(),
                     config.roundMaxBytes(),
-                    config.threads(),
+                    fleet,
+                    false,
                     metrics,
                     config.faultHaltAfterMerges(),
                     config.afterGenerations());
         });
-        this.maintenance = new TableMaintenanceRunner(metrics);
+        this.maintenance =
+                new TableMaintenanceRunner(metrics, config.maintenanceThreads(), config.maintenanceTimeout());
         if (config.deleteRetention().compareTo(java.time.Duration.ofHours(1)) < 0) {
             log.warn(
                     "{}={} ms is under an hour: a delete is dropped once that old and no older generation is pending,"
@@ -118,6 +122,7 @@ public final class MergeApp extends RolloutApp {
     @Override
     protected void closeOwnParts() {
         merges.close();
+        fleet.close();
         maintenance.close();
     }
 

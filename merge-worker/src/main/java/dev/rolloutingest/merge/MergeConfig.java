@@ -35,6 +35,9 @@ public final class MergeConfig extends AppConfig {
     public static final String AFTER_GENERATIONS = "rollout.merge.after.generations";
     public static final String MAX_PENDING_AGE_MS = "rollout.merge.max.pending.age.ms";
     public static final String THREADS = "rollout.merge.threads";
+    public static final String TABLES_PARALLEL = "rollout.merge.tables.parallel";
+    public static final String MAINTENANCE_THREADS = "rollout.maintenance.threads";
+    public static final String MAINTENANCE_TIMEOUT_MS = "rollout.maintenance.timeout.ms";
     public static final String CHECK_INTERVAL_MS = "rollout.merge.check.interval.ms";
     public static final String RECONCILE_INTERVAL_MS = "rollout.merge.reconcile.interval.ms";
     public static final String COOLDOWN_AFTER_FAILURES = "task.cooldown.after.failures";
@@ -109,8 +112,34 @@ public final class MergeConfig extends AppConfig {
                     2,
                     ConfigDef.Range.between(1, 64),
                     MEDIUM,
-                    "Shards of a merge round read and de-duplicated in parallel, off the stream threads (the round's"
-                            + " commit is one, serial)")
+                    "Shards of merge rounds read and de-duplicated in parallel, off the stream threads: one pool"
+                            + " shared by all tables (a round's commit is one, serial)")
+            .define(
+                    TABLES_PARALLEL,
+                    INT,
+                    4,
+                    ConfigDef.Range.between(1, 256),
+                    MEDIUM,
+                    "Merge rounds in flight at once (being prepared or committed) over all tables of this process;"
+                            + " each table commits one round at a time and may prepare its next meanwhile. Tables with"
+                            + " work are served in turn, so a hot table gets one round per round of each waiting"
+                            + " table. Memory: up to this many rounds of rollout.merge.round.max.bytes")
+            .define(
+                    MAINTENANCE_THREADS,
+                    INT,
+                    2,
+                    ConfigDef.Range.between(1, 64),
+                    LOW,
+                    "Tables whose upkeep (compaction, key index, GC, drop of old deletes) runs at once: a table"
+                            + " whose upkeep is slow holds one of them, the others serve the rest")
+            .define(
+                    MAINTENANCE_TIMEOUT_MS,
+                    LONG,
+                    1_800_000L,
+                    ConfigDef.Range.atLeast(1_000),
+                    LOW,
+                    "An upkeep job of a table still running after this long counts as a failure of that table"
+                            + " (towards its cooldown); its thread is free again once the job returns")
             .define(
                     CHECK_INTERVAL_MS,
                     LONG,
@@ -312,6 +341,18 @@ public final class MergeConfig extends AppConfig {
 
     public int threads() {
         return parsed.getInt(THREADS);
+    }
+
+    public int tablesParallel() {
+        return parsed.getInt(TABLES_PARALLEL);
+    }
+
+    public int maintenanceThreads() {
+        return parsed.getInt(MAINTENANCE_THREADS);
+    }
+
+    public java.time.Duration maintenanceTimeout() {
+        return java.time.Duration.ofMillis(parsed.getLong(MAINTENANCE_TIMEOUT_MS));
     }
 
     public long checkIntervalMs() {

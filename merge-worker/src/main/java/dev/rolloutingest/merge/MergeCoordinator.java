@@ -19,8 +19,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
@@ -32,8 +30,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Merges in rounds, off the stream threads: the shards asked for since the last round are planned
- * together, prepared in parallel on a pool of {@code rollout.merge.threads} (reading and de-duplicating
- * their generations), and committed together by a single committer thread, so commits per second
+ * together, prepared in parallel on the {@link MergeFleet}'s preparers, shared by all tables (reading and
+ * de-duplicating their generations), and committed together by the table's single committer thread, one round at a
+ * time, when the fleet grants the table its turn (a bounded number of rounds over all tables, served in turn), so commits per second
  * do not grow with the number of shards and passes of different shards no longer race for the base
  * manifest. A round holds at most {@code rollout.merge.round.max.bytes} of sealed input (the shards over it
  * wait for the next round), so memory is bounded by the round, never by the backlog. Finished shards wait in
@@ -90,7 +89,10 @@ public final class MergeCoordinator implements AutoCloseable {
     private final long maxBytes;
     private final long roundMaxBytes;
     private final MergeMetrics metrics;
-    private final ExecutorService preparers;
+    private final MergeFleet fleet;
+    /** A coordinator made without a fleet has one of its own, closed with it. */
+    private final boolean ownsFleet;
+
     private final Thread planner;
     private final Thread committer;
     /**
@@ -122,10 +124,33 @@ public final class MergeCoordinator implements AutoCloseable {
         this(table, maxGenerations, maxBytes, 0, threads, metrics, 0, 0);
     }
 
+    /** A coordinator with a fleet of its own: {@code threads} preparers, its round committing while the next prepares. */
+    public MergeCoordinator(
+            RolloutTable table,
+            int maxGenerations,
+            long maxBytes,
+            long roundMaxBytes,
+            int threads,
+            MergeMetrics metrics,
+            int haltAfterMerges,
+            int continueAtLeftover) {
+        this(
+                table,
+                maxGenerations,
+                maxBytes,
+                roundMaxBytes,
+                new MergeFleet(threads, 2),
+                true,
+                metrics,
+                haltAfterMerges,
+                continueAtLeftover);
+    }
+
     /**
      * @param roundMaxBytes sealed bytes one round takes at most, over all its shards (0 = unbounded); a shard
      *     alone over it still merges, in a round of its own
-     * @param threads shards prepared in parallel
+     * @param fleet the preparers and round slots this table shares with the process's other tables
+     * @param ownsFleet whether closing this coordinator closes the fleet
      * @param haltAfterMerges fault injection: halt the JVM after this many committed rounds (0 = never)
      * @param continueAtLeftover an automatic merge that leaves at least this many generations pending asks for
      *     the shard's next pass at once, in the next round (0 = never): under load a shard does not wait for
@@ -136,7 +161,8 @@ public final class MergeCoordinator implements AutoCloseable {
             int maxGenerations,
             long maxBytes,
             long roundMaxBytes,
-            int threads,
+            MergeFleet fleet,
+            boolean ownsFleet,
             MergeMetrics metrics,
             int haltAfterMerges,
             int continueAtLeftover) {
@@ -147,8 +173,8 @@ public final class MergeCoordinator implements AutoCloseable {
         this.roundMaxBytes = roundMaxBytes;
         this.metrics = metrics;
         this.haltAfterMerges = haltAfterMerges;
-        AtomicInteger n = new AtomicInteger();
-        this.preparers = Executors.newFixedThreadPool(threads, r -> daemon(r, "merge-prepare-" + n.incrementAndGet()));
+        this.fleet = fleet;
+        this.ownsFleet = ownsFleet;
         this.planner = daemon(this::prepareRounds, "merge-planner");
         this.committer = daemon(this::commitRounds, "merge-committer");
         this.planner.start();
@@ -307,25 +333,43 @@ public final class MergeCoordinator implements AutoCloseable {
                 while (!closing && !anyReady()) {
                     requested.await(1, TimeUnit.SECONDS);
                 }
-                if (closing) {
-                    return;
-                }
-                // A shard still in the round being committed waits: its plan would read the old watermark.
-                var it = requests.entrySet().iterator();
-                while (it.hasNext()) {
-                    var entry = it.next();
-                    if (!inRound.contains(entry.getKey())) {
-                        batch.put(entry.getKey(), entry.getValue());
-                        it.remove();
-                    }
-                }
-                inRound.addAll(batch.keySet());
             } catch (InterruptedException e) {
                 return;
             } finally {
                 lock.unlock();
             }
+            // This table's turn among the tables with work: the round is planned once granted, from every shard
+            // asked for by then.
             try {
+                if (!fleet.acquire(this, () -> closing)) {
+                    return;
+                }
+            } catch (InterruptedException e) {
+                return;
+            }
+            boolean handedOff = false;
+            try {
+                lock.lock();
+                try {
+                    if (closing) {
+                        return;
+                    }
+                    // A shard still in the round being committed waits: its plan would read the old watermark.
+                    var it = requests.entrySet().iterator();
+                    while (it.hasNext()) {
+                        var entry = it.next();
+                        if (!inRound.contains(entry.getKey())) {
+                            batch.put(entry.getKey(), entry.getValue());
+                            it.remove();
+                        }
+                    }
+                    inRound.addAll(batch.keySet());
+                } finally {
+                    lock.unlock();
+                }
+                if (batch.isEmpty()) {
+                    continue; // the shards asked for were let go of while this table waited for its turn
+                }
                 PreparedRound next = prepareRound(++round, batch);
                 while (next != null && !prepared.offer(next, 1, TimeUnit.SECONDS)) {
                     if (closing) {
@@ -333,6 +377,7 @@ public final class MergeCoordinator implements AutoCloseable {
                         return;
                     }
                 }
+                handedOff = next != null; // the committer gives the round back once it is committed
             } catch (InterruptedException e) {
                 return;
             } catch (Error e) {
@@ -343,6 +388,10 @@ public final class MergeCoordinator implements AutoCloseable {
                 // lance-core's undeclared IOExceptions too: a round that fails as a whole is the table's problem.
                 log.error("Merge round {} failed as a whole: {}", round, e.toString(), e);
                 finishAll(batch, null, e, true, 0);
+            } finally {
+                if (!handedOff) {
+                    fleet.release();
+                }
             }
         }
     }
@@ -370,6 +419,8 @@ public final class MergeCoordinator implements AutoCloseable {
             } catch (Exception e) {
                 log.error("Merge round {} failed as a whole: {}", round.round(), e.toString(), e);
                 finishAll(round.batch(), null, e, true, 0);
+            } finally {
+                fleet.release(); // the next table waiting gets its turn
             }
         }
     }
@@ -403,7 +454,7 @@ public final class MergeCoordinator implements AutoCloseable {
         }
         Map<String, Future<PreparedMerge>> preparing = new LinkedHashMap<>();
         for (MergePlan plan : taken) {
-            preparing.put(plan.shard(), preparers.submit(() -> table.prepareMerge(plan)));
+            preparing.put(plan.shard(), fleet.preparers().submit(() -> table.prepareMerge(plan)));
         }
         List<PreparedMerge> ready = new ArrayList<>();
         Map<String, Throwable> unreadable = new LinkedHashMap<>();
@@ -609,9 +660,11 @@ public final class MergeCoordinator implements AutoCloseable {
             PreparedRound abandoned;
             while ((abandoned = prepared.poll()) != null) {
                 abandon(abandoned);
+                fleet.release();
             }
-            preparers.shutdown();
-            preparers.awaitTermination(60, TimeUnit.SECONDS);
+            if (ownsFleet) {
+                fleet.close();
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

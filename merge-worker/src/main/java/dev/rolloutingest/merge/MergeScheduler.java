@@ -182,7 +182,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                             target,
                             outcome.error().getMessage());
                 } else {
-                    cooldowns.recordFailure(outcome.kind(), target, outcome.error(), now);
+                    cooldowns.recordFailure(outcome.kind(), target, "table " + target, outcome.error(), now);
                 }
             }
         }
@@ -221,13 +221,15 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         if (outcome.failed() && outcome.tableUnavailable()) {
             // The store, not the shard: no cooldown (every shard would enter one); the next trigger retries.
             log.info(
-                    "merge of {} waits for the table to be available again: {}",
+                    "merge of table {} shard {} waits for the table to be available again: {}",
+                    merging.table().location().uri(),
                     shard,
                     outcome.error().getMessage());
             return;
         }
         if (outcome.failed()) {
-            cooldowns.recordFailure(MERGE, key, outcome.error(), now);
+            cooldowns.recordFailure(
+                    MERGE, key, "table " + merging.table().location().uri() + " shard " + shard, outcome.error(), now);
             return;
         }
         cooldowns.clear(MERGE, key);

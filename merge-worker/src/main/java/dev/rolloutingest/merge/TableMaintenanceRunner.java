@@ -1,22 +1,28 @@
 package dev.rolloutingest.merge;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Queue;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs the tables' upkeep (compaction, record_id index, GC, the drop of old deletes) one job at a time on a thread of its own, off
- * the stream threads and apart from merge rounds; a kind still running is not started twice. Finished jobs
- * wait until the owning task applies them (cooldowns) on its own thread.
+ * Runs the tables' upkeep (compaction, record_id index, GC, the drop of old deletes) on a small pool of its own
+ * ({@code rollout.maintenance.threads}), off the stream threads and apart from merge rounds; a kind still running on
+ * a table is not started twice. A table whose upkeep fails fails alone: its outcome cools that table down, the others
+ * go on. One that hangs is bounded too: past {@code rollout.maintenance.timeout.ms} it is reported failed (its table
+ * cools down) while the rest of the pool serves the other tables; its thread is free again once lance-core returns.
+ * Finished jobs wait until the owning task applies them (cooldowns) on its own thread.
  */
 final class TableMaintenanceRunner implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TableMaintenanceRunner.class);
@@ -24,29 +30,63 @@ final class TableMaintenanceRunner implements AutoCloseable {
     /** A finished run of a table (kind = compact | index | gc | deletes): its summary, or the error that failed it. */
     record Outcome(String table, String tableUri, String kind, Throwable error, String summary) {}
 
+    /** A job started and not finished: when it started, and whether its overrun was reported already. */
+    private static final class Running {
+        final String table;
+        final String tableUri;
+        final String kind;
+        volatile long startedNanos; // 0 while queued: a job waiting for a thread is not overrunning
+        volatile boolean overrunReported;
+
+        Running(String table, String tableUri, String kind) {
+            this.table = table;
+            this.tableUri = tableUri;
+            this.kind = kind;
+        }
+    }
+
     private final MergeMetrics metrics;
-    private final ExecutorService worker;
+    private final ExecutorService workers;
+    private final Duration timeout;
     private final Queue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
-    private final Set<String> running = ConcurrentHashMap.newKeySet();
+    private final Map<String, Running> running = new ConcurrentHashMap<>();
 
     TableMaintenanceRunner(MergeMetrics metrics) {
+        this(metrics, 1, Duration.ofMinutes(30));
+    }
+
+    /**
+     * @param threads tables served at once
+     * @param timeout how long a job may run before it counts as a failure of its table
+     */
+    TableMaintenanceRunner(MergeMetrics metrics, int threads, Duration timeout) {
         this.metrics = metrics;
-        this.worker = Executors.newSingleThreadExecutor(r -> MergeCoordinator.daemon(r, "table-maintenance"));
+        this.timeout = timeout;
+        AtomicInteger n = new AtomicInteger();
+        this.workers = Executors.newFixedThreadPool(
+                threads, r -> MergeCoordinator.daemon(r, "table-maintenance-" + n.incrementAndGet()));
     }
 
     /** Starts a run of this kind on the table unless one is still queued or running; false when it is. */
     boolean submit(String table, String tableUri, String kind, Supplier<String> work) {
         String job = kind + " " + table;
-        if (!running.add(job)) {
+        Running entry = new Running(table, tableUri, kind);
+        if (running.putIfAbsent(job, entry) != null) {
             return false;
         }
-        worker.execute(() -> {
+        workers.execute(() -> {
+            entry.startedNanos = System.nanoTime();
             try {
-                outcomes.add(new Outcome(table, tableUri, kind, null, work.get()));
+                String summary = work.get();
+                if (!entry.overrunReported) {
+                    outcomes.add(new Outcome(table, tableUri, kind, null, summary));
+                }
                 metrics.maintenance(kind, "success");
             } catch (Exception e) {
                 log.warn("Table {}: {} failed: {}", tableUri, kind, e.getMessage());
-                outcomes.add(new Outcome(table, tableUri, kind, e, null));
+                if (!entry.overrunReported) {
+                    outcomes.add(new Outcome(table, tableUri, kind, e, null));
+                }
                 metrics.maintenance(kind, "failure");
             } finally {
                 running.remove(job);
@@ -55,8 +95,28 @@ final class TableMaintenanceRunner implements AutoCloseable {
         return true;
     }
 
-    /** Finished runs, oldest first, removed from the queue. */
+    /** Finished runs, oldest first, removed from the queue; a job over its time counts as a failure, once. */
     List<Outcome> drain() {
+        long now = System.nanoTime();
+        for (Running r : running.values()) {
+            long started = r.startedNanos;
+            if (started != 0 && !r.overrunReported && now - started > timeout.toNanos()) {
+                r.overrunReported = true;
+                log.warn(
+                        "Table {}: {} still running after {} ms; counted as a failure of the table, the other"
+                                + " tables' upkeep goes on",
+                        r.tableUri,
+                        r.kind,
+                        timeout.toMillis());
+                outcomes.add(new Outcome(
+                        r.table,
+                        r.tableUri,
+                        r.kind,
+                        new TimeoutException(r.kind + " still running after " + timeout.toMillis() + " ms"),
+                        null));
+                metrics.maintenance(r.kind, "timeout");
+            }
+        }
         List<Outcome> drained = new ArrayList<>();
         for (Outcome o; (o = outcomes.poll()) != null; ) {
             drained.add(o);
@@ -66,9 +126,9 @@ final class TableMaintenanceRunner implements AutoCloseable {
 
     @Override
     public void close() {
-        worker.shutdown();
+        workers.shutdown();
         try {
-            worker.awaitTermination(60, TimeUnit.SECONDS);
+            workers.awaitTermination(60, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

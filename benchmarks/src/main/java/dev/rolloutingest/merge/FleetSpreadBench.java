@@ -1,0 +1,135 @@
+package dev.rolloutingest.merge;
+
+import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.schemas.MergeTrigger;
+import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.rows.RolloutRow;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The same backlog (generations of new keys) spread over 1, 10, 100 tables of one shard, drained by one process's
+ * {@link MergeFleet}: merge rows/s per table count, side by side in one run, against the first count. A driver asks
+ * for each table's passes every 10 ms as the scheduler's tick does.
+ */
+public final class FleetSpreadBench {
+    private static final String TOPIC = "bench";
+    private static final String SHARD = ShardId.of(TOPIC, 0);
+
+    private final Path dir;
+    private final int[] tableCounts;
+    private final int totalGenerations;
+    private final int rows;
+    private final int parallel;
+    private final int threads;
+    private final TableSettings settings = TableSettings.DEFAULTS
+            .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+            .with(TableSettings.PENDING_MAX_GENERATIONS, 0);
+
+    public FleetSpreadBench(Path dir, int[] tableCounts, int totalGenerations, int rows, int parallel, int threads) {
+        this.dir = dir;
+        this.tableCounts = tableCounts;
+        this.totalGenerations = totalGenerations;
+        this.rows = rows;
+        this.parallel = parallel;
+        this.threads = threads;
+    }
+
+    public void run() throws Exception {
+        System.out.printf(
+                "%d generations x %,d rows (new keys, 1 KiB payload) spread evenly over each table count;"
+                        + " merge.max.generations 8, rollout.merge.tables.parallel %d, rollout.merge.threads %d%n%n",
+                totalGenerations, rows, parallel, threads);
+        drain(Math.min(tableCounts[0], 4), 8); // warm-up
+        System.out.println("| tables | generations per table | drain | merge rows/s | vs " + tableCounts[0]
+                + " table(s) | rounds |");
+        System.out.println("|---|---|---|---|---|---|");
+        double first = 0;
+        for (int count : tableCounts) {
+            double[] r = drain(count, totalGenerations / count);
+            double rate = (double) count * (totalGenerations / count) * rows / r[0];
+            if (first == 0) {
+                first = rate;
+            }
+            System.out.printf(
+                    "| %d | %d | %.1f s | %,.0f | %.2f | %d |%n",
+                    count, totalGenerations / count, r[0], rate, rate / first, (long) r[1]);
+        }
+    }
+
+    /** Seconds to drain {@code count} tables of {@code generations} each, and the rounds committed. */
+    private double[] drain(int count, int generations) throws Exception {
+        Path root = dir.toAbsolutePath().resolve("spread-" + count + "-" + generations);
+        FileTrees.deleteRecursively(root);
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        MergeMetrics metrics = new MergeMetrics(meters);
+        List<RolloutTable> opened = new ArrayList<>();
+        List<MergeCoordinator> coordinators = new ArrayList<>();
+        MergeFleet fleet = new MergeFleet(threads, parallel);
+        try {
+            for (int t = 0; t < count; t++) {
+                RolloutTable table = RolloutTable.createOrOpen(
+                        TableLocation.local(root.resolve(String.format("t%03d", t))), settings, meters);
+                opened.add(table);
+                coordinators.add(new MergeCoordinator(table, 8, 48L << 20, 48L << 20, fleet, false, metrics, 0, 8));
+                for (int g = 0; g < generations; g++) {
+                    write(table, t, g);
+                }
+            }
+            int[] pending = new int[count];
+            java.util.Arrays.fill(pending, generations);
+            long started = System.nanoTime();
+            while (true) {
+                boolean left = false;
+                for (int t = 0; t < count; t++) {
+                    MergeCoordinator coordinator = coordinators.get(t);
+                    for (MergeCoordinator.Outcome outcome : coordinator.drain(SHARD)) {
+                        if (outcome.failed()) {
+                            throw new IllegalStateException("a merge of table " + t + " failed", outcome.error());
+                        }
+                        pending[t] -= outcome.result().mergedGenerations().size();
+                    }
+                    if (pending[t] > 0) {
+                        left = true;
+                        if (!coordinator.running(SHARD)) {
+                            coordinator.submit(SHARD, MergeTrigger.COUNT);
+                        }
+                    }
+                }
+                if (!left) {
+                    break;
+                }
+                Thread.sleep(10); // the scheduler's tick
+            }
+            double seconds = (System.nanoTime() - started) / 1e9;
+            long rounds = coordinators.stream()
+                    .mapToLong(c -> c.lastRound() == null ? 0 : c.lastRound().round())
+                    .sum();
+            return new double[] {seconds, rounds};
+        } finally {
+            coordinators.forEach(MergeCoordinator::close); // before the fleet: a round in flight still prepares
+            fleet.close();
+            opened.forEach(RolloutTable::close);
+        }
+    }
+
+    private void write(RolloutTable table, int t, int g) {
+        RolloutGenerator generator = new RolloutGenerator("bench", 1024, 3);
+        long first = (long) g * rows;
+        List<RolloutRow> batch = new ArrayList<>(rows);
+        for (long o = first; o < first + rows; o++) {
+            Rollout rollout = generator.rollout(o, (int) o);
+            rollout.setRecordId("t" + t + "-" + o);
+            batch.add(new RolloutRow(rollout, 0, o, Instant.now()));
+        }
+        table.writeGeneration(TOPIC, 0, first, first + rows - 1, batch, rows * 1100L);
+    }
+}
