@@ -154,10 +154,11 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         for (String key : keys) {
             ShardBacklog backlog = backlog(key);
-            Optional<MergeTables.Merging> merging = tables.of(tables.parse(key).table());
+            MergeTables.TableShard tableShard = tables.parse(key);
+            Optional<MergeTables.Merging> merging = tables.of(tableShard.table());
             if (merging.isPresent()) {
                 List<MergeCoordinator.Outcome> outcomes =
-                        merging.get().coordinator().drain(tables.parse(key).shard());
+                        merging.get().coordinator().drain(tableShard.shard());
                 for (MergeCoordinator.Outcome outcome : outcomes) {
                     apply(merging.get(), outcome, backlog, now);
                 }
