@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The lifecycle of one Kafka Streams app: a failed stream thread is replaced (its uncommitted work is
- * aborted by exactly-once and redone from the last commit), Streams and client metrics are bound to the
+ * aborted by exactly-once and redone from the last commit) and its static member removed from the group, Streams and client metrics are bound to the
  * registry (consumer lag included), and the state is exposed for /health.
  */
 public final class StreamsRuntime implements AutoCloseable {
@@ -39,6 +39,7 @@ public final class StreamsRuntime implements AutoCloseable {
     private final long replacementWindowMs;
     private final Deque<Long> replacements = new ArrayDeque<>();
     private volatile String lastThreadError;
+    private final FailedMemberRemoval failedMembers;
 
     public StreamsRuntime(String name, Topology topology, Properties props, MeterRegistry registry) {
         this(name, topology, props, registry, 0, 1);
@@ -63,6 +64,7 @@ public final class StreamsRuntime implements AutoCloseable {
                 .description("Stream threads that failed and were replaced (their uncommitted work is redone)")
                 .register(registry);
         this.streams = new KafkaStreams(topology, props);
+        this.failedMembers = new FailedMemberRemoval(name, props);
         this.streams.setUncaughtExceptionHandler(error -> {
             log.error(
                     "{}: stream thread failed, replacing it (uncommitted work is redone): {}",
@@ -74,6 +76,7 @@ public final class StreamsRuntime implements AutoCloseable {
             synchronized (replacements) {
                 replacements.addLast(System.currentTimeMillis());
             }
+            failedMembers.afterEnd(Thread.currentThread());
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
         this.streams.setStateListener((now, before) -> log.info("{}: {} -> {}", name, before, now));
@@ -219,6 +222,7 @@ public final class StreamsRuntime implements AutoCloseable {
         // session timeout; leaving hands them to the other instances at once.
         streams.close(
                 new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(30)).leaveGroup(true));
+        failedMembers.close();
         metrics.close();
     }
 }
