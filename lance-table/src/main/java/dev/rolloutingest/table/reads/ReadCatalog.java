@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * What readers see, kept in memory and refreshed at most every {@code refresh} (or at once after this
  * process changed the table): one open handle of the base at a version, its merged watermarks, and each
  * shard's pending generations with their key filters. A read therefore costs no listing, no manifest read
- * and no seal read; refreshing costs one recursive LIST of the seals, a check of the base's latest version,
+ * and no seal read; refreshing costs one recursive LIST of the seals, then a check of the base's latest version,
  * and one GET per seal not seen before (seals are immutable, so their filters are kept until merged).
  *
  * <p>Staleness: a generation sealed by another process becomes readable at most {@code refresh} after its
@@ -169,6 +169,10 @@ public final class ReadCatalog implements AutoCloseable {
 
     private void refresh() {
         stale = false; // a change during this refresh sets it again
+        // The seals are listed before the base version is read: a generation merged after the listing is in that
+        // base (watermarks only grow), and GC deletes only merged ones, so none falls between the two however long
+        // this takes. Read the other way round, a merge and a GC between the two steps lose the generation.
+        Map<String, List<GenerationCatalog.Listed>> sealed = catalog.sealedByShard();
         Snapshot previous = current;
         BaseHandle handle;
         long version;
@@ -185,7 +189,7 @@ public final class ReadCatalog implements AutoCloseable {
             Map<String, Long> watermarks = previous != null && previous.version == version
                     ? previous.watermarks
                     : MemWalWatermarks.read(handle.dataset);
-            next = new Snapshot(handle, version, watermarks, pending(watermarks));
+            next = new Snapshot(handle, version, watermarks, pending(sealed, watermarks));
         } catch (RuntimeException e) {
             handle.release();
             stale = true;
@@ -197,8 +201,9 @@ public final class ReadCatalog implements AutoCloseable {
         }
     }
 
-    private Map<String, List<Pending>> pending(Map<String, Long> watermarks) {
-        Map<String, List<GenerationCatalog.Listed>> sealed = new TreeMap<>(catalog.sealedByShard());
+    private Map<String, List<Pending>> pending(
+            Map<String, List<GenerationCatalog.Listed>> sealedByShard, Map<String, Long> watermarks) {
+        Map<String, List<GenerationCatalog.Listed>> sealed = new TreeMap<>(sealedByShard);
         // Shards merged and garbage-collected to nothing have no seal left but still count: 0 pending.
         watermarks.keySet().forEach(shard -> sealed.putIfAbsent(shard, List.of()));
         Map<String, List<Pending>> byShard = new TreeMap<>();
