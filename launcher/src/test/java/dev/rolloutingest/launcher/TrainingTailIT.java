@@ -12,6 +12,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.reads.TailCursor;
 import dev.rolloutingest.testsupport.AppSettings;
 import dev.rolloutingest.testsupport.Await;
 import dev.rolloutingest.testsupport.Rollouts;
@@ -31,6 +32,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
@@ -69,6 +71,7 @@ class TrainingTailIT {
             Map<String, Integer> handedOver = new ConcurrentHashMap<>();
             Map<String, Integer> deletesHandedOver = new ConcurrentHashMap<>();
             AtomicLong answers = new AtomicLong();
+            AtomicReference<String> lastCursor = new AtomicReference<>();
             AtomicBoolean tailing = new AtomicBoolean(true);
             List<Throwable> tailErrors = new ArrayList<>();
             TableLocation location = TableLocation.local(tableDir);
@@ -86,6 +89,7 @@ class TrainingTailIT {
                 Thread trainer = new Thread(
                         () -> {
                             String cursor = null;
+                            lastCursor.set("none");
                             try (RootAllocator allocator = new RootAllocator()) {
                                 while (tailing.get()) {
                                     String query = "/rollouts:tail?columns=record_id&max_offsets=400"
@@ -114,6 +118,8 @@ class TrainingTailIT {
                                         }
                                     }
                                     cursor = next;
+                                    lastCursor.set(
+                                            TailCursor.decode(next).offsets().toString());
                                     answers.incrementAndGet();
                                     Thread.sleep(50);
                                 }
@@ -136,7 +142,14 @@ class TrainingTailIT {
                 ingest = new IngestApp(IngestConfig.of(ingestProps)).start();
                 merge = new MergeApp(MergeConfig.of(mergeProps)).start();
                 rollouts.produce("rollouts", RECORDS / 2, RECORDS, RECORDS, latest, produced, 20);
-                Await.until(120, "every id handed over", () -> handedOver.size() >= RECORDS || !tailErrors.isEmpty());
+                RolloutTable table = reader;
+                Await.until(
+                        120,
+                        "every id handed over",
+                        () -> handedOver.size() >= RECORDS || !tailErrors.isEmpty(),
+                        () -> "handed over " + handedOver.size() + " of " + RECORDS + " after " + answers.get()
+                                + " polls, cursor at " + lastCursor.get() + "; not handed over: "
+                                + missing(table, handedOver));
                 // a compaction of the base while the trainer goes on tailing (the merge-worker compacts too)
                 compact(reader);
                 try (Deletes deletes =
@@ -166,6 +179,21 @@ class TrainingTailIT {
                     .containsOnly(1);
             assertThat(answers.get()).as("polls").isGreaterThan(10);
         }
+    }
+
+    /** Where the first ids never handed over are: partition and offset of the row the table holds. */
+    private static String missing(RolloutTable table, Map<String, Integer> handedOver) {
+        List<String> found = new ArrayList<>();
+        for (int i = 0; i < RECORDS && found.size() < 10; i++) {
+            String id = RolloutGenerator.recordId("tail", i);
+            if (!handedOver.containsKey(id)) {
+                found.add(id
+                        + table.get(id)
+                                .map(row -> "@" + row.sourcePartition() + ":" + row.sourceOffset())
+                                .orElse(" (not in the table)"));
+            }
+        }
+        return found.toString();
     }
 
     private static void compact(RolloutTable table) throws InterruptedException {

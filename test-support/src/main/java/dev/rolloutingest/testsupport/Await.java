@@ -18,6 +18,15 @@ public final class Await {
         }
     }
 
+    /** Until the condition holds; fails naming {@code what} and what {@code state} tells then after {@code seconds}. */
+    public static void until(int seconds, String what, BooleanSupplier condition, Supplier<String> state) {
+        try {
+            until(seconds, what, condition);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; " + state.get(), e);
+        }
+    }
+
     /** Until the value equals {@code expected}; returns the last value read (the caller asserts on it). */
     public static <T> T value(int seconds, T expected, Supplier<T> value) {
         long deadline = System.nanoTime() + seconds * 1_000_000_000L;
