@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** The merge-worker's meters. No shard tag (cardinality); tags from fixed sets only. */
@@ -20,6 +21,17 @@ public final class MergeMetrics {
 
     private final TableSeries tableSeries;
     private final Map<String, Counter> tableRows = new ConcurrentHashMap<>();
+    /** Per task, per table it holds shards of: the most pending generations of one shard, and shards cooling. */
+    private final Map<Integer, Map<String, TableBacklog>> tableBacklogByTask = new ConcurrentHashMap<>();
+
+    private final Set<String> tableBacklogTags = ConcurrentHashMap.newKeySet();
+
+    /** What one task knows of one table: its shard with the most pending generations, its shards cooling down. */
+    record TableBacklog(long maxPending, int coolingShards) {
+        TableBacklog plus(long pending, boolean cooling) {
+            return new TableBacklog(Math.max(maxPending, pending), coolingShards + (cooling ? 1 : 0));
+        }
+    }
 
     public MergeMetrics(MeterRegistry registry) {
         this(registry, new TableSeries(TableSeries.DEFAULT_MAX));
@@ -103,6 +115,45 @@ public final class MergeMetrics {
     /** The task moved to another instance: its backlog is not this instance's any more. */
     void taskClosed(int task) {
         backlogByTask.remove(task);
+        tableBacklogByTask.remove(task);
+    }
+
+    /**
+     * The backlog of each table task {@code task} holds shards of. Two gauges per table series (capped by
+     * rollout.metrics.tables.max, the rest under table=_other): the most pending generations of any one shard, so an
+     * alert names the table whose merges fall behind (the unlabelled histogram of pending generations stays as it
+     * is), and the shards cooling down.
+     */
+    void tableBacklog(int task, Map<String, TableBacklog> byTable) {
+        tableBacklogByTask.put(task, Map.copyOf(byTable));
+        for (String table : byTable.keySet()) {
+            String tag = tableSeries.tag(table);
+            if (tableBacklogTags.add(tag)) {
+                Gauge.builder("rollout.merge.table.pending.generations", () -> tableBacklog(tag, false))
+                        .description("Pending generations of the table's shard with the most, as this merge-worker"
+                                + " knows them (tables past rollout.metrics.tables.max: the most of any under _other)")
+                        .tag("table", tag)
+                        .register(registry);
+                Gauge.builder("rollout.merge.table.cooling.shards", () -> tableBacklog(tag, true))
+                        .description("Shards of the table whose merges are cooling down after repeated failures")
+                        .tag("table", tag)
+                        .register(registry);
+            }
+        }
+    }
+
+    private double tableBacklog(String tag, boolean cooling) {
+        long value = 0;
+        for (Map<String, TableBacklog> tables : tableBacklogByTask.values()) {
+            for (Map.Entry<String, TableBacklog> table : tables.entrySet()) {
+                if (tableSeries.tag(table.getKey()).equals(tag)) {
+                    value = cooling
+                            ? value + table.getValue().coolingShards()
+                            : Math.max(value, table.getValue().maxPending());
+                }
+            }
+        }
+        return value;
     }
 
     /** Rows a merge pass committed into a table's base (its table's series, or table=_other past the cap). */

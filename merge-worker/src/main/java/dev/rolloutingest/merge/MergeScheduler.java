@@ -148,6 +148,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             reconcile(now);
         }
         long total = 0;
+        Map<String, MergeMetrics.TableBacklog> byTable = new HashMap<>();
         List<String> keys = new ArrayList<>();
         try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
             all.forEachRemaining(kv -> keys.add(kv.key));
@@ -168,8 +169,13 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                 maybeTrigger(key, backlog, now);
             }
             total += backlog.count();
+            byTable.merge(
+                    tableShard.table(),
+                    new MergeMetrics.TableBacklog(0, 0).plus(backlog.count(), cooldowns.gates(MERGE, key, now)),
+                    (a, b) -> a.plus(b.maxPending(), b.coolingShards() > 0));
         }
         metrics.backlog(partition, total);
+        metrics.tableBacklog(partition, byTable);
         if (partition == 0) {
             for (TableMaintenanceRunner.Outcome outcome : maintenance.drain()) {
                 String target = outcome.tableUri();

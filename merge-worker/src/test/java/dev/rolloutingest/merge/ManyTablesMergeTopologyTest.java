@@ -231,6 +231,10 @@ class ManyTablesMergeTopologyTest {
         return table(name).pendingGenerations(ShardId.of(TOPIC, partition)).size();
     }
 
+    private double tableGauge(String name, String table) {
+        return meters.get(name).tag("table", table).gauge().value();
+    }
+
     /** Deletes a data file of the table's base by hand: its manifest still names it. */
     private void breakBase(String name) throws IOException {
         Path data = Path.of(table(name).location().resolve("data"));
@@ -306,6 +310,16 @@ class ManyTablesMergeTopologyTest {
                     .isNull();
         }
         assertThat(pending("broken", 0)).isPositive();
+        assertThat(tableGauge("rollout.merge.table.cooling.shards", "broken"))
+                .as("the per-table gauge an alert names the table by")
+                .isEqualTo(1);
+        assertThat(tableGauge("rollout.merge.table.pending.generations", "broken"))
+                .isEqualTo(pending("broken", 0));
+        for (String name : List.of("t0", "t1", "t3")) {
+            assertThat(tableGauge("rollout.merge.table.cooling.shards", name)).isZero();
+            assertThat(tableGauge("rollout.merge.table.pending.generations", name))
+                    .isZero();
+        }
         assertThat(merged.readValuesToList())
                 .extracting(GenerationsMerged::getTableUri)
                 .contains(table("t0").location().uri(), table("t3").location().uri())
