@@ -60,14 +60,18 @@ final class BenchCommand implements Callable<Integer> {
                     + " for --tail-seconds), fleet-isolation (--isolation-tables tables on one merge fleet, --broken of"
                     + " them with their base's data deleted: the healthy tables' drain rows/s against the same run"
                     + " without the broken ones), fleet-spread (the same --generations x --rows spread over --tables"
-                    + " tables, one merge fleet: merge rows/s per table count)")
+                    + " tables, one merge fleet: merge rows/s per table count), resident-tables (a merge-worker that"
+                    + " merged and read each of --tables tables once, then idles: RSS, heap, threads per count),"
+                    + " fleet-fairness (--isolation-tables tables on one fleet for --seconds, one --hot-factor times"
+                    + " hotter: every table's highest pending count against --merge-trigger)")
     String suite;
 
     @Option(
             names = "--tables",
             split = ",",
             defaultValue = "1,10,100",
-            description = "many-tables, fleet-spread: the table counts, side by side (the first is the baseline)")
+            description = "many-tables, fleet-spread, resident-tables: the table counts, side by side (the first is the"
+                    + " baseline)")
     int[] tableCounts;
 
     @Option(
@@ -82,8 +86,38 @@ final class BenchCommand implements Callable<Integer> {
             description = "fleet-isolation: tables, broken ones included")
     int isolationTables;
 
+    @Option(
+            names = "--hot-factor",
+            defaultValue = "10",
+            description = "fleet-fairness: the hot table's rate over a cold one's")
+    int hotFactor;
+
+    @Option(
+            names = "--cold-per-second",
+            defaultValue = "1",
+            description = "fleet-fairness: generations per second written to each cold table")
+    int coldPerSecond;
+
+    @Option(
+            names = "--merge-trigger",
+            defaultValue = "4",
+            description = "fleet-fairness: pending generations at which a table's merge is asked for")
+    int mergeTrigger;
+
     @Option(names = "--broken", defaultValue = "5", description = "fleet-isolation: tables broken by hand")
     int broken;
+
+    @Option(
+            names = "--resident-heap",
+            defaultValue = "4g",
+            description = "resident-tables: the worker JVM's fixed heap (-Xms = -Xmx, pre-touched)")
+    String residentHeap;
+
+    @Option(
+            names = "--idle-release-ms",
+            defaultValue = "5000",
+            description = "resident-tables: rollout.tables.idle.release.ms of the worker (it idles 20 s)")
+    long idleReleaseMs;
 
     @Option(
             names = "--tables-parallel",
@@ -283,6 +317,26 @@ final class BenchCommand implements Callable<Integer> {
             new dev.rolloutingest.merge.FleetIsolationBench(
                             dir, isolationTables, broken, generations, rows, tablesParallel, 2)
                     .run();
+            return 0;
+        }
+        if (suite.equals("fleet-fairness")) {
+            printMachine("");
+            new dev.rolloutingest.merge.FleetFairnessBench(
+                            dir,
+                            isolationTables,
+                            hotFactor,
+                            seconds,
+                            rows,
+                            mergeTrigger,
+                            coldPerSecond,
+                            tablesParallel,
+                            2)
+                    .run();
+            return 0;
+        }
+        if (suite.equals("resident-tables")) {
+            printMachine("");
+            new dev.rolloutingest.merge.ResidentTablesBench(dir, tableCounts, residentHeap, idleReleaseMs).run();
             return 0;
         }
         if (suite.equals("fleet-spread")) {

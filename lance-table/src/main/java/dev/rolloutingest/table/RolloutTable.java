@@ -29,6 +29,7 @@ import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
+import dev.rolloutingest.table.storage.SharedLanceCache;
 import dev.rolloutingest.table.storage.StorageErrors;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
@@ -84,14 +85,18 @@ public final class RolloutTable implements AutoCloseable {
     private final TableSnapshots snapshots;
     private final long addedColumnsRefreshMs;
     private final int mergeConflictRetries;
+    private volatile long lastUsedNanos = System.nanoTime();
 
-    private RolloutTable(TableLocation location, TableSettings settings, MeterRegistry meters) {
+    private RolloutTable(
+            TableLocation location, TableSettings settings, MeterRegistry meters, SharedLanceCache sharedCache) {
         this.location = location;
         this.addedColumnsRefreshMs = settings.readRefreshMs();
         this.mergeConflictRetries = settings.mergeConflictRetries();
         this.allocator = new RootAllocator();
         this.store = ObjectStores.open(location);
-        this.lance = new LanceIo(location, allocator, settings.readCacheBytes());
+        this.lance = sharedCache == null
+                ? new LanceIo(location, allocator, settings.readCacheBytes())
+                : new LanceIo(location, allocator, sharedCache);
         this.catalog = new GenerationCatalog(store, location.uri());
         this.writer = new GenerationWriter(lance, store, meters);
         this.readCatalog = new ReadCatalog(
@@ -105,7 +110,13 @@ public final class RolloutTable implements AutoCloseable {
 
     /** Opens the table, creating it (schema + MemWAL) when nothing is at the URI yet. */
     public static RolloutTable createOrOpen(TableLocation location, TableSettings settings, MeterRegistry meters) {
-        RolloutTable table = new RolloutTable(location, settings, meters);
+        return createOrOpen(location, settings, meters, null);
+    }
+
+    /** {@link #createOrOpen(TableLocation, TableSettings, MeterRegistry)} with a catalog's shared lance-core cache. */
+    public static RolloutTable createOrOpen(
+            TableLocation location, TableSettings settings, MeterRegistry meters, SharedLanceCache sharedCache) {
+        RolloutTable table = new RolloutTable(location, settings, meters, sharedCache);
         try {
             table.ensureBase(true);
             return table;
@@ -117,7 +128,13 @@ public final class RolloutTable implements AutoCloseable {
 
     /** Opens an existing rollout table; fails with a typed error when there is none at the URI. */
     public static RolloutTable open(TableLocation location, TableSettings settings, MeterRegistry meters) {
-        RolloutTable table = new RolloutTable(location, settings, meters);
+        return open(location, settings, meters, null);
+    }
+
+    /** {@link #open(TableLocation, TableSettings, MeterRegistry)} with a catalog's shared lance-core cache. */
+    public static RolloutTable open(
+            TableLocation location, TableSettings settings, MeterRegistry meters, SharedLanceCache sharedCache) {
+        RolloutTable table = new RolloutTable(location, settings, meters, sharedCache);
         try {
             table.ensureBase(false);
             return table;
@@ -250,6 +267,7 @@ public final class RolloutTable implements AutoCloseable {
             GenerationBatch batch,
             long bytes,
             List<SealedGeneration.DeadLettered> deadLettered) {
+        touch();
         SealedGeneration sealed = writer.write(topic, partition, firstOffset, lastOffset, batch, bytes, deadLettered);
         readCatalog.invalidate(); // this process's own writes are readable at once
         addedColumnsReadAtMs = 0; // and the columns they added
@@ -405,6 +423,7 @@ public final class RolloutTable implements AutoCloseable {
      * {@code topic}) is where a {@link #tail} goes on from.
      */
     public RowStream scan(ScanQuery query, String topic) {
+        touch();
         return bulk.scan(query, topic);
     }
 
@@ -419,6 +438,7 @@ public final class RolloutTable implements AutoCloseable {
      * stream's cursor is the next one. See {@link BulkReads#tail}.
      */
     public RowStream tail(TailCursor from, String topic, ScanQuery query, long maxOffsets) {
+        touch();
         return bulk.tail(from, topic, query, maxOffsets);
     }
 
@@ -433,10 +453,12 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     public Optional<RolloutRow> get(String recordId) {
+        touch();
         return reader.get(recordId);
     }
 
     public List<RolloutRow> list(ListQuery query) {
+        touch();
         return reader.list(query);
     }
 
@@ -497,11 +519,13 @@ public final class RolloutTable implements AutoCloseable {
 
     /** Reads and de-duplicates a shard's planned generations; any thread; the caller closes it or commits it. */
     public PreparedMerge prepareMerge(MergePlan plan) {
+        touch();
         return merge.prepare(plan);
     }
 
     /** Commits prepared shards as one merge-insert where it can (see {@link MergeRound#commit}); closes them. */
     public RoundResult commitMerge(List<PreparedMerge> prepared) {
+        touch();
         try {
             return merge.commit(prepared);
         } finally {
@@ -571,6 +595,35 @@ public final class RolloutTable implements AutoCloseable {
         } finally {
             readCatalog.invalidate();
         }
+    }
+
+    private void touch() {
+        lastUsedNanos = System.nanoTime();
+    }
+
+    /** How long since this table was last written, read or merged through this handle. */
+    public Duration idleFor() {
+        return Duration.ofNanos(System.nanoTime() - lastUsedNanos);
+    }
+
+    /**
+     * Memory this table keeps between uses: the merge committer's filter of base keys (~1.8 bytes per key, at least
+     * a million keys' worth once it merged) and what the read catalog keeps (pending seals' key filters, generations'
+     * key positions). Its lance-core caches are the catalog's shared ones when it has a catalog.
+     */
+    public long residentBytes() {
+        return merge.baseKeys().sizeBytes() + readCatalog.residentBytes();
+    }
+
+    /**
+     * Lets go of {@link #residentBytes} and of the open base and generation handles (an idle table, or one over the
+     * catalog's memory budget); the next merge or read builds them again. Returns the bytes released.
+     */
+    public long releaseResident() {
+        long held = residentBytes();
+        merge.baseKeys().release();
+        readCatalog.release();
+        return held;
     }
 
     @Override

@@ -34,6 +34,8 @@ public final class TableSettings {
     public static final String MERGE_ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
     public static final String MERGE_ADOPT_MIN_ROWS = "rollout.merge.adopt.min.rows";
     public static final String MERGE_CONFLICT_RETRIES = "rollout.merge.conflict.retries";
+    public static final String TABLES_MEMORY_BUDGET_BYTES = "rollout.tables.memory.budget.bytes";
+    public static final String TABLES_IDLE_RELEASE_MS = "rollout.tables.idle.release.ms";
 
     /** The env var of the pending warn threshold, as warnings name it. */
     public static final String PENDING_WARN_KEY = "ROLLOUT_WAL_PENDING_WARN_GENERATIONS";
@@ -72,7 +74,8 @@ public final class TableSettings {
                         256L << 20,
                         ConfigDef.Range.atLeast(1L << 20),
                         LOW,
-                        "Memory for lance-core's index and metadata caches of this process's table reads")
+                        "Memory for lance-core's index and metadata caches of this process's table reads; with"
+                                + " many tables (rollout.tables.root) one cache of this size serves them all")
                 .define(
                         READ_OPEN_GENERATIONS,
                         INT,
@@ -134,7 +137,25 @@ public final class TableSettings {
                         ConfigDef.Range.atLeast(1),
                         LOW,
                         "The most input offsets of a partition one tail answer covers (its cursor moves on by at"
-                                + " most this; the answer says when there is more)");
+                                + " most this; the answer says when there is more)")
+                .define(
+                        TABLES_MEMORY_BUDGET_BYTES,
+                        LONG,
+                        1L << 30,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "With many tables: memory the open tables keep between uses (merge key filters, read"
+                                + " catalogs' key filters and positions), all tables together; over it the least"
+                                + " recently used idle tables let theirs go and build it again when used (0 = no"
+                                + " budget)")
+                .define(
+                        TABLES_IDLE_RELEASE_MS,
+                        LONG,
+                        600_000L,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "With many tables: a table unused this long lets go of its key filters and open handles,"
+                                + " whatever the budget (0 = only over the budget)");
     }
 
     /** Settings of the process that merges (the merge-worker). */
@@ -279,6 +300,14 @@ public final class TableSettings {
 
     public long readCacheBytes() {
         return longValue(READ_CACHE_BYTES);
+    }
+
+    public long tablesMemoryBudgetBytes() {
+        return longValue(TABLES_MEMORY_BUDGET_BYTES);
+    }
+
+    public long tablesIdleReleaseMs() {
+        return longValue(TABLES_IDLE_RELEASE_MS);
     }
 
     public int readOpenGenerations() {

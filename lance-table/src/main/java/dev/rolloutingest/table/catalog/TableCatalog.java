@@ -7,7 +7,9 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
+import dev.rolloutingest.table.storage.SharedLanceCache;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +25,8 @@ import org.apache.arrow.memory.RootAllocator;
  * The tables a deployment serves: either the one table of {@code rollout.table.uri} (named {@link #SINGLE}), or every
  * table under a root URI ({@code rollout.tables.root}), each a Lance dataset with its MemWAL at {@code <root>/<name>},
  * readable by a plain lance-core reader. A table is created on its first record ({@link #createOrOpen}); readers open
- * existing ones only ({@link #open}). Tables stay open once opened (their count is capped by {@code maxTables}).
+ * existing ones only ({@link #open}). Tables stay open once opened (their count is capped by {@code maxTables}); what
+ * they keep between uses is held under one memory budget ({@link ResidentBudget}), and their lance-core caches are one.
  *
  * <p>Thread-safe: the ingest's stream threads, the merge-worker's rounds and the read API share one catalog.
  */
@@ -43,6 +46,10 @@ public final class TableCatalog implements AutoCloseable {
     private final BufferAllocator landingAllocator = new RootAllocator();
     /** Names known to exist (listed or created), for the cap; refreshed by {@link #names}. */
     private final Set<String> known = ConcurrentHashMap.newKeySet();
+    /** One lance-core cache for every table (null for one table, which has its own). */
+    private final SharedLanceCache sharedCache;
+
+    private final ResidentBudget budget;
 
     private TableCatalog(TableLocation root, TableSettings settings, MeterRegistry meters, int maxTables) {
         this.root = root;
@@ -50,6 +57,16 @@ public final class TableCatalog implements AutoCloseable {
         this.meters = meters;
         this.maxTables = maxTables;
         this.rootStore = root == null ? null : ObjectStores.open(root);
+        this.sharedCache = root == null ? null : new SharedLanceCache(settings.readCacheBytes());
+        Duration idleRelease = root == null ? Duration.ZERO : Duration.ofMillis(settings.tablesIdleReleaseMs());
+        this.budget = root == null
+                ? null
+                : new ResidentBudget(
+                        () -> Map.copyOf(open),
+                        settings.tablesMemoryBudgetBytes(),
+                        idleRelease,
+                        ResidentBudget.checkInterval(idleRelease),
+                        meters);
     }
 
     /** A one-table deployment: {@code table}, named {@link #SINGLE}; the catalog closes it. */
@@ -133,7 +150,7 @@ public final class TableCatalog implements AutoCloseable {
                     throw new RolloutTableException.TableCap(root.uri(), name, maxTables);
                 }
             }
-            table = RolloutTable.createOrOpen(locationOf(name), settings, meters);
+            table = RolloutTable.createOrOpen(locationOf(name), settings, meters, sharedCache);
             known.add(name);
             open.put(name, table);
             return table;
@@ -155,7 +172,7 @@ public final class TableCatalog implements AutoCloseable {
                 return Optional.of(table);
             }
             try {
-                table = RolloutTable.open(locationOf(name), settings, meters);
+                table = RolloutTable.open(locationOf(name), settings, meters, sharedCache);
             } catch (RolloutTableException.NotARolloutTable e) {
                 return Optional.empty();
             }
@@ -220,6 +237,11 @@ public final class TableCatalog implements AutoCloseable {
         return maxTables;
     }
 
+    /** Runs the resident memory check now (it also runs on its own); returns the tables released. */
+    public int releaseIdleTables() {
+        return budget == null ? 0 : budget.check();
+    }
+
     private static void requireValid(String name) {
         String problem = nameProblem(name);
         if (problem != null) {
@@ -236,8 +258,14 @@ public final class TableCatalog implements AutoCloseable {
 
     @Override
     public void close() {
+        if (budget != null) {
+            budget.close();
+        }
         open.values().forEach(RolloutTable::close);
         open.clear();
+        if (sharedCache != null) {
+            sharedCache.close();
+        }
         if (rootStore != null) {
             rootStore.close();
         }

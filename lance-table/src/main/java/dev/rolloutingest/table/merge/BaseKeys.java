@@ -347,6 +347,20 @@ public final class BaseKeys {
         return seen.length();
     }
 
+    /**
+     * Drops the filter (an idle table's memory); the next commit builds it again from the base. Safe at any time: a
+     * commit between its catch-up and its checks finds no filter and looks every key up.
+     */
+    public synchronized void release() {
+        filter = null;
+        capacity = 0;
+        added = 0;
+        version = -1;
+        seen.clear();
+        prints.clear();
+        highestRead = -1;
+    }
+
     public synchronized long sizeBytes() {
         return filter == null ? 0 : filter.sizeBytes();
     }

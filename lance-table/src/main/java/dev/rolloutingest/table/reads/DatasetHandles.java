@@ -161,6 +161,18 @@ final class DatasetHandles implements AutoCloseable {
         return handles.size();
     }
 
+    /** Bytes of the record_id positions kept with the handles (12 per key). */
+    synchronized long keyBytes() {
+        return cachedKeys * 12;
+    }
+
+    /** Closes every kept handle (a read still using one keeps it until it is done); later reads open them again. */
+    synchronized void clear() {
+        handles.values().forEach(Handle::release);
+        handles.clear();
+        cachedKeys = 0;
+    }
+
     @Override
     public synchronized void close() {
         closed = true;

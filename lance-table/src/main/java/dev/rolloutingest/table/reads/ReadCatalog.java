@@ -156,7 +156,7 @@ public final class ReadCatalog implements AutoCloseable {
                 }
                 snapshot = current;
             }
-            if (snapshot.retain()) {
+            if (snapshot != null && snapshot.retain()) { // null or closed: released meanwhile, refresh again
                 return snapshot;
             }
         }
@@ -242,6 +242,35 @@ public final class ReadCatalog implements AutoCloseable {
                     listed.generation(),
                     e.getMessage());
             return new KeyFilterEntry(null);
+        }
+    }
+
+    /** Memory this catalog keeps between reads: the pending seals' key filters and the generations' key positions. */
+    public long residentBytes() {
+        long bytes = generations.keyBytes();
+        for (KeyFilterEntry entry : filters.values()) {
+            bytes += entry.filter() == null ? 0 : entry.filter().sizeBytes();
+        }
+        return bytes;
+    }
+
+    /**
+     * Lets go of what the catalog keeps between reads (an idle table's memory): the snapshot with its base handle, the
+     * key filters, the open generations. Reads in flight keep what they hold; the next read builds it all again.
+     */
+    public void release() {
+        refreshing.lock();
+        try {
+            Snapshot released = current;
+            current = null;
+            stale = true;
+            if (released != null) {
+                released.close();
+            }
+            filters.clear();
+            generations.clear();
+        } finally {
+            refreshing.unlock();
         }
     }
 

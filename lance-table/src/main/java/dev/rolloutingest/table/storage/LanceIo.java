@@ -21,6 +21,7 @@ public final class LanceIo {
     private final TableLocation location;
     private final BufferAllocator allocator;
     private final Session session;
+    private final boolean ownsSession;
     private volatile Function<VectorSchemaRoot, String> writeFault = NO_FAULT;
 
     /**
@@ -28,17 +29,33 @@ public final class LanceIo {
      *     table opens: an index or manifest read once is not read again by the next lookup
      */
     public LanceIo(TableLocation location, BufferAllocator allocator, long cacheBytes) {
+        this(location, allocator, session(cacheBytes), true);
+    }
+
+    /** With the cache every table of a catalog shares (closed by its owner, not here). */
+    public LanceIo(TableLocation location, BufferAllocator allocator, SharedLanceCache shared) {
+        this(location, allocator, shared.session(), false);
+    }
+
+    private LanceIo(TableLocation location, BufferAllocator allocator, Session session, boolean ownsSession) {
         this.location = location;
         this.allocator = allocator;
         LanceNativeCopies.sweepOnce();
-        this.session = Session.builder()
+        this.session = session;
+        this.ownsSession = ownsSession;
+    }
+
+    static Session session(long cacheBytes) {
+        return Session.builder()
                 .indexCacheSizeBytes(cacheBytes / 4 * 3)
                 .metadataCacheSizeBytes(cacheBytes / 4)
                 .build();
     }
 
     public void close() {
-        session.close();
+        if (ownsSession) {
+            session.close();
+        }
     }
 
     public TableLocation location() {

@@ -5,11 +5,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -78,6 +81,65 @@ class TableCatalogTest {
             assertThat(tables.only()).isSameAs(table);
             assertThat(tables.nameOf(table.location().uri())).contains(TableCatalog.SINGLE);
             assertThatThrownBy(() -> tables.createOrOpen("other")).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    /** A table that merged once and answered a lookup: it holds its merge key filter and read catalog. */
+    private static RolloutTable used(TableCatalog tables, String name, long first) {
+        RolloutTable table = tables.createOrOpen(name);
+        TableFixtures.write(table, 0, first, first + 9, 10);
+        table.mergePass(ShardId.of(TableFixtures.TOPIC, 0), 0, 0);
+        assertThat(table.get("exp-3")).isPresent();
+        return table;
+    }
+
+    @Test
+    void idleTablesLetGoOfWhatTheyKeepAndBuildItAgainWhenUsed() throws Exception {
+        TableSettings settings = TableSettings.DEFAULTS.with(TableSettings.TABLES_IDLE_RELEASE_MS, 300L);
+        try (TableCatalog tables =
+                TableCatalog.under(TableLocation.local(dir), settings, new SimpleMeterRegistry(), 10)) {
+            RolloutTable a = used(tables, "a", 0);
+            RolloutTable b = used(tables, "b", 0);
+            assertThat(a.residentBytes())
+                    .as("a merge key filter, at least a million keys' worth")
+                    .isGreaterThan(1 << 20);
+            Thread.sleep(500);
+            tables.releaseIdleTables();
+            assertThat(a.residentBytes()).isZero();
+            assertThat(b.residentBytes()).isZero();
+
+            // used again: the filter is built anew from the base, and reads and merges are right
+            used(tables, "a", 10);
+            assertThat(a.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(13);
+            assertThat(a.countRows()).isEqualTo(10);
+            assertThat(a.residentBytes()).isGreaterThan(1 << 20);
+            assertThat(b.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(3);
+        }
+    }
+
+    @Test
+    void overTheBudgetTheLeastRecentlyUsedIdleTablesLetGoFirst() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (TableCatalog tables = TableCatalog.under(
+                TableLocation.local(dir),
+                TableSettings.DEFAULTS.with(TableSettings.TABLES_MEMORY_BUDGET_BYTES, 0L),
+                meters,
+                10)) {
+            RolloutTable a = used(tables, "a", 0);
+            Thread.sleep(150);
+            RolloutTable b = used(tables, "b", 0);
+            Thread.sleep(150);
+            RolloutTable c = used(tables, "c", 0);
+            Thread.sleep(250);
+            long one = c.residentBytes();
+            try (ResidentBudget budget =
+                    new ResidentBudget(tables::opened, one + one / 2, Duration.ZERO, Duration.ofMillis(100), meters)) {
+                assertThat(budget.check()).isEqualTo(2);
+            }
+            assertThat(a.residentBytes()).as("least recently used").isZero();
+            assertThat(b.residentBytes()).isZero();
+            assertThat(c.residentBytes()).as("the rest fits the budget").isEqualTo(one);
+            assertThat(meters.get("rollout.tables.releases").counter().count()).isEqualTo(2);
         }
     }
 }
