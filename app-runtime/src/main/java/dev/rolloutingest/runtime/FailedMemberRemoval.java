@@ -4,9 +4,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
@@ -34,10 +36,13 @@ final class FailedMemberRemoval implements AutoCloseable {
     private final String groupId;
     private final StreamsConfig config;
     private final ExecutorService removals;
+    private final Supplier<Set<String>> liveThreads;
     private Admin admin;
 
-    FailedMemberRemoval(String name, Properties streamsProps) {
+    /** @param liveThreads the names of the client's stream threads now */
+    FailedMemberRemoval(String name, Properties streamsProps, Supplier<Set<String>> liveThreads) {
         this.name = name;
+        this.liveThreads = liveThreads;
         this.config = new StreamsConfig(streamsProps);
         this.groupId = config.getString(StreamsConfig.APPLICATION_ID_CONFIG);
         this.removals = Executors.newSingleThreadExecutor(runnable -> {
@@ -61,18 +66,18 @@ final class FailedMemberRemoval implements AutoCloseable {
 
     /** Removes {@code failed}'s static member from the group once the thread has ended (in the background). */
     void afterEnd(Thread failed) {
-        String member = memberOf(failed.getName());
-        if (member == null) {
-            return; // a dynamic member leaves the group when its consumer closes
-        }
         try {
+            String member = memberOf(failed.getName());
+            if (member == null) {
+                return; // a dynamic member leaves the group when its consumer closes
+            }
             removals.execute(() -> remove(failed, member));
         } catch (RuntimeException e) {
             log.warn(
-                    "{}: cannot remove the failed thread's member {} ({}); its partitions move after the session"
+                    "{}: cannot remove the member of failed thread {} ({}); its partitions move after the session"
                             + " timeout",
                     name,
-                    member,
+                    failed.getName(),
                     e.toString());
         }
     }
@@ -80,6 +85,10 @@ final class FailedMemberRemoval implements AutoCloseable {
     private void remove(Thread failed, String member) {
         try {
             failed.join(THREAD_STOP_WAIT.toMillis());
+            if (liveThreads.get().contains(failed.getName())) {
+                // the replacement took the failed thread's index, so its member id: it holds the partitions already
+                return;
+            }
             synchronized (this) {
                 if (admin == null) {
                     admin = Admin.create(config.getAdminConfigs(groupId + "-member-removal"));

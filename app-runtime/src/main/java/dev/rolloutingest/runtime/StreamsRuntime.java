@@ -64,7 +64,7 @@ public final class StreamsRuntime implements AutoCloseable {
                 .description("Stream threads that failed and were replaced (their uncommitted work is redone)")
                 .register(registry);
         this.streams = new KafkaStreams(topology, props);
-        this.failedMembers = new FailedMemberRemoval(name, props);
+        this.failedMembers = new FailedMemberRemoval(name, props, this::streamThreadNames);
         this.streams.setUncaughtExceptionHandler(error -> {
             log.error(
                     "{}: stream thread failed, replacing it (uncommitted work is redone): {}",
@@ -141,6 +141,16 @@ public final class StreamsRuntime implements AutoCloseable {
         return root == error
                 ? String.valueOf(error.getMessage())
                 : error.getMessage() + " (cause: " + root.getMessage() + ")";
+    }
+
+    private Set<String> streamThreadNames() {
+        Set<String> names = new HashSet<>();
+        try {
+            streams.metadataForLocalThreads().forEach(thread -> names.add(thread.threadName()));
+        } catch (RuntimeException e) {
+            // not running: no thread
+        }
+        return names;
     }
 
     /** Input partitions assigned to this instance's active tasks. */
