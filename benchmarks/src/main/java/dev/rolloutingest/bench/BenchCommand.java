@@ -214,6 +214,12 @@ final class BenchCommand implements Callable<Integer> {
     int seconds;
 
     @Option(
+            names = "--sustained-tables",
+            defaultValue = "0",
+            description = "sustained: records of this many experiments, each routed to its own table (0 = one table)")
+    int sustainedTables;
+
+    @Option(
             names = "--base-rows",
             defaultValue = "1000000,2000000,5000000",
             split = ",",
@@ -276,7 +282,7 @@ final class BenchCommand implements Callable<Integer> {
             System.out.printf(
                     "machine: %d cores, java %s%n",
                     Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
-            SustainedBench bench = new SustainedBench(dir, seconds, partitions, payloadBytes);
+            SustainedBench bench = new SustainedBench(dir, seconds, partitions, payloadBytes, sustainedTables);
             if (suite.equals("capacity")) {
                 bench.runAlone();
             } else {

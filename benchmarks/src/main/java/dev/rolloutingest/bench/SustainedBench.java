@@ -14,6 +14,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.catalog.TableCatalog;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.io.Writer;
@@ -61,12 +62,196 @@ final class SustainedBench {
     private final int seconds;
     private final int partitions;
     private final int payloadBytes;
+    /** 0: one table; otherwise records of this many experiments routed to a table each under a root. */
+    private final int tables;
 
-    SustainedBench(Path dir, int seconds, int partitions, int payloadBytes) {
+    SustainedBench(Path dir, int seconds, int partitions, int payloadBytes, int tables) {
         this.dir = dir.toAbsolutePath().resolve("sustained");
         this.seconds = seconds;
         this.partitions = partitions;
         this.payloadBytes = payloadBytes;
+        this.tables = tables;
+    }
+
+    /** What the run reads of the table or tables it fills. */
+    private interface Target extends AutoCloseable {
+        /** Records sealed into generations, over every shard (and table). */
+        long sealed();
+
+        /** Records in the base (or bases). */
+        long baseRows();
+
+        /** The shard (of a table) with the most pending generations now, and how many. */
+        Worst worst() throws Exception;
+
+        /** Pending generations, over every shard (and table). */
+        int pendingTotal() throws Exception;
+
+        /** Every record_id of the base (or of each table's base, with the table's name), read by lance-core alone. */
+        void baseIds(java.util.function.BiConsumer<String, String> id) throws Exception;
+
+        @Override
+        void close();
+    }
+
+    private record Worst(String where, int pending, String perShard) {}
+
+    /** The table of a one-table run, read directly. */
+    private final class OneTable implements Target {
+        private final RolloutTable table;
+        private final Path tableDir;
+
+        OneTable(RolloutTable table, Path tableDir) {
+            this.table = table;
+            this.tableDir = tableDir;
+        }
+
+        @Override
+        public long sealed() {
+            return SustainedBench.sealed(table);
+        }
+
+        @Override
+        public long baseRows() {
+            return table.countBaseRows();
+        }
+
+        @Override
+        public Worst worst() {
+            int worst = 0;
+            String worstShard = "";
+            Map<String, Long> watermarks = table.watermarks();
+            StringBuilder perShard = new StringBuilder();
+            for (int p = 0; p < partitions; p++) {
+                String shard = ShardId.of(TOPIC, p);
+                int pending = table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                perShard.append(p == 0 ? "" : ",").append(pending);
+                if (pending > worst) {
+                    worst = pending;
+                    worstShard = shard;
+                }
+            }
+            return new Worst(worstShard, worst, perShard.toString());
+        }
+
+        @Override
+        public int pendingTotal() {
+            Map<String, Long> watermarks = table.watermarks();
+            int pending = 0;
+            for (int p = 0; p < partitions; p++) {
+                String shard = ShardId.of(TOPIC, p);
+                pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+            }
+            return pending;
+        }
+
+        @Override
+        public void baseIds(java.util.function.BiConsumer<String, String> id) throws Exception {
+            readIds(tableDir, "default", id);
+        }
+
+        @Override
+        public void close() {
+            table.close();
+        }
+    }
+
+    /**
+     * The tables of a many-tables run: pending counts from the merge-worker's /pending (every table and shard in one
+     * answer, no listing of 100 tables a second), records from the tables themselves.
+     */
+    private final class ManyTables implements Target {
+        private final Path root;
+        private final int mergePort;
+        private final TableCatalog catalog;
+
+        ManyTables(Path root, int mergePort) {
+            this.root = root;
+            this.mergePort = mergePort;
+            this.catalog = TableCatalog.under(
+                    TableLocation.local(root),
+                    TableSettings.DEFAULTS
+                            .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+                            .with(TableSettings.PENDING_MAX_GENERATIONS, 0),
+                    new SimpleMeterRegistry(),
+                    tables);
+        }
+
+        private List<RolloutTable> all() {
+            return catalog.names().stream().map(catalog::require).toList();
+        }
+
+        /**
+         * Offsets sealed, per partition the furthest any table's seals (or merged watermark) reach: a seal covers its
+         * partition's whole range in every table that got rows of it, so summing tables would count records again.
+         */
+        @Override
+        public long sealed() {
+            long[] next = new long[partitions];
+            for (RolloutTable table : all()) {
+                Map<String, Long> watermarks = table.watermarks();
+                for (int p = 0; p < partitions; p++) {
+                    String shard = ShardId.of(TOPIC, p);
+                    List<Long> generations = table.sealedGenerationsBetween(shard, 0, -1L);
+                    long last = generations.isEmpty() ? 0 : generations.get(generations.size() - 1);
+                    next[p] = Math.max(next[p], Math.max(last, watermarks.getOrDefault(shard, 0L)));
+                }
+            }
+            return java.util.Arrays.stream(next).sum();
+        }
+
+        @Override
+        public long baseRows() {
+            return all().stream().mapToLong(RolloutTable::countBaseRows).sum();
+        }
+
+        @Override
+        public Worst worst() throws Exception {
+            com.fasterxml.jackson.databind.JsonNode pending = pending();
+            int worst = 0;
+            String where = "";
+            for (com.fasterxml.jackson.databind.JsonNode shard : pending.path("shards")) {
+                if (shard.path("pending").asInt() > worst) {
+                    worst = shard.path("pending").asInt();
+                    where = shard.path("table").asText() + "/"
+                            + shard.path("shard").asText();
+                }
+            }
+            return new Worst(
+                    where, worst, Integer.toString(pending.path("total").asInt()));
+        }
+
+        @Override
+        public int pendingTotal() throws Exception {
+            return pending().path("total").asInt();
+        }
+
+        private com.fasterxml.jackson.databind.JsonNode pending() throws Exception {
+            String body = HttpClient.newHttpClient()
+                    .send(
+                            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + mergePort + "/pending"))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString())
+                    .body();
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(body);
+        }
+
+        @Override
+        public void baseIds(java.util.function.BiConsumer<String, String> id) throws Exception {
+            for (String name : catalog.names()) {
+                readIds(root.resolve(name), name, id);
+            }
+        }
+
+        @Override
+        public void close() {
+            catalog.close();
+        }
+    }
+
+    /** The experiment, and so the table, of record {@code index} in a many-tables run. */
+    static String experimentOf(int index, int tables) {
+        return String.format("exp-%03d", index % tables);
     }
 
     void run() throws Exception {
@@ -80,9 +265,15 @@ final class SustainedBench {
             Path mergeConfig = config("merge", kafka, registry, tableDir, mergePort);
             int countTrigger = 8; // rollout.merge.after.generations, default
             System.out.printf(
-                    "sustained run: %d s, producer unthrottled, %d partitions, %d-byte payloads, ingest and merge-worker"
-                            + " in their own JVMs (-Xmx1g) with default settings%n%n",
-                    seconds, partitions, payloadBytes);
+                    "sustained run: %d s, producer unthrottled, %d partitions, %d-byte payloads, %s, ingest and"
+                            + " merge-worker in their own JVMs (-Xmx1g) with default settings%n%n",
+                    seconds,
+                    partitions,
+                    payloadBytes,
+                    tables == 0
+                            ? "one table"
+                            : tables + " tables (rollout.table.route ${experiment}, records of every table in every"
+                                    + " partition)");
             try (ChildJvm ingest = ChildJvm.start(
                             IngestApp.class,
                             List.of(ingestConfig.toString()),
@@ -100,16 +291,18 @@ final class SustainedBench {
                 AtomicBoolean producing = new AtomicBoolean(true);
                 Thread producer =
                         new Thread(() -> produce(kafka, registry, producing, acked, produced), "sustained-producer");
-                RolloutTable table = awaitTable(tableDir, ingest);
+                Target table = tables == 0
+                        ? new OneTable(awaitTable(tableDir, ingest), tableDir)
+                        : new ManyTables(tableDir, mergePort);
                 try {
+                    double busyAtStart = awaitMergeMetrics(mergePort, merge);
                     long start = System.nanoTime();
                     producer.start();
                     int maxPending = 0;
                     String maxPendingShard = "";
                     int maxPendingAt = 0;
-                    long sealedAtStart = sealed(table);
-                    long baseAtStart = table.countBaseRows();
-                    double busyAtStart = awaitMergeMetrics(mergePort, merge);
+                    long sealedAtStart = table.sealed();
+                    long baseAtStart = table.baseRows();
                     try (Writer samples = Files.newBufferedWriter(dir.resolve("pending.tsv"), StandardCharsets.UTF_8)) {
                         samples.write("t\tpending_per_shard\n");
                         System.out.println(
@@ -121,30 +314,18 @@ final class SustainedBench {
                             if (wait > 0) {
                                 Thread.sleep(wait / 1_000_000);
                             }
-                            int worst = 0;
-                            String worstShard = "";
-                            Map<String, Long> watermarks = table.watermarks();
-                            StringBuilder perShard = new StringBuilder();
-                            for (int p = 0; p < partitions; p++) {
-                                String shard = ShardId.of(TOPIC, p);
-                                int pending = table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
-                                perShard.append(p == 0 ? "" : ",").append(pending);
-                                if (pending > worst) {
-                                    worst = pending;
-                                    worstShard = shard;
-                                }
-                            }
-                            if (worst > maxPending) {
-                                maxPending = worst;
-                                maxPendingShard = worstShard;
+                            Worst worst = table.worst();
+                            if (worst.pending() > maxPending) {
+                                maxPending = worst.pending();
+                                maxPendingShard = worst.where();
                                 maxPendingAt = t;
                             }
-                            samples.write(t + "\t" + perShard + "\n");
+                            samples.write(t + "\t" + worst.perShard() + "\n");
                             samples.flush();
                             if (t % 15 == 0 || t == seconds) {
                                 System.out.printf(
                                         "| %d s | %,d | %,d | %,d | %d |%n",
-                                        t, produced.get(), sealed(table), table.countBaseRows(), worst);
+                                        t, produced.get(), table.sealed(), table.baseRows(), worst.pending());
                             }
                             if (!ingest.isAlive() || !merge.isAlive()) {
                                 throw new IllegalStateException("an app died; see " + dir);
@@ -152,16 +333,17 @@ final class SustainedBench {
                         }
                     }
                     double wall = (System.nanoTime() - start) / 1e9;
-                    long sealedInRun = sealed(table) - sealedAtStart;
-                    long mergedInRun = table.countBaseRows() - baseAtStart;
+                    long sealedInRun = table.sealed() - sealedAtStart;
+                    long mergedInRun = table.baseRows() - baseAtStart;
                     double busy = mergeBusySeconds(mergePort) - busyAtStart;
                     producing.set(false);
                     producer.join();
                     double ingestRate = sealedInRun / wall;
                     double mergeCapacity = mergedInRun / busy;
                     System.out.printf(
-                            "%npending generations per shard, sampled every second: max %d (%s at %d s); count trigger"
+                            "%npending generations per shard%s, sampled every second: max %d (%s at %d s); count trigger"
                                     + " %d, bound 2x = %d: %s%n",
+                            tables == 0 ? "" : " of every table",
                             maxPending,
                             maxPendingShard,
                             maxPendingAt,
@@ -175,7 +357,7 @@ final class SustainedBench {
                     System.out.printf(
                             "peak RSS: ingest %d MiB, merge-worker %d MiB%n",
                             ProcessMemory.hwmMiB(ingest.pid()), ProcessMemory.hwmMiB(merge.pid()));
-                    verify(table, tableDir, acked, produced.get());
+                    verify(table, acked, produced.get());
                 } finally {
                     producing.set(false);
                     table.close();
@@ -280,7 +462,7 @@ final class SustainedBench {
                                         + " %d MiB%n",
                                 backlog - baseAtStart, drain, mergeRate, ProcessMemory.hwmMiB(merge.pid()));
                         System.out.printf("merge alone / ingest alone = %.2f%n", mergeRate / ingestRate);
-                        verify(table, tableDir, acked, produced.get());
+                        verify(new OneTable(table, tableDir), acked, produced.get());
                         merge.stop();
                     }
                 } finally {
@@ -301,27 +483,56 @@ final class SustainedBench {
                 new NewTopic("rollouts-dlq", 1, (short) 1)));
     }
 
-    /** Waits until every acknowledged record is merged, then counts each id in the base. */
-    private void verify(RolloutTable table, Path tableDir, BitSet acked, long produced) throws Exception {
+    /**
+     * Waits until every acknowledged record is merged, then counts each id in the base (of its own table, in a
+     * many-tables run: a record in another table counts as misrouted).
+     */
+    private void verify(Target table, BitSet acked, long produced) throws Exception {
         long deadline = System.nanoTime() + 600_000_000_000L;
         long drainStart = System.nanoTime();
         while (System.nanoTime() < deadline) {
-            Map<String, Long> watermarks = table.watermarks();
-            int pending = 0;
-            for (int p = 0; p < partitions; p++) {
-                String shard = ShardId.of(TOPIC, p);
-                pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
-            }
-            if (pending == 0 && table.countBaseRows() >= acked.cardinality()) {
+            if (table.pendingTotal() == 0 && table.baseRows() >= acked.cardinality()) {
                 break;
             }
             Thread.sleep(1_000);
         }
         System.out.printf("drained the rest in %.1f s%n", (System.nanoTime() - drainStart) / 1e9);
         BitSet seen = new BitSet();
-        long rows = 0;
-        long duplicated = 0;
-        long unknown = 0;
+        long[] counts = new long[4]; // rows, duplicated, unknown, misrouted
+        java.util.Set<String> tablesSeen = new java.util.TreeSet<>();
+        table.baseIds((name, id) -> {
+            counts[0]++;
+            tablesSeen.add(name);
+            int index = Integer.parseInt(id.substring(id.lastIndexOf('-') + 1));
+            if (!acked.get(index)) {
+                counts[2]++; // sent but not acknowledged: allowed (the send may have landed)
+            }
+            if (seen.get(index)) {
+                counts[1]++;
+            }
+            if (tables > 0 && !name.equals(experimentOf(index, tables))) {
+                counts[3]++;
+            }
+            seen.set(index);
+        });
+        BitSet lost = (BitSet) acked.clone();
+        lost.andNot(seen);
+        System.out.printf(
+                "end: %,d records acknowledged (%,d sent), %,d rows in the base%s: %d lost, %d duplicated%s"
+                        + " (%d rows of sends that were not acknowledged)%n",
+                acked.cardinality(),
+                produced,
+                counts[0],
+                tables == 0 ? "" : "s of " + tablesSeen.size() + " tables",
+                lost.cardinality(),
+                counts[1],
+                tables == 0 ? "" : ", " + counts[3] + " in another table than their own",
+                counts[2]);
+    }
+
+    /** Every record_id of the base at {@code tableDir}, read by lance-core alone. */
+    private static void readIds(Path tableDir, String name, java.util.function.BiConsumer<String, String> id)
+            throws Exception {
         try (BufferAllocator allocator = new RootAllocator();
                 Dataset base = Dataset.open(tableDir.toString(), allocator);
                 var scanner = base.newScan(new ScanOptions.Builder()
@@ -332,25 +543,10 @@ final class SustainedBench {
             while (reader.loadNextBatch()) {
                 VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector("record_id");
                 for (int i = 0; i < ids.getValueCount(); i++) {
-                    String id = new String(ids.get(i), StandardCharsets.UTF_8);
-                    rows++;
-                    int index = Integer.parseInt(id.substring(id.lastIndexOf('-') + 1));
-                    if (!acked.get(index)) {
-                        unknown++; // sent but not acknowledged: allowed (the send may have landed)
-                    }
-                    if (seen.get(index)) {
-                        duplicated++;
-                    }
-                    seen.set(index);
+                    id.accept(name, new String(ids.get(i), StandardCharsets.UTF_8));
                 }
             }
         }
-        BitSet lost = (BitSet) acked.clone();
-        lost.andNot(seen);
-        System.out.printf(
-                "end: %,d records acknowledged (%,d sent), %,d rows in the base: %d lost, %d duplicated"
-                        + " (%d rows of sends that were not acknowledged)%n",
-                acked.cardinality(), produced, rows, lost.cardinality(), duplicated, unknown);
     }
 
     private static long sealed(RolloutTable table) {
@@ -372,6 +568,9 @@ final class SustainedBench {
         try (KafkaProducer<byte[], byte[]> producer = BenchClients.bulkProducer(kafka)) {
             for (int i = 0; producing.get(); i++) {
                 Rollout rollout = generator.rollout(i, 0);
+                if (tables > 0) {
+                    rollout.setExperiment(experimentOf(i, tables));
+                }
                 int index = i;
                 producer.send(
                         new ProducerRecord<>(
@@ -448,7 +647,15 @@ final class SustainedBench {
         Properties props = new Properties();
         props.put("bootstrap.servers", kafka.bootstrapServers());
         props.put("schema.registry.url", registry.confluentUrl());
-        props.put("rollout.table.uri", tableDir.toString());
+        if (tables == 0) {
+            props.put("rollout.table.uri", tableDir.toString());
+        } else {
+            props.put("rollout.tables.root", tableDir.toString());
+            props.put("rollout.tables.max", Integer.toString(tables));
+            if (app.equals("ingest")) {
+                props.put("rollout.table.route", "${experiment}");
+            }
+        }
         props.put("rollout.state.dir", work.resolve("state").toString());
         props.put("http.port", Integer.toString(port));
         Path file = work.resolve(app + ".properties");
