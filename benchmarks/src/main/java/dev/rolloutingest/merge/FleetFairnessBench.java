@@ -2,16 +2,12 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.MergeTrigger;
-import dev.rolloutingest.schemas.Rollout;
-import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -37,6 +33,7 @@ public final class FleetFairnessBench {
     private final int coldPerSecond;
     private final int parallel;
     private final int threads;
+    private final NewKeyGenerations newKeys;
     private final TableSettings settings = TableSettings.DEFAULTS
             .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
             .with(TableSettings.PENDING_MAX_GENERATIONS, 0);
@@ -56,6 +53,7 @@ public final class FleetFairnessBench {
         this.hotFactor = hotFactor;
         this.seconds = seconds;
         this.rows = rows;
+        this.newKeys = new NewKeyGenerations(TOPIC, rows, 256);
         this.trigger = trigger;
         this.coldPerSecond = coldPerSecond;
         this.parallel = parallel;
@@ -99,7 +97,7 @@ public final class FleetFairnessBench {
                             int t = inSecond < coldPerSecond * hotFactor
                                     ? 0
                                     : 1 + (inSecond - coldPerSecond * hotFactor) % (tables - 1);
-                            write(opened.get(t), t, written.get(t));
+                            newKeys.write(opened.get(t), t, written.get(t));
                             written.incrementAndGet(t);
                             n++;
                             long due = start + n * slot;
@@ -175,17 +173,5 @@ public final class FleetFairnessBench {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-    }
-
-    private void write(RolloutTable table, int t, int g) {
-        RolloutGenerator generator = new RolloutGenerator("bench", 256, 3);
-        long first = (long) g * rows;
-        List<RolloutRow> batch = new ArrayList<>(rows);
-        for (long o = first; o < first + rows; o++) {
-            Rollout rollout = generator.rollout(o, (int) o);
-            rollout.setRecordId("t" + t + "-" + o);
-            batch.add(new RolloutRow(rollout, 0, o, Instant.now()));
-        }
-        table.writeGeneration(TOPIC, 0, first, first + rows - 1, batch, rows * 300L);
     }
 }

@@ -2,16 +2,12 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.MergeTrigger;
-import dev.rolloutingest.schemas.Rollout;
-import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -30,6 +26,7 @@ public final class FleetSpreadBench {
     private final int rows;
     private final int parallel;
     private final int threads;
+    private final NewKeyGenerations newKeys;
     private final TableSettings settings = TableSettings.DEFAULTS
             .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
             .with(TableSettings.PENDING_MAX_GENERATIONS, 0);
@@ -39,6 +36,7 @@ public final class FleetSpreadBench {
         this.tableCounts = tableCounts;
         this.totalGenerations = totalGenerations;
         this.rows = rows;
+        this.newKeys = new NewKeyGenerations(TOPIC, rows, 1024);
         this.parallel = parallel;
         this.threads = threads;
     }
@@ -81,7 +79,7 @@ public final class FleetSpreadBench {
                 opened.add(table);
                 coordinators.add(new MergeCoordinator(table, 8, 48L << 20, 48L << 20, fleet, false, metrics, 0, 8));
                 for (int g = 0; g < generations; g++) {
-                    write(table, t, g);
+                    newKeys.write(table, t, g);
                 }
             }
             int[] pending = new int[count];
@@ -119,17 +117,5 @@ public final class FleetSpreadBench {
             fleet.close();
             opened.forEach(RolloutTable::close);
         }
-    }
-
-    private void write(RolloutTable table, int t, int g) {
-        RolloutGenerator generator = new RolloutGenerator("bench", 1024, 3);
-        long first = (long) g * rows;
-        List<RolloutRow> batch = new ArrayList<>(rows);
-        for (long o = first; o < first + rows; o++) {
-            Rollout rollout = generator.rollout(o, (int) o);
-            rollout.setRecordId("t" + t + "-" + o);
-            batch.add(new RolloutRow(rollout, 0, o, Instant.now()));
-        }
-        table.writeGeneration(TOPIC, 0, first, first + rows - 1, batch, rows * 1100L);
     }
 }
