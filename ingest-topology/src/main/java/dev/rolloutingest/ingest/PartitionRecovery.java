@@ -42,7 +42,7 @@ final class PartitionRecovery {
      */
     Map<String, SealWrite.Written> orphansAt(long sealed) {
         Map<String, SealWrite.Written> orphans = new TreeMap<>();
-        for (String name : tables.names()) {
+        for (String name : tables.withSealStartingAt(shard, sealed)) { // opens only the tables that have one
             Optional<RolloutTable> table = tables.open(name);
             if (table.isEmpty()) {
                 continue;

@@ -2,9 +2,11 @@ package dev.rolloutingest.table.catalog;
 
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
 import dev.rolloutingest.table.storage.SharedLanceCache;
@@ -218,6 +220,32 @@ public final class TableCatalog implements AutoCloseable {
         names.addAll(open.keySet());
         known.addAll(names);
         return new ArrayList<>(names);
+    }
+
+    /**
+     * The tables holding a seal of {@code shard} that starts at {@code firstOffset}: one listing of that shard's seals
+     * per table and no table opened, since a partition's restart asks it of every table of the catalog.
+     */
+    public List<String> withSealStartingAt(String shard, long firstOffset) {
+        ShardId.requireValid(shard);
+        if (isSingle()) {
+            return only().sealedStartingAt(shard, firstOffset).isPresent() ? List.of(SINGLE) : List.of();
+        }
+        List<String> found = new ArrayList<>();
+        for (String name : names()) {
+            for (ObjectStore.Entry entry : rootStore.list(name + "/" + SealedGeneration.SEALS_DIR + "/" + shard)) {
+                SealedGeneration.FolderName folder =
+                        entry.folder() || !entry.name().endsWith(".json")
+                                ? null
+                                : SealedGeneration.FolderName.parse(
+                                        entry.name().substring(0, entry.name().length() - ".json".length()));
+                if (folder != null && folder.firstOffset() == firstOffset) {
+                    found.add(name);
+                    break;
+                }
+            }
+        }
+        return found;
     }
 
     /**

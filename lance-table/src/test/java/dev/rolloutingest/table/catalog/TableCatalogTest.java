@@ -142,4 +142,23 @@ class TableCatalogTest {
             assertThat(meters.get("rollout.tables.releases").counter().count()).isEqualTo(2);
         }
     }
+
+    @Test
+    void theTablesWithASealAtAnOffsetAreFoundWithoutOpeningAny() {
+        try (TableCatalog tables = under(10)) {
+            TableFixtures.write(tables.createOrOpen("a"), 0, 0, 9, 10);
+            TableFixtures.write(tables.createOrOpen("b"), 0, 10, 19, 10);
+            TableFixtures.write(tables.createOrOpen("c"), 0, 0, 4, 5);
+            tables.createOrOpen("d");
+        }
+        String shard = ShardId.of(TableFixtures.TOPIC, 0);
+        try (TableCatalog restarted = under(10)) {
+            assertThat(restarted.withSealStartingAt(shard, 0)).containsExactly("a", "c");
+            assertThat(restarted.withSealStartingAt(shard, 10)).containsExactly("b");
+            assertThat(restarted.withSealStartingAt(shard, 20)).isEmpty();
+            assertThat(restarted.withSealStartingAt(ShardId.of(TableFixtures.TOPIC, 1), 0))
+                    .isEmpty();
+            assertThat(restarted.opened()).as("no table opened to find them").isEmpty();
+        }
+    }
 }
