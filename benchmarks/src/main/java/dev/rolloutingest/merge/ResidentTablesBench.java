@@ -101,6 +101,9 @@ public final class ResidentTablesBench {
                     .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
                     .with(TableSettings.PENDING_MAX_GENERATIONS, 0)
                     .with(TableSettings.TABLES_IDLE_RELEASE_MS, Long.parseLong(args[2]));
+            // the merge-worker's rollout.merge.threads.idle.stop.ms, as short as it goes when tables are released
+            java.time.Duration threadsIdleStop = java.time.Duration.ofMillis(
+                    Long.parseLong(args[2]) == 0 ? 60_000 : Math.max(1_000, Long.parseLong(args[2])));
             long started = System.nanoTime();
             MergeMetrics metrics = new MergeMetrics(meters);
             MergeFleet fleet = new MergeFleet(2, 4);
@@ -117,8 +120,9 @@ public final class ResidentTablesBench {
                         rows.add(new RolloutRow(rollout, 0, o, Instant.now()));
                     }
                     table.writeGeneration(TOPIC, 0, 0, ROWS - 1, rows, ROWS * 300L);
-                    MergeCoordinator coordinator =
-                            new MergeCoordinator(table, 8, 48L << 20, 48L << 20, fleet, false, metrics, 0, 8);
+                    MergeCoordinator coordinator = new MergeCoordinator(
+                                    table, 8, 48L << 20, 48L << 20, fleet, false, metrics, 0, 8)
+                            .stopThreadsWhenIdleFor(threadsIdleStop);
                     coordinators.add(coordinator);
                     coordinator.submit(SHARD, MergeTrigger.COUNT);
                 }

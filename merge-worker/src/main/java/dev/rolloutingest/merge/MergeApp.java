@@ -37,15 +37,16 @@ public final class MergeApp extends RolloutApp {
         this.merges = new MergeTables(tables, table -> {
             haltAfterAppends(table, config.faultHaltAfterAppends(), appends);
             return new MergeCoordinator(
-                    table,
-                    config.maxGenerations(),
-                    config.maxBytes(),
-                    config.roundMaxBytes(),
-                    fleet,
-                    false,
-                    metrics,
-                    config.faultHaltAfterMerges(),
-                    config.afterGenerations());
+                            table,
+                            config.maxGenerations(),
+                            config.maxBytes(),
+                            config.roundMaxBytes(),
+                            fleet,
+                            false,
+                            metrics,
+                            config.faultHaltAfterMerges(),
+                            config.afterGenerations())
+                    .stopThreadsWhenIdleFor(config.threadsIdleStop());
         });
         this.maintenance =
                 new TableMaintenanceRunner(metrics, config.maintenanceThreads(), config.maintenanceTimeout());

@@ -36,6 +36,7 @@ public final class MergeConfig extends AppConfig {
     public static final String MAX_PENDING_AGE_MS = "rollout.merge.max.pending.age.ms";
     public static final String THREADS = "rollout.merge.threads";
     public static final String TABLES_PARALLEL = "rollout.merge.tables.parallel";
+    public static final String THREADS_IDLE_STOP_MS = "rollout.merge.threads.idle.stop.ms";
     public static final String MAINTENANCE_THREADS = "rollout.maintenance.threads";
     public static final String MAINTENANCE_TIMEOUT_MS = "rollout.maintenance.timeout.ms";
     public static final String CHECK_INTERVAL_MS = "rollout.merge.check.interval.ms";
@@ -124,6 +125,15 @@ public final class MergeConfig extends AppConfig {
                             + " each table commits one round at a time and may prepare its next meanwhile. Tables with"
                             + " work are served in turn, so a hot table gets one round per round of each waiting"
                             + " table. Memory: up to this many rounds of rollout.merge.round.max.bytes")
+            .define(
+                    THREADS_IDLE_STOP_MS,
+                    LONG,
+                    60_000L,
+                    ConfigDef.Range.atLeast(1_000L),
+                    LOW,
+                    "A table's planner and committer threads stop after this long without a merge to do and start"
+                            + " again with the next, so a worker that served many tables keeps threads only for the"
+                            + " ones merging")
             .define(
                     MAINTENANCE_THREADS,
                     INT,
@@ -345,6 +355,10 @@ public final class MergeConfig extends AppConfig {
 
     public int tablesParallel() {
         return parsed.getInt(TABLES_PARALLEL);
+    }
+
+    public java.time.Duration threadsIdleStop() {
+        return java.time.Duration.ofMillis(parsed.getLong(THREADS_IDLE_STOP_MS));
     }
 
     public int maintenanceThreads() {

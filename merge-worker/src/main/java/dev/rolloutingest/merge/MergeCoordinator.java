@@ -93,8 +93,15 @@ public final class MergeCoordinator implements AutoCloseable {
     /** A coordinator made without a fleet has one of its own, closed with it. */
     private final boolean ownsFleet;
 
-    private final Thread planner;
-    private final Thread committer;
+    /**
+     * The planner and committer threads, started by the first request and stopped after {@link #threadsIdleStop}
+     * without one, so a worker that has served many tables keeps threads only for those merging now. Guarded by
+     * {@code lock}: a thread decides to stop, and a request starts one, under it.
+     */
+    private Thread planner;
+
+    private Thread committer;
+    private volatile Duration threadsIdleStop = Duration.ofSeconds(60);
     /**
      * A hand-off, not a buffer: the planner waits here until the committer takes its round, so the next round
      * is planned while this one commits, from every shard asked for by then (planning further ahead would cut
@@ -175,10 +182,64 @@ public final class MergeCoordinator implements AutoCloseable {
         this.haltAfterMerges = haltAfterMerges;
         this.fleet = fleet;
         this.ownsFleet = ownsFleet;
-        this.planner = daemon(this::prepareRounds, "merge-planner");
-        this.committer = daemon(this::commitRounds, "merge-committer");
-        this.planner.start();
-        this.committer.start();
+    }
+
+    /** How long the threads wait without a request before they stop (a request starts them again). */
+    public MergeCoordinator stopThreadsWhenIdleFor(Duration idle) {
+        this.threadsIdleStop = idle;
+        return this;
+    }
+
+    /** Whether the planner or committer thread is running (tests, the resident-tables bench). */
+    boolean threadsRunning() {
+        lock.lock();
+        try {
+            return planner != null || committer != null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Starts the threads that are not running; under {@code lock}. */
+    private void ensureThreads() {
+        if (planner == null) {
+            planner = daemon(this::runPlanner, "merge-planner");
+            planner.start();
+        }
+        if (committer == null) {
+            committer = daemon(this::runCommitter, "merge-committer");
+            committer.start();
+        }
+    }
+
+    private void runPlanner() {
+        try {
+            prepareRounds();
+        } finally {
+            forget(true);
+        }
+    }
+
+    private void runCommitter() {
+        try {
+            commitRounds();
+        } finally {
+            forget(false);
+        }
+    }
+
+    /** A thread that ends (stopped when idle, or by an error) no longer counts as running; a request starts another. */
+    private void forget(boolean isPlanner) {
+        lock.lock();
+        try {
+            if (isPlanner && planner == Thread.currentThread()) {
+                planner = null;
+            } else if (!isPlanner && committer == Thread.currentThread()) {
+                committer = null;
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** A daemon thread: merge work never keeps the JVM from exiting. */
@@ -264,6 +325,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 return;
             }
             requests.computeIfAbsent(request.shard(), s -> new ArrayList<>()).add(request);
+            ensureThreads();
             requested.signalAll();
         } finally {
             lock.unlock();
@@ -291,7 +353,7 @@ public final class MergeCoordinator implements AutoCloseable {
                 }
             }
             inRound.stream().filter(shards).forEach(released::add); // no continuation of their rounds
-            while (inRound.stream().anyMatch(shards) && !(closing && !committer.isAlive())) {
+            while (inRound.stream().anyMatch(shards) && !(closing && (committer == null || !committer.isAlive()))) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     log.warn(
@@ -326,11 +388,18 @@ public final class MergeCoordinator implements AutoCloseable {
      */
     private void prepareRounds() {
         long round = 0;
+        long idleSince = System.nanoTime();
         while (!closing) {
             Map<String, List<Request>> batch = new LinkedHashMap<>();
             lock.lock();
             try {
                 while (!closing && !anyReady()) {
+                    if (requests.isEmpty()
+                            && inRound.isEmpty()
+                            && System.nanoTime() - idleSince >= threadsIdleStop.toNanos()) {
+                        planner = null; // decided under the lock: the next request starts a new planner
+                        return;
+                    }
                     requested.await(1, TimeUnit.SECONDS);
                 }
             } catch (InterruptedException e) {
@@ -338,6 +407,7 @@ public final class MergeCoordinator implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
+            idleSince = System.nanoTime();
             // This table's turn among the tables with work: the round is planned once granted, from every shard
             // asked for by then.
             try {
@@ -409,6 +479,15 @@ public final class MergeCoordinator implements AutoCloseable {
                 return;
             }
             if (round == null) {
+                lock.lock();
+                try {
+                    if (planner == null) {
+                        committer = null; // no planner to hand a round over: the next request starts both
+                        return;
+                    }
+                } finally {
+                    lock.unlock();
+                }
                 continue;
             }
             try {
@@ -655,8 +734,21 @@ public final class MergeCoordinator implements AutoCloseable {
         }
         try {
             // A round in flight commits or not as a whole; waiting lets it finish cleanly.
-            planner.join(TimeUnit.SECONDS.toMillis(60));
-            committer.join(TimeUnit.SECONDS.toMillis(60));
+            Thread plannerThread;
+            Thread committerThread;
+            lock.lock();
+            try {
+                plannerThread = planner;
+                committerThread = committer;
+            } finally {
+                lock.unlock();
+            }
+            if (plannerThread != null) {
+                plannerThread.join(TimeUnit.SECONDS.toMillis(60));
+            }
+            if (committerThread != null) {
+                committerThread.join(TimeUnit.SECONDS.toMillis(60));
+            }
             PreparedRound abandoned;
             while ((abandoned = prepared.poll()) != null) {
                 abandon(abandoned);

@@ -14,6 +14,7 @@ import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,8 +29,13 @@ class MergeCoordinatorTest {
             Path.of("target", "coordinator", UUID.randomUUID().toString()).toAbsolutePath();
 
     private static void generations(RolloutTable table, int count) {
+        generations(table, 0, count);
+    }
+
+    /** Generations {@code first .. first + count - 1} of 10 offsets each. */
+    private static void generations(RolloutTable table, int first, int count) {
         RolloutGenerator generator = new RolloutGenerator("exp", 8, 0);
-        for (int g = 0; g < count; g++) {
+        for (int g = first; g < first + count; g++) {
             List<RolloutRow> rows = new ArrayList<>();
             for (long offset = g * 10L; offset < g * 10L + 10; offset++) {
                 Rollout rollout = generator.rollout(offset, 0);
@@ -177,6 +183,37 @@ class MergeCoordinatorTest {
                     .as("the round in the commit finished")
                     .isEqualTo(20L);
             assertThat(table.watermarks()).doesNotContainKey(second);
+        }
+    }
+
+    @Test
+    void itsThreadsStopWhenIdleAndStartAgainWithTheNextRequest() throws Exception {
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters);
+                MergeCoordinator coordinator = new MergeCoordinator(
+                                table, 8, 1L << 20, 1L << 20, 2, new MergeMetrics(meters), 0, 0)
+                        .stopThreadsWhenIdleFor(Duration.ofMillis(300))) {
+            assertThat(coordinator.threadsRunning())
+                    .as("no thread before the first request")
+                    .isFalse();
+            for (int pass = 0; pass < 2; pass++) {
+                generations(table, 4 * pass, 4);
+                assertThat(coordinator.submit(shard, MergeTrigger.COUNT)).isTrue();
+                assertThat(coordinator.threadsRunning()).isTrue();
+                long deadline = System.nanoTime() + 60_000_000_000L;
+                while (coordinator.running(shard) && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                assertThat(coordinator.drain(shard)).singleElement().satisfies(o -> assertThat(o.failed())
+                        .isFalse());
+                assertThat(table.pendingGenerations(shard)).isEmpty();
+                while (coordinator.threadsRunning() && System.nanoTime() < deadline) {
+                    Thread.sleep(50);
+                }
+                assertThat(coordinator.threadsRunning())
+                        .as("idle: both threads stopped")
+                        .isFalse();
+            }
         }
     }
 }
