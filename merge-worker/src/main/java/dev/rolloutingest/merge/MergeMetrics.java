@@ -28,8 +28,14 @@ public final class MergeMetrics {
 
     /** What one task knows of one table: its shard with the most pending generations, its shards cooling down. */
     record TableBacklog(long maxPending, int coolingShards) {
-        TableBacklog plus(long pending, boolean cooling) {
-            return new TableBacklog(Math.max(maxPending, pending), coolingShards + (cooling ? 1 : 0));
+        /** One shard's. */
+        static TableBacklog ofShard(long pending, boolean cooling) {
+            return new TableBacklog(pending, cooling ? 1 : 0);
+        }
+
+        /** Two sets of shards of one table together. */
+        TableBacklog plus(TableBacklog other) {
+            return new TableBacklog(Math.max(maxPending, other.maxPending), coolingShards + other.coolingShards);
         }
     }
 

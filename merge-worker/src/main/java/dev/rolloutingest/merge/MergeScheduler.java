@@ -171,8 +171,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             total += backlog.count();
             byTable.merge(
                     tableShard.table(),
-                    new MergeMetrics.TableBacklog(0, 0).plus(backlog.count(), cooldowns.gates(MERGE, key, now)),
-                    (a, b) -> a.plus(b.maxPending(), b.coolingShards() > 0));
+                    MergeMetrics.TableBacklog.ofShard(backlog.count(), cooldowns.gates(MERGE, key, now)),
+                    MergeMetrics.TableBacklog::plus);
         }
         metrics.backlog(partition, total);
         metrics.tableBacklog(partition, byTable);

@@ -6,6 +6,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
@@ -234,12 +235,8 @@ public final class TableCatalog implements AutoCloseable {
         List<String> found = new ArrayList<>();
         for (String name : names()) {
             for (ObjectStore.Entry entry : rootStore.list(name + "/" + SealedGeneration.SEALS_DIR + "/" + shard)) {
-                SealedGeneration.FolderName folder =
-                        entry.folder() || !entry.name().endsWith(".json")
-                                ? null
-                                : SealedGeneration.FolderName.parse(
-                                        entry.name().substring(0, entry.name().length() - ".json".length()));
-                if (folder != null && folder.firstOffset() == firstOffset) {
+                GenerationCatalog.Listed seal = entry.folder() ? null : GenerationCatalog.parse(shard, entry.name());
+                if (seal != null && seal.firstOffset() == firstOffset) {
                     found.add(name);
                     break;
                 }

@@ -114,7 +114,8 @@ public final class GenerationCatalog {
         return deduplicated;
     }
 
-    private static Listed parse(String shard, String fileName) {
+    /** The seal a file of {@code _seals/<shard>/} names, or null when the name is not a seal's. */
+    public static Listed parse(String shard, String fileName) {
         if (!fileName.endsWith(".json") || fileName.contains("/")) {
             return null;
         }
