@@ -166,12 +166,15 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                 if (!outcomes.isEmpty()) {
                     put(key, backlog); // only what changed reaches the changelog
                 }
-                maybeTrigger(key, backlog, now);
+            }
+            boolean cooling = cooldowns.gates(MERGE, key, now); // read once: the trigger and the gauge
+            if (merging.isPresent()) {
+                maybeTrigger(tableShard.shard(), merging.get(), backlog, now, cooling);
             }
             total += backlog.count();
             byTable.merge(
                     tableShard.table(),
-                    MergeMetrics.TableBacklog.ofShard(backlog.count(), cooldowns.gates(MERGE, key, now)),
+                    MergeMetrics.TableBacklog.ofShard(backlog.count(), cooling),
                     MergeMetrics.TableBacklog::plus);
         }
         metrics.backlog(partition, total);
@@ -202,8 +205,15 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         MergeTables.TableShard tableShard = tables.parse(key);
         Optional<MergeTables.Merging> merging = tables.of(tableShard.table());
-        String shard = tableShard.shard();
-        if (merging.isEmpty() || merging.get().coordinator().running(shard)) {
+        if (merging.isPresent()) {
+            maybeTrigger(tableShard.shard(), merging.get(), backlog, now, cooldowns.gates(MERGE, key, now));
+        }
+    }
+
+    /** Asks for the shard's merge when its count or age trigger is due, unless it runs or cools down. */
+    private void maybeTrigger(
+            String shard, MergeTables.Merging merging, ShardBacklog backlog, long now, boolean cooling) {
+        if (backlog.count() == 0 || merging.coordinator().running(shard)) {
             return;
         }
         MergeTrigger trigger = null;
@@ -215,11 +225,11 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         if (trigger == null) {
             return;
         }
-        if (cooldowns.gates(MERGE, key, now)) {
+        if (cooling) {
             metrics.skippedCoolingDown();
             return;
         }
-        merging.get().coordinator().submit(shard, trigger);
+        merging.coordinator().submit(shard, trigger);
     }
 
     private void apply(MergeTables.Merging merging, MergeCoordinator.Outcome outcome, ShardBacklog backlog, long now) {
