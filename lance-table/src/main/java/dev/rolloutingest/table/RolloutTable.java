@@ -539,8 +539,14 @@ public final class RolloutTable implements AutoCloseable {
 
     /** For tests: {@code beforeCommit} runs once the fragments are rewritten, before the compaction commits. */
     public TableMaintenance.CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
+        return compact(targetRowsPerFragment, beforeCommit, () -> {});
+    }
+
+    /** For tests: {@code beforeKeyIndexRebuild} runs once the index rebuild after the compaction read the table. */
+    public TableMaintenance.CompactionResult compact(
+            long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
         try {
-            return maintenance.compact(targetRowsPerFragment, beforeCommit);
+            return maintenance.compact(targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);
         } finally {
             readCatalog.invalidate();
         }

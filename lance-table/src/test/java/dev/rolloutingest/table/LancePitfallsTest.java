@@ -166,6 +166,27 @@ class LancePitfallsTest {
     }
 
     @Test
+    void aCompactionWhoseIndexRebuildAnotherWriterPreemptsStillCompletes() {
+        try (RolloutTable table = localTable("compact-race", meters)) {
+            for (int i = 0; i < 4; i++) {
+                write(table, 0, i * 10L, i * 10L + 9, 40);
+                table.mergePass(shard, 1, 0);
+            }
+            // The merge-worker's index upkeep sees the compaction too and rebuilds the index first: lance-core then
+            // refuses the compaction's own CreateIndex as a retryable conflict.
+            List<TableMaintenance.IndexResult> other = new ArrayList<>();
+            TableMaintenance.CompactionResult compacted =
+                    table.compact(1_000_000, () -> {}, () -> other.add(table.optimizeKeyIndex()));
+            assertThat(other).singleElement().satisfies(r -> assertThat(r.rebuilt())
+                    .isTrue());
+            assertThat(compacted.fragmentsAfter()).isLessThan(compacted.fragmentsBefore());
+            assertThat(table.optimizeKeyIndex().rebuilt()).as("rebuilt again").isFalse();
+            assertThat(table.get("exp-5").orElseThrow().sourceOffset()).isEqualTo(5);
+            assertThat(table.countBaseRows()).isEqualTo(40);
+        }
+    }
+
+    @Test
     void malformedShardIdsAndGenerationNumbersFailBeforeReachingLance() {
         try (RolloutTable table = localTable("ids", meters)) {
             assertThatThrownBy(() -> table.mergePass("Shard-0", 8, 0))

@@ -77,6 +77,9 @@ public final class TableMaintenance {
 
     private static final String FRAGMENT_REUSE_INDEX = "__lance_frag_reuse";
 
+    /** Commits of the record_id index tried before a run of retryable conflicts fails the upkeep. */
+    private static final int INDEX_COMMIT_ATTEMPTS = 5;
+
     private final LanceIo lance;
     private final ObjectStore store;
     private final GenerationCatalog catalog;
@@ -98,6 +101,14 @@ public final class TableMaintenance {
      * merging the compaction would never land.
      */
     public CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
+        return compact(targetRowsPerFragment, beforeCommit, () -> {});
+    }
+
+    /**
+     * As {@link #compact(long, Runnable)}; {@code beforeKeyIndexRebuild} runs once the index rebuild has read the
+     * compacted version, before it commits (tests put another writer's commit there).
+     */
+    public CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
         try (Dataset base = lance.openBase()) {
             List<Fragment> listed = base.getFragments();
             int before = listed.size();
@@ -128,7 +139,7 @@ public final class TableMaintenance {
                 fragments = after.getFragments().size();
                 log.info("Table {}: compacted {} fragments into {}", lance.location(), before, fragments);
             }
-            rebuildKeyIndex();
+            rebuildKeyIndex(beforeKeyIndexRebuild);
             return new CompactionResult(before, fragments);
         }
     }
@@ -189,13 +200,8 @@ public final class TableMaintenance {
                     unindexedRows += rows;
                 }
             }
-            // A deferred-remap compaction remaps the index's fragments (so they look current) and records the
-            // remapping in a fragment-reuse index whose version is at least the index's: adding to the index then
-            // would drop rows, so it is rebuilt (as compact() does right away; this covers a crash in between).
-            long keyIndexVersion =
-                    segments.stream().mapToLong(Index::datasetVersion).min().orElse(Long.MAX_VALUE);
-            boolean compactedSince = base.getIndexes().stream()
-                    .anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name()) && i.datasetVersion() >= keyIndexVersion);
+            // After a compaction the index is rebuilt (as compact() does right away; this covers a crash in between).
+            boolean compactedSince = compactedSince(base, segments);
             // A new table's index covers no fragment: the first take-up builds it whole (it is small then).
             boolean rebuild = indexed.isEmpty()
                     ? tiers.takeUp(unindexedRows)
@@ -258,16 +264,69 @@ public final class TableMaintenance {
         base.commitExistingIndexSegments(KEY_INDEX, RolloutSchema.RECORD_ID, List.of(segment));
     }
 
-    private void rebuildKeyIndex() {
+    /**
+     * Rebuilds the index after a compaction. A merge-worker's index upkeep may rebuild it at the same moment (it
+     * sees the compaction too), and lance-core refuses the second CreateIndex with a retryable conflict: then the
+     * index is looked at again, and left as it is when the other writer's rebuild already covers the compaction.
+     */
+    private void rebuildKeyIndex(Runnable beforeCommit) {
         long started = System.nanoTime();
-        try (Dataset base = lance.openBase()) {
-            createKeyIndex(base, true);
-            log.info(
-                    "Table {}: rebuilt the {} index after compaction in {} ms",
-                    lance.location(),
-                    KEY_INDEX,
-                    (System.nanoTime() - started) / 1_000_000);
+        for (int attempt = 1; ; attempt++) {
+            try (Dataset base = lance.openBase()) {
+                if (attempt > 1 && !keyIndexStale(base)) {
+                    log.info(
+                            "Table {}: another writer rebuilt the {} index after the compaction",
+                            lance.location(),
+                            KEY_INDEX);
+                    return;
+                }
+                if (attempt == 1) {
+                    beforeCommit.run();
+                }
+                createKeyIndex(base, true);
+                log.info(
+                        "Table {}: rebuilt the {} index after compaction in {} ms",
+                        lance.location(),
+                        KEY_INDEX,
+                        (System.nanoTime() - started) / 1_000_000);
+                return;
+            } catch (RuntimeException e) {
+                if (!FencedCommit.isPreempted(e) || attempt >= INDEX_COMMIT_ATTEMPTS) {
+                    throw e;
+                }
+                log.info(
+                        "Table {}: the {} index rebuild was preempted ({}); looking again",
+                        lance.location(),
+                        KEY_INDEX,
+                        e.getMessage());
+            }
         }
+    }
+
+    /** True when the index must be rebuilt: a fragment it covers is gone, or a compaction remapped it since. */
+    private static boolean keyIndexStale(Dataset base) {
+        List<Index> segments = base.getIndexes().stream()
+                .filter(i -> KEY_INDEX.equals(i.name()))
+                .toList();
+        if (segments.isEmpty()) {
+            return true;
+        }
+        Set<Integer> present = new HashSet<>();
+        base.getFragments().forEach(f -> present.add(f.getId()));
+        Set<Integer> indexed = new HashSet<>();
+        segments.forEach(i -> i.fragments().ifPresent(indexed::addAll));
+        return !present.containsAll(indexed) || compactedSince(base, segments);
+    }
+
+    /**
+     * A deferred-remap compaction remaps the index's fragments (so they look current) and records the remapping
+     * in a fragment-reuse index whose version is at least the index's: adding to the index then would drop rows.
+     */
+    private static boolean compactedSince(Dataset base, List<Index> segments) {
+        long keyIndexVersion =
+                segments.stream().mapToLong(Index::datasetVersion).min().orElse(Long.MAX_VALUE);
+        return base.getIndexes().stream()
+                .anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name()) && i.datasetVersion() >= keyIndexVersion);
     }
 
     public static void createKeyIndex(Dataset base, boolean replace) {

@@ -311,7 +311,8 @@ public final class FencedCommit {
         return ids;
     }
 
-    static boolean isPreempted(RuntimeException e) {
+    /** True for lance-core's retryable commit conflict: another writer committed first. */
+    public static boolean isPreempted(RuntimeException e) {
         String message = String.valueOf(e.getMessage());
         return message.contains("preempted") || message.contains("Retryable commit conflict");
     }
