@@ -141,7 +141,8 @@ public final class IngestConfig extends AppConfig {
                     10_000,
                     ConfigDef.Range.atLeast(1),
                     HIGH,
-                    "Seal a partition's batch when it holds this many records")
+                    "Seal a partition's batch when one table's part of it holds this many records (with one table: the"
+                            + " batch); the batch over all its tables is bounded by rollout.seal.max.bytes")
             .define(
                     SEAL_MAX_BYTES,
                     LONG,

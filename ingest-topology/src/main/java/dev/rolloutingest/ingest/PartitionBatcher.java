@@ -162,7 +162,7 @@ final class PartitionBatcher {
         metrics.recordIn();
         accept(record.key(), record.value(), record.headers(), record.timestamp(), offset, true);
         progress.put(processedKey, offset + 1);
-        if (batch.size() >= sealMaxRows) {
+        if (batch.largestPartRows() >= sealMaxRows) {
             seal("rows");
         } else if (batchBytes >= sealMaxBytes) {
             seal("bytes");
@@ -221,7 +221,7 @@ final class PartitionBatcher {
         }
         long bytes = (value == null ? 0 : value.length) + (key == null ? 0 : key.length);
         batchBytes += bytes;
-        batch.addBytes(checked.table(), bytes);
+        batch.added(checked.table(), bytes);
         budget.add(topicPartition, bytes);
     }
 

@@ -7,9 +7,11 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * One input partition's rows waiting to be sealed, a batch per table they are routed to. The seal triggers count
- * the partition's rows and bytes over all its tables, so spreading a partition over many tables does not multiply
- * its seals; a seal writes one generation per table, all for the same offset range.
+ * One input partition's rows waiting to be sealed, a batch per table they are routed to. A seal writes one generation
+ * per table, all for the same offset range. The row trigger counts the largest table's rows (a generation's size),
+ * the bytes and age triggers the whole partition: spreading a partition over many tables neither multiplies its seals
+ * nor shrinks every generation to a sliver of the trigger (100 tables made generations of ~100 rows, and a merge pays
+ * per generation); memory stays bounded by the bytes over all tables.
  *
  * <p>Not thread-safe: one owner at a time (the partition's batcher, then the writer it hands it to).
  */
@@ -18,6 +20,7 @@ final class RoutedBatch implements AutoCloseable {
     private final Map<String, GenerationBatch> parts = new LinkedHashMap<>();
     private final Map<String, RolloutTable> partTables = new LinkedHashMap<>();
     private final Map<String, Long> partBytes = new LinkedHashMap<>();
+    private int largestPartRows;
     /** Where a row whose table is named by its own fields is decoded before it moves to its table's batch. */
     private GenerationBatch landing;
 
@@ -61,9 +64,15 @@ final class RoutedBatch implements AutoCloseable {
         return filled;
     }
 
-    /** Counts a record's bytes (key and value) towards its table's generation. */
-    void addBytes(String name, long bytes) {
+    /** Counts a row just added to table {@code name}'s part, and its record's bytes (key and value). */
+    void added(String name, long bytes) {
         partBytes.merge(name, bytes, Long::sum);
+        largestPartRows = Math.max(largestPartRows, parts.get(name).size());
+    }
+
+    /** Rows of the table with the most: the size of the largest generation a seal would write now. */
+    int largestPartRows() {
+        return largestPartRows;
     }
 
     /** The input bytes of table {@code name}'s rows. */
