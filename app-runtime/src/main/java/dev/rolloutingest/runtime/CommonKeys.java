@@ -62,7 +62,8 @@ public final class CommonKeys {
                         new ConfigDef.NonEmptyString(),
                         MEDIUM,
                         "Topic of GenerationSealed events (the ingest app's output, the merge-worker's input), key ="
-                                + " shard id")
+                                + " shard id (table/shard id with rollout.tables.root: merge-worker instances share tables"
+                                + " out, up to the topic's partitions)")
                 .define(
                         TABLE_URI,
                         STRING,

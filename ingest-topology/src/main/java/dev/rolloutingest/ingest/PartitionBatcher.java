@@ -380,7 +380,8 @@ final class PartitionBatcher {
                 .setTableUri(written.tableUri())
                 .build();
         context.forward(
-                new Record<Object, Object>(sealed.shard(), event, System.currentTimeMillis()),
+                new Record<Object, Object>(
+                        tables.shardKey(written.table(), sealed.shard()), event, System.currentTimeMillis()),
                 IngestTopology.GENERATIONS_SINK);
     }
 

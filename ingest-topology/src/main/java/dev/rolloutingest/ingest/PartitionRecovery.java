@@ -59,7 +59,8 @@ final class PartitionRecovery {
                         generation.lastOffset(),
                         name);
                 metrics.adopted();
-                orphans.put(name, new SealWrite.Written(table.get().location().uri(), generation));
+                orphans.put(
+                        name, new SealWrite.Written(name, table.get().location().uri(), generation));
             }
         }
         return orphans;

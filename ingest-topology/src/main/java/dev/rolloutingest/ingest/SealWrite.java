@@ -43,7 +43,7 @@ final class SealWrite {
     }
 
     /** A generation written, with the table it belongs to. */
-    record Written(String tableUri, SealedGeneration generation) {}
+    record Written(String table, String tableUri, SealedGeneration generation) {}
 
     private final Target target;
     final long first;
@@ -101,7 +101,8 @@ final class SealWrite {
             try {
                 Optional<SealedGeneration> generation = writeWithRetries();
                 if (generation.isPresent()) {
-                    written.add(new Written(table.location().uri(), generation.get())); // its seal names its refused
+                    written.add(new Written(
+                            tableName, table.location().uri(), generation.get())); // its seal names its refused
                     target.faults().afterTableGeneration();
                 } else {
                     refused.addAll(tableRefused);

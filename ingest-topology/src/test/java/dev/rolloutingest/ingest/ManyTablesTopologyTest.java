@@ -146,7 +146,13 @@ class ManyTablesTopologyTest {
             send("actors-a", rollout("exp-" + i % 3, i));
         }
         // exp-0's tenth row is offset 27: the seal counts a table's rows, not the partition's (its 10th was offset 9)
-        List<GenerationSealed> sealed = events.readValuesToList();
+        List<org.apache.kafka.streams.test.TestRecord<String, GenerationSealed>> records = events.readRecordsToList();
+        assertThat(records)
+                .as("each event keyed by its table and shard: merge-worker instances share the tables out")
+                .allSatisfy(r -> assertThat(r.key())
+                        .isEqualTo(tables.nameOf(r.value().getTableUri().toString())
+                                        .orElseThrow() + "/" + ShardId.of("actors-a", 0)));
+        List<GenerationSealed> sealed = records.stream().map(r -> r.value()).toList();
         assertThat(sealed).hasSize(3);
         assertThat(sealed).allSatisfy(g -> {
             assertThat(g.getShardId()).isEqualTo(ShardId.of("actors-a", 0));

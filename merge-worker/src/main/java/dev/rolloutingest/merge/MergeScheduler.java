@@ -133,6 +133,12 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         String key = tables.key(table.get(), shard);
+        if (!ownedByThisTask(key)) {
+            // Keyed otherwise (by shard alone, as before tables had keys of their own): its owner's reconcile finds the
+            // generation; taken here as well, two tasks would keep a backlog of one table's shard.
+            log.debug("Generation {} of {} belongs to another task; left to its reconcile", event.getGeneration(), key);
+            return;
+        }
         partitionOf.put(shard, new TopicPartition(event.getTopic(), event.getPartition()));
         ShardBacklog backlog = backlog(key);
         if (event.getGeneration() <= backlog.announcedUpTo()) {
@@ -396,7 +402,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             }
         }
         for (String shard : tableShards) {
-            if (ownedByThisTask(shard)) {
+            if (ownedByThisTask(tables.key(merging.name(), shard))) {
                 owned.add(shard);
             }
         }
@@ -432,9 +438,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
     }
 
-    private boolean ownedByThisTask(String shard) {
+    /** Whether a table's shard ({@link MergeTables#key}) is this task's: where the sealed topic's key puts it. */
+    private boolean ownedByThisTask(String key) {
         // The default partitioner of a keyed record: murmur2 of the key bytes.
-        return Utils.toPositive(Utils.murmur2(shard.getBytes(StandardCharsets.UTF_8))) % eventPartitions == partition;
+        return Utils.toPositive(Utils.murmur2(key.getBytes(StandardCharsets.UTF_8))) % eventPartitions == partition;
     }
 
     /** Upkeep of every table this process has merged or reconciled; each table's cooldown gates its own. */
@@ -470,7 +477,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     @Override
     public void close() {
         for (MergeTables.Merging merging : tables.active()) {
-            merging.coordinator().release(this::ownedByThisTask, RELEASE_WAIT);
+            merging.coordinator().release(shard -> ownedByThisTask(tables.key(merging.name(), shard)), RELEASE_WAIT);
         }
         metrics.taskClosed(partition);
     }

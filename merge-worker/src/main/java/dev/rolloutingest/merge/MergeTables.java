@@ -63,9 +63,9 @@ final class MergeTables implements AutoCloseable {
         return tables.nameOf(tableUri);
     }
 
-    /** The store key of a table's shard. */
+    /** The store key of a table's shard ({@link TableCatalog#shardKey}). */
     String key(String table, String shard) {
-        return tables.isSingle() ? shard : table + "/" + shard;
+        return tables.shardKey(table, shard);
     }
 
     /** The table's shard a store key names. */

@@ -13,6 +13,7 @@ import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -27,6 +28,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
@@ -68,6 +70,11 @@ class ManyTablesMergeTopologyTest {
     }
 
     private void start(Map<String, Object> overrides) {
+        start(overrides, 1);
+    }
+
+    /** {@code eventPartitions}: of the sealed topic; the driver runs the task of partition 0. */
+    private void start(Map<String, Object> overrides, int eventPartitions) {
         Map<String, Object> values = new HashMap<>(Map.of(
                 "bootstrap.servers",
                 "unused:9092",
@@ -101,7 +108,7 @@ class ManyTablesMergeTopologyTest {
                 tables,
                 maintenance,
                 metrics,
-                1,
+                eventPartitions,
                 (topic, bytes) -> decode(() -> GenerationSealed.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))),
                 (topic, event) -> decode(() -> event.toByteBuffer().array()));
         Properties props = config.streamsProperties();
@@ -256,6 +263,33 @@ class ManyTablesMergeTopologyTest {
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
+    }
+
+    @Test
+    void aTaskMergesTheTableShardsTheSealedTopicsKeyGivesItsPartitionAndLeavesTheOthers() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 1), 2);
+        String shard = ShardId.of(TOPIC, 0);
+        List<String> mine = NAMES.stream()
+                .filter(name ->
+                        Utils.toPositive(Utils.murmur2(tables.key(name, shard).getBytes(StandardCharsets.UTF_8))) % 2
+                                == 0)
+                .toList();
+        List<String> others =
+                NAMES.stream().filter(name -> !mine.contains(name)).toList();
+        assertThat(mine).as("tables of one shard whose keys are partition 0's").isNotEmpty();
+        assertThat(others)
+                .as("tables of the same shard whose keys are partition 1's")
+                .isNotEmpty();
+        // Every event reaches this task, keyed by the shard alone (as before tables had keys of their own).
+        for (String name : NAMES) {
+            seal(name, 0);
+        }
+        settle();
+        assertThat(mine)
+                .allSatisfy(name -> assertThat(pending(name, 0)).as(name).isZero());
+        assertThat(others)
+                .as("left to the task of partition 1")
+                .allSatisfy(name -> assertThat(pending(name, 0)).as(name).isEqualTo(1));
     }
 
     @Test

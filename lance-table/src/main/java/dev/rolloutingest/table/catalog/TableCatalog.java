@@ -94,6 +94,17 @@ public final class TableCatalog implements AutoCloseable {
         return root == null;
     }
 
+    /**
+     * The key of a table's shard: of its GenerationSealed events (so it picks the partition of the sealed topic, and
+     * with it the merge-worker instance) and of the merge-worker's stores. The shard alone for one table, as it always
+     * was; table and shard under a root, so merge-worker instances share a root's tables out, not only its input
+     * partitions (keyed by shard, 100 tables fed by 4 partitions had 4 keys: at most 4 instances, and the hash of 4
+     * keys split them unevenly).
+     */
+    public String shardKey(String table, String shard) {
+        return isSingle() ? shard : table + "/" + shard;
+    }
+
     /** The root URI, or the single table's URI. */
     public String uri() {
         return isSingle() ? open.get(SINGLE).location().uri() : root.uri();
