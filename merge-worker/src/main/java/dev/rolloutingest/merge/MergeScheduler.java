@@ -88,31 +88,29 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
         context.schedule(
                 Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
-        if (partition == 0) {
-            // Compaction, index upkeep and GC are table-wide: only the task of partition 0 schedules them, for every
-            // table.
-            if (config.compactionIntervalMs() > 0) {
-                context.schedule(
-                        Duration.ofMillis(config.compactionIntervalMs()),
-                        PunctuationType.WALL_CLOCK_TIME,
-                        now -> maintain("compact", now));
-            }
-            if (config.indexOptimizeIntervalMs() > 0) {
-                context.schedule(
-                        Duration.ofMillis(config.indexOptimizeIntervalMs()),
-                        PunctuationType.WALL_CLOCK_TIME,
-                        now -> maintain("index", now));
-            }
-            if (config.gcIntervalMs() > 0) {
-                context.schedule(
-                        Duration.ofMillis(config.gcIntervalMs()),
-                        PunctuationType.WALL_CLOCK_TIME,
-                        now -> maintain("gc", now));
-                context.schedule(
-                        Duration.ofMillis(config.gcIntervalMs()),
-                        PunctuationType.WALL_CLOCK_TIME,
-                        now -> maintain("deletes", now));
-            }
+        // Compaction, index upkeep and GC are table-wide: each table's run on one task, the one its name hashes to
+        // (maintain), so merge-worker instances share the upkeep of a root's tables out as they share its merges.
+        if (config.compactionIntervalMs() > 0) {
+            context.schedule(
+                    Duration.ofMillis(config.compactionIntervalMs()),
+                    PunctuationType.WALL_CLOCK_TIME,
+                    now -> maintain("compact", now));
+        }
+        if (config.indexOptimizeIntervalMs() > 0) {
+            context.schedule(
+                    Duration.ofMillis(config.indexOptimizeIntervalMs()),
+                    PunctuationType.WALL_CLOCK_TIME,
+                    now -> maintain("index", now));
+        }
+        if (config.gcIntervalMs() > 0) {
+            context.schedule(
+                    Duration.ofMillis(config.gcIntervalMs()),
+                    PunctuationType.WALL_CLOCK_TIME,
+                    now -> maintain("gc", now));
+            context.schedule(
+                    Duration.ofMillis(config.gcIntervalMs()),
+                    PunctuationType.WALL_CLOCK_TIME,
+                    now -> maintain("deletes", now));
         }
     }
 
@@ -185,21 +183,19 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         metrics.backlog(partition, total);
         metrics.tableBacklog(partition, byTable);
-        if (partition == 0) {
-            for (TableMaintenanceRunner.Outcome outcome : maintenance.drain()) {
-                String target = outcome.tableUri();
-                if (outcome.error() == null) {
-                    cooldowns.clear(outcome.kind(), target);
-                } else if (RolloutTableException.isStorageFailure(outcome.error())) {
-                    // The store is down or refusing: the next run retries; a cooldown would outlast the outage.
-                    log.info(
-                            "{} of {} waits for the table's store: {}",
-                            outcome.kind(),
-                            target,
-                            outcome.error().getMessage());
-                } else {
-                    cooldowns.recordFailure(outcome.kind(), target, "table " + target, outcome.error(), now);
-                }
+        for (TableMaintenanceRunner.Outcome outcome : maintenance.drain(o -> ownedByThisTask(o.table()))) {
+            String target = outcome.tableUri();
+            if (outcome.error() == null) {
+                cooldowns.clear(outcome.kind(), target);
+            } else if (RolloutTableException.isStorageFailure(outcome.error())) {
+                // The store is down or refusing: the next run retries; a cooldown would outlast the outage.
+                log.info(
+                        "{} of {} waits for the table's store: {}",
+                        outcome.kind(),
+                        target,
+                        outcome.error().getMessage());
+            } else {
+                cooldowns.recordFailure(outcome.kind(), target, "table " + target, outcome.error(), now);
             }
         }
         cooldowns.expire(now);
@@ -438,7 +434,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
     }
 
-    /** Whether a table's shard ({@link MergeTables#key}) is this task's: where the sealed topic's key puts it. */
+    /**
+     * Whether a table's shard ({@link MergeTables#key}) is this task's: where the sealed topic's key puts it. Of a
+     * table's name: whether its upkeep is.
+     */
     private boolean ownedByThisTask(String key) {
         // The default partitioner of a keyed record: murmur2 of the key bytes.
         return Utils.toPositive(Utils.murmur2(key.getBytes(StandardCharsets.UTF_8))) % eventPartitions == partition;
@@ -449,7 +448,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         for (MergeTables.Merging merging : tables.active()) {
             RolloutTable table = merging.table();
             String target = table.location().uri();
-            if (cooldowns.gates(kind, target, now)) {
+            if (!ownedByThisTask(merging.name()) || cooldowns.gates(kind, target, now)) {
                 continue;
             }
             maintenance.submit(merging.name(), target, kind, () -> switch (kind) {

@@ -97,6 +97,11 @@ final class TableMaintenanceRunner implements AutoCloseable {
 
     /** Finished runs, oldest first, removed from the queue; a job over its time counts as a failure, once. */
     List<Outcome> drain() {
+        return drain(o -> true);
+    }
+
+    /** As {@link #drain()}, of the runs {@code mine} takes only (a task's tables); the others stay queued. */
+    List<Outcome> drain(java.util.function.Predicate<Outcome> mine) {
         long now = System.nanoTime();
         for (Running r : running.values()) {
             long started = r.startedNanos;
@@ -118,8 +123,12 @@ final class TableMaintenanceRunner implements AutoCloseable {
             }
         }
         List<Outcome> drained = new ArrayList<>();
-        for (Outcome o; (o = outcomes.poll()) != null; ) {
-            drained.add(o);
+        for (var it = outcomes.iterator(); it.hasNext(); ) {
+            Outcome o = it.next();
+            if (mine.test(o)) {
+                it.remove();
+                drained.add(o);
+            }
         }
         return drained;
     }

@@ -293,6 +293,66 @@ class ManyTablesMergeTopologyTest {
     }
 
     @Test
+    void aTaskKeepsUpOnlyTheTablesWhoseNameHashesToItsPartition() throws Exception {
+        start(Map.of("rollout.index.optimize.interval.ms", 1_000L, "rollout.index.max.unindexed.rows", 1L), 2);
+        List<String> upkept = new CopyOnWriteArrayList<>();
+        AbstractAppender upkeep = new AbstractAppender("upkeep", null, null, true, Property.EMPTY_ARRAY) {
+            @Override
+            public void append(LogEvent event) {
+                String message = event.getMessage().getFormattedMessage();
+                if (message.contains("record_id_idx index")) {
+                    upkept.add(message);
+                }
+            }
+        };
+        upkeep.start();
+        org.apache.logging.log4j.core.Logger logger = ((LoggerContext) LogManager.getContext(false))
+                .getLogger(dev.rolloutingest.table.maintenance.TableMaintenance.class.getName());
+        logger.addAppender(upkeep);
+        org.apache.logging.log4j.Level level = logger.getLevel();
+        logger.setLevel(Level.INFO);
+        try {
+            // every table gets a few base fragments, merged outside the task (as another instance would)
+            for (String name : NAMES) {
+                for (int i = 0; i < 3; i++) {
+                    RolloutTable table = table(name);
+                    long first = 100L * i;
+                    List<RolloutRow> rows = new ArrayList<>();
+                    for (long o = first; o < first + 10; o++) {
+                        rows.add(new RolloutRow(
+                                new RolloutGenerator(name, 8, 0).rollout(o, (int) o), 0, o, Instant.now()));
+                    }
+                    table.writeGeneration(TOPIC, 0, first, first + 9, rows, 1000);
+                    table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+                }
+            }
+            driver.advanceWallClockTime(Duration.ofMillis(1_500));
+            List<String> mine = NAMES.stream()
+                    .filter(name -> Utils.toPositive(Utils.murmur2(name.getBytes(StandardCharsets.UTF_8))) % 2 == 0)
+                    .toList();
+            assertThat(mine)
+                    .as("tables whose upkeep is partition 0's")
+                    .isNotEmpty()
+                    .hasSizeLessThan(NAMES.size());
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (upkept.size() < mine.size() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+            }
+            Thread.sleep(500); // upkeep of another task's table would have logged by now too
+            for (String name : NAMES) {
+                String uri = table(name).location().toString();
+                boolean done = upkept.stream().anyMatch(m -> m.contains("/" + name + ": "));
+                assertThat(done)
+                        .as(name + " index kept up (" + uri + "): " + upkept)
+                        .isEqualTo(mine.contains(name));
+            }
+        } finally {
+            logger.removeAppender(upkeep);
+            logger.setLevel(level);
+        }
+    }
+
+    @Test
     void aBrokenTableCoolsDownAloneNamingItsUriAndShardWhileTheHealthyTablesKeepMerging() throws Exception {
         start(Map.of(
                 "rollout.merge.after.generations",
