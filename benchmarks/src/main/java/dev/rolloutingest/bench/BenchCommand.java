@@ -51,7 +51,9 @@ final class BenchCommand implements Callable<Integer> {
                     + " join and the index join against the base's size), merge-round (a round of 16,000 rows against the"
                     + " base's size: new keys appended, 1 %% and 50 %% present, the join-only path, a plain Append as the"
                     + " floor; --round-base-rows, --commits rounds each), capacity (ingest alone for --seconds, then the"
-                    + " merge-worker alone draining that backlog: merge / ingest), ingest (the topology against a plain consumer, a plain write and both"
+                    + " merge-worker alone draining that backlog: merge / ingest), merge-instances (ingest alone for"
+                    + " --seconds, then that backlog drained by --merge-instances merge-worker JVMs per run: rows/s"
+                    + " against the first run), ingest (the topology against a plain consumer, a plain write and both"
                     + " pipelined; freshness), sustained (producer unthrottled, ingest and merge for --seconds: pending"
                     + " per shard, merge capacity / ingest, 0 lost / 0 duplicated), many-tables (the same rollouts into"
                     + " --tables tables: rows/s, generations per minute, rows per generation), scan (bulk reads for"
@@ -210,6 +212,18 @@ final class BenchCommand implements Callable<Integer> {
                     "merge: backlogs (generations of one shard) whose drain's peak RSS is compared; empty to skip")
     int[] rssBacklogs;
 
+    @Option(
+            names = "--merge-instances",
+            split = ",",
+            defaultValue = "1,2,1",
+            description = "merge-instances: merge-worker JVMs of each run, in order")
+    List<Integer> mergeInstances;
+
+    @Option(
+            names = "--pin-cpus",
+            description = "merge-instances: run worker i on CPU i alone (taskset), as if each had a machine of one CPU")
+    boolean pinCpus;
+
     @Option(names = "--seconds", defaultValue = "300", description = "sustained: length of the run")
     int seconds;
 
@@ -277,7 +291,7 @@ final class BenchCommand implements Callable<Integer> {
             new MergeRoundBench(System.out, payloadBytes).run(dir, roundBaseRows, commits);
             return 0;
         }
-        if (suite.equals("capacity") || suite.equals("sustained")) {
+        if (suite.equals("capacity") || suite.equals("sustained") || suite.equals("merge-instances")) {
             // the apps run in JVMs of their own: this JVM's heap says nothing about them
             System.out.printf(
                     "machine: %d cores, java %s%n",
@@ -285,6 +299,9 @@ final class BenchCommand implements Callable<Integer> {
             SustainedBench bench = new SustainedBench(dir, seconds, partitions, payloadBytes, sustainedTables);
             if (suite.equals("capacity")) {
                 bench.runAlone();
+            } else if (suite.equals("merge-instances")) {
+                bench.runInstances(
+                        mergeInstances.stream().mapToInt(Integer::intValue).toArray(), pinCpus);
             } else {
                 bench.run();
             }

@@ -26,8 +26,20 @@ public final class ChildJvm implements AutoCloseable {
 
     public static ChildJvm start(
             Class<?> main, List<String> args, Map<String, String> env, Path log, String... jvmArgs) {
+        return start(List.of(), main, args, env, log, jvmArgs);
+    }
+
+    /** As {@link #start(Class, List, Map, Path, String...)}, the java command run through {@code launcher} (taskset). */
+    public static ChildJvm start(
+            List<String> launcher,
+            Class<?> main,
+            List<String> args,
+            Map<String, String> env,
+            Path log,
+            String... jvmArgs) {
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx512m", "--add-opens=java.base/java.nio=ALL-UNNAMED"));
+        List<String> command = new ArrayList<>(launcher);
+        command.addAll(List.of(java, "-Xmx512m", "--add-opens=java.base/java.nio=ALL-UNNAMED"));
         command.addAll(List.of(jvmArgs));
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(args);
