@@ -228,13 +228,7 @@ final class SustainedBench {
         }
 
         private com.fasterxml.jackson.databind.JsonNode pending() throws Exception {
-            String body = HttpClient.newHttpClient()
-                    .send(
-                            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + mergePort + "/pending"))
-                                    .build(),
-                            HttpResponse.BodyHandlers.ofString())
-                    .body();
-            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(body);
+            return pendingOf(mergePort);
         }
 
         @Override
@@ -606,21 +600,24 @@ final class SustainedBench {
         return tables == 0 ? new OneTable(awaitTable(tableDir, app), tableDir) : new ManyTables(tableDir, mergePort);
     }
 
+    /** A merge-worker's /pending: its tasks' table shards with their pending generations, and their total. */
+    private static com.fasterxml.jackson.databind.JsonNode pendingOf(int port)
+            throws IOException, InterruptedException {
+        String body = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/pending"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
+        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(body);
+    }
+
     /** Pending generations over the workers' /pending (each answers for its own tasks); -1 while one has no answer. */
     private static int pendingTotal(List<Integer> ports) {
         int total = 0;
         for (int port : ports) {
             try {
-                String body = HttpClient.newHttpClient()
-                        .send(
-                                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/pending"))
-                                        .build(),
-                                HttpResponse.BodyHandlers.ofString())
-                        .body();
-                total += new com.fasterxml.jackson.databind.ObjectMapper()
-                        .readTree(body)
-                        .path("total")
-                        .asInt();
+                total += pendingOf(port).path("total").asInt();
             } catch (IOException e) {
                 return -1; // not up yet
             } catch (InterruptedException e) {
