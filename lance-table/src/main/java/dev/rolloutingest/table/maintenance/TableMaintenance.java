@@ -99,14 +99,9 @@ public final class TableMaintenance {
      * <p>The fragment appends of new keys fence on ({@link FencedCommit#fence}) is left out of the plan: a
      * rewrite of it would be preempted by every append committed while the compaction ran, and under steady
      * merging the compaction would never land.
-     */
-    public CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
-        return compact(targetRowsPerFragment, beforeCommit, () -> {});
-    }
-
-    /**
-     * As {@link #compact(long, Runnable)}; {@code beforeKeyIndexRebuild} runs once the index rebuild has read the
-     * compacted version, before it commits (tests put another writer's commit there).
+     *
+     * <p>For tests: {@code beforeCommit} runs once the fragments are rewritten, before the compaction commits;
+     * {@code beforeKeyIndexRebuild} once the index rebuild has read the compacted version, before it commits.
      */
     public CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
         try (Dataset base = lance.openBase()) {
@@ -184,11 +179,8 @@ public final class TableMaintenance {
     public IndexResult optimizeKeyIndex(KeyIndexTiers tiers) {
         long started = System.nanoTime();
         try (Dataset base = lance.openBase()) {
-            List<Index> segments = base.getIndexes().stream()
-                    .filter(i -> KEY_INDEX.equals(i.name()))
-                    .toList();
-            Set<Integer> indexed = new HashSet<>();
-            segments.forEach(i -> i.fragments().ifPresent(indexed::addAll));
+            List<Index> segments = keySegments(base);
+            Set<Integer> indexed = indexedFragments(segments);
             Map<Integer, Long> rowsOf = new HashMap<>();
             List<Integer> unindexed = new ArrayList<>();
             long unindexedRows = 0;
@@ -200,12 +192,11 @@ public final class TableMaintenance {
                     unindexedRows += rows;
                 }
             }
-            // After a compaction the index is rebuilt (as compact() does right away; this covers a crash in between).
-            boolean compactedSince = compactedSince(base, segments);
-            // A new table's index covers no fragment: the first take-up builds it whole (it is small then).
+            // A new table's index covers no fragment: the first take-up builds it whole (it is small then). After a
+            // compaction the index is rebuilt (as compact() does right away; this covers a crash in between).
             boolean rebuild = indexed.isEmpty()
                     ? tiers.takeUp(unindexedRows)
-                    : !rowsOf.keySet().containsAll(indexed) || compactedSince;
+                    : coverageStale(base, segments, indexed, rowsOf.keySet());
             boolean takeUp = !rebuild && tiers.takeUp(unindexedRows);
             String how = "";
             int segmentsAfter = segments.size();
@@ -305,16 +296,32 @@ public final class TableMaintenance {
 
     /** True when the index must be rebuilt: a fragment it covers is gone, or a compaction remapped it since. */
     private static boolean keyIndexStale(Dataset base) {
-        List<Index> segments = base.getIndexes().stream()
-                .filter(i -> KEY_INDEX.equals(i.name()))
-                .toList();
+        List<Index> segments = keySegments(base);
         if (segments.isEmpty()) {
             return true;
         }
         Set<Integer> present = new HashSet<>();
         base.getFragments().forEach(f -> present.add(f.getId()));
+        return coverageStale(base, segments, indexedFragments(segments), present);
+    }
+
+    /** The segments of the record_id index. */
+    private static List<Index> keySegments(Dataset base) {
+        return base.getIndexes().stream()
+                .filter(i -> KEY_INDEX.equals(i.name()))
+                .toList();
+    }
+
+    /** The fragments the segments cover. */
+    private static Set<Integer> indexedFragments(List<Index> segments) {
         Set<Integer> indexed = new HashSet<>();
         segments.forEach(i -> i.fragments().ifPresent(indexed::addAll));
+        return indexed;
+    }
+
+    /** The index covers a fragment that is gone ({@code present}: the base's), or a compaction remapped it since. */
+    private static boolean coverageStale(
+            Dataset base, List<Index> segments, Set<Integer> indexed, Set<Integer> present) {
         return !present.containsAll(indexed) || compactedSince(base, segments);
     }
 
@@ -337,9 +344,7 @@ public final class TableMaintenance {
     }
 
     public static Optional<Index> keyIndex(Dataset base) {
-        return base.getIndexes().stream()
-                .filter(i -> KEY_INDEX.equals(i.name()))
-                .findFirst();
+        return keySegments(base).stream().findFirst();
     }
 
     private static void sleepQuietly(long ms) {
