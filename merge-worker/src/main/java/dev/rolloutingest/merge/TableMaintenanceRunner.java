@@ -95,12 +95,10 @@ final class TableMaintenanceRunner implements AutoCloseable {
         return true;
     }
 
-    /** Finished runs, oldest first, removed from the queue; a job over its time counts as a failure, once. */
-    List<Outcome> drain() {
-        return drain(o -> true);
-    }
-
-    /** As {@link #drain()}, of the runs {@code mine} takes only (a task's tables); the others stay queued. */
+    /**
+     * Finished runs that {@code mine} takes (a task's tables), oldest first, removed from the queue; the others stay
+     * queued. A job over its time counts as a failure, once.
+     */
     List<Outcome> drain(java.util.function.Predicate<Outcome> mine) {
         long now = System.nanoTime();
         for (Running r : running.values()) {

@@ -39,7 +39,7 @@ class TableMaintenanceRunnerTest {
                     .isFalse();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (outcomes.size() < 7 && System.nanoTime() < deadline) {
-                outcomes.addAll(runner.drain());
+                outcomes.addAll(runner.drain(o -> true));
                 Thread.sleep(50);
             }
             assertThat(outcomes).hasSize(7);
@@ -56,7 +56,7 @@ class TableMaintenanceRunnerTest {
                             .hasMessageContaining("500 ms"));
             hangs.countDown();
             Thread.sleep(300);
-            assertThat(runner.drain())
+            assertThat(runner.drain(o -> true))
                     .as("the hung job's late end is not reported a second time")
                     .isEmpty();
         }
