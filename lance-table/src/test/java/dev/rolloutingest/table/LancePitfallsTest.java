@@ -148,13 +148,18 @@ class LancePitfallsTest {
         }
     }
 
+    /** Four generations of 10 rows, each merged alone: a base of four fragments, 40 keys. */
+    private void mergeFourGenerations(RolloutTable table) {
+        for (int i = 0; i < 4; i++) {
+            write(table, 0, i * 10L, i * 10L + 9, 40);
+            table.mergePass(shard, 1, 0);
+        }
+    }
+
     @Test
     void compactionWithMemWalKeepsReadsAndMergesWorking() {
         try (RolloutTable table = localTable("compact", meters)) {
-            for (int i = 0; i < 4; i++) {
-                write(table, 0, i * 10L, i * 10L + 9, 40);
-                table.mergePass(shard, 1, 0);
-            }
+            mergeFourGenerations(table);
             TableMaintenance.CompactionResult compacted = table.compact(1_000_000);
             assertThat(compacted.fragmentsAfter()).isLessThan(compacted.fragmentsBefore());
             write(table, 0, 40, 49, 40);
@@ -168,10 +173,7 @@ class LancePitfallsTest {
     @Test
     void aCompactionWhoseIndexRebuildAnotherWriterPreemptsStillCompletes() {
         try (RolloutTable table = localTable("compact-race", meters)) {
-            for (int i = 0; i < 4; i++) {
-                write(table, 0, i * 10L, i * 10L + 9, 40);
-                table.mergePass(shard, 1, 0);
-            }
+            mergeFourGenerations(table);
             // The merge-worker's index upkeep sees the compaction too and rebuilds the index first: lance-core then
             // refuses the compaction's own CreateIndex as a retryable conflict.
             List<TableMaintenance.IndexResult> other = new ArrayList<>();
