@@ -603,13 +603,17 @@ final class SustainedBench {
     /** A merge-worker's /pending: its tasks' table shards with their pending generations, and their total. */
     private static com.fasterxml.jackson.databind.JsonNode pendingOf(int port)
             throws IOException, InterruptedException {
-        String body = HttpClient.newHttpClient()
+        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(get(port, "/pending"));
+    }
+
+    /** The body of a GET of a local app's HTTP endpoint. */
+    private static String get(int port, String path) throws IOException, InterruptedException {
+        return HttpClient.newHttpClient()
                 .send(
-                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/pending"))
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                                 .build(),
                         HttpResponse.BodyHandlers.ofString())
                 .body();
-        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(body);
     }
 
     /** Pending generations over the workers' /pending (each answers for its own tasks); -1 while one has no answer. */
@@ -783,12 +787,7 @@ final class SustainedBench {
 
     /** Seconds the merge-worker spent preparing and committing rounds, from its /metrics. */
     private static double mergeBusySeconds(int port) throws Exception {
-        String body = HttpClient.newHttpClient()
-                .send(
-                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
-                                .build(),
-                        HttpResponse.BodyHandlers.ofString())
-                .body();
+        String body = get(port, "/metrics");
         double sum = 0;
         Matcher m = SUM.matcher(body);
         while (m.find()) {
