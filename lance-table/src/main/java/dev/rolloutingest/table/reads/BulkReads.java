@@ -304,17 +304,31 @@ public final class BulkReads {
     static final int KEYS_IN_FILTER_MAX = 100_000;
 
     /**
-     * The passes over the base. The bulk pass is lance's alone: its filter leaves out the keys that have a pending row
-     * and the rows that may be deletes, so its batches pass through as lance returns them, no row looked at. The rows
-     * it leaves out are read apart: the possible deletes (a delete row has an empty experiment and rollout_id; a base
-     * version without such rows, known once per version, needs no such term) in a pass where each row is checked; the
-     * base rows of pending keys by their order columns only, to learn which are newer than the key's newest pending
-     * row (a key that moved across partitions: rare), and those few then read whole. A tail hands deletes over
-     * whatever the filters.
+     * The passes over the base. A scan of every row (no filter, no range) reads each base row once in one pass and
+     * drops, in Java, the few a newer pending row replaces: a 64-bit hash of each record_id against the pending keys'
+     * (a filter naming the keys costs lance more to plan and evaluate than the check, and a second pass to read their
+     * base rows). Otherwise the bulk pass is lance's alone: its filter leaves out the keys that have a pending row and
+     * the rows that may be deletes, so its batches pass through as lance returns them, no row looked at; the base rows
+     * of pending keys are read apart by their order columns only, to learn which are newer than the key's newest
+     * pending row (a key that moved across partitions: rare), and those few then read whole. Either way the possible
+     * deletes (a delete row has an empty experiment and rollout_id; a base version without such rows, known once per
+     * version, needs no such term) are read in a pass where each row is checked. A tail hands deletes over whatever
+     * the filters.
      */
     private List<RowStream.Pass> basePasses(
             Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
         List<RowStream.Pass> passes = new ArrayList<>();
+        if (range == null && filter == null && !tail && !pending.isEmpty()) {
+            // a scan of every row: one pass sees each base row, and Java drops the replaced ones by key (a filter
+            // naming the pending keys costs more to plan and evaluate, plus a second pass to read their base rows)
+            String candidates = mayHoldDeletes(base) ? Tombstones.CANDIDATES : null;
+            passes.add(new RowStream.Pass(
+                    null, candidates == null ? null : "NOT (" + candidates + ")", RowStream.Keep.UNREPLACED));
+            if (candidates != null) {
+                checked(passes, candidates, null, false, false);
+            }
+            return passes;
+        }
         if (pending.size() > KEYS_IN_FILTER_MAX) {
             checked(passes, range, filter, tail, false); // too many keys to name: one pass, every row checked
             return passes;

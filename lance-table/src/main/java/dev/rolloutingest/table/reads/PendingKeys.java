@@ -5,9 +5,14 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.RowOrder;
 import dev.rolloutingest.table.rows.Timestamps;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
@@ -48,11 +53,24 @@ final class PendingKeys {
 
     private final Map<String, Order> newest = new HashMap<>();
 
+    /** The keys' hashes in an open-addressing table (0 = empty slot), built on first use by a bulk pass. */
+    private long[] hashes;
+
+    /** Two bits of each key's hash in one word of a bit filter, built with {@link #hashes}. */
+    private long[] filter;
+
     private PendingKeys() {}
 
     /** No pending row (a snapshot's version, or a read that needs none). */
     static PendingKeys none() {
         return new PendingKeys();
+    }
+
+    /** Given keys and their newest pending rows. */
+    static PendingKeys of(Map<String, Order> newest) {
+        PendingKeys keys = new PendingKeys();
+        keys.newest.putAll(newest);
+        return keys;
     }
 
     static PendingKeys read(ReadCatalog catalog, ReadCatalog.Snapshot snapshot, long maxRows, String tableUri) {
@@ -112,6 +130,105 @@ final class PendingKeys {
 
     java.util.Set<String> keys() {
         return newest.keySet();
+    }
+
+    /**
+     * Whether a key, given as its UTF-8 bytes at {@code address} (off-heap, e.g. in an Arrow buffer the caller has
+     * checked covers them), may be a pending key: false means it is not; true needs {@link #newest} to tell (a 64-bit
+     * hash match, almost always the key). Lets a pass over a million base rows check each key without making it a
+     * String.
+     */
+    boolean mayHold(long address, int length) {
+        if (hashes == null) {
+            buildHashes();
+        }
+        long hash = hash(address, length);
+        // most keys are not pending: two bits of a small filter (cache-resident, unlike the table) tell ~98 % of them
+        long bits = (1L << hash) | (1L << (hash >>> 6));
+        if ((filter[(int) (hash >>> 32) & (filter.length - 1)] & bits) != bits) {
+            return false;
+        }
+        int mask = hashes.length - 1;
+        for (int slot = (int) hash & mask; hashes[slot] != 0; slot = (slot + 1) & mask) {
+            if (hashes[slot] == hash) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void buildHashes() {
+        int keys = Math.max(newest.size(), 8);
+        long[] table = new long[Integer.highestOneBit(keys * 2 - 1) << 1]; // at most half full
+        long[] words = new long[Integer.highestOneBit(keys / 4 + 1) << 1]; // >= 16 bits a key
+        int mask = table.length - 1;
+        for (String key : newest.keySet()) {
+            long hash = hash(key.getBytes(StandardCharsets.UTF_8));
+            words[(int) (hash >>> 32) & (words.length - 1)] |= (1L << hash) | (1L << (hash >>> 6));
+            int slot = (int) hash & mask;
+            while (table[slot] != 0 && table[slot] != hash) {
+                slot = (slot + 1) & mask;
+            }
+            table[slot] = hash;
+        }
+        filter = words;
+        hashes = table;
+    }
+
+    private static final VarHandle LITTLE_ENDIAN_LONGS =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+    /**
+     * A key's hash from its UTF-8 bytes off-heap, read without bounds checks (an ArrowBuf's checked reads cost more
+     * than the hash itself); equal to {@link #hash(byte[])} of the same bytes.
+     */
+    static long hash(long address, int length) {
+        long h = SEED ^ length;
+        int i = 0;
+        for (; i + 8 <= length; i += 8) {
+            long word = MemoryUtil.getLong(address + i);
+            h = mix(h, MemoryUtil.LITTLE_ENDIAN ? word : Long.reverseBytes(word));
+        }
+        if (i < length && length >= 8) { // the last word, overlapping the one before: no byte loop
+            long word = MemoryUtil.getLong(address + length - 8);
+            return finish(mix(h, MemoryUtil.LITTLE_ENDIAN ? word : Long.reverseBytes(word)));
+        }
+        long tail = 0;
+        for (int shift = 0; i < length; i++, shift += 8) {
+            tail |= (MemoryUtil.getByte(address + i) & 0xffL) << shift;
+        }
+        return finish(mix(h, tail));
+    }
+
+    /** A key's hash from its UTF-8 bytes. */
+    static long hash(byte[] bytes) {
+        long h = SEED ^ bytes.length;
+        int i = 0;
+        for (; i + 8 <= bytes.length; i += 8) {
+            h = mix(h, (long) LITTLE_ENDIAN_LONGS.get(bytes, i));
+        }
+        if (i < bytes.length && bytes.length >= 8) {
+            return finish(mix(h, (long) LITTLE_ENDIAN_LONGS.get(bytes, bytes.length - 8)));
+        }
+        long tail = 0;
+        for (int shift = 0; i < bytes.length; i++, shift += 8) {
+            tail |= (bytes[i] & 0xffL) << shift;
+        }
+        return finish(mix(h, tail));
+    }
+
+    private static final long SEED = 0x9E3779B97F4A7C15L;
+
+    private static long mix(long h, long word) {
+        return Long.rotateLeft(h ^ (word * 0xC2B2AE3D27D4EB4FL), 31) * 0x9E3779B97F4A7C15L;
+    }
+
+    /** Never 0, the empty slot. */
+    private static long finish(long h) {
+        h ^= h >>> 33;
+        h *= 0xFF51AFD7ED558CCDL;
+        h ^= h >>> 33;
+        return h == 0 ? 1 : h;
     }
 
     /** The key's newest pending row, or null when no pending generation holds the key. */

@@ -14,7 +14,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
@@ -50,6 +53,12 @@ public final class RowStream extends ArrowReader {
         /** Every row the scan returns, as it is: its filter already left out deletes and replaced keys. */
         ALL,
         /**
+         * Every base row the scan returns (its filter left out deletes) except those a newer pending row replaces,
+         * told in Java by each row's key; a base row of a pending key is noted as {@link #MARK} notes it. The pass of
+         * a scan without filters: it sees every base row, so no pass of the base rows of pending keys is needed.
+         */
+        UNREPLACED,
+        /**
          * None: the base rows of pending keys, their order columns only, to learn which are newer than the key's newest
          * pending row (a key that moved across partitions); a later pass ({@link Pass#onlyNewerInBase}) reads those.
          */
@@ -59,7 +68,7 @@ public final class RowStream extends ArrowReader {
         BOTH;
 
         boolean takes(boolean delete) {
-            return this == BOTH || this == ALL || (this == DELETES) == delete;
+            return this == BOTH || this == ALL || this == UNREPLACED || (this == DELETES) == delete;
         }
     }
 
@@ -179,6 +188,18 @@ public final class RowStream extends ArrowReader {
                     mark(batch);
                     continue;
                 }
+                if (current.keep() == Keep.UNREPLACED) {
+                    RowRuns runs = unreplaced(batch);
+                    if (runs.rows() == 0) {
+                        continue;
+                    }
+                    if (limit > 0 && delivered + runs.rows() > limit) {
+                        runs.truncate((int) (limit - delivered));
+                    }
+                    emit(batch, runs.rows(), runs::copy, k -> false);
+                    delivered += runs.rows();
+                    return true;
+                }
                 Selection kept = current.keep() == Keep.ALL
                         ? Selection.all(batch.getRowCount())
                         : current.base() ? selectBase(batch) : selectPending(batch);
@@ -188,7 +209,7 @@ public final class RowStream extends ArrowReader {
                 if (limit > 0 && delivered + kept.size() > limit) {
                     kept.truncate((int) (limit - delivered));
                 }
-                emit(batch, kept);
+                emit(batch, kept.size(), kept::copy, kept::delete);
                 delivered += kept.size();
                 return true;
             }
@@ -225,7 +246,7 @@ public final class RowStream extends ArrowReader {
         if (current.keep() != Keep.MARK) {
             columns.stream().filter(has::contains).forEach(projection::add); // a generation may lack an added column
         }
-        if (current.keep() == Keep.MARK) {
+        if (current.keep() == Keep.MARK || current.keep() == Keep.UNREPLACED) {
             projection.addAll(PendingKeys.ORDER_COLUMNS);
         } else if (current.keep() != Keep.ALL) {
             projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
@@ -250,6 +271,9 @@ public final class RowStream extends ArrowReader {
     }
 
     private void closePass() throws IOException {
+        if (current.keep() == Keep.UNREPLACED) {
+            markedEveryPendingKey = true; // with the pass of possible deletes after it, every base row is seen
+        }
         try {
             reader.close();
             scanner.close();
@@ -282,6 +306,54 @@ public final class RowStream extends ArrowReader {
             }
         }
         markedEveryPendingKey = true;
+    }
+
+    /**
+     * The rows of a base batch no newer pending row replaces, as runs: a key is made a String only when its hash
+     * matches a pending key's (about one row in a hundred at 1 % pending).
+     */
+    private RowRuns unreplaced(VectorSchemaRoot batch) {
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        int rows = batch.getRowCount();
+        RowRuns kept = new RowRuns();
+        if (rows == 0) {
+            return kept; // its buffers may be empty
+        }
+        // one bounds check for the batch, then reads by address: checked reads cost more than the hash itself
+        ArrowBuf offsets = ids.getOffsetBuffer();
+        ArrowBuf data = ids.getDataBuffer();
+        if (offsets.capacity() < (long) (rows + 1) * BaseVariableWidthVector.OFFSET_WIDTH) {
+            throw new IllegalStateException("a record_id batch of " + rows + " rows has too few offsets");
+        }
+        long offsetsAt = offsets.memoryAddress();
+        long dataAt = data.memoryAddress();
+        long dataBytes = data.capacity();
+        int from = 0;
+        int end = MemoryUtil.getInt(offsetsAt);
+        for (int i = 0; i < rows; i++) {
+            int start = end;
+            end = MemoryUtil.getInt(offsetsAt + (long) (i + 1) * BaseVariableWidthVector.OFFSET_WIDTH);
+            if (start < 0 || end < start || end > dataBytes) {
+                throw new IllegalStateException("record_id offsets out of bounds at row " + i);
+            }
+            if (!pending.mayHold(dataAt + start, end - start)) {
+                continue;
+            }
+            String key = ids.getObject(i).toString();
+            PendingKeys.Order replacement = pending.newest(key);
+            if (replacement == null) {
+                continue; // another key with the same hash
+            }
+            seenInBase.add(key);
+            if (replacement.newerThan(order(batch, i))) {
+                kept.add(from, i - from);
+                from = i + 1;
+            } else {
+                newerInBase.add(key);
+            }
+        }
+        kept.add(from, rows - from);
+        return kept;
     }
 
     /** Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. */
@@ -378,9 +450,20 @@ public final class RowStream extends ArrowReader {
                 ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
     }
 
-    /** The kept rows of the source batch as this reader's next batch: moved when all are kept, else copied. */
-    private void emit(VectorSchemaRoot batch, Selection kept) {
-        int n = kept.size();
+    /** Copies a batch's kept rows of one column into an empty vector. */
+    private interface ColumnCopy {
+        void copy(FieldVector from, FieldVector to);
+    }
+
+    /** Whether the k-th kept row is a delete. */
+    private interface DeleteAt {
+        boolean delete(int k);
+    }
+
+    /**
+     * The {@code n} kept rows of the source batch as this reader's next batch: moved when all are kept, else copied.
+     */
+    private void emit(VectorSchemaRoot batch, int n, ColumnCopy copy, DeleteAt deleteAt) {
         boolean whole = n == batch.getRowCount();
         try (VectorSchemaRoot out = VectorSchemaRoot.create(schema, allocator)) {
             for (String name : columns) {
@@ -390,14 +473,14 @@ public final class RowStream extends ArrowReader {
                     from.makeTransferPair(to).transfer();
                     continue;
                 }
+                if (from != null) {
+                    copy.copy(from, to);
+                    continue;
+                }
                 to.setInitialCapacity(n);
                 to.allocateNew();
                 for (int k = 0; k < n; k++) {
-                    if (from == null) {
-                        to.setNull(k); // a generation written before the column was added
-                    } else {
-                        to.copyFromSafe(kept.index(k), k, from);
-                    }
+                    to.setNull(k); // a generation written before the column was added
                 }
                 to.setValueCount(n);
             }
@@ -405,7 +488,7 @@ public final class RowStream extends ArrowReader {
                 BitVector deleted = (BitVector) out.getVector(DELETED);
                 deleted.allocateNew(n);
                 for (int k = 0; k < n; k++) {
-                    deleted.set(k, kept.delete(k) ? 1 : 0);
+                    deleted.set(k, deleteAt.delete(k) ? 1 : 0);
                 }
                 deleted.setValueCount(n);
             }
@@ -490,6 +573,16 @@ public final class RowStream extends ArrowReader {
 
         boolean delete(int k) {
             return deletes[k];
+        }
+
+        /** The selected rows of one column, a row at a time (few rows: a pending generation's, a checked pass's). */
+        void copy(FieldVector from, FieldVector to) {
+            to.setInitialCapacity(size);
+            to.allocateNew();
+            for (int k = 0; k < size; k++) {
+                to.copyFromSafe(indices[k], k, from);
+            }
+            to.setValueCount(size);
         }
 
         void truncate(int n) {
