@@ -100,7 +100,11 @@ public final class RolloutTable implements AutoCloseable {
         this.catalog = new GenerationCatalog(store, location.uri());
         this.writer = new GenerationWriter(lance, store, meters);
         this.readCatalog = new ReadCatalog(
-                lance, catalog, Duration.ofMillis(settings.readRefreshMs()), settings.readOpenGenerations());
+                lance,
+                catalog,
+                Duration.ofMillis(settings.readRefreshMs()),
+                settings.readOpenGenerations(),
+                settings.readGenerationKeysBytes());
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.bulk = new BulkReads(lance, readCatalog, store, settings);
         this.merge = new MergeRound(lance, store, catalog, settings, meters);

@@ -22,6 +22,7 @@ public final class TableSettings {
     public static final String READ_REFRESH_MS = "rollout.read.refresh.ms";
     public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
     public static final String READ_OPEN_GENERATIONS = "rollout.read.open.generations";
+    public static final String READ_GENERATION_KEYS_BYTES = "rollout.read.generation.keys.bytes";
     public static final String READ_MAX_LIST_LIMIT = "rollout.read.max.list.limit";
     public static final String SCAN_BATCH_ROWS = "rollout.scan.batch.rows";
     public static final String SCAN_READAHEAD_BATCHES = "rollout.scan.readahead.batches";
@@ -83,6 +84,16 @@ public final class TableSettings {
                         ConfigDef.Range.atLeast(0),
                         LOW,
                         "Pending generation datasets kept open for lookups (least recently used closed first)")
+                .define(
+                        READ_GENERATION_KEYS_BYTES,
+                        LONG,
+                        64L << 20,
+                        ConfigDef.Range.atLeast(0L),
+                        LOW,
+                        "Memory kept with the open pending generations: where each record_id sits (lookups, 12"
+                                + " bytes a key) and each row's key and order (scans and tails, ~100 bytes a row);"
+                                + " past it the least recently used generations are closed and read again when"
+                                + " needed")
                 .defineInternal(
                         READ_MAX_LIST_LIMIT,
                         INT,
@@ -296,6 +307,10 @@ public final class TableSettings {
 
     public long readRefreshMs() {
         return longValue(READ_REFRESH_MS);
+    }
+
+    public long readGenerationKeysBytes() {
+        return longValue(READ_GENERATION_KEYS_BYTES);
     }
 
     public long readCacheBytes() {

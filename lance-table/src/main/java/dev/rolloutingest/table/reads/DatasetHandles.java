@@ -34,6 +34,11 @@ final class DatasetHandles implements AutoCloseable {
             return handle.keys(DatasetHandles.this);
         }
 
+        /** The key and order of each row of this (immutable) dataset, loaded on first use and kept with the handle. */
+        PendingKeys.GenerationRows rows() {
+            return handle.rows(DatasetHandles.this);
+        }
+
         @Override
         public void close() {
             handle.release();
@@ -44,6 +49,7 @@ final class DatasetHandles implements AutoCloseable {
         final Dataset dataset;
         private final AtomicInteger users = new AtomicInteger(1); // the cache's own reference
         private volatile GenerationKeys keys;
+        private volatile PendingKeys.GenerationRows rows;
 
         Handle(Dataset dataset) {
             this.dataset = dataset;
@@ -57,17 +63,30 @@ final class DatasetHandles implements AutoCloseable {
                     if (loaded == null) {
                         loaded = GenerationKeys.load(dataset);
                         keys = loaded;
-                        cache.keysLoaded(loaded.keys());
+                        cache.loaded(this, (long) loaded.keys() * KEY_POSITION_BYTES);
                     }
                 }
             }
             return loaded;
         }
 
-        int cachedKeys() {
-            GenerationKeys loaded = keys;
-            return loaded == null ? 0 : loaded.keys();
+        PendingKeys.GenerationRows rows(DatasetHandles cache) {
+            PendingKeys.GenerationRows loaded = rows;
+            if (loaded == null) {
+                synchronized (this) {
+                    loaded = rows;
+                    if (loaded == null) {
+                        loaded = PendingKeys.GenerationRows.read(dataset);
+                        rows = loaded;
+                        cache.loaded(this, loaded.bytes());
+                    }
+                }
+            }
+            return loaded;
         }
+
+        /** Bytes of this handle counted in the cache's total (guarded by the cache). */
+        long counted;
 
         boolean retain() {
             for (int n = users.get(); n > 0; n = users.get()) {
@@ -85,21 +104,24 @@ final class DatasetHandles implements AutoCloseable {
         }
     }
 
+    /** A record_id's hash and row number in {@link GenerationKeys}. */
+    private static final long KEY_POSITION_BYTES = 12;
+
     private final int capacity;
-    private final long maxKeys;
-    private long cachedKeys;
+    private final long maxBytes;
+    private long cachedBytes;
     private final Function<String, Dataset> opener;
     private final LinkedHashMap<String, Handle> handles = new LinkedHashMap<>(64, 0.75f, true);
     private boolean closed;
 
     /**
      * @param capacity the most handles kept open for reuse (0 = open and close on every read)
-     * @param maxKeys the most record_ids whose positions are kept over all handles (12 bytes each); past it the
-     *     least recently used handles go
+     * @param maxBytes the most memory kept with the handles (record_id positions, 12 bytes each; keys and orders of
+     *     rows for bulk reads, ~100 bytes each); past it the least recently used handles go
      */
-    DatasetHandles(int capacity, long maxKeys, Function<String, Dataset> opener) {
+    DatasetHandles(int capacity, long maxBytes, Function<String, Dataset> opener) {
         this.capacity = capacity;
-        this.maxKeys = maxKeys;
+        this.maxBytes = maxBytes;
         this.opener = opener;
     }
 
@@ -136,23 +158,26 @@ final class DatasetHandles implements AutoCloseable {
             Map.Entry<String, Handle> entry = it.next();
             if (!live.contains(entry.getKey())) {
                 it.remove();
-                cachedKeys -= entry.getValue().cachedKeys();
+                cachedBytes -= entry.getValue().counted;
                 entry.getValue().release();
             }
         }
     }
 
-    private synchronized void keysLoaded(int keys) {
-        cachedKeys += keys;
-        evictOverCapacity();
+    private synchronized void loaded(Handle handle, long bytes) {
+        if (handles.containsValue(handle)) { // a handle not (or no longer) kept counts nothing
+            handle.counted += bytes;
+            cachedBytes += bytes;
+            evictOverCapacity();
+        }
     }
 
     private void evictOverCapacity() {
         Iterator<Map.Entry<String, Handle>> it = handles.entrySet().iterator();
-        while ((handles.size() > capacity || cachedKeys > maxKeys) && it.hasNext()) {
+        while ((handles.size() > capacity || cachedBytes > maxBytes) && it.hasNext()) {
             Handle eldest = it.next().getValue();
             it.remove();
-            cachedKeys -= eldest.cachedKeys();
+            cachedBytes -= eldest.counted;
             eldest.release();
         }
     }
@@ -161,16 +186,16 @@ final class DatasetHandles implements AutoCloseable {
         return handles.size();
     }
 
-    /** Bytes of the record_id positions kept with the handles (12 per key). */
-    synchronized long keyBytes() {
-        return cachedKeys * 12;
+    /** Bytes kept with the handles: record_id positions and the keys and orders of rows. */
+    synchronized long keptBytes() {
+        return cachedBytes;
     }
 
     /** Closes every kept handle (a read still using one keeps it until it is done); later reads open them again. */
     synchronized void clear() {
         handles.values().forEach(Handle::release);
         handles.clear();
-        cachedKeys = 0;
+        cachedBytes = 0;
     }
 
     @Override

@@ -9,6 +9,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,6 +20,7 @@ import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.lance.Dataset;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 
@@ -78,25 +80,10 @@ final class PendingKeys {
         long rows = 0;
         for (List<ReadCatalog.Pending> shard : snapshot.pendingByShard.values()) {
             for (ReadCatalog.Pending generation : shard) {
-                try (DatasetHandles.Lease lease = catalog.generation(generation.listed());
-                        LanceScanner scanner = lease.dataset()
-                                .newScan(new ScanOptions.Builder()
-                                        .columns(ORDER_COLUMNS)
-                                        .batchSize(8192)
-                                        .build());
-                        ArrowReader reader = scanner.scanBatches()) {
-                    while (reader.loadNextBatch()) {
-                        VectorSchemaRoot batch = reader.getVectorSchemaRoot();
-                        rows += batch.getRowCount();
-                        if (rows > maxRows) {
-                            throw new RolloutTableException.TooManyPendingRows(
-                                    tableUri, rows, maxRows, TableSettings.SCAN_PENDING_MAX_ROWS);
-                        }
-                        keys.add(batch);
-                    }
-                } catch (RolloutTableException e) {
-                    throw e;
-                } catch (Exception e) {
+                GenerationRows read;
+                try (DatasetHandles.Lease lease = catalog.generation(generation.listed())) {
+                    read = lease.rows();
+                } catch (RuntimeException e) {
                     throw new RolloutTableException.GenerationUnreadable(
                             tableUri,
                             generation.listed().shard(),
@@ -104,20 +91,107 @@ final class PendingKeys {
                             generation.listed().folder(),
                             e);
                 }
+                rows += read.size();
+                if (rows > maxRows) {
+                    throw new RolloutTableException.TooManyPendingRows(
+                            tableUri, rows, maxRows, TableSettings.SCAN_PENDING_MAX_ROWS);
+                }
+                keys.add(read);
             }
         }
         return keys;
     }
 
-    private void add(VectorSchemaRoot batch) {
-        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
-        BigIntVector offsets = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
-        TimeStampMicroTZVector ingested = (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT);
-        for (int i = 0; i < batch.getRowCount(); i++) {
-            Order order = new Order(partitions.get(i), offsets.get(i), ingested.get(i));
-            newest.merge(ids.getObject(i).toString(), order, (current, row) -> row.newerThan(current) ? row : current);
+    private void add(GenerationRows rows) {
+        for (int i = 0; i < rows.size(); i++) {
+            newest.merge(rows.key(i), rows.order(i), (current, row) -> row.newerThan(current) ? row : current);
         }
+    }
+
+    /**
+     * The key and order of every row of one generation: read once (one scan of its order columns) and kept with its
+     * dataset handle, since a generation never changes; each scan and tail poll then merges them without a read.
+     */
+    static final class GenerationRows {
+        private final String[] keys;
+        private final int[] partitions;
+        private final long[] offsets;
+        private final long[] ingestedMicros;
+        private final long bytes;
+
+        private GenerationRows(String[] keys, int[] partitions, long[] offsets, long[] ingestedMicros, long bytes) {
+            this.keys = keys;
+            this.partitions = partitions;
+            this.offsets = offsets;
+            this.ingestedMicros = ingestedMicros;
+            this.bytes = bytes;
+        }
+
+        static GenerationRows read(Dataset generation) {
+            int rows = 0;
+            String[] keys = new String[1024];
+            int[] partitions = new int[1024];
+            long[] offsets = new long[1024];
+            long[] ingested = new long[1024];
+            long bytes = 0;
+            try (LanceScanner scanner = generation.newScan(new ScanOptions.Builder()
+                            .columns(ORDER_COLUMNS)
+                            .batchSize(8192)
+                            .build());
+                    ArrowReader reader = scanner.scanBatches()) {
+                while (reader.loadNextBatch()) {
+                    VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                    VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                    IntVector partition = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
+                    BigIntVector offset = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
+                    TimeStampMicroTZVector at = (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT);
+                    if (rows + batch.getRowCount() > keys.length) {
+                        int capacity = Math.max(keys.length * 2, rows + batch.getRowCount());
+                        keys = Arrays.copyOf(keys, capacity);
+                        partitions = Arrays.copyOf(partitions, capacity);
+                        offsets = Arrays.copyOf(offsets, capacity);
+                        ingested = Arrays.copyOf(ingested, capacity);
+                    }
+                    for (int i = 0; i < batch.getRowCount(); i++, rows++) {
+                        keys[rows] = ids.getObject(i).toString();
+                        partitions[rows] = partition.get(i);
+                        offsets[rows] = offset.get(i);
+                        ingested[rows] = at.get(i);
+                        bytes += ROW_BYTES + keys[rows].length();
+                    }
+                }
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException("reading the order columns failed: " + e.getMessage(), e);
+            }
+            return new GenerationRows(
+                    Arrays.copyOf(keys, rows),
+                    Arrays.copyOf(partitions, rows),
+                    Arrays.copyOf(offsets, rows),
+                    Arrays.copyOf(ingested, rows),
+                    bytes);
+        }
+
+        int size() {
+            return keys.length;
+        }
+
+        String key(int row) {
+            return keys[row];
+        }
+
+        Order order(int row) {
+            return new Order(partitions[row], offsets[row], ingestedMicros[row]);
+        }
+
+        /** About what it holds in memory: the key's String plus 20 bytes of order and the references. */
+        long bytes() {
+            return bytes;
+        }
+
+        /** A key's String (headers and array) and its slot in four arrays, beside the key's characters. */
+        private static final long ROW_BYTES = 64;
     }
 
     boolean isEmpty() {

@@ -113,11 +113,16 @@ public final class ReadCatalog implements AutoCloseable {
 
     private final DatasetHandles generations;
 
-    public ReadCatalog(LanceIo lance, GenerationCatalog catalog, Duration refresh, int openGenerations) {
+    /**
+     * @param openGenerations the most pending generation datasets kept open
+     * @param generationKeysBytes the most memory kept with them (record_id positions, rows' keys and orders)
+     */
+    public ReadCatalog(
+            LanceIo lance, GenerationCatalog catalog, Duration refresh, int openGenerations, long generationKeysBytes) {
         this.lance = lance;
         this.catalog = catalog;
         this.refreshNanos = refresh.toNanos();
-        this.generations = new DatasetHandles(openGenerations, 4_000_000, lance::openGeneration);
+        this.generations = new DatasetHandles(openGenerations, generationKeysBytes, lance::openGeneration);
     }
 
     /** An open handle of a pending generation (kept for the next lookup); close the lease when done. */
@@ -245,9 +250,12 @@ public final class ReadCatalog implements AutoCloseable {
         }
     }
 
-    /** Memory this catalog keeps between reads: the pending seals' key filters and the generations' key positions. */
+    /**
+     * Memory this catalog keeps between reads: the pending seals' key filters, and the generations' key positions and
+     * rows' keys and orders.
+     */
     public long residentBytes() {
-        long bytes = generations.keyBytes();
+        long bytes = generations.keptBytes();
         for (KeyFilterEntry entry : filters.values()) {
             bytes += entry.filter() == null ? 0 : entry.filter().sizeBytes();
         }

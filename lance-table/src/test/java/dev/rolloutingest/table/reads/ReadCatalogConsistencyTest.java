@@ -51,7 +51,8 @@ class ReadCatalogConsistencyTest {
                     lance,
                     new GenerationCatalog(mergingWhileListed, table.location().uri()),
                     Duration.ZERO,
-                    4)) {
+                    4,
+                    1 << 20)) {
                 try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
                     assertThat(mergeDuringListing)
                             .as("the merge ran during the refresh")

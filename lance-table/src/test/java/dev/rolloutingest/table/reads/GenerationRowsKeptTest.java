@@ -1,0 +1,74 @@
+package dev.rolloutingest.table.reads;
+
+import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableFixtures;
+import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.ObjectStore;
+import dev.rolloutingest.table.storage.ObjectStores;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.List;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The keys and orders of a pending generation's rows (what every scan and tail poll needs first) are read once and
+ * kept with the generation's handle, counted in the catalog's resident memory, and only within its budget.
+ */
+class GenerationRowsKeptTest {
+    @Test
+    void aGenerationsRowsAreReadOnceAndKeptWithinTheBudget() throws Exception {
+        try (RolloutTable table = TableFixtures.localTable("generation-rows-kept", new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator();
+                ObjectStore store = ObjectStores.open(table.location())) {
+            TableFixtures.write(table, 0, 0, 99, 100);
+            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
+            GenerationCatalog generations =
+                    new GenerationCatalog(store, table.location().uri());
+            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20);
+                    ReadCatalog.Snapshot snapshot = kept.acquire()) {
+                ReadCatalog.Pending pending = pendingOf(snapshot);
+                PendingKeys.GenerationRows first;
+                try (DatasetHandles.Lease lease = kept.generation(pending.listed())) {
+                    first = lease.rows();
+                }
+                assertThat(first.size()).isEqualTo(100);
+                for (int row = 0; row < first.size(); row++) {
+                    assertThat(first.key(row))
+                            .isEqualTo("exp-" + first.order(row).offset());
+                }
+                try (DatasetHandles.Lease lease = kept.generation(pending.listed())) {
+                    assertThat(lease.rows()).as("kept, not read again").isSameAs(first);
+                }
+                assertThat(kept.residentBytes()).isGreaterThanOrEqualTo(first.bytes());
+                assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest(first.key(7)))
+                        .isEqualTo(first.order(7));
+            }
+            try (ReadCatalog tooSmall = new ReadCatalog(lance, generations, Duration.ZERO, 4, 100);
+                    ReadCatalog.Snapshot snapshot = tooSmall.acquire()) {
+                ReadCatalog.Pending pending = pendingOf(snapshot);
+                PendingKeys.GenerationRows first;
+                try (DatasetHandles.Lease lease = tooSmall.generation(pending.listed())) {
+                    first = lease.rows();
+                }
+                try (DatasetHandles.Lease lease = tooSmall.generation(pending.listed())) {
+                    assertThat(lease.rows()).as("over the budget: not kept").isNotSameAs(first);
+                }
+                assertThat(tooSmall.residentBytes())
+                        .as("the seal's key filter only")
+                        .isLessThan(first.bytes());
+            }
+        }
+    }
+
+    private static ReadCatalog.Pending pendingOf(ReadCatalog.Snapshot snapshot) {
+        List<ReadCatalog.Pending> shard = snapshot.pendingByShard.get(ShardId.of(TOPIC, 0));
+        assertThat(shard).hasSize(1);
+        return shard.get(0);
+    }
+}
