@@ -5,15 +5,19 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.RowOrder;
 import dev.rolloutingest.table.rows.Timestamps;
+import dev.rolloutingest.table.rows.Tombstones;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.BaseIntVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
@@ -109,54 +113,81 @@ final class PendingKeys {
     }
 
     /**
-     * The key and order of every row of one generation: read once (one scan of its order columns) and kept with its
-     * dataset handle, since a generation never changes; each scan and tail poll then merges them without a read.
+     * The key, order, row address and delete mark of every row of one generation: read once (one scan of those
+     * columns) and kept with its dataset handle, since a generation never changes. Each scan and tail poll then merges
+     * the keys without a read, and its pass over the generation reads the projection alone: a row's key, order and
+     * kind come from here by its address.
      */
     static final class GenerationRows {
+        private final long[] addresses;
         private final String[] keys;
         private final int[] partitions;
         private final long[] offsets;
         private final long[] ingestedMicros;
+        private final BitSet deletes;
         private final long bytes;
 
-        private GenerationRows(String[] keys, int[] partitions, long[] offsets, long[] ingestedMicros, long bytes) {
+        private GenerationRows(
+                long[] addresses,
+                String[] keys,
+                int[] partitions,
+                long[] offsets,
+                long[] ingestedMicros,
+                BitSet deletes,
+                long bytes) {
+            this.addresses = addresses;
             this.keys = keys;
             this.partitions = partitions;
             this.offsets = offsets;
             this.ingestedMicros = ingestedMicros;
+            this.deletes = deletes;
             this.bytes = bytes;
         }
 
         static GenerationRows read(Dataset generation) {
             int rows = 0;
+            long[] addresses = new long[1024];
             String[] keys = new String[1024];
             int[] partitions = new int[1024];
             long[] offsets = new long[1024];
             long[] ingested = new long[1024];
+            BitSet deletes = new BitSet();
             long bytes = 0;
+            boolean ordered = true;
+            List<String> columns = new ArrayList<>(ORDER_COLUMNS);
+            columns.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
+            columns.add(RolloutSchema.METADATA);
             try (LanceScanner scanner = generation.newScan(new ScanOptions.Builder()
-                            .columns(ORDER_COLUMNS)
+                            .columns(columns)
+                            .withRowAddress(true)
                             .batchSize(8192)
                             .build());
                     ArrowReader reader = scanner.scanBatches()) {
                 while (reader.loadNextBatch()) {
                     VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                    BaseIntVector address = (BaseIntVector) batch.getVector(ROW_ADDRESS);
                     VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                     IntVector partition = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
                     BigIntVector offset = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
                     TimeStampMicroTZVector at = (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT);
                     if (rows + batch.getRowCount() > keys.length) {
                         int capacity = Math.max(keys.length * 2, rows + batch.getRowCount());
+                        addresses = Arrays.copyOf(addresses, capacity);
                         keys = Arrays.copyOf(keys, capacity);
                         partitions = Arrays.copyOf(partitions, capacity);
                         offsets = Arrays.copyOf(offsets, capacity);
                         ingested = Arrays.copyOf(ingested, capacity);
                     }
                     for (int i = 0; i < batch.getRowCount(); i++, rows++) {
+                        addresses[rows] = address.getValueAsLong(i);
+                        ordered &= rows == 0 || addresses[rows] > addresses[rows - 1];
                         keys[rows] = ids.getObject(i).toString();
                         partitions[rows] = partition.get(i);
                         offsets[rows] = offset.get(i);
                         ingested[rows] = at.get(i);
+                        if (Tombstones.is(batch, i)) {
+                            deletes.set(rows);
+                        }
                         bytes += ROW_BYTES + keys[rows].length();
                     }
                 }
@@ -165,16 +196,47 @@ final class PendingKeys {
             } catch (Exception e) {
                 throw new IllegalStateException("reading the order columns failed: " + e.getMessage(), e);
             }
-            return new GenerationRows(
+            GenerationRows read = new GenerationRows(
+                    Arrays.copyOf(addresses, rows),
                     Arrays.copyOf(keys, rows),
                     Arrays.copyOf(partitions, rows),
                     Arrays.copyOf(offsets, rows),
                     Arrays.copyOf(ingested, rows),
+                    deletes,
+                    bytes);
+            return ordered ? read : read.byAddress(); // rows are found by binary search of their address
+        }
+
+        /** The same rows in the order of their addresses. */
+        private GenerationRows byAddress() {
+            Integer[] order = new Integer[keys.length];
+            Arrays.setAll(order, i -> i);
+            Arrays.sort(order, (a, b) -> Long.compare(addresses[a], addresses[b]));
+            BitSet sortedDeletes = new BitSet();
+            for (int i = 0; i < order.length; i++) {
+                sortedDeletes.set(i, deletes.get(order[i]));
+            }
+            return new GenerationRows(
+                    Arrays.stream(order).mapToLong(i -> addresses[i]).toArray(),
+                    Arrays.stream(order).map(i -> keys[i]).toArray(String[]::new),
+                    Arrays.stream(order).mapToInt(i -> partitions[i]).toArray(),
+                    Arrays.stream(order).mapToLong(i -> offsets[i]).toArray(),
+                    Arrays.stream(order).mapToLong(i -> ingestedMicros[i]).toArray(),
+                    sortedDeletes,
                     bytes);
         }
 
         int size() {
             return keys.length;
+        }
+
+        /** The row at a row address ({@link #ROW_ADDRESS}) of this generation's dataset. */
+        int row(long address) {
+            int row = Arrays.binarySearch(addresses, address);
+            if (row < 0) {
+                throw new IllegalStateException("no row at address " + address + " of a pending generation");
+            }
+            return row;
         }
 
         String key(int row) {
@@ -185,14 +247,26 @@ final class PendingKeys {
             return new Order(partitions[row], offsets[row], ingestedMicros[row]);
         }
 
-        /** About what it holds in memory: the key's String plus 20 bytes of order and the references. */
+        /** Whether the row is this row of its key: its partition and offset. */
+        boolean isRow(int row, Order order) {
+            return order.sameRow(partitions[row], offsets[row]);
+        }
+
+        boolean delete(int row) {
+            return deletes.get(row);
+        }
+
+        /** About what it holds in memory: the key's String plus order, address and references, per row. */
         long bytes() {
             return bytes;
         }
 
-        /** A key's String (headers and array) and its slot in four arrays, beside the key's characters. */
-        private static final long ROW_BYTES = 64;
+        /** A key's String (headers and array) and its slot in five arrays, beside the key's characters. */
+        private static final long ROW_BYTES = 72;
     }
+
+    /** The column lance adds with {@code withRowAddress}: fragment id (high 32 bits) and row in it. */
+    static final String ROW_ADDRESS = "_rowaddr";
 
     boolean isEmpty() {
         return newest.isEmpty();

@@ -17,6 +17,7 @@ import java.util.function.Function;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.BaseIntVector;
 import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
@@ -110,6 +111,9 @@ public final class RowStream extends ArrowReader {
     private int next;
     private Pass current;
     private DatasetHandles.Lease lease;
+    /** The current generation pass's kept keys, orders and delete marks. */
+    private PendingKeys.GenerationRows generationRows;
+
     private LanceScanner scanner;
     private ArrowReader reader;
     private long delivered;
@@ -246,17 +250,24 @@ public final class RowStream extends ArrowReader {
         if (current.keep() != Keep.MARK) {
             columns.stream().filter(has::contains).forEach(projection::add); // a generation may lack an added column
         }
-        if (current.keep() == Keep.MARK || current.keep() == Keep.UNREPLACED) {
+        if (!current.base()) {
+            // a generation's keys, orders and delete marks are kept with its handle: found by each row's address
+            generationRows = lease.rows();
+            if (projection.isEmpty()) {
+                projection.add(RolloutSchema.RECORD_ID);
+            }
+        } else if (current.keep() == Keep.MARK || current.keep() == Keep.UNREPLACED) {
             projection.addAll(PendingKeys.ORDER_COLUMNS);
         } else if (current.keep() != Keep.ALL) {
             projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
             projection.add(RolloutSchema.METADATA);
-            if (!pending.isEmpty() || !current.base()) {
+            if (!pending.isEmpty()) {
                 projection.addAll(PendingKeys.ORDER_COLUMNS);
             }
         }
         ScanOptions.Builder options = new ScanOptions.Builder()
                 .columns(new ArrayList<>(projection))
+                .withRowAddress(!current.base())
                 .batchSize(batchRows)
                 .batchReadahead(readahead)
                 // a filter naming thousands of keys: a hash set over the column costs one read of it, the record_id
@@ -285,6 +296,7 @@ public final class RowStream extends ArrowReader {
             if (lease != null) {
                 lease.close();
                 lease = null;
+                generationRows = null;
             }
             reader = null;
             scanner = null;
@@ -384,18 +396,17 @@ public final class RowStream extends ArrowReader {
     /** Pending rows shown: the newest pending row of its key, unless the base holds a newer one. */
     private Selection selectPending(VectorSchemaRoot batch) {
         Selection kept = new Selection(batch.getRowCount());
-        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
-        BigIntVector offsets = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
+        BaseIntVector addresses = (BaseIntVector) batch.getVector(PendingKeys.ROW_ADDRESS);
         Map<String, Integer> unseen = new HashMap<>();
         List<String> keys = new ArrayList<>();
         for (int i = 0; i < batch.getRowCount(); i++) {
-            String key = ids.getObject(i).toString();
+            int row = generationRows.row(addresses.getValueAsLong(i));
+            String key = generationRows.key(row);
             PendingKeys.Order newest = pending.newest(key);
-            if (newest == null || !newest.sameRow(partitions.get(i), offsets.get(i)) || newerInBase.contains(key)) {
+            if (newest == null || !generationRows.isRow(row, newest) || newerInBase.contains(key)) {
                 continue;
             }
-            boolean delete = Tombstones.is(batch, i);
+            boolean delete = generationRows.delete(row);
             if (!current.keep().takes(delete)) {
                 continue;
             }

@@ -2,7 +2,9 @@ package dev.rolloutingest.table.reads;
 
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
@@ -12,13 +14,16 @@ import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.Test;
 
 /**
- * The keys and orders of a pending generation's rows (what every scan and tail poll needs first) are read once and
- * kept with the generation's handle, counted in the catalog's resident memory, and only within its budget.
+ * The keys, orders and delete marks of a pending generation's rows (what every scan and tail poll needs) are read
+ * once and kept with the generation's handle, counted in the catalog's resident memory, and only within its budget;
+ * a pass over the generation finds each row's by its address.
  */
 class GenerationRowsKeptTest {
     @Test
@@ -62,6 +67,37 @@ class GenerationRowsKeptTest {
                 assertThat(tooSmall.residentBytes())
                         .as("the seal's key filter only")
                         .isLessThan(first.bytes());
+            }
+        }
+    }
+
+    @Test
+    void aGenerationsRowsAreFoundByAddressWithTheirDeleteMarks() throws Exception {
+        try (RolloutTable table = TableFixtures.localTable("generation-rows-deletes", new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator();
+                ObjectStore store = ObjectStores.open(table.location())) {
+            RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
+            TableFixtures.write(
+                    table,
+                    0,
+                    List.of(
+                            TableFixtures.put(generator, 0, 0, "a", 10),
+                            TableFixtures.delete(0, 1, "b", 11),
+                            TableFixtures.put(generator, 0, 2, "c", 12)));
+            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
+            try (ReadCatalog catalog = new ReadCatalog(
+                            lance, new GenerationCatalog(store, table.location().uri()), Duration.ZERO, 4, 1 << 20);
+                    ReadCatalog.Snapshot snapshot = catalog.acquire();
+                    DatasetHandles.Lease lease =
+                            catalog.generation(pendingOf(snapshot).listed())) {
+                PendingKeys.GenerationRows rows = lease.rows();
+                Map<String, Boolean> deleteByKey = new HashMap<>();
+                for (long address = 0; address < 3; address++) { // one fragment: addresses are row numbers
+                    int row = rows.row(address);
+                    deleteByKey.put(rows.key(row), rows.delete(row));
+                }
+                assertThat(deleteByKey).containsExactlyInAnyOrderEntriesOf(Map.of("a", false, "b", true, "c", false));
+                assertThatThrownBy(() -> rows.row(3)).hasMessageContaining("no row at address 3");
             }
         }
     }
