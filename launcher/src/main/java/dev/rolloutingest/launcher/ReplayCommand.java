@@ -34,7 +34,8 @@ import picocli.CommandLine.Parameters;
 
 /**
  * Replay from topic offsets: positions a NEW ingest application (its application.id is the consumer group)
- * at the earliest offsets, at a timestamp, or at given offsets, before its first start. Kafka Streams
+ * at the earliest offsets, at a timestamp, or at given offsets, before its first start: every partition of every
+ * topic it reads (its list, or the existing topics its pattern matches). Kafka Streams
  * cannot seek, and an existing application's progress store skips offsets it sealed already, so a replay is
  * always a fresh application id; the command refuses a group that already has offsets or members.
  */
@@ -58,7 +59,11 @@ final class ReplayCommand implements Callable<Integer> {
                 description = "The first offset at or after this instant, e.g. 2026-11-30T00:00:00Z")
         Instant datetime;
 
-        @Option(names = "--to-offset", split = ",", description = "partition:offset pairs, e.g. 0:1200,1:900")
+        @Option(
+                names = "--to-offset",
+                split = ",",
+                description = "partition:offset pairs, e.g. 0:1200,1:900; topic:partition:offset when the app reads"
+                        + " several topics")
         List<String> offsets;
     }
 
@@ -77,13 +82,6 @@ final class ReplayCommand implements Callable<Integer> {
         IngestConfig ingest = IngestConfig.load(ConfigSources.file(config), System.getenv());
         IngestConfig liveApp = IngestConfig.load(ConfigSources.file(live), System.getenv());
         String group = ingest.streamsProperties().getProperty("application.id");
-        if (!ingest.oneInputTopic()) {
-            System.err.println("a replay reads one topic: give the replaying app's config " + IngestConfig.INPUT_TOPIC
-                    + " (it may still route into many tables), not " + IngestConfig.INPUT_TOPICS + " or "
-                    + IngestConfig.INPUT_TOPIC_PATTERN);
-            return 2;
-        }
-        String topic = ingest.inputTopic();
         List<String> shared = new ArrayList<>();
         if (group.equals(liveApp.streamsProperties().getProperty("application.id"))) {
             shared.add("application.id " + group + " (the replay needs its own consumer group and progress)");
@@ -127,7 +125,12 @@ final class ReplayCommand implements Callable<Integer> {
                                 : "running members (state " + description.groupState() + ")");
                 return 2;
             }
-            Map<TopicPartition, Long> positions = positions(admin, topic);
+            List<String> topics = inputTopics(admin, ingest);
+            if (topics.isEmpty()) {
+                System.err.println("no topic matches " + ingest.describeInput() + ": nothing to replay");
+                return 2;
+            }
+            Map<TopicPartition, Long> positions = positions(admin, topics);
             Map<TopicPartition, long[]> ranges = logRanges(admin, positions.keySet());
             for (Map.Entry<TopicPartition, Long> e : positions.entrySet()) {
                 long[] range = ranges.get(e.getKey());
@@ -140,15 +143,19 @@ final class ReplayCommand implements Callable<Integer> {
                 }
             }
             Map<String, Long> watermarks = watermarks(ingest);
-            System.out.printf("replay plan for group %s on %s:%n", group, topic);
-            Map<TopicPartition, Long> ordered = new TreeMap<>(Comparator.comparingInt(TopicPartition::partition));
+            System.out.printf("replay plan for group %s on %s:%n", group, String.join(",", topics));
+            Map<TopicPartition, Long> ordered = new TreeMap<>(
+                    Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
             ordered.putAll(positions);
             for (Map.Entry<TopicPartition, Long> e : ordered.entrySet()) {
-                long watermark =
-                        watermarks.getOrDefault(ShardId.of(topic, e.getKey().partition()), 0L);
+                long watermark = watermarks.getOrDefault(
+                        ShardId.of(e.getKey().topic(), e.getKey().partition()), 0L);
                 System.out.printf(
-                        "  partition %d from offset %d%s%s%n",
-                        e.getKey().partition(),
+                        "  %s from offset %d%s%s%n",
+                        topics.size() == 1
+                                ? "partition " + e.getKey().partition()
+                                : e.getKey().topic() + " partition "
+                                        + e.getKey().partition(),
                         e.getValue(),
                         unlisted.contains(e.getKey()) ? "  (not given: from the end, nothing replayed)" : "",
                         e.getValue() < watermark
@@ -187,28 +194,41 @@ final class ReplayCommand implements Callable<Integer> {
         return ranges;
     }
 
-    private Map<TopicPartition, Long> positions(Admin admin, String topic) throws Exception {
-        var partitions = admin.describeTopics(List.of(topic))
+    /** The topics the replaying app reads: its list, or the existing topics its pattern matches. */
+    private static List<String> inputTopics(Admin admin, IngestConfig ingest) throws Exception {
+        if (ingest.inputPattern() == null) {
+            return ingest.inputTopics();
+        }
+        return admin.listTopics().names().get(30, TimeUnit.SECONDS).stream()
+                .filter(t -> ingest.inputPattern().matcher(t).matches())
+                .sorted()
+                .toList();
+    }
+
+    private Map<TopicPartition, Long> positions(Admin admin, List<String> topics) throws Exception {
+        Map<String, Integer> partitionCounts = new HashMap<>();
+        admin.describeTopics(topics)
                 .allTopicNames()
                 .get(30, TimeUnit.SECONDS)
-                .get(topic)
-                .partitions();
+                .forEach((name, description) ->
+                        partitionCounts.put(name, description.partitions().size()));
+        List<TopicPartition> all = new ArrayList<>();
+        for (String topic : topics) {
+            for (int p = 0; p < partitionCounts.get(topic); p++) {
+                all.add(new TopicPartition(topic, p));
+            }
+        }
         Map<TopicPartition, Long> positions = new HashMap<>();
         if (target.offsets != null) {
-            for (String pair : target.offsets) {
-                String[] parts = pair.split(":");
-                if (parts.length != 2) {
-                    throw new IllegalArgumentException("--to-offset wants partition:offset, got '" + pair + "'");
-                }
-                int partition = Integer.parseInt(parts[0].trim());
-                if (partition < 0 || partition >= partitions.size()) {
-                    throw new IllegalArgumentException(topic + " has no partition " + partition);
-                }
-                positions.put(new TopicPartition(topic, partition), Long.parseLong(parts[1].trim()));
+            for (String given : target.offsets) {
+                TopicPartition tp = partitionOf(given, topics, partitionCounts);
+                positions.put(
+                        tp,
+                        Long.parseLong(
+                                given.substring(given.lastIndexOf(':') + 1).trim()));
             }
             Map<TopicPartition, OffsetSpec> rest = new HashMap<>();
-            partitions.forEach(p -> {
-                TopicPartition tp = new TopicPartition(topic, p.partition());
+            all.forEach(tp -> {
                 if (!positions.containsKey(tp)) {
                     rest.put(tp, OffsetSpec.latest());
                     unlisted.add(tp);
@@ -225,7 +245,7 @@ final class ReplayCommand implements Callable<Integer> {
         OffsetSpec spec =
                 target.earliest ? OffsetSpec.earliest() : OffsetSpec.forTimestamp(target.datetime.toEpochMilli());
         Map<TopicPartition, OffsetSpec> request = new HashMap<>();
-        partitions.forEach(p -> request.put(new TopicPartition(topic, p.partition()), spec));
+        all.forEach(tp -> request.put(tp, spec));
         var answers = admin.listOffsets(request).all().get(30, TimeUnit.SECONDS);
         Map<TopicPartition, OffsetSpec> ends = new HashMap<>();
         for (var e : answers.entrySet()) {
@@ -242,6 +262,29 @@ final class ReplayCommand implements Callable<Integer> {
                     .forEach((tp, info) -> positions.put(tp, info.offset()));
         }
         return positions;
+    }
+
+    /** The partition a --to-offset entry names: partition:offset (one topic) or topic:partition:offset. */
+    private static TopicPartition partitionOf(String given, List<String> topics, Map<String, Integer> partitions) {
+        String[] parts = given.split(":");
+        if (parts.length == 2 && topics.size() > 1) {
+            throw new IllegalArgumentException("--to-offset '" + given + "': the app reads " + topics.size()
+                    + " topics (" + String.join(",", topics) + "): give topic:partition:offset");
+        }
+        if (parts.length != 2 && parts.length != 3) {
+            throw new IllegalArgumentException(
+                    "--to-offset wants partition:offset or topic:partition:offset, got '" + given + "'");
+        }
+        String topic = parts.length == 3 ? parts[0].trim() : topics.get(0);
+        if (!partitions.containsKey(topic)) {
+            throw new IllegalArgumentException("--to-offset '" + given + "': " + topic
+                    + " is not an input topic of the app (" + String.join(",", topics) + ")");
+        }
+        int partition = Integer.parseInt(parts[parts.length - 2].trim());
+        if (partition < 0 || partition >= partitions.get(topic)) {
+            throw new IllegalArgumentException(topic + " has no partition " + partition);
+        }
+        return new TopicPartition(topic, partition);
     }
 
     /** Per shard, the highest merged watermark of the tables the replay writes to. */

@@ -19,9 +19,14 @@ import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
-/** `rollout-ingest replay`: a new application starts at given offsets; an existing one is refused. */
+/**
+ * `rollout-ingest replay`: a new application starts at given offsets, of one topic or of every topic it reads; an
+ * existing one is refused.
+ */
 class ReplayIT {
     @Test
     void aNewApplicationReplaysFromTheGivenOffsetsAndAnExistingOneIsRefused() throws Exception {
@@ -99,6 +104,63 @@ class ReplayIT {
                 assertThat(r.sourcePartition()).isZero();
                 assertThat(r.sourceOffset()).isGreaterThanOrEqualTo(100);
             });
+
+            // An app reading several topics (here by a pattern): a position for every partition of every topic
+            kafka.createTopics(List.of(
+                    new NewTopic("more-rollouts", 1, (short) 1),
+                    new NewTopic("third-generations", 1, (short) 1),
+                    new NewTopic("third-dlq", 1, (short) 1)));
+            new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl())
+                    .publish("more-rollouts", "more", 50, 50, 16, 0, new AtomicLong());
+            Path third = config(
+                    root,
+                    "third",
+                    kafka,
+                    registry,
+                    Map.of(
+                            "rollout.input.topic.pattern", "(more-)?rollouts",
+                            "rollout.generations.topic", "third-generations",
+                            "rollout.dlq.topic", "third-dlq"));
+            assertThat(Launcher.run("replay", third.toString(), "--live", first.toString(), "--to-offset", "0:100"))
+                    .as("partition:offset names no topic when the app reads two")
+                    .isNotZero();
+            assertThat(Launcher.run(
+                            "replay",
+                            third.toString(),
+                            "--live",
+                            first.toString(),
+                            "--to-offset",
+                            "more-rollouts:0:10,rollouts:0:100",
+                            "--execute"))
+                    .isZero();
+            TopicPartition more = new TopicPartition("more-rollouts", 0);
+            TopicPartition zero = new TopicPartition("rollouts", 0);
+            TopicPartition one = new TopicPartition("rollouts", 1);
+            long zeroEnd;
+            try (var admin = kafka.admin()) {
+                Map<TopicPartition, Long> committed = new HashMap<>();
+                admin.listConsumerGroupOffsets("third")
+                        .partitionsToOffsetAndMetadata()
+                        .get()
+                        .forEach((tp, offset) -> committed.put(tp, offset.offset()));
+                var ends = admin.listOffsets(Map.of(zero, OffsetSpec.latest(), one, OffsetSpec.latest()))
+                        .all()
+                        .get();
+                zeroEnd = ends.get(zero).offset();
+                assertThat(committed)
+                        .containsExactlyInAnyOrderEntriesOf(
+                                Map.of(more, 10L, zero, 100L, one, ends.get(one).offset()));
+            }
+            List<RolloutRow> fromBoth = ingestUntil(third, (int) (40 + zeroEnd - 100));
+            assertThat(fromBoth).hasSize((int) (40 + zeroEnd - 100));
+            assertThat(fromBoth.stream().filter(r -> r.recordId().startsWith("more-")))
+                    .hasSize(40)
+                    .allSatisfy(r -> assertThat(r.sourceOffset()).isGreaterThanOrEqualTo(10));
+            assertThat(fromBoth.stream().filter(r -> !r.recordId().startsWith("more-")))
+                    .allSatisfy(r -> {
+                        assertThat(r.sourcePartition()).isZero();
+                        assertThat(r.sourceOffset()).isGreaterThanOrEqualTo(100);
+                    });
         }
     }
 
