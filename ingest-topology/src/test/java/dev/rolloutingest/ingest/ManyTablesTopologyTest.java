@@ -211,6 +211,7 @@ class ManyTablesTopologyTest {
         send("actors-a", rollout("exp-2", 2)); // a third table: over the cap
         send("actors-a", rollout("other", 3)); // not allowed
         send("actors-a", rollout("exp 4", 4)); // not a path segment
+        send("actors-a", rollout("", 5)); // the route's field is empty
         // a delete has no fields: with a route by field it names its table in a header, or goes nowhere
         pipe("actors-a", "gone-1".getBytes(StandardCharsets.UTF_8), null, new RecordHeaders());
         RecordHeaders named = new RecordHeaders();
@@ -226,8 +227,9 @@ class ManyTablesTopologyTest {
                 .containsEntry(RolloutGenerator.recordId("exp-2", 2), RecordCheck.TABLE_CAP)
                 .containsEntry(RolloutGenerator.recordId("other", 3), TableRoute.NAME_REFUSED)
                 .containsEntry(RolloutGenerator.recordId("exp 4", 4), TableRoute.NAME_REFUSED)
+                .containsEntry(RolloutGenerator.recordId("", 5), TableRoute.NO_ROUTE)
                 .containsEntry("gone-1", TableRoute.NO_ROUTE)
-                .hasSize(4);
+                .hasSize(5);
         driver.advanceWallClockTime(java.time.Duration.ofSeconds(2));
         assertThat(tables.names()).containsExactly("exp-0", "exp-1");
         assertThat(rows("exp-1")).isEqualTo(1);

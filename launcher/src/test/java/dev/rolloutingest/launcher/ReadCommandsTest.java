@@ -86,6 +86,46 @@ class ReadCommandsTest {
     }
 
     @Test
+    void tablesListsTheTablesUnderARootAndEveryCommandNamesOneByRootAndName() {
+        Path root = dir.resolveSibling(dir.getFileName() + "-root");
+        try (var tables = dev.rolloutingest.table.catalog.TableCatalog.under(
+                TableLocation.local(root), TableSettings.DEFAULTS, new SimpleMeterRegistry(), 10)) {
+            RolloutGenerator generator = new RolloutGenerator("grpo", 8, 1);
+            tables.createOrOpen("grpo")
+                    .writeGeneration(
+                            "rollouts",
+                            0,
+                            0,
+                            2,
+                            List.of(
+                                    new RolloutRow(generator.rollout(0, 0), 0, 0, Instant.now()),
+                                    new RolloutRow(generator.rollout(1, 0), 0, 1, Instant.now()),
+                                    new RolloutRow(generator.rollout(2, 0), 0, 2, Instant.now())),
+                            100);
+            tables.createOrOpen("ppo");
+        }
+        Run listed = run("tables", "--root", root.toString());
+        assertThat(listed.code()).isZero();
+        assertThat(listed.out().lines().filter(line -> line.startsWith("grpo")))
+                .singleElement()
+                .satisfies(line -> assertThat(line.split("\\s+")).startsWith("grpo", "3", "0", "1", "1"));
+        assertThat(listed.out().lines().filter(line -> line.startsWith("ppo")))
+                .singleElement()
+                .satisfies(line -> assertThat(line.split("\\s+")).startsWith("ppo", "0", "0"));
+        Run found = run("get", "--root", root.toString(), "--table", "grpo", "grpo-2");
+        assertThat(found.code()).isZero();
+        assertThat(found.out()).contains("\"record_id\" : \"grpo-2\"");
+        assertThat(run("get", "--root", root.toString(), "--table", "ppo", "grpo-2")
+                        .code())
+                .as("another table's key")
+                .isEqualTo(3);
+        assertThat(run("list", "--root", root.toString(), "--table", "grpo")
+                        .out()
+                        .lines())
+                .hasSize(3);
+    }
+
+    @Test
     void aMissingTableIsAClearErrorNotAStackTrace() {
         Run missing = run("status", "--table", dir.resolve("nope").toString());
         assertThat(missing.code()).isEqualTo(1);

@@ -278,6 +278,34 @@ class TrainingReadsHttpTest {
             assertThat(get.apply("/rollouts:scan").statusCode())
                     .as("the one-table route of a deployment of many names the other form")
                     .isEqualTo(400);
+
+            // the one-table routes, per table, and the list of tables
+            HttpResponse<InputStream> one = get.apply("/tables/grpo/rollouts/grpo-3");
+            assertThat(one.statusCode()).isEqualTo(200);
+            assertThat(HttpEndpoint.JSON.readTree(json(one)).get("record_id").asText())
+                    .isEqualTo("grpo-3");
+            assertThat(get.apply("/tables/ppo/rollouts/grpo-3").statusCode())
+                    .as("another table's key")
+                    .isEqualTo(404);
+            JsonNode page =
+                    HttpEndpoint.JSON.readTree(json(get.apply("/tables/grpo/rollouts?experiment=grpo&limit=5")));
+            assertThat(page.get("count").asInt()).isEqualTo(5);
+            assertThat(page.get("rollouts").get(0).get("experiment").asText()).isEqualTo("grpo");
+            HttpResponse<InputStream> snapshots = get.apply("/tables/grpo/snapshots");
+            assertThat(snapshots.statusCode()).isEqualTo(200);
+            assertThat(HttpEndpoint.JSON
+                            .readTree(json(snapshots))
+                            .get("snapshots")
+                            .isArray())
+                    .isTrue();
+            Map<String, JsonNode> listed = new HashMap<>();
+            HttpEndpoint.JSON
+                    .readTree(json(get.apply("/tables")))
+                    .forEach(t -> listed.put(t.get("table").asText(), t));
+            assertThat(listed).containsOnlyKeys("grpo", "ppo");
+            assertThat(listed.get("grpo").get("rows").asLong()).isEqualTo(20);
+            assertThat(listed.get("grpo").get("pending_generations").asInt()).isEqualTo(1);
+            assertThat(listed.get("ppo").get("rows").asLong()).isZero();
         }
     }
 }
