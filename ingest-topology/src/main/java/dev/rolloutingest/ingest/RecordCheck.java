@@ -44,6 +44,9 @@ final class RecordCheck {
     private static final Logger log = LoggerFactory.getLogger(RecordCheck.class);
     static final String TABLE_CAP = "table-cap";
 
+    /** A value whose decoder failed with an unexpected error (the error says how); the format's own reasons otherwise. */
+    static final String UNDECODABLE = "undecodable";
+
     private final FieldsDeserializer deserializer;
     /** Null for a one-table deployment. */
     private final TableRoute route;
@@ -147,7 +150,8 @@ final class RecordCheck {
         } catch (SerdeException e) {
             return decodeFailure(topic, value, e);
         } catch (RuntimeException e) {
-            return Result.rejected("not-avro", e.toString());
+            // a decoder failing other than on the record's bytes it names (any format: not only Avro)
+            return Result.rejected(UNDECODABLE, e.toString());
         }
         if (row.recordId() == null || row.recordId().isEmpty()) {
             return Result.rejected("missing-record-id", "record_id is empty");

@@ -101,7 +101,7 @@ class IngestTopologyTest {
                 TableCatalog.single(table),
                 new IngestMetrics(meters, budget),
                 budget,
-                FixedSchemaSerde.rollouts(),
+                valueDecoder,
                 FixedSchemaSerde.sealedEvents(),
                 reader,
                 health,
@@ -205,6 +205,26 @@ class IngestTopologyTest {
                         .rollout()
                         .getPolicyVersion())
                 .isEqualTo(2L);
+    }
+
+    /** How the topology decodes values: the Avro test serde unless a test says otherwise. */
+    private dev.rolloutingest.serde.FieldsDeserializer valueDecoder = FixedSchemaSerde.rollouts();
+
+    @Test
+    void aDecoderFailingUnexpectedlyDeadLettersTheRecordAsUndecodableWhateverItsFormat() {
+        valueDecoder = new dev.rolloutingest.serde.FieldsDeserializer() {
+            @Override
+            public <R> R deserializeFields(String topic, byte[] bytes, dev.rolloutingest.serde.FieldReader<R> reader) {
+                throw new IllegalStateException("a decoder bug");
+            }
+        };
+        start(Map.of());
+        input.pipeInput("x".getBytes(), "{\"record_id\": \"x\"}".getBytes(StandardCharsets.UTF_8));
+        List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+        assertThat(dead).singleElement().satisfies(r -> {
+            assertThat(header(r, "rollout.dlq.reason")).isEqualTo("undecodable");
+            assertThat(header(r, "rollout.dlq.error")).contains("a decoder bug");
+        });
     }
 
     @Test
