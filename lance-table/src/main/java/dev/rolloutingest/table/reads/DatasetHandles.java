@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.function.ToLongFunction;
 import org.lance.Dataset;
 
 /**
@@ -48,41 +50,20 @@ final class DatasetHandles implements AutoCloseable {
     private static final class Handle {
         final Dataset dataset;
         private final AtomicInteger users = new AtomicInteger(1); // the cache's own reference
-        private volatile GenerationKeys keys;
-        private volatile PendingKeys.GenerationRows rows;
+        private final Kept<GenerationKeys> keys = new Kept<>();
+        private final Kept<PendingKeys.GenerationRows> rows = new Kept<>();
 
         Handle(Dataset dataset) {
             this.dataset = dataset;
         }
 
         GenerationKeys keys(DatasetHandles cache) {
-            GenerationKeys loaded = keys;
-            if (loaded == null) {
-                synchronized (this) {
-                    loaded = keys;
-                    if (loaded == null) {
-                        loaded = GenerationKeys.load(dataset);
-                        keys = loaded;
-                        cache.loaded(this, (long) loaded.keys() * KEY_POSITION_BYTES);
-                    }
-                }
-            }
-            return loaded;
+            return keys.get(() -> GenerationKeys.load(dataset), k -> (long) k.keys() * KEY_POSITION_BYTES, cache, this);
         }
 
         PendingKeys.GenerationRows rows(DatasetHandles cache) {
-            PendingKeys.GenerationRows loaded = rows;
-            if (loaded == null) {
-                synchronized (this) {
-                    loaded = rows;
-                    if (loaded == null) {
-                        loaded = PendingKeys.GenerationRows.read(dataset);
-                        rows = loaded;
-                        cache.loaded(this, loaded.bytes());
-                    }
-                }
-            }
-            return loaded;
+            return rows.get(
+                    () -> PendingKeys.GenerationRows.read(dataset), PendingKeys.GenerationRows::bytes, cache, this);
         }
 
         /** Bytes of this handle counted in the cache's total (guarded by the cache). */
@@ -101,6 +82,25 @@ final class DatasetHandles implements AutoCloseable {
             if (users.decrementAndGet() == 0) {
                 dataset.close();
             }
+        }
+    }
+
+    /** What a handle keeps of its (immutable) dataset: loaded once, on first use, and counted in the cache's bytes. */
+    private static final class Kept<T> {
+        private volatile T value;
+
+        T get(Supplier<T> load, ToLongFunction<T> bytes, DatasetHandles cache, Handle handle) {
+            T loaded = value;
+            if (loaded == null) {
+                synchronized (this) {
+                    loaded = value;
+                    if (loaded == null) {
+                        value = loaded = load.get();
+                        cache.loaded(handle, bytes.applyAsLong(loaded));
+                    }
+                }
+            }
+            return loaded;
         }
     }
 

@@ -46,8 +46,9 @@ final class PendingKeys {
                     Timestamps.instant(other.ingestedMicros));
         }
 
-        boolean sameRow(int rowPartition, long rowOffset) {
-            return partition == rowPartition && offset == rowOffset;
+        /** The same row of the log: its partition and offset (whatever the ingest time). */
+        boolean sameRow(Order row) {
+            return partition == row.partition && offset == row.offset;
         }
     }
 
@@ -121,25 +122,14 @@ final class PendingKeys {
     static final class GenerationRows {
         private final long[] addresses;
         private final String[] keys;
-        private final int[] partitions;
-        private final long[] offsets;
-        private final long[] ingestedMicros;
+        private final Order[] orders;
         private final BitSet deletes;
         private final long bytes;
 
-        private GenerationRows(
-                long[] addresses,
-                String[] keys,
-                int[] partitions,
-                long[] offsets,
-                long[] ingestedMicros,
-                BitSet deletes,
-                long bytes) {
+        private GenerationRows(long[] addresses, String[] keys, Order[] orders, BitSet deletes, long bytes) {
             this.addresses = addresses;
             this.keys = keys;
-            this.partitions = partitions;
-            this.offsets = offsets;
-            this.ingestedMicros = ingestedMicros;
+            this.orders = orders;
             this.deletes = deletes;
             this.bytes = bytes;
         }
@@ -148,9 +138,7 @@ final class PendingKeys {
             int rows = 0;
             long[] addresses = new long[1024];
             String[] keys = new String[1024];
-            int[] partitions = new int[1024];
-            long[] offsets = new long[1024];
-            long[] ingested = new long[1024];
+            Order[] orders = new Order[1024];
             BitSet deletes = new BitSet();
             long bytes = 0;
             boolean ordered = true;
@@ -174,17 +162,13 @@ final class PendingKeys {
                         int capacity = Math.max(keys.length * 2, rows + batch.getRowCount());
                         addresses = Arrays.copyOf(addresses, capacity);
                         keys = Arrays.copyOf(keys, capacity);
-                        partitions = Arrays.copyOf(partitions, capacity);
-                        offsets = Arrays.copyOf(offsets, capacity);
-                        ingested = Arrays.copyOf(ingested, capacity);
+                        orders = Arrays.copyOf(orders, capacity);
                     }
                     for (int i = 0; i < batch.getRowCount(); i++, rows++) {
                         addresses[rows] = address.getValueAsLong(i);
                         ordered &= rows == 0 || addresses[rows] > addresses[rows - 1];
                         keys[rows] = ids.getObject(i).toString();
-                        partitions[rows] = partition.get(i);
-                        offsets[rows] = offset.get(i);
-                        ingested[rows] = at.get(i);
+                        orders[rows] = new Order(partition.get(i), offset.get(i), at.get(i));
                         if (Tombstones.is(batch, i)) {
                             deletes.set(rows);
                         }
@@ -199,9 +183,7 @@ final class PendingKeys {
             GenerationRows read = new GenerationRows(
                     Arrays.copyOf(addresses, rows),
                     Arrays.copyOf(keys, rows),
-                    Arrays.copyOf(partitions, rows),
-                    Arrays.copyOf(offsets, rows),
-                    Arrays.copyOf(ingested, rows),
+                    Arrays.copyOf(orders, rows),
                     deletes,
                     bytes);
             return ordered ? read : read.byAddress(); // rows are found by binary search of their address
@@ -219,9 +201,7 @@ final class PendingKeys {
             return new GenerationRows(
                     Arrays.stream(order).mapToLong(i -> addresses[i]).toArray(),
                     Arrays.stream(order).map(i -> keys[i]).toArray(String[]::new),
-                    Arrays.stream(order).mapToInt(i -> partitions[i]).toArray(),
-                    Arrays.stream(order).mapToLong(i -> offsets[i]).toArray(),
-                    Arrays.stream(order).mapToLong(i -> ingestedMicros[i]).toArray(),
+                    Arrays.stream(order).map(i -> orders[i]).toArray(Order[]::new),
                     sortedDeletes,
                     bytes);
         }
@@ -244,25 +224,20 @@ final class PendingKeys {
         }
 
         Order order(int row) {
-            return new Order(partitions[row], offsets[row], ingestedMicros[row]);
-        }
-
-        /** Whether the row is this row of its key: its partition and offset. */
-        boolean isRow(int row, Order order) {
-            return order.sameRow(partitions[row], offsets[row]);
+            return orders[row];
         }
 
         boolean delete(int row) {
             return deletes.get(row);
         }
 
-        /** About what it holds in memory: the key's String plus order, address and references, per row. */
+        /** About what it holds in memory: the key's String, its order and address and the references, per row. */
         long bytes() {
             return bytes;
         }
 
-        /** A key's String (headers and array) and its slot in five arrays, beside the key's characters. */
-        private static final long ROW_BYTES = 72;
+        /** A key's String (headers and array), its Order, its address and three slots, beside the key's characters. */
+        private static final long ROW_BYTES = 112;
     }
 
     /** The column lance adds with {@code withRowAddress}: fragment id (high 32 bits) and row in it. */

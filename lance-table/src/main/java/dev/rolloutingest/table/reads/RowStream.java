@@ -403,7 +403,7 @@ public final class RowStream extends ArrowReader {
             int row = generationRows.row(addresses.getValueAsLong(i));
             String key = generationRows.key(row);
             PendingKeys.Order newest = pending.newest(key);
-            if (newest == null || !generationRows.isRow(row, newest) || newerInBase.contains(key)) {
+            if (newest == null || !newest.sameRow(generationRows.order(row)) || newerInBase.contains(key)) {
                 continue;
             }
             boolean delete = generationRows.delete(row);
