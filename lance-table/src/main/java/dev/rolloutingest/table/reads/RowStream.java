@@ -24,6 +24,7 @@ import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
@@ -49,6 +50,9 @@ public final class RowStream extends ArrowReader {
     /** The column a tail adds: true for a delete (its other values are those of the delete row, empty). */
     public static final String DELETED = "_deleted";
 
+    /** The column lance adds with {@code withRowId}: the id {@code takeRows} reads a row by. */
+    private static final String ROW_ID = "_rowid";
+
     /** Which rows of a pass are taken. */
     enum Keep {
         /** Every row the scan returns, as it is: its filter already left out deletes and replaced keys. */
@@ -56,7 +60,10 @@ public final class RowStream extends ArrowReader {
         /**
          * Every base row the scan returns (its filter left out deletes) except those a newer pending row replaces,
          * told in Java by each row's key; a base row of a pending key is noted as {@link #MARK} notes it. The pass of
-         * a scan without filters: it sees every base row, so no pass of the base rows of pending keys is needed.
+         * a scan without filters: it sees every base row, so no pass of the base rows of pending keys is needed. It
+         * reads a row's partition and offset only (the ingest time, which orders rows of two partitions, is a costly
+         * column to decode for every row): a key's base row of another partition than its newest pending row (a key
+         * that moved across partitions, rare) is held back and its order taken by row id after the pass.
          */
         UNREPLACED,
         /**
@@ -106,6 +113,11 @@ public final class RowStream extends ArrowReader {
     private final List<AutoCloseable> resources;
     private final Set<String> seenInBase = new HashSet<>();
     private final Set<String> newerInBase = new HashSet<>();
+    /** Row ids of base rows of pending keys whose order the unreplaced pass could not tell (at most one a key). */
+    private final Map<String, Long> heldBack = new HashMap<>();
+    /** Row ids of held-back base rows newer than their pending rows, read by a take once the pass is done. */
+    private final List<Long> newerBaseRows = new ArrayList<>();
+
     private boolean markedEveryPendingKey;
 
     private int next;
@@ -226,6 +238,14 @@ public final class RowStream extends ArrowReader {
     }
 
     private boolean openNextPass() throws IOException {
+        if (!newerBaseRows.isEmpty()) {
+            // base rows held back in the unreplaced pass that are newer than their key's pending rows
+            List<Long> rows = newerBaseRows.subList(0, Math.min(newerBaseRows.size(), batchRows));
+            current = new Pass(null, null, Keep.ALL);
+            reader = base.takeRows(new ArrayList<>(rows), present(base));
+            rows.clear();
+            return true;
+        }
         if (next >= passes.size()) {
             return false;
         }
@@ -244,11 +264,9 @@ public final class RowStream extends ArrowReader {
             lease = generations.apply(current.generation());
             dataset = lease.dataset();
         }
-        Set<String> has = new HashSet<>(
-                dataset.getSchema().getFields().stream().map(Field::getName).toList());
         Set<String> projection = new LinkedHashSet<>();
         if (current.keep() != Keep.MARK) {
-            columns.stream().filter(has::contains).forEach(projection::add); // a generation may lack an added column
+            projection.addAll(present(dataset));
         }
         if (!current.base()) {
             // a generation's keys, orders and delete marks are kept with its handle: found by each row's address
@@ -256,7 +274,11 @@ public final class RowStream extends ArrowReader {
             if (projection.isEmpty()) {
                 projection.add(RolloutSchema.RECORD_ID);
             }
-        } else if (current.keep() == Keep.MARK || current.keep() == Keep.UNREPLACED) {
+        } else if (current.keep() == Keep.UNREPLACED) {
+            projection.add(RolloutSchema.RECORD_ID);
+            projection.add(RolloutSchema.SOURCE_PARTITION);
+            projection.add(RolloutSchema.SOURCE_OFFSET);
+        } else if (current.keep() == Keep.MARK) {
             projection.addAll(PendingKeys.ORDER_COLUMNS);
         } else if (current.keep() != Keep.ALL) {
             projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
@@ -268,6 +290,7 @@ public final class RowStream extends ArrowReader {
         ScanOptions.Builder options = new ScanOptions.Builder()
                 .columns(new ArrayList<>(projection))
                 .withRowAddress(!current.base())
+                .withRowId(current.keep() == Keep.UNREPLACED)
                 .batchSize(batchRows)
                 .batchReadahead(readahead)
                 // a filter naming thousands of keys: a hash set over the column costs one read of it, the record_id
@@ -281,13 +304,26 @@ public final class RowStream extends ArrowReader {
         return true;
     }
 
+    /** The answer's columns the dataset has: a generation written before a column was added lacks it. */
+    private List<String> present(Dataset dataset) {
+        Set<String> has = new HashSet<>(
+                dataset.getSchema().getFields().stream().map(Field::getName).toList());
+        return columns.stream().filter(has::contains).toList();
+    }
+
     private void closePass() throws IOException {
-        if (current.keep() == Keep.UNREPLACED) {
+        boolean unreplaced = current.keep() == Keep.UNREPLACED;
+        if (unreplaced) {
             markedEveryPendingKey = true; // with the pass of possible deletes after it, every base row is seen
         }
         try {
             reader.close();
-            scanner.close();
+            if (scanner != null) {
+                scanner.close();
+            }
+            if (unreplaced) {
+                resolveHeldBack();
+            }
         } catch (IOException | RuntimeException e) {
             throw e;
         } catch (Exception e) {
@@ -331,6 +367,9 @@ public final class RowStream extends ArrowReader {
         if (rows == 0) {
             return kept; // its buffers may be empty
         }
+        UInt8Vector rowIds = (UInt8Vector) batch.getVector(ROW_ID);
+        IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
+        BigIntVector offsetsInLog = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
         // one bounds check for the batch, then reads by address: checked reads cost more than the hash itself
         ArrowBuf offsets = ids.getOffsetBuffer();
         ArrowBuf data = ids.getDataBuffer();
@@ -356,16 +395,43 @@ public final class RowStream extends ArrowReader {
             if (replacement == null) {
                 continue; // another key with the same hash
             }
-            seenInBase.add(key);
-            if (replacement.newerThan(order(batch, i))) {
-                kept.add(from, i - from);
-                from = i + 1;
-            } else {
-                newerInBase.add(key);
+            if (partitions.get(i) != replacement.partition()) {
+                heldBack.put(key, rowIds.get(i)); // ordered by ingest time: resolved after the pass
+            } else if (replacement.offset() <= offsetsInLog.get(i)) {
+                newerInBase.add(key); // the same partition: its offset says the base row is as new
+                continue;
             }
+            kept.add(from, i - from);
+            from = i + 1;
         }
         kept.add(from, rows - from);
         return kept;
+    }
+
+    /**
+     * Orders the base rows the unreplaced pass held back (a pending key's base row of another partition) by their
+     * ingest time, read by row id: a row newer than its key's newest pending row is read again in full and shown (by
+     * a take after this pass), and the pending rows of its key are not.
+     */
+    private void resolveHeldBack() throws IOException {
+        List<Long> held = new ArrayList<>(heldBack.values());
+        for (int from = 0; from < held.size(); from += batchRows) {
+            List<Long> rows = held.subList(from, Math.min(held.size(), from + batchRows));
+            try (ArrowReader taken = base.takeRows(new ArrayList<>(rows), PendingKeys.ORDER_COLUMNS)) {
+                while (taken.loadNextBatch()) {
+                    VectorSchemaRoot batch = taken.getVectorSchemaRoot();
+                    VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                    for (int i = 0; i < batch.getRowCount(); i++) {
+                        String key = ids.getObject(i).toString();
+                        if (!pending.newest(key).newerThan(order(batch, i))) {
+                            newerInBase.add(key);
+                            newerBaseRows.add(heldBack.get(key));
+                        }
+                    }
+                }
+            }
+        }
+        heldBack.clear();
     }
 
     /** Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. */

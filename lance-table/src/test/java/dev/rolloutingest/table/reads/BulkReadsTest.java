@@ -331,4 +331,39 @@ class BulkReadsTest {
             assertThat(tail.offsets()).containsEntry("k", 5L).hasSize(2);
         }
     }
+
+    @Test
+    void aScanOfEveryRowShowsWhicheverRowOfAMovedKeyIsNewerByItsIngestTime() throws Exception {
+        try (RolloutTable table = localTable("scan-moved-many", meters)) {
+            RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
+            // partition 1, merged: a and c ingested late, b early; partition 0, pending: a, b, c at 50 s, d new
+            write(
+                    table,
+                    1,
+                    List.of(
+                            TableFixtures.put(generator, 1, 5, "a", 100),
+                            TableFixtures.put(generator, 1, 6, "b", 10),
+                            TableFixtures.put(generator, 1, 7, "c", 100),
+                            TableFixtures.put(generator, 1, 8, "e", 10)));
+            table.mergePass(shard(1), 100, Long.MAX_VALUE);
+            write(
+                    table,
+                    0,
+                    List.of(
+                            TableFixtures.put(generator, 0, 20, "a", 50),
+                            TableFixtures.put(generator, 0, 21, "b", 50),
+                            TableFixtures.put(generator, 0, 22, "c", 50),
+                            TableFixtures.put(generator, 0, 23, "d", 50)));
+            // one row a batch: the base rows read again after the pass come in batches of the asked size too
+            Read scan = drain(table.scan(ScanQuery.all().withBatchRows(1), TOPIC));
+            assertThat(scan.offsets())
+                    .containsEntry("a", 5L)
+                    .containsEntry("b", 21L)
+                    .containsEntry("c", 7L)
+                    .containsEntry("d", 23L)
+                    .containsEntry("e", 8L)
+                    .hasSize(5);
+            assertThat(scan.batchSizes()).allMatch(rows -> rows == 1);
+        }
+    }
 }
