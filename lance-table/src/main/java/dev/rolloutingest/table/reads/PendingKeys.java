@@ -58,30 +58,55 @@ final class PendingKeys {
             RolloutSchema.SOURCE_OFFSET,
             RolloutSchema.INGESTED_AT);
 
-    private final Map<String, Order> newest = new HashMap<>();
+    /** Never changed once built: one instance serves every read of a catalog snapshot, concurrently. */
+    private final Map<String, Order> newest;
 
-    /** The keys' hashes in an open-addressing table (0 = empty slot), built on first use by a bulk pass. */
-    private long[] hashes;
+    /** The keys' hashes in an open-addressing table (0 = empty slot). */
+    private final long[] hashes;
 
-    /** Two bits of each key's hash in one word of a bit filter, built with {@link #hashes}. */
-    private long[] filter;
+    /** Two bits of each key's hash in one word of a bit filter. */
+    private final long[] filter;
 
-    private PendingKeys() {}
+    private PendingKeys(Map<String, Order> newest) {
+        this.newest = newest;
+        int keys = Math.max(newest.size(), 8);
+        long[] table = new long[Integer.highestOneBit(keys * 2 - 1) << 1]; // at most half full
+        long[] words = new long[Integer.highestOneBit(keys / 4 + 1) << 1]; // >= 16 bits a key
+        int mask = table.length - 1;
+        for (String key : newest.keySet()) {
+            long hash = hash(key.getBytes(StandardCharsets.UTF_8));
+            words[(int) (hash >>> 32) & (words.length - 1)] |= (1L << hash) | (1L << (hash >>> 6));
+            int slot = (int) hash & mask;
+            while (table[slot] != 0 && table[slot] != hash) {
+                slot = (slot + 1) & mask;
+            }
+            table[slot] = hash;
+        }
+        this.filter = words;
+        this.hashes = table;
+    }
 
     /** No pending row (a snapshot's version, or a read that needs none). */
     static PendingKeys none() {
-        return new PendingKeys();
+        return new PendingKeys(Map.of());
     }
 
     /** Given keys and their newest pending rows. */
     static PendingKeys of(Map<String, Order> newest) {
-        PendingKeys keys = new PendingKeys();
-        keys.newest.putAll(newest);
-        return keys;
+        return new PendingKeys(new HashMap<>(newest));
     }
 
+    /**
+     * Every pending key of the snapshot and its newest row, from the rows kept with each generation's handle; read
+     * once a snapshot (it keeps the answer for the reads after).
+     */
     static PendingKeys read(ReadCatalog catalog, ReadCatalog.Snapshot snapshot, long maxRows, String tableUri) {
-        PendingKeys keys = new PendingKeys();
+        return snapshot.pendingKeys(() -> merge(catalog, snapshot, maxRows, tableUri));
+    }
+
+    private static PendingKeys merge(
+            ReadCatalog catalog, ReadCatalog.Snapshot snapshot, long maxRows, String tableUri) {
+        Map<String, Order> newest = new HashMap<>();
         long rows = 0;
         for (List<ReadCatalog.Pending> shard : snapshot.pendingByShard.values()) {
             for (ReadCatalog.Pending generation : shard) {
@@ -101,16 +126,12 @@ final class PendingKeys {
                     throw new RolloutTableException.TooManyPendingRows(
                             tableUri, rows, maxRows, TableSettings.SCAN_PENDING_MAX_ROWS);
                 }
-                keys.add(read);
+                for (int i = 0; i < read.size(); i++) {
+                    newest.merge(read.key(i), read.order(i), (current, row) -> row.newerThan(current) ? row : current);
+                }
             }
         }
-        return keys;
-    }
-
-    private void add(GenerationRows rows) {
-        for (int i = 0; i < rows.size(); i++) {
-            newest.merge(rows.key(i), rows.order(i), (current, row) -> row.newerThan(current) ? row : current);
-        }
+        return new PendingKeys(newest);
     }
 
     /**
@@ -262,9 +283,6 @@ final class PendingKeys {
      * String.
      */
     boolean mayHold(long address, int length) {
-        if (hashes == null) {
-            buildHashes();
-        }
         long hash = hash(address, length);
         // most keys are not pending: two bits of a small filter (cache-resident, unlike the table) tell ~98 % of them
         long bits = (1L << hash) | (1L << (hash >>> 6));
@@ -278,24 +296,6 @@ final class PendingKeys {
             }
         }
         return false;
-    }
-
-    private void buildHashes() {
-        int keys = Math.max(newest.size(), 8);
-        long[] table = new long[Integer.highestOneBit(keys * 2 - 1) << 1]; // at most half full
-        long[] words = new long[Integer.highestOneBit(keys / 4 + 1) << 1]; // >= 16 bits a key
-        int mask = table.length - 1;
-        for (String key : newest.keySet()) {
-            long hash = hash(key.getBytes(StandardCharsets.UTF_8));
-            words[(int) (hash >>> 32) & (words.length - 1)] |= (1L << hash) | (1L << (hash >>> 6));
-            int slot = (int) hash & mask;
-            while (table[slot] != 0 && table[slot] != hash) {
-                slot = (slot + 1) & mask;
-            }
-            table[slot] = hash;
-        }
-        filter = words;
-        hashes = table;
     }
 
     private static final VarHandle LITTLE_ENDIAN_LONGS =

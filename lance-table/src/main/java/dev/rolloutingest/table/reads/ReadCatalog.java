@@ -69,6 +69,8 @@ public final class ReadCatalog implements AutoCloseable {
         final Map<String, List<Pending>> pendingByShard;
         final long takenAtNanos;
         private final AtomicInteger users = new AtomicInteger(1); // the catalog's own reference
+        /** The pending keys merged from every pending generation: by the first bulk read of the snapshot. */
+        private volatile PendingKeys pendingKeys;
 
         private Snapshot(
                 BaseHandle handle,
@@ -81,6 +83,20 @@ public final class ReadCatalog implements AutoCloseable {
             this.watermarks = watermarks;
             this.pendingByShard = pendingByShard;
             this.takenAtNanos = System.nanoTime();
+        }
+
+        /** The snapshot's pending keys, merged by {@code merge} once; every later read of the snapshot reuses them. */
+        PendingKeys pendingKeys(java.util.function.Supplier<PendingKeys> merge) {
+            PendingKeys keys = pendingKeys;
+            if (keys == null) {
+                synchronized (this) {
+                    keys = pendingKeys;
+                    if (keys == null) {
+                        pendingKeys = keys = merge.get();
+                    }
+                }
+            }
+            return keys;
         }
 
         private boolean retain() {

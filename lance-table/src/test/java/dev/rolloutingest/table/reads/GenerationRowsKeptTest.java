@@ -51,8 +51,11 @@ class GenerationRowsKeptTest {
                     assertThat(lease.rows()).as("kept, not read again").isSameAs(first);
                 }
                 assertThat(kept.residentBytes()).isGreaterThanOrEqualTo(first.bytes());
-                assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest(first.key(7)))
-                        .isEqualTo(first.order(7));
+                PendingKeys keys = PendingKeys.read(kept, snapshot, 1_000, "t");
+                assertThat(keys.newest(first.key(7))).isEqualTo(first.order(7));
+                assertThat(PendingKeys.read(kept, snapshot, 1_000, "t"))
+                        .as("merged once a snapshot")
+                        .isSameAs(keys);
             }
             try (ReadCatalog tooSmall = new ReadCatalog(lance, generations, Duration.ZERO, 4, 100);
                     ReadCatalog.Snapshot snapshot = tooSmall.acquire()) {
@@ -67,6 +70,14 @@ class GenerationRowsKeptTest {
                 assertThat(tooSmall.residentBytes())
                         .as("the seal's key filter only")
                         .isLessThan(first.bytes());
+            }
+            // a new seal: a new snapshot merges its keys too
+            TableFixtures.write(
+                    table, 0, List.of(TableFixtures.put(new RolloutGenerator("exp", 8, 1), 0, 100, "new", 5)));
+            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20);
+                    ReadCatalog.Snapshot snapshot = kept.acquire()) {
+                assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest("new"))
+                        .isNotNull();
             }
         }
     }
