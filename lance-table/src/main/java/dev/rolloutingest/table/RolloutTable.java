@@ -104,7 +104,8 @@ public final class RolloutTable implements AutoCloseable {
                 catalog,
                 Duration.ofMillis(settings.readRefreshMs()),
                 settings.readOpenGenerations(),
-                settings.readGenerationKeysBytes());
+                settings.readGenerationKeysBytes(),
+                settings.readGenerationColumnsBytes());
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.bulk = new BulkReads(lance, readCatalog, store, settings);
         this.merge = new MergeRound(lance, store, catalog, settings, meters);

@@ -23,6 +23,7 @@ public final class TableSettings {
     public static final String READ_CACHE_BYTES = "rollout.read.cache.bytes";
     public static final String READ_OPEN_GENERATIONS = "rollout.read.open.generations";
     public static final String READ_GENERATION_KEYS_BYTES = "rollout.read.generation.keys.bytes";
+    public static final String READ_GENERATION_COLUMNS_BYTES = "rollout.read.generation.columns.bytes";
     public static final String READ_MAX_LIST_LIMIT = "rollout.read.max.list.limit";
     public static final String SCAN_BATCH_ROWS = "rollout.scan.batch.rows";
     public static final String SCAN_READAHEAD_BATCHES = "rollout.scan.readahead.batches";
@@ -94,6 +95,15 @@ public final class TableSettings {
                                 + " bytes a key) and each row's key and order (scans and tails, ~100 bytes a row);"
                                 + " past it the least recently used generations are closed and read again when"
                                 + " needed")
+                .define(
+                        READ_GENERATION_COLUMNS_BYTES,
+                        LONG,
+                        64L << 20,
+                        ConfigDef.Range.atLeast(0L),
+                        LOW,
+                        "Memory (off-heap) for whole columns of the pending generations, read once and kept so a"
+                                + " scan or tail copies a generation's rows instead of scanning it again; past it"
+                                + " further columns are not kept and are scanned each time. 0 = keep none")
                 .defineInternal(
                         READ_MAX_LIST_LIMIT,
                         INT,
@@ -311,6 +321,10 @@ public final class TableSettings {
 
     public long readGenerationKeysBytes() {
         return longValue(READ_GENERATION_KEYS_BYTES);
+    }
+
+    public long readGenerationColumnsBytes() {
+        return longValue(READ_GENERATION_COLUMNS_BYTES);
     }
 
     public long readCacheBytes() {

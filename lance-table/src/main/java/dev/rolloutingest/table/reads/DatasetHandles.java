@@ -3,12 +3,15 @@ package dev.rolloutingest.table.reads;
 import dev.rolloutingest.table.generations.GenerationKeys;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
 import org.lance.Dataset;
 
 /**
@@ -41,6 +44,15 @@ final class DatasetHandles implements AutoCloseable {
             return handle.rows(DatasetHandles.this);
         }
 
+        /**
+         * Whole columns of this (immutable) dataset, row {@code i} being {@link #rows()}' row {@code i}: read on first
+         * use and kept with the handle while the column budget has room; null when they are not kept (then scan).
+         * Valid while this lease is open.
+         */
+        Map<String, FieldVector> columns(List<String> names) {
+            return handle.columns(DatasetHandles.this, names);
+        }
+
         @Override
         public void close() {
             handle.release();
@@ -52,9 +64,26 @@ final class DatasetHandles implements AutoCloseable {
         private final AtomicInteger users = new AtomicInteger(1); // the cache's own reference
         private final Kept<GenerationKeys> keys = new Kept<>();
         private final Kept<PendingKeys.GenerationRows> rows = new Kept<>();
+        private GenerationColumns columns; // guarded by this handle
 
         Handle(Dataset dataset) {
             this.dataset = dataset;
+        }
+
+        Map<String, FieldVector> columns(DatasetHandles cache, List<String> names) {
+            if (cache.maxColumnBytes == 0 || names.isEmpty()) {
+                return null;
+            }
+            PendingKeys.GenerationRows read = rows(cache);
+            GenerationColumns kept;
+            synchronized (this) {
+                if (columns == null) {
+                    columns = new GenerationColumns(
+                            cache.allocator.newChildAllocator("generation-columns", 0, Long.MAX_VALUE));
+                }
+                kept = columns;
+            }
+            return kept.get(names, dataset, read, bytes -> cache.admitColumns(this, bytes));
         }
 
         GenerationKeys keys(DatasetHandles cache) {
@@ -69,6 +98,9 @@ final class DatasetHandles implements AutoCloseable {
         /** Bytes of this handle counted in the cache's total (guarded by the cache). */
         long counted;
 
+        /** Bytes of this handle's kept columns counted in the cache's column total (guarded by the cache). */
+        long countedColumns;
+
         boolean retain() {
             for (int n = users.get(); n > 0; n = users.get()) {
                 if (users.compareAndSet(n, n + 1)) {
@@ -80,6 +112,11 @@ final class DatasetHandles implements AutoCloseable {
 
         void release() {
             if (users.decrementAndGet() == 0) {
+                synchronized (this) {
+                    if (columns != null) {
+                        columns.close();
+                    }
+                }
                 dataset.close();
             }
         }
@@ -110,6 +147,9 @@ final class DatasetHandles implements AutoCloseable {
     private final int capacity;
     private final long maxBytes;
     private long cachedBytes;
+    private final long maxColumnBytes;
+    private long columnBytes;
+    private final BufferAllocator allocator;
     private final Function<String, Dataset> opener;
     private final LinkedHashMap<String, Handle> handles = new LinkedHashMap<>(64, 0.75f, true);
     private boolean closed;
@@ -118,10 +158,20 @@ final class DatasetHandles implements AutoCloseable {
      * @param capacity the most handles kept open for reuse (0 = open and close on every read)
      * @param maxBytes the most memory kept with the handles (record_id positions, 12 bytes each; keys and orders of
      *     rows for bulk reads, ~100 bytes each); past it the least recently used handles go
+     * @param maxColumnBytes the most memory of whole columns kept with the handles (0 = none); past it a column is
+     *     not kept, and passes over its generation scan it
+     * @param allocator where kept columns are allocated
      */
-    DatasetHandles(int capacity, long maxBytes, Function<String, Dataset> opener) {
+    DatasetHandles(
+            int capacity,
+            long maxBytes,
+            long maxColumnBytes,
+            BufferAllocator allocator,
+            Function<String, Dataset> opener) {
         this.capacity = capacity;
         this.maxBytes = maxBytes;
+        this.maxColumnBytes = maxColumnBytes;
+        this.allocator = allocator;
         this.opener = opener;
     }
 
@@ -158,10 +208,26 @@ final class DatasetHandles implements AutoCloseable {
             Map.Entry<String, Handle> entry = it.next();
             if (!live.contains(entry.getKey())) {
                 it.remove();
-                cachedBytes -= entry.getValue().counted;
-                entry.getValue().release();
+                forget(entry.getValue());
             }
         }
+    }
+
+    /** Counts a handle's newly read columns if the column budget has room; false: not kept. */
+    private synchronized boolean admitColumns(Handle handle, long bytes) {
+        if (!handles.containsValue(handle) || columnBytes + bytes > maxColumnBytes) {
+            return false;
+        }
+        handle.countedColumns += bytes;
+        columnBytes += bytes;
+        return true;
+    }
+
+    /** A handle the cache no longer keeps: its bytes uncounted, the cache's reference given back. */
+    private void forget(Handle handle) {
+        cachedBytes -= handle.counted;
+        columnBytes -= handle.countedColumns;
+        handle.release();
     }
 
     private synchronized void loaded(Handle handle, long bytes) {
@@ -177,8 +243,7 @@ final class DatasetHandles implements AutoCloseable {
         while ((handles.size() > capacity || cachedBytes > maxBytes) && it.hasNext()) {
             Handle eldest = it.next().getValue();
             it.remove();
-            cachedBytes -= eldest.counted;
-            eldest.release();
+            forget(eldest);
         }
     }
 
@@ -186,22 +251,26 @@ final class DatasetHandles implements AutoCloseable {
         return handles.size();
     }
 
-    /** Bytes kept with the handles: record_id positions and the keys and orders of rows. */
+    /** Bytes kept with the handles: record_id positions, the keys and orders of rows, whole columns. */
     synchronized long keptBytes() {
-        return cachedBytes;
+        return cachedBytes + columnBytes;
+    }
+
+    /** Bytes of whole columns kept with the handles. */
+    synchronized long columnBytes() {
+        return columnBytes;
     }
 
     /** Closes every kept handle (a read still using one keeps it until it is done); later reads open them again. */
     synchronized void clear() {
-        handles.values().forEach(Handle::release);
+        handles.values().forEach(this::forget);
         handles.clear();
-        cachedBytes = 0;
     }
 
     @Override
     public synchronized void close() {
         closed = true;
-        handles.values().forEach(Handle::release);
+        handles.values().forEach(this::forget);
         handles.clear();
     }
 }

@@ -244,6 +244,11 @@ final class PendingKeys {
             return keys[row];
         }
 
+        /** The row's address in the generation's dataset (rows are in address order). */
+        long address(int row) {
+            return addresses[row];
+        }
+
         Order order(int row) {
             return orders[row];
         }

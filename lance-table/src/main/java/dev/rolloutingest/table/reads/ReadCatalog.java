@@ -135,10 +135,22 @@ public final class ReadCatalog implements AutoCloseable {
      */
     public ReadCatalog(
             LanceIo lance, GenerationCatalog catalog, Duration refresh, int openGenerations, long generationKeysBytes) {
+        this(lance, catalog, refresh, openGenerations, generationKeysBytes, 0);
+    }
+
+    /** @param generationColumnsBytes the most memory of whole columns kept with them for scans and tails (0 = none) */
+    public ReadCatalog(
+            LanceIo lance,
+            GenerationCatalog catalog,
+            Duration refresh,
+            int openGenerations,
+            long generationKeysBytes,
+            long generationColumnsBytes) {
         this.lance = lance;
         this.catalog = catalog;
         this.refreshNanos = refresh.toNanos();
-        this.generations = new DatasetHandles(openGenerations, generationKeysBytes, lance::openGeneration);
+        this.generations = new DatasetHandles(
+                openGenerations, generationKeysBytes, generationColumnsBytes, lance.allocator(), lance::openGeneration);
     }
 
     /** An open handle of a pending generation (kept for the next lookup); close the lease when done. */
@@ -264,6 +276,11 @@ public final class ReadCatalog implements AutoCloseable {
                     e.getMessage());
             return new KeyFilterEntry(null);
         }
+    }
+
+    /** Bytes of pending generations' whole columns kept for scans and tails (part of {@link #residentBytes}). */
+    long columnBytes() {
+        return generations.columnBytes();
     }
 
     /**

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.function.IntUnaryOperator;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.util.MemoryUtil;
@@ -125,6 +126,10 @@ public final class RowStream extends ArrowReader {
     private DatasetHandles.Lease lease;
     /** The current generation pass's kept keys, orders and delete marks. */
     private PendingKeys.GenerationRows generationRows;
+    /** The current generation pass's columns kept with its handle (null: it scans), and its next row. */
+    private Map<String, FieldVector> keptColumns;
+
+    private int keptFrom;
 
     private LanceScanner scanner;
     private ArrowReader reader;
@@ -192,8 +197,26 @@ public final class RowStream extends ArrowReader {
         ensureInitialized(); // a caller may load before it asks for the root
         try {
             while (limit == 0 || delivered < limit) {
-                if (reader == null && !openNextPass()) {
+                if (reader == null && keptColumns == null && !openNextPass()) {
                     return false;
+                }
+                if (keptColumns != null) {
+                    if (keptFrom >= generationRows.size()) {
+                        closePass();
+                        continue;
+                    }
+                    int to = Math.min(generationRows.size(), keptFrom + batchRows);
+                    Selection kept = selectPending(keptFrom, to, row -> row);
+                    keptFrom = to;
+                    if (kept.size() == 0) {
+                        continue;
+                    }
+                    if (limit > 0 && delivered + kept.size() > limit) {
+                        kept.truncate((int) (limit - delivered));
+                    }
+                    emit(keptColumns::get, false, kept.size(), kept::copy, kept::delete);
+                    delivered += kept.size();
+                    return true;
                 }
                 if (!reader.loadNextBatch()) {
                     closePass();
@@ -212,20 +235,26 @@ public final class RowStream extends ArrowReader {
                     if (limit > 0 && delivered + runs.rows() > limit) {
                         runs.truncate((int) (limit - delivered));
                     }
-                    emit(batch, runs.rows(), runs::copy, k -> false);
+                    emit(batch::getVector, runs.rows() == batch.getRowCount(), runs.rows(), runs::copy, k -> false);
                     delivered += runs.rows();
                     return true;
                 }
-                Selection kept = current.keep() == Keep.ALL
-                        ? Selection.all(batch.getRowCount())
-                        : current.base() ? selectBase(batch) : selectPending(batch);
+                Selection kept;
+                if (current.keep() == Keep.ALL) {
+                    kept = Selection.all(batch.getRowCount());
+                } else if (current.base()) {
+                    kept = selectBase(batch);
+                } else {
+                    BaseIntVector addresses = (BaseIntVector) batch.getVector(PendingKeys.ROW_ADDRESS);
+                    kept = selectPending(0, batch.getRowCount(), i -> generationRows.row(addresses.getValueAsLong(i)));
+                }
                 if (kept.size() == 0) {
                     continue;
                 }
                 if (limit > 0 && delivered + kept.size() > limit) {
                     kept.truncate((int) (limit - delivered));
                 }
-                emit(batch, kept.size(), kept::copy, kept::delete);
+                emit(batch::getVector, kept.size() == batch.getRowCount(), kept.size(), kept::copy, kept::delete);
                 delivered += kept.size();
                 return true;
             }
@@ -271,6 +300,14 @@ public final class RowStream extends ArrowReader {
         if (!current.base()) {
             // a generation's keys, orders and delete marks are kept with its handle: found by each row's address
             generationRows = lease.rows();
+            if (filter == null) {
+                // every row of the generation: copied from its columns kept with the handle, no lance scan
+                keptColumns = lease.columns(new ArrayList<>(projection));
+                if (keptColumns != null) {
+                    keptFrom = 0;
+                    return true;
+                }
+            }
             if (projection.isEmpty()) {
                 projection.add(RolloutSchema.RECORD_ID);
             }
@@ -317,7 +354,9 @@ public final class RowStream extends ArrowReader {
             markedEveryPendingKey = true; // with the pass of possible deletes after it, every base row is seen
         }
         try {
-            reader.close();
+            if (reader != null) {
+                reader.close();
+            }
             if (scanner != null) {
                 scanner.close();
             }
@@ -333,6 +372,7 @@ public final class RowStream extends ArrowReader {
                 lease.close();
                 lease = null;
                 generationRows = null;
+                keptColumns = null;
             }
             reader = null;
             scanner = null;
@@ -459,14 +499,16 @@ public final class RowStream extends ArrowReader {
         return kept;
     }
 
-    /** Pending rows shown: the newest pending row of its key, unless the base holds a newer one. */
-    private Selection selectPending(VectorSchemaRoot batch) {
-        Selection kept = new Selection(batch.getRowCount());
-        BaseIntVector addresses = (BaseIntVector) batch.getVector(PendingKeys.ROW_ADDRESS);
+    /**
+     * Pending rows shown, of the rows {@code [from, to)} of the source vectors (the generation's row {@code rowAt(i)}
+     * each): the newest pending row of its key, unless the base holds a newer one.
+     */
+    private Selection selectPending(int from, int to, IntUnaryOperator rowAt) {
+        Selection kept = new Selection(to - from);
         Map<String, Integer> unseen = new HashMap<>();
         List<String> keys = new ArrayList<>();
-        for (int i = 0; i < batch.getRowCount(); i++) {
-            int row = generationRows.row(addresses.getValueAsLong(i));
+        for (int i = from; i < to; i++) {
+            int row = rowAt.applyAsInt(i);
             String key = generationRows.key(row);
             PendingKeys.Order newest = pending.newest(key);
             if (newest == null || !newest.sameRow(generationRows.order(row)) || newerInBase.contains(key)) {
@@ -538,14 +580,14 @@ public final class RowStream extends ArrowReader {
     }
 
     /**
-     * The {@code n} kept rows of the source batch as this reader's next batch: moved when all are kept, else copied.
+     * The {@code n} kept rows of the source vectors ({@code source} by name: null for a column the source lacks) as
+     * this reader's next batch: moved when {@code whole} (every row of a batch lance handed over), else copied.
      */
-    private void emit(VectorSchemaRoot batch, int n, ColumnCopy copy, DeleteAt deleteAt) {
-        boolean whole = n == batch.getRowCount();
+    private void emit(Function<String, FieldVector> source, boolean whole, int n, ColumnCopy copy, DeleteAt deleteAt) {
         try (VectorSchemaRoot out = VectorSchemaRoot.create(schema, allocator)) {
             for (String name : columns) {
                 FieldVector to = out.getVector(name);
-                FieldVector from = batch.getVector(name);
+                FieldVector from = source.apply(name);
                 if (from != null && whole) {
                     from.makeTransferPair(to).transfer();
                     continue;
@@ -584,7 +626,7 @@ public final class RowStream extends ArrowReader {
     @Override
     protected void closeReadSource() throws IOException {
         try {
-            if (reader != null) {
+            if (reader != null || keptColumns != null) {
                 closePass();
             } else if (lease != null) {
                 lease.close();
@@ -652,14 +694,13 @@ public final class RowStream extends ArrowReader {
             return deletes[k];
         }
 
-        /** The selected rows of one column, a row at a time (few rows: a pending generation's, a checked pass's). */
+        /** The selected rows of one column (ascending), copied a run of consecutive rows at a time. */
         void copy(FieldVector from, FieldVector to) {
-            to.setInitialCapacity(size);
-            to.allocateNew();
+            RowRuns runs = new RowRuns();
             for (int k = 0; k < size; k++) {
-                to.copyFromSafe(indices[k], k, from);
+                runs.add(indices[k], 1);
             }
-            to.setValueCount(size);
+            runs.copy(from, to);
         }
 
         void truncate(int n) {

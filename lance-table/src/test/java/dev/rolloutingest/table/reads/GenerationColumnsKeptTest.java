@@ -1,0 +1,122 @@
+package dev.rolloutingest.table.reads;
+
+import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableFixtures;
+import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.rows.RolloutSchema;
+import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.ObjectStore;
+import dev.rolloutingest.table.storage.ObjectStores;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Whole columns of a pending generation are read once and kept with its handle, row for row with its kept keys, and
+ * only within their budget; an unfiltered scan copies a generation's rows from them instead of scanning it.
+ */
+class GenerationColumnsKeptTest {
+    private static final List<String> COLUMNS = List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD);
+
+    @Test
+    void aGenerationsColumnsAreReadOnceRowForRowAndKeptWithinTheBudget() throws Exception {
+        try (RolloutTable table = TableFixtures.localTable("generation-columns-kept", new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator();
+                ObjectStore store = ObjectStores.open(table.location())) {
+            TableFixtures.write(table, 0, 0, 99, 100);
+            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
+            GenerationCatalog generations =
+                    new GenerationCatalog(store, table.location().uri());
+            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 1 << 20);
+                    ReadCatalog.Snapshot snapshot = kept.acquire()) {
+                ReadCatalog.Pending pending = pendingOf(snapshot);
+                long before = kept.residentBytes();
+                Map<String, FieldVector> first;
+                PendingKeys.GenerationRows rows;
+                try (DatasetHandles.Lease lease = kept.generation(pending.listed())) {
+                    first = lease.columns(COLUMNS);
+                    rows = lease.rows();
+                    assertThat(first).isNotNull().containsOnlyKeys(COLUMNS);
+                    VarCharVector ids = (VarCharVector) first.get(RolloutSchema.RECORD_ID);
+                    assertThat(ids.getValueCount()).isEqualTo(100);
+                    for (int row = 0; row < rows.size(); row++) {
+                        assertThat(ids.getObject(row).toString()).isEqualTo(rows.key(row));
+                    }
+                }
+                try (DatasetHandles.Lease lease = kept.generation(pending.listed())) {
+                    Map<String, FieldVector> again = lease.columns(COLUMNS);
+                    assertThat(again.get(RolloutSchema.RECORD_ID))
+                            .as("kept, not read again")
+                            .isSameAs(first.get(RolloutSchema.RECORD_ID));
+                }
+                assertThat(kept.residentBytes() - before)
+                        .as("counted in the catalog's resident memory")
+                        .isGreaterThanOrEqualTo(
+                                first.get(RolloutSchema.RECORD_ID).getBufferSize());
+            }
+            try (ReadCatalog tooSmall = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 100);
+                    ReadCatalog.Snapshot snapshot = tooSmall.acquire();
+                    DatasetHandles.Lease lease =
+                            tooSmall.generation(pendingOf(snapshot).listed())) {
+                assertThat(lease.columns(COLUMNS))
+                        .as("over the budget: not kept")
+                        .isNull();
+            }
+        }
+    }
+
+    @Test
+    void anUnfilteredScanCopiesPendingRowsFromTheKeptColumnsAndAFilteredOneScans() throws Exception {
+        try (RolloutTable table = TableFixtures.localTable("generation-columns-scan", new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator();
+                ObjectStore store = ObjectStores.open(table.location())) {
+            TableFixtures.write(table, 0, 0, 99, 100);
+            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
+            try (ReadCatalog catalog = new ReadCatalog(
+                    lance, new GenerationCatalog(store, table.location().uri()), Duration.ZERO, 4, 1 << 20, 1 << 20)) {
+                BulkReads reads = new BulkReads(lance, catalog, store, TableSettings.DEFAULTS);
+                assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS).withPolicyVersions(50L, null), TOPIC)))
+                        .isEqualTo(50);
+                assertThat(catalog.columnBytes()).as("a filtered pass scans").isZero();
+                assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS), TOPIC)))
+                        .isEqualTo(100);
+                assertThat(catalog.columnBytes())
+                        .as("an unfiltered pass keeps the columns")
+                        .isPositive();
+                assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS).withBatchRows(7), TOPIC), 7))
+                        .isEqualTo(100);
+            }
+        }
+    }
+
+    private static long rows(RowStream stream) throws Exception {
+        return rows(stream, 4096);
+    }
+
+    private static long rows(RowStream stream, int batchRows) throws Exception {
+        long rows = 0;
+        try (stream) {
+            while (stream.loadNextBatch()) {
+                assertThat(stream.getVectorSchemaRoot().getRowCount()).isLessThanOrEqualTo(batchRows);
+                rows += stream.getVectorSchemaRoot().getRowCount();
+            }
+        }
+        return rows;
+    }
+
+    private static ReadCatalog.Pending pendingOf(ReadCatalog.Snapshot snapshot) {
+        List<ReadCatalog.Pending> shard = snapshot.pendingByShard.get(ShardId.of(TOPIC, 0));
+        assertThat(shard).hasSize(1);
+        return shard.get(0);
+    }
+}
