@@ -28,9 +28,7 @@ import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
@@ -583,10 +581,15 @@ public final class RowStream extends ArrowReader {
      * The {@code n} kept rows of the source vectors ({@code source} by name: null for a column the source lacks) as
      * this reader's next batch: moved when {@code whole} (every row of a batch lance handed over), else copied.
      */
-    private void emit(Function<String, FieldVector> source, boolean whole, int n, ColumnCopy copy, DeleteAt deleteAt) {
-        try (VectorSchemaRoot out = VectorSchemaRoot.create(schema, allocator)) {
+    private void emit(Function<String, FieldVector> source, boolean whole, int n, ColumnCopy copy, DeleteAt deleteAt)
+            throws IOException {
+        // straight into the reader's root (the caller is done with its previous batch): no batch of its own unloaded
+        // and loaded again, whose buffer bookkeeping costs as much as a two-column batch's check
+        VectorSchemaRoot out = getVectorSchemaRoot();
+        try {
             for (String name : columns) {
                 FieldVector to = out.getVector(name);
+                to.clear();
                 FieldVector from = source.apply(name);
                 if (from != null && whole) {
                     from.makeTransferPair(to).transfer();
@@ -605,6 +608,7 @@ public final class RowStream extends ArrowReader {
             }
             if (tail) {
                 BitVector deleted = (BitVector) out.getVector(DELETED);
+                deleted.clear();
                 deleted.allocateNew(n);
                 for (int k = 0; k < n; k++) {
                     deleted.set(k, deleteAt.delete(k) ? 1 : 0);
@@ -612,9 +616,9 @@ public final class RowStream extends ArrowReader {
                 deleted.setValueCount(n);
             }
             out.setRowCount(n);
-            try (ArrowRecordBatch rows = new VectorUnloader(out).getRecordBatch()) {
-                loadRecordBatch(rows);
-            }
+        } catch (RuntimeException e) {
+            out.clear(); // no half-written batch left behind
+            throw e;
         }
     }
 
