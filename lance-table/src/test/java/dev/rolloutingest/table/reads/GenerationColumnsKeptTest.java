@@ -39,7 +39,7 @@ class GenerationColumnsKeptTest {
                     new GenerationCatalog(store, table.location().uri());
             try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 1 << 20);
                     ReadCatalog.Snapshot snapshot = kept.acquire()) {
-                ReadCatalog.Pending pending = pendingOf(snapshot);
+                ReadCatalog.Pending pending = GenerationRowsKeptTest.pendingOf(snapshot);
                 long before = kept.residentBytes();
                 Map<String, FieldVector> first;
                 PendingKeys.GenerationRows rows;
@@ -66,8 +66,8 @@ class GenerationColumnsKeptTest {
             }
             try (ReadCatalog tooSmall = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 100);
                     ReadCatalog.Snapshot snapshot = tooSmall.acquire();
-                    DatasetHandles.Lease lease =
-                            tooSmall.generation(pendingOf(snapshot).listed())) {
+                    DatasetHandles.Lease lease = tooSmall.generation(
+                            GenerationRowsKeptTest.pendingOf(snapshot).listed())) {
                 assertThat(lease.columns(COLUMNS))
                         .as("over the budget: not kept")
                         .isNull();
@@ -95,7 +95,17 @@ class GenerationColumnsKeptTest {
                         .isPositive();
                 assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS).withBatchRows(7), TOPIC), 7))
                         .isEqualTo(100);
+                // merged: the next snapshot drops the generation's handle, and its columns with it
+                table.mergePass(ShardId.of(TOPIC, 0), 100, Long.MAX_VALUE);
+                assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS), TOPIC)))
+                        .isEqualTo(100);
+                assertThat(catalog.columnBytes())
+                        .as("a merged generation's columns freed")
+                        .isZero();
             }
+            assertThat(allocator.getAllocatedMemory())
+                    .as("all freed with the catalog")
+                    .isZero();
         }
     }
 
@@ -112,11 +122,5 @@ class GenerationColumnsKeptTest {
             }
         }
         return rows;
-    }
-
-    private static ReadCatalog.Pending pendingOf(ReadCatalog.Snapshot snapshot) {
-        List<ReadCatalog.Pending> shard = snapshot.pendingByShard.get(ShardId.of(TOPIC, 0));
-        assertThat(shard).hasSize(1);
-        return shard.get(0);
     }
 }

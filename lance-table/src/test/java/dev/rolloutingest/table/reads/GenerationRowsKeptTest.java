@@ -113,7 +113,8 @@ class GenerationRowsKeptTest {
         }
     }
 
-    private static ReadCatalog.Pending pendingOf(ReadCatalog.Snapshot snapshot) {
+    /** The one pending generation of partition 0 in the snapshot. */
+    static ReadCatalog.Pending pendingOf(ReadCatalog.Snapshot snapshot) {
         List<ReadCatalog.Pending> shard = snapshot.pendingByShard.get(ShardId.of(TOPIC, 0));
         assertThat(shard).hasSize(1);
         return shard.get(0);
