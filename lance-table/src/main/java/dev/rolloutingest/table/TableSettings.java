@@ -102,8 +102,9 @@ public final class TableSettings {
                         ConfigDef.Range.atLeast(0L),
                         LOW,
                         "Memory (off-heap) for whole columns of the pending generations, read once and kept so a"
-                                + " scan or tail copies a generation's rows instead of scanning it again; past it"
-                                + " further columns are not kept and are scanned each time. 0 = keep none")
+                                + " scan or tail copies a generation's rows instead of scanning it again; a column"
+                                + " that does not fit is not read whole (its generation's passes scan it), the"
+                                + " columns kept still serve. 0 = keep none")
                 .defineInternal(
                         READ_MAX_LIST_LIMIT,
                         INT,

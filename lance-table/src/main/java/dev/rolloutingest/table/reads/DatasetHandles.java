@@ -83,7 +83,18 @@ final class DatasetHandles implements AutoCloseable {
                 }
                 kept = columns;
             }
-            return kept.get(names, dataset, read, bytes -> cache.admitColumns(this, bytes));
+            Handle handle = this;
+            return kept.get(names, dataset, read, new GenerationColumns.Budget() {
+                @Override
+                public long room() {
+                    return cache.columnRoom(handle);
+                }
+
+                @Override
+                public boolean admit(long bytes) {
+                    return cache.admitColumns(handle, bytes);
+                }
+            });
         }
 
         GenerationKeys keys(DatasetHandles cache) {
@@ -211,6 +222,11 @@ final class DatasetHandles implements AutoCloseable {
                 forget(entry.getValue());
             }
         }
+    }
+
+    /** Bytes of columns the budget can still take for {@code handle}: none when the cache does not keep it. */
+    private synchronized long columnRoom(Handle handle) {
+        return handles.containsValue(handle) ? maxColumnBytes - columnBytes : 0;
     }
 
     /** Counts a handle's newly read columns if the column budget has room; false: not kept. */

@@ -59,10 +59,12 @@ class GenerationColumnsKeptTest {
                             .as("kept, not read again")
                             .isSameAs(first.get(RolloutSchema.RECORD_ID));
                 }
+                long columns = first.get(RolloutSchema.RECORD_ID).getBufferSize()
+                        + first.get(RolloutSchema.REWARD).getBufferSize();
+                assertThat(kept.columnBytes()).isEqualTo(columns);
                 assertThat(kept.residentBytes() - before)
-                        .as("counted in the catalog's resident memory")
-                        .isGreaterThanOrEqualTo(
-                                first.get(RolloutSchema.RECORD_ID).getBufferSize());
+                        .as("counted in the catalog's resident memory, beside the rows' keys")
+                        .isGreaterThanOrEqualTo(rows.bytes() + columns);
             }
             try (ReadCatalog tooSmall = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 100);
                     ReadCatalog.Snapshot snapshot = tooSmall.acquire();
@@ -71,6 +73,40 @@ class GenerationColumnsKeptTest {
                 assertThat(lease.columns(COLUMNS))
                         .as("over the budget: not kept")
                         .isNull();
+            }
+        }
+    }
+
+    @Test
+    void aColumnTheBudgetRefusesLeavesTheKeptOnesServing() throws Exception {
+        try (RolloutTable table = TableFixtures.localTable("generation-columns-refused", new SimpleMeterRegistry());
+                RootAllocator allocator = new RootAllocator();
+                ObjectStore store = ObjectStores.open(table.location())) {
+            TableFixtures.write(table, 0, 0, 99, 100);
+            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
+            GenerationCatalog generations =
+                    new GenerationCatalog(store, table.location().uri());
+            long narrow;
+            try (ReadCatalog measure = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 1 << 20);
+                    ReadCatalog.Snapshot snapshot = measure.acquire();
+                    DatasetHandles.Lease lease = measure.generation(
+                            GenerationRowsKeptTest.pendingOf(snapshot).listed())) {
+                assertThat(lease.columns(COLUMNS)).isNotNull();
+                narrow = measure.columnBytes();
+            }
+            List<String> wide = List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD, RolloutSchema.CONTENT);
+            try (ReadCatalog catalog = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, narrow + 16);
+                    ReadCatalog.Snapshot snapshot = catalog.acquire();
+                    DatasetHandles.Lease lease = catalog.generation(
+                            GenerationRowsKeptTest.pendingOf(snapshot).listed())) {
+                Map<String, FieldVector> kept = lease.columns(COLUMNS);
+                assertThat(kept).as("the narrow columns fit").isNotNull();
+                assertThat(lease.columns(wide)).as("content does not fit").isNull();
+                assertThat(lease.columns(COLUMNS))
+                        .as("the narrow columns still serve")
+                        .isNotNull()
+                        .containsEntry(RolloutSchema.RECORD_ID, kept.get(RolloutSchema.RECORD_ID));
+                assertThat(catalog.columnBytes()).isEqualTo(narrow);
             }
         }
     }
@@ -100,7 +136,10 @@ class GenerationColumnsKeptTest {
                 assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS), TOPIC)))
                         .isEqualTo(100);
                 assertThat(catalog.columnBytes())
-                        .as("a merged generation's columns freed")
+                        .as("a merged generation's columns uncounted")
+                        .isZero();
+                assertThat(allocator.getAllocatedMemory())
+                        .as("and freed, the catalog still open")
                         .isZero();
             }
             assertThat(allocator.getAllocatedMemory())
