@@ -67,13 +67,24 @@ final class PendingKeys {
     /** Two bits of each key's hash in one word of a bit filter. */
     private final long[] filter;
 
+    /** Heap this holds, roughly: counted in its catalog's resident memory for as long as the snapshot is current. */
+    private final long bytes;
+
+    /**
+     * A key's map entry (node and table slot), its String and Order: counted here too, since they outlive the
+     * generation rows they came from once those are evicted.
+     */
+    private static final long KEY_BYTES = 144;
+
     private PendingKeys(Map<String, Order> newest) {
         this.newest = newest;
         int keys = Math.max(newest.size(), 8);
         long[] table = new long[Integer.highestOneBit(keys * 2 - 1) << 1]; // at most half full
         long[] words = new long[Integer.highestOneBit(keys / 4 + 1) << 1]; // >= 16 bits a key
         int mask = table.length - 1;
+        long held = 8L * (table.length + words.length);
         for (String key : newest.keySet()) {
+            held += KEY_BYTES + key.length();
             long hash = hash(key.getBytes(StandardCharsets.UTF_8));
             words[(int) (hash >>> 32) & (words.length - 1)] |= (1L << hash) | (1L << (hash >>> 6));
             int slot = (int) hash & mask;
@@ -84,6 +95,11 @@ final class PendingKeys {
         }
         this.filter = words;
         this.hashes = table;
+        this.bytes = held;
+    }
+
+    long bytes() {
+        return bytes;
     }
 
     /** No pending row (a snapshot's version, or a read that needs none). */

@@ -99,6 +99,12 @@ public final class ReadCatalog implements AutoCloseable {
             return keys;
         }
 
+        /** Bytes of the merged pending keys, once a read merged them. */
+        long pendingKeysBytes() {
+            PendingKeys keys = pendingKeys;
+            return keys == null ? 0 : keys.bytes();
+        }
+
         private boolean retain() {
             for (int n = users.get(); n > 0; n = users.get()) {
                 if (users.compareAndSet(n, n + 1)) {
@@ -284,11 +290,15 @@ public final class ReadCatalog implements AutoCloseable {
     }
 
     /**
-     * Memory this catalog keeps between reads: the pending seals' key filters, and the generations' key positions and
-     * rows' keys and orders.
+     * Memory this catalog keeps between reads: the pending seals' key filters, the generations' key positions, rows'
+     * keys and orders and whole columns, and the current snapshot's merged pending keys.
      */
     public long residentBytes() {
         long bytes = generations.keptBytes();
+        Snapshot snapshot = current;
+        if (snapshot != null) {
+            bytes += snapshot.pendingKeysBytes();
+        }
         for (KeyFilterEntry entry : filters.values()) {
             bytes += entry.filter() == null ? 0 : entry.filter().sizeBytes();
         }

@@ -67,9 +67,14 @@ class GenerationRowsKeptTest {
                 try (DatasetHandles.Lease lease = tooSmall.generation(pending.listed())) {
                     assertThat(lease.rows()).as("over the budget: not kept").isNotSameAs(first);
                 }
+                long filterOnly = tooSmall.residentBytes();
+                assertThat(filterOnly).as("the seal's key filter only").isLessThan(first.bytes());
+                // the merged keys outlive the evicted rows: counted for as long as the snapshot is current
+                PendingKeys keys = PendingKeys.read(tooSmall, snapshot, 1_000, "t");
+                assertThat(keys.bytes()).isGreaterThanOrEqualTo(100 * 64L);
                 assertThat(tooSmall.residentBytes())
-                        .as("the seal's key filter only")
-                        .isLessThan(first.bytes());
+                        .as("the merged pending keys counted")
+                        .isGreaterThanOrEqualTo(filterOnly + keys.bytes());
             }
             // a new seal: a new snapshot merges its keys too
             TableFixtures.write(
