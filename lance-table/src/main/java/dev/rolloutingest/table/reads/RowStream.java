@@ -114,6 +114,8 @@ public final class RowStream extends ArrowReader {
     private final Set<String> newerInBase = new HashSet<>();
     /** Row ids of base rows of pending keys whose order the unreplaced pass could not tell (at most one a key). */
     private final Map<String, Long> heldBack = new HashMap<>();
+
+    private long takes;
     /** Row ids of held-back base rows newer than their pending rows, read by a take once the pass is done. */
     private final List<Long> newerBaseRows = new ArrayList<>();
 
@@ -190,6 +192,11 @@ public final class RowStream extends ArrowReader {
         return lookups;
     }
 
+    /** Takes of base rows by row id this answer ran so far (rows of keys that moved across partitions). */
+    public long baseTakes() {
+        return takes;
+    }
+
     @Override
     public boolean loadNextBatch() throws IOException {
         ensureInitialized(); // a caller may load before it asks for the root
@@ -200,7 +207,7 @@ public final class RowStream extends ArrowReader {
                 }
                 if (keptColumns != null) {
                     if (keptFrom >= generationRows.size()) {
-                        closePass();
+                        closePass(true);
                         continue;
                     }
                     int to = Math.min(generationRows.size(), keptFrom + batchRows);
@@ -217,7 +224,7 @@ public final class RowStream extends ArrowReader {
                     return true;
                 }
                 if (!reader.loadNextBatch()) {
-                    closePass();
+                    closePass(true);
                     continue;
                 }
                 VectorSchemaRoot batch = reader.getVectorSchemaRoot();
@@ -270,6 +277,7 @@ public final class RowStream extends ArrowReader {
             List<Long> rows = newerBaseRows.subList(0, Math.min(newerBaseRows.size(), batchRows));
             current = new Pass(null, null, Keep.ALL);
             reader = base.takeRows(new ArrayList<>(rows), present(base));
+            takes++;
             rows.clear();
             return true;
         }
@@ -296,15 +304,21 @@ public final class RowStream extends ArrowReader {
             projection.addAll(present(dataset));
         }
         if (!current.base()) {
-            // a generation's keys, orders and delete marks are kept with its handle: found by each row's address
-            generationRows = lease.rows();
-            if (filter == null) {
-                // every row of the generation: copied from its columns kept with the handle, no lance scan
-                keptColumns = lease.columns(new ArrayList<>(projection));
-                if (keptColumns != null) {
-                    keptFrom = 0;
-                    return true;
+            try {
+                // a generation's keys, orders and delete marks are kept with its handle: found by each row's address
+                generationRows = lease.rows();
+                if (filter == null) {
+                    // every row of the generation: copied from its columns kept with the handle, no lance scan
+                    keptColumns = lease.columns(new ArrayList<>(projection));
+                    if (keptColumns != null) {
+                        keptFrom = 0;
+                        return true;
+                    }
                 }
+            } catch (RuntimeException e) {
+                lease.close();
+                lease = null;
+                throw e;
             }
             if (projection.isEmpty()) {
                 projection.add(RolloutSchema.RECORD_ID);
@@ -346,8 +360,9 @@ public final class RowStream extends ArrowReader {
         return columns.stream().filter(has::contains).toList();
     }
 
-    private void closePass() throws IOException {
-        boolean unreplaced = current.keep() == Keep.UNREPLACED;
+    /** Ends the current pass; {@code finished}: it read all its rows (else the answer is closed early, by a limit). */
+    private void closePass(boolean finished) throws IOException {
+        boolean unreplaced = finished && current.keep() == Keep.UNREPLACED;
         if (unreplaced) {
             markedEveryPendingKey = true; // with the pass of possible deletes after it, every base row is seen
         }
@@ -366,6 +381,7 @@ public final class RowStream extends ArrowReader {
         } catch (Exception e) {
             throw new IOException(e);
         } finally {
+            heldBack.clear();
             if (lease != null) {
                 lease.close();
                 lease = null;
@@ -455,6 +471,7 @@ public final class RowStream extends ArrowReader {
         List<Long> held = new ArrayList<>(heldBack.values());
         for (int from = 0; from < held.size(); from += batchRows) {
             List<Long> rows = held.subList(from, Math.min(held.size(), from + batchRows));
+            takes++;
             try (ArrowReader taken = base.takeRows(new ArrayList<>(rows), PendingKeys.ORDER_COLUMNS)) {
                 while (taken.loadNextBatch()) {
                     VectorSchemaRoot batch = taken.getVectorSchemaRoot();
@@ -631,7 +648,7 @@ public final class RowStream extends ArrowReader {
     protected void closeReadSource() throws IOException {
         try {
             if (reader != null || keptColumns != null) {
-                closePass();
+                closePass(false);
             } else if (lease != null) {
                 lease.close();
             }

@@ -366,4 +366,28 @@ class BulkReadsTest {
             assertThat(scan.batchSizes()).allMatch(rows -> rows == 1);
         }
     }
+
+    @Test
+    void aScanClosedEarlyByItsLimitOrdersNoHeldBackRow() throws Exception {
+        try (RolloutTable table = localTable("scan-moved-limit", meters)) {
+            RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
+            // k first in the base (partition 1, merged), its newer row pending in partition 0
+            write(
+                    table,
+                    1,
+                    List.of(
+                            TableFixtures.put(generator, 1, 5, "k", 10),
+                            TableFixtures.put(generator, 1, 6, "a", 10),
+                            TableFixtures.put(generator, 1, 7, "b", 10)));
+            table.mergePass(shard(1), 100, Long.MAX_VALUE);
+            write(table, 0, List.of(TableFixtures.put(generator, 0, 20, "k", 50)));
+            RowStream every = table.scan(ScanQuery.all().withBatchRows(2), TOPIC);
+            assertThat(drain(every).offsets()).containsEntry("k", 20L).hasSize(3);
+            assertThat(every.baseTakes()).as("k's base row ordered by a take").isEqualTo(1);
+            // the first base batch (k held back, a shown) reaches the limit: closing orders nothing
+            RowStream limited = table.scan(ScanQuery.all().withBatchRows(2).withLimit(1), TOPIC);
+            assertThat(drain(limited).offsets()).hasSize(1);
+            assertThat(limited.baseTakes()).as("no take after the answer ended").isZero();
+        }
+    }
 }
