@@ -61,13 +61,15 @@ final class DatasetHandles implements AutoCloseable {
 
     private static final class Handle {
         final Dataset dataset;
+        private final DatasetHandles cache;
         private final AtomicInteger users = new AtomicInteger(1); // the cache's own reference
         private final Kept<GenerationKeys> keys = new Kept<>();
         private final Kept<PendingKeys.GenerationRows> rows = new Kept<>();
         private GenerationColumns columns; // guarded by this handle
 
-        Handle(Dataset dataset) {
+        Handle(Dataset dataset, DatasetHandles cache) {
             this.dataset = dataset;
+            this.cache = cache;
         }
 
         Map<String, FieldVector> columns(DatasetHandles cache, List<String> names) {
@@ -109,7 +111,10 @@ final class DatasetHandles implements AutoCloseable {
         /** Bytes of this handle counted in the cache's total (guarded by the cache). */
         long counted;
 
-        /** Bytes of this handle's kept columns counted in the cache's column total (guarded by the cache). */
+        /**
+         * Bytes of this handle's kept columns counted in the cache's column total (guarded by the cache): until they
+         * are freed, also after the cache dropped the handle while a read still uses it.
+         */
         long countedColumns;
 
         boolean retain() {
@@ -123,10 +128,15 @@ final class DatasetHandles implements AutoCloseable {
 
         void release() {
             if (users.decrementAndGet() == 0) {
+                boolean hadColumns;
                 synchronized (this) {
-                    if (columns != null) {
+                    hadColumns = columns != null;
+                    if (hadColumns) {
                         columns.close();
                     }
+                }
+                if (hadColumns) {
+                    cache.columnsFreed(this); // outside this handle's lock: the cache's lock is taken before it
                 }
                 dataset.close();
             }
@@ -194,7 +204,7 @@ final class DatasetHandles implements AutoCloseable {
                 return new Lease(cached);
             }
         }
-        Handle opened = new Handle(opener.apply(uri)); // opened outside the lock: other reads go on meanwhile
+        Handle opened = new Handle(opener.apply(uri), this); // opened outside the lock: other reads go on meanwhile
         synchronized (this) {
             Handle raced = handles.get(uri);
             if (raced != null && raced.retain()) {
@@ -239,11 +249,18 @@ final class DatasetHandles implements AutoCloseable {
         return true;
     }
 
-    /** A handle the cache no longer keeps: its bytes uncounted, the cache's reference given back. */
+    /**
+     * A handle the cache no longer keeps: its bytes uncounted, the cache's reference given back. Its columns stay
+     * counted until the last read using it lets go and they are freed.
+     */
     private void forget(Handle handle) {
         cachedBytes -= handle.counted;
-        columnBytes -= handle.countedColumns;
         handle.release();
+    }
+
+    private synchronized void columnsFreed(Handle handle) {
+        columnBytes -= handle.countedColumns;
+        handle.countedColumns = 0;
     }
 
     private synchronized void loaded(Handle handle, long bytes) {

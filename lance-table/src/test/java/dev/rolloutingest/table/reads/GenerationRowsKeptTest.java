@@ -76,13 +76,18 @@ class GenerationRowsKeptTest {
                         .as("the merged pending keys counted")
                         .isGreaterThanOrEqualTo(filterOnly + keys.bytes());
             }
-            // a new seal: a new snapshot merges its keys too
-            TableFixtures.write(
-                    table, 0, List.of(TableFixtures.put(new RolloutGenerator("exp", 8, 1), 0, 100, "new", 5)));
-            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20);
-                    ReadCatalog.Snapshot snapshot = kept.acquire()) {
-                assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest("new"))
-                        .isNotNull();
+            // a new seal: the catalog's next snapshot merges its keys too
+            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20)) {
+                try (ReadCatalog.Snapshot snapshot = kept.acquire()) {
+                    assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest("new"))
+                            .isNull();
+                }
+                TableFixtures.write(
+                        table, 0, List.of(TableFixtures.put(new RolloutGenerator("exp", 8, 1), 0, 100, "new", 5)));
+                try (ReadCatalog.Snapshot snapshot = kept.acquire()) {
+                    assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest("new"))
+                            .isNotNull();
+                }
             }
         }
     }
