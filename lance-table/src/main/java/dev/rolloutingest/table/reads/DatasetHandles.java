@@ -36,12 +36,12 @@ final class DatasetHandles implements AutoCloseable {
 
         /** Where each record_id sits in this (immutable) dataset, loaded on first use and kept with the handle. */
         GenerationKeys keys() {
-            return handle.keys(DatasetHandles.this);
+            return handle.keys();
         }
 
         /** The key and order of each row of this (immutable) dataset, loaded on first use and kept with the handle. */
         PendingKeys.GenerationRows rows() {
-            return handle.rows(DatasetHandles.this);
+            return handle.rows();
         }
 
         /**
@@ -50,7 +50,7 @@ final class DatasetHandles implements AutoCloseable {
          * Valid while this lease is open.
          */
         Map<String, FieldVector> columns(List<String> names) {
-            return handle.columns(DatasetHandles.this, names);
+            return handle.columns(names);
         }
 
         @Override
@@ -59,7 +59,8 @@ final class DatasetHandles implements AutoCloseable {
         }
     }
 
-    private static final class Handle {
+    /** One open dataset and what is kept with it; as a {@link GenerationColumns.Budget}, the cache's column budget. */
+    private static final class Handle implements GenerationColumns.Budget {
         final Dataset dataset;
         private final DatasetHandles cache;
         private final AtomicInteger users = new AtomicInteger(1); // the cache's own reference
@@ -72,11 +73,11 @@ final class DatasetHandles implements AutoCloseable {
             this.cache = cache;
         }
 
-        Map<String, FieldVector> columns(DatasetHandles cache, List<String> names) {
+        Map<String, FieldVector> columns(List<String> names) {
             if (cache.maxColumnBytes == 0 || names.isEmpty()) {
                 return null;
             }
-            PendingKeys.GenerationRows read = rows(cache);
+            PendingKeys.GenerationRows read = rows();
             GenerationColumns kept;
             synchronized (this) {
                 if (columns == null) {
@@ -85,27 +86,25 @@ final class DatasetHandles implements AutoCloseable {
                 }
                 kept = columns;
             }
-            Handle handle = this;
-            return kept.get(names, dataset, read, new GenerationColumns.Budget() {
-                @Override
-                public long room() {
-                    return cache.columnRoom(handle);
-                }
-
-                @Override
-                public boolean admit(long bytes) {
-                    return cache.admitColumns(handle, bytes);
-                }
-            });
+            return kept.get(names, dataset, read, this);
         }
 
-        GenerationKeys keys(DatasetHandles cache) {
-            return keys.get(() -> GenerationKeys.load(dataset), k -> (long) k.keys() * KEY_POSITION_BYTES, cache, this);
+        @Override
+        public long room() {
+            return cache.columnRoom(this);
         }
 
-        PendingKeys.GenerationRows rows(DatasetHandles cache) {
-            return rows.get(
-                    () -> PendingKeys.GenerationRows.read(dataset), PendingKeys.GenerationRows::bytes, cache, this);
+        @Override
+        public boolean admit(long bytes) {
+            return cache.admitColumns(this, bytes);
+        }
+
+        GenerationKeys keys() {
+            return keys.get(() -> GenerationKeys.load(dataset), k -> (long) k.keys() * KEY_POSITION_BYTES, this);
+        }
+
+        PendingKeys.GenerationRows rows() {
+            return rows.get(() -> PendingKeys.GenerationRows.read(dataset), PendingKeys.GenerationRows::bytes, this);
         }
 
         /** Bytes of this handle counted in the cache's total (guarded by the cache). */
@@ -147,14 +146,14 @@ final class DatasetHandles implements AutoCloseable {
     private static final class Kept<T> {
         private volatile T value;
 
-        T get(Supplier<T> load, ToLongFunction<T> bytes, DatasetHandles cache, Handle handle) {
+        T get(Supplier<T> load, ToLongFunction<T> bytes, Handle handle) {
             T loaded = value;
             if (loaded == null) {
                 synchronized (this) {
                     loaded = value;
                     if (loaded == null) {
                         value = loaded = load.get();
-                        cache.loaded(handle, bytes.applyAsLong(loaded));
+                        handle.cache.loaded(handle, bytes.applyAsLong(loaded));
                     }
                 }
             }

@@ -114,8 +114,6 @@ public final class RowStream extends ArrowReader {
     private final Set<String> newerInBase = new HashSet<>();
     /** Row ids of base rows of pending keys whose order the unreplaced pass could not tell (at most one a key). */
     private final Map<String, Long> heldBack = new HashMap<>();
-
-    private long takes;
     /** Row ids of held-back base rows newer than their pending rows, read by a take once the pass is done. */
     private final List<Long> newerBaseRows = new ArrayList<>();
 
@@ -135,6 +133,7 @@ public final class RowStream extends ArrowReader {
     private ArrowReader reader;
     private long delivered;
     private long lookups;
+    private long takes;
 
     RowStream(
             BufferAllocator allocator,
@@ -486,7 +485,6 @@ public final class RowStream extends ArrowReader {
                 }
             }
         }
-        heldBack.clear();
     }
 
     /** Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. */
