@@ -35,11 +35,8 @@ class ConcurrentScansTest {
     private static final int SCANNERS = 3;
 
     @Test
-    @Timeout(
-            value = 120,
-            threadMode =
-                    Timeout.ThreadMode
-                            .SEPARATE_THREAD) // a deadlock between the scans' leases and the cache fails, not hangs
+    // a deadlock between the scans' leases and the cache fails the test, rather than hanging the build
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void scansSideBySideWithSealsAndMergesSeeEveryKeyOnceAndLeakNothing() throws Exception {
         TableSettings settings = TableSettings.DEFAULTS
                 .with(TableSettings.READ_REFRESH_MS, 0L)

@@ -3,20 +3,12 @@ package dev.rolloutingest.table.reads;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.storage.LanceIo;
-import dev.rolloutingest.table.storage.ObjectStore;
-import dev.rolloutingest.table.storage.ObjectStores;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.junit.jupiter.api.Test;
@@ -30,16 +22,11 @@ class GenerationColumnsKeptTest {
 
     @Test
     void aGenerationsColumnsAreReadOnceRowForRowAndKeptWithinTheBudget() throws Exception {
-        try (RolloutTable table = TableFixtures.localTable("generation-columns-kept", new SimpleMeterRegistry());
-                RootAllocator allocator = new RootAllocator();
-                ObjectStore store = ObjectStores.open(table.location())) {
-            TableFixtures.write(table, 0, 0, 99, 100);
-            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
-            GenerationCatalog generations =
-                    new GenerationCatalog(store, table.location().uri());
-            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 1 << 20);
+        try (PendingTable fixture = new PendingTable("generation-columns-kept")) {
+            TableFixtures.write(fixture.table, 0, 0, 99, 100);
+            try (ReadCatalog kept = fixture.catalog(1 << 20, 1 << 20);
                     ReadCatalog.Snapshot snapshot = kept.acquire()) {
-                ReadCatalog.Pending pending = GenerationRowsKeptTest.pendingOf(snapshot);
+                ReadCatalog.Pending pending = PendingTable.pendingOf(snapshot);
                 long before = kept.residentBytes();
                 Map<String, FieldVector> first;
                 PendingKeys.GenerationRows rows;
@@ -66,10 +53,10 @@ class GenerationColumnsKeptTest {
                         .as("counted in the catalog's resident memory, beside the rows' keys")
                         .isGreaterThanOrEqualTo(rows.bytes() + columns);
             }
-            try (ReadCatalog tooSmall = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 100);
+            try (ReadCatalog tooSmall = fixture.catalog(1 << 20, 100);
                     ReadCatalog.Snapshot snapshot = tooSmall.acquire();
-                    DatasetHandles.Lease lease = tooSmall.generation(
-                            GenerationRowsKeptTest.pendingOf(snapshot).listed())) {
+                    DatasetHandles.Lease lease =
+                            tooSmall.generation(PendingTable.pendingOf(snapshot).listed())) {
                 assertThat(lease.columns(COLUMNS))
                         .as("over the budget: not kept")
                         .isNull();
@@ -79,26 +66,21 @@ class GenerationColumnsKeptTest {
 
     @Test
     void aColumnTheBudgetRefusesLeavesTheKeptOnesServing() throws Exception {
-        try (RolloutTable table = TableFixtures.localTable("generation-columns-refused", new SimpleMeterRegistry());
-                RootAllocator allocator = new RootAllocator();
-                ObjectStore store = ObjectStores.open(table.location())) {
-            TableFixtures.write(table, 0, 0, 99, 100);
-            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
-            GenerationCatalog generations =
-                    new GenerationCatalog(store, table.location().uri());
+        try (PendingTable fixture = new PendingTable("generation-columns-refused")) {
+            TableFixtures.write(fixture.table, 0, 0, 99, 100);
             long narrow;
-            try (ReadCatalog measure = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, 1 << 20);
+            try (ReadCatalog measure = fixture.catalog(1 << 20, 1 << 20);
                     ReadCatalog.Snapshot snapshot = measure.acquire();
-                    DatasetHandles.Lease lease = measure.generation(
-                            GenerationRowsKeptTest.pendingOf(snapshot).listed())) {
+                    DatasetHandles.Lease lease =
+                            measure.generation(PendingTable.pendingOf(snapshot).listed())) {
                 assertThat(lease.columns(COLUMNS)).isNotNull();
                 narrow = measure.columnBytes();
             }
             List<String> wide = List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD, RolloutSchema.CONTENT);
-            try (ReadCatalog catalog = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20, narrow + 16);
+            try (ReadCatalog catalog = fixture.catalog(1 << 20, narrow + 16);
                     ReadCatalog.Snapshot snapshot = catalog.acquire();
-                    DatasetHandles.Lease lease = catalog.generation(
-                            GenerationRowsKeptTest.pendingOf(snapshot).listed())) {
+                    DatasetHandles.Lease lease =
+                            catalog.generation(PendingTable.pendingOf(snapshot).listed())) {
                 Map<String, FieldVector> kept = lease.columns(COLUMNS);
                 assertThat(kept).as("the narrow columns fit").isNotNull();
                 assertThat(lease.columns(wide)).as("content does not fit").isNull();
@@ -113,14 +95,10 @@ class GenerationColumnsKeptTest {
 
     @Test
     void anUnfilteredScanCopiesPendingRowsFromTheKeptColumnsAndAFilteredOneScans() throws Exception {
-        try (RolloutTable table = TableFixtures.localTable("generation-columns-scan", new SimpleMeterRegistry());
-                RootAllocator allocator = new RootAllocator();
-                ObjectStore store = ObjectStores.open(table.location())) {
-            TableFixtures.write(table, 0, 0, 99, 100);
-            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
-            try (ReadCatalog catalog = new ReadCatalog(
-                    lance, new GenerationCatalog(store, table.location().uri()), Duration.ZERO, 4, 1 << 20, 1 << 20)) {
-                BulkReads reads = new BulkReads(lance, catalog, store, TableSettings.DEFAULTS);
+        try (PendingTable fixture = new PendingTable("generation-columns-scan")) {
+            TableFixtures.write(fixture.table, 0, 0, 99, 100);
+            try (ReadCatalog catalog = fixture.catalog(1 << 20, 1 << 20)) {
+                BulkReads reads = new BulkReads(fixture.lance, catalog, fixture.store, TableSettings.DEFAULTS);
                 assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS).withPolicyVersions(50L, null), TOPIC)))
                         .isEqualTo(50);
                 assertThat(catalog.columnBytes()).as("a filtered pass scans").isZero();
@@ -136,12 +114,12 @@ class GenerationColumnsKeptTest {
                 // counted until it lets go and they are freed
                 DatasetHandles.Lease reading;
                 try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
-                    reading = catalog.generation(
-                            GenerationRowsKeptTest.pendingOf(snapshot).listed());
+                    reading =
+                            catalog.generation(PendingTable.pendingOf(snapshot).listed());
                 }
                 try (reading) {
                     assertThat(reading.columns(COLUMNS)).isNotNull();
-                    table.mergePass(ShardId.of(TOPIC, 0), 100, Long.MAX_VALUE);
+                    fixture.table.mergePass(ShardId.of(TOPIC, 0), 100, Long.MAX_VALUE);
                     assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS), TOPIC)))
                             .isEqualTo(100);
                     assertThat(catalog.columnBytes())
@@ -151,11 +129,11 @@ class GenerationColumnsKeptTest {
                 assertThat(catalog.columnBytes())
                         .as("a merged generation's columns uncounted once freed")
                         .isZero();
-                assertThat(allocator.getAllocatedMemory())
+                assertThat(fixture.allocator.getAllocatedMemory())
                         .as("and freed, the catalog still open")
                         .isZero();
             }
-            assertThat(allocator.getAllocatedMemory())
+            assertThat(fixture.allocator.getAllocatedMemory())
                     .as("all freed with the catalog")
                     .isZero();
         }

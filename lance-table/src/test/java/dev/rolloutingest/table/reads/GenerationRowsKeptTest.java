@@ -1,23 +1,13 @@
 package dev.rolloutingest.table.reads;
 
-import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
-import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.storage.LanceIo;
-import dev.rolloutingest.table.storage.ObjectStore;
-import dev.rolloutingest.table.storage.ObjectStores;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -28,16 +18,11 @@ import org.junit.jupiter.api.Test;
 class GenerationRowsKeptTest {
     @Test
     void aGenerationsRowsAreReadOnceAndKeptWithinTheBudget() throws Exception {
-        try (RolloutTable table = TableFixtures.localTable("generation-rows-kept", new SimpleMeterRegistry());
-                RootAllocator allocator = new RootAllocator();
-                ObjectStore store = ObjectStores.open(table.location())) {
-            TableFixtures.write(table, 0, 0, 99, 100);
-            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
-            GenerationCatalog generations =
-                    new GenerationCatalog(store, table.location().uri());
-            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20);
+        try (PendingTable fixture = new PendingTable("generation-rows-kept")) {
+            TableFixtures.write(fixture.table, 0, 0, 99, 100);
+            try (ReadCatalog kept = fixture.catalog(1 << 20, 0);
                     ReadCatalog.Snapshot snapshot = kept.acquire()) {
-                ReadCatalog.Pending pending = pendingOf(snapshot);
+                ReadCatalog.Pending pending = PendingTable.pendingOf(snapshot);
                 PendingKeys.GenerationRows first;
                 try (DatasetHandles.Lease lease = kept.generation(pending.listed())) {
                     first = lease.rows();
@@ -57,9 +42,9 @@ class GenerationRowsKeptTest {
                         .as("merged once a snapshot")
                         .isSameAs(keys);
             }
-            try (ReadCatalog tooSmall = new ReadCatalog(lance, generations, Duration.ZERO, 4, 100);
+            try (ReadCatalog tooSmall = fixture.catalog(100, 0);
                     ReadCatalog.Snapshot snapshot = tooSmall.acquire()) {
-                ReadCatalog.Pending pending = pendingOf(snapshot);
+                ReadCatalog.Pending pending = PendingTable.pendingOf(snapshot);
                 PendingKeys.GenerationRows first;
                 try (DatasetHandles.Lease lease = tooSmall.generation(pending.listed())) {
                     first = lease.rows();
@@ -77,13 +62,15 @@ class GenerationRowsKeptTest {
                         .isGreaterThanOrEqualTo(filterOnly + keys.bytes());
             }
             // a new seal: the catalog's next snapshot merges its keys too
-            try (ReadCatalog kept = new ReadCatalog(lance, generations, Duration.ZERO, 4, 1 << 20)) {
+            try (ReadCatalog kept = fixture.catalog(1 << 20, 0)) {
                 try (ReadCatalog.Snapshot snapshot = kept.acquire()) {
                     assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest("new"))
                             .isNull();
                 }
                 TableFixtures.write(
-                        table, 0, List.of(TableFixtures.put(new RolloutGenerator("exp", 8, 1), 0, 100, "new", 5)));
+                        fixture.table,
+                        0,
+                        List.of(TableFixtures.put(new RolloutGenerator("exp", 8, 1), 0, 100, "new", 5)));
                 try (ReadCatalog.Snapshot snapshot = kept.acquire()) {
                     assertThat(PendingKeys.read(kept, snapshot, 1_000, "t").newest("new"))
                             .isNotNull();
@@ -94,23 +81,19 @@ class GenerationRowsKeptTest {
 
     @Test
     void aGenerationsRowsAreFoundByAddressWithTheirDeleteMarks() throws Exception {
-        try (RolloutTable table = TableFixtures.localTable("generation-rows-deletes", new SimpleMeterRegistry());
-                RootAllocator allocator = new RootAllocator();
-                ObjectStore store = ObjectStores.open(table.location())) {
+        try (PendingTable fixture = new PendingTable("generation-rows-deletes")) {
             RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
             TableFixtures.write(
-                    table,
+                    fixture.table,
                     0,
                     List.of(
                             TableFixtures.put(generator, 0, 0, "a", 10),
                             TableFixtures.delete(0, 1, "b", 11),
                             TableFixtures.put(generator, 0, 2, "c", 12)));
-            LanceIo lance = new LanceIo(table.location(), allocator, 1 << 20);
-            try (ReadCatalog catalog = new ReadCatalog(
-                            lance, new GenerationCatalog(store, table.location().uri()), Duration.ZERO, 4, 1 << 20);
+            try (ReadCatalog catalog = fixture.catalog(1 << 20, 0);
                     ReadCatalog.Snapshot snapshot = catalog.acquire();
                     DatasetHandles.Lease lease =
-                            catalog.generation(pendingOf(snapshot).listed())) {
+                            catalog.generation(PendingTable.pendingOf(snapshot).listed())) {
                 PendingKeys.GenerationRows rows = lease.rows();
                 Map<String, Boolean> deleteByKey = new HashMap<>();
                 for (long address = 0; address < 3; address++) { // one fragment: addresses are row numbers
@@ -121,12 +104,5 @@ class GenerationRowsKeptTest {
                 assertThatThrownBy(() -> rows.row(3)).hasMessageContaining("no row at address 3");
             }
         }
-    }
-
-    /** The one pending generation of partition 0 in the snapshot. */
-    static ReadCatalog.Pending pendingOf(ReadCatalog.Snapshot snapshot) {
-        List<ReadCatalog.Pending> shard = snapshot.pendingByShard.get(ShardId.of(TOPIC, 0));
-        assertThat(shard).hasSize(1);
-        return shard.get(0);
     }
 }
