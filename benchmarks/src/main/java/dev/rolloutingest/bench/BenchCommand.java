@@ -6,6 +6,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.MergeResult;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
@@ -337,14 +338,12 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (suite.equals("fleet-isolation")) {
             printMachine("");
-            new dev.rolloutingest.merge.FleetIsolationBench(
-                            dir, isolationTables, broken, generations, rows, tablesParallel, 2)
-                    .run();
+            new FleetIsolationBench(dir, isolationTables, broken, generations, rows, tablesParallel, 2).run();
             return 0;
         }
         if (suite.equals("fleet-fairness")) {
             printMachine("");
-            new dev.rolloutingest.merge.FleetFairnessBench(
+            new FleetFairnessBench(
                             dir,
                             isolationTables,
                             hotFactor,
@@ -359,12 +358,12 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (suite.equals("resident-tables")) {
             printMachine("");
-            new dev.rolloutingest.merge.ResidentTablesBench(dir, tableCounts, residentHeap, idleReleaseMs).run();
+            new ResidentTablesBench(dir, tableCounts, residentHeap, idleReleaseMs).run();
             return 0;
         }
         if (suite.equals("fleet-spread")) {
             printMachine("");
-            new dev.rolloutingest.merge.FleetSpreadBench(dir, tableCounts, generations, rows, tablesParallel, 2).run();
+            new FleetSpreadBench(dir, tableCounts, generations, rows, tablesParallel, 2).run();
             return 0;
         }
         if (suite.equals("merge")) {
@@ -436,7 +435,7 @@ final class BenchCommand implements Callable<Integer> {
             try (RolloutTable table = fresh("reads-" + pending)) {
                 // 10,000 rows merged into the base, then `pending` generations of 50 rows on top.
                 table.writeGeneration(TOPIC, 0, 0, 9_999, rows(0, 10_000, 10_000, 256), 10_000L * 300);
-                table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
                 long offset = 10_000;
                 for (int g = 0; g < pending; g++) {
                     table.writeGeneration(TOPIC, 0, offset, offset + 49, rows(offset, 50, 10_000, 256), 50L * 300);
@@ -473,7 +472,7 @@ final class BenchCommand implements Callable<Integer> {
                             TOPIC, 0, offset, offset + 999, rows(offset, 1000, 20_000, 1024), 1000L * 1100);
                     offset += 1000;
                 }
-                MergeResult result = table.mergePass(shard, 8, 0);
+                MergeResult result = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
                 read[i] = result.readDuration().toNanos() / 1e6;
                 commit[i] = result.commitDuration().toNanos() / 1e6;
             }

@@ -2,9 +2,6 @@ package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.ChildJvm;
 import dev.rolloutingest.embedded.FileTrees;
-import dev.rolloutingest.merge.MergeCoordinator;
-import dev.rolloutingest.merge.MergeMetrics;
-import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
@@ -19,6 +16,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -106,44 +104,32 @@ final class MergeBench {
         return drain(threadCount, 1);
     }
 
-    /** Drains the backlog with {@code committers} coordinators, each owning the shards p % committers == i. */
+    /** Drains the backlog with {@code committers} table handles, each merging the shards p % committers == i. */
     private Result drain(int threadCount, int committers) throws Exception {
         Path path = dir.toAbsolutePath().resolve("merge-" + threadCount + "-" + committers);
         FileTrees.deleteRecursively(path);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path), settings, meters)) {
+        TableSettings withThreads = settings.with(TableSettings.MERGE_THREADS, threadCount);
+        try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(path), withThreads, meters)) {
             writeBacklog(table, shards, generations, rows);
-            MergeMetrics metrics = new MergeMetrics(meters);
             List<RolloutTable> tables = new ArrayList<>();
-            List<MergeCoordinator> coordinators = new ArrayList<>();
             long started = System.nanoTime();
             try {
+                List<CompletableFuture<Void>> drains = new ArrayList<>();
                 for (int c = 0; c < committers; c++) {
                     // Each committer its own table handle, as separate processes would have.
-                    RolloutTable own = c == 0 ? table : RolloutTable.open(TableLocation.local(path), settings, meters);
+                    RolloutTable own =
+                            c == 0 ? table : RolloutTable.open(TableLocation.local(path), withThreads, meters);
                     if (c > 0) {
                         tables.add(own);
                     }
-                    coordinators.add(new MergeCoordinator(own, 8, 48L << 20, 48L << 20, threadCount, metrics, 0, 8));
-                }
-                while (true) {
-                    boolean pending = false;
-                    for (int p = 0; p < shards; p++) {
-                        String shard = ShardId.of(TOPIC, p);
-                        MergeCoordinator owner = coordinators.get(p % committers);
-                        owner.drain(shard);
-                        if (!table.pendingGenerations(shard).isEmpty()) {
-                            pending = true;
-                            owner.submit(shard, MergeTrigger.COUNT);
-                        }
+                    for (int p = c; p < shards; p += committers) {
+                        drains.add(Drains.shard(own, ShardId.of(TOPIC, p)));
                     }
-                    if (!pending) {
-                        break;
-                    }
-                    Thread.sleep(20);
                 }
+                CompletableFuture.allOf(drains.toArray(CompletableFuture[]::new))
+                        .join();
             } finally {
-                coordinators.forEach(MergeCoordinator::close);
                 tables.forEach(RolloutTable::close);
             }
             double seconds = (System.nanoTime() - started) / 1e9;
@@ -224,7 +210,7 @@ final class MergeBench {
         }
     }
 
-    /** Drains one table's backlog with the merge-worker's coordinator; prints time and peak RSS. */
+    /** Drains one table's backlog through its merges as the merge-worker does; prints time and peak RSS. */
     static final class Drain {
         public static void main(String[] args) throws Exception {
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
@@ -236,18 +222,7 @@ final class MergeBench {
                             .with(TableSettings.PENDING_MAX_GENERATIONS, 0)
                             .with(TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS, Long.parseLong(args[1])),
                     meters)) {
-                MergeCoordinator coordinator =
-                        new MergeCoordinator(table, 8, 48L << 20, 48L << 20, 2, new MergeMetrics(meters), 0, 8);
-                try {
-                    String shard = ShardId.of(TOPIC, 0);
-                    while (!table.pendingGenerations(shard).isEmpty()) {
-                        coordinator.drain(shard);
-                        coordinator.submit(shard, MergeTrigger.COUNT);
-                        Thread.sleep(20);
-                    }
-                } finally {
-                    coordinator.close();
-                }
+                Drains.shard(table, ShardId.of(TOPIC, 0)).join();
             }
             System.out.printf(
                     "drained in %.1f s, peak RSS %d MiB%n", (System.nanoTime() - started) / 1e9, peakRssMiB());

@@ -8,6 +8,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.MergeResult;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
@@ -119,10 +120,10 @@ final class ReadBench {
             }
             write(table, 0, rows);
             if (table.pendingGenerations(ShardId.of(TOPIC, 0)).size() >= 10) {
-                table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
         }
-        table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+        table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
         table.optimizeKeyIndex();
         System.err.printf("built a %,d-row base in %.1f s%n", baseRows, (System.nanoTime() - started) / 1e9);
     }
@@ -151,7 +152,7 @@ final class ReadBench {
 
     private static void mergeEverything(RolloutTable table, int shards) {
         for (int partition = 0; partition < shards; partition++) {
-            table.mergePass(ShardId.of(TOPIC, partition), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, partition)).limits(0, 0));
         }
         table.optimizeKeyIndex();
     }
@@ -219,7 +220,8 @@ final class ReadBench {
                 }
                 write(table, shard, rows);
             }
-            MergeResult result = table.mergePass(ShardId.of(TOPIC, shard), 8, 0);
+            MergeResult result = table.merges()
+                    .pass(MergeRequest.of(ShardId.of(TOPIC, shard)).limits(8, 0));
             read[pass] = result.readDuration().toNanos() / 1e6;
             commit[pass] = result.commitDuration().toNanos() / 1e6;
         }

@@ -7,6 +7,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.RowStream;
 import dev.rolloutingest.table.reads.ScanQuery;
 import dev.rolloutingest.table.reads.TailCursor;
@@ -99,7 +100,7 @@ final class ScanBench {
                             RolloutSchema.POLICY_VERSION));
             compare(table, path, "every column", RolloutSchema.allColumns());
             compare(table, path, "narrow (record_id, reward)", List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD));
-            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             compare(
                     table,
                     path,
@@ -125,10 +126,10 @@ final class ScanBench {
             }
             write(table, rows);
             if (table.pendingGenerations(ShardId.of(TOPIC, 0)).size() >= 10) {
-                table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
         }
-        table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+        table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
         table.compact(1_000_000);
         System.err.printf("built a %,d-row base in %.1f s%n", baseRows, (System.nanoTime() - started) / 1e9);
     }
@@ -256,7 +257,9 @@ final class ScanBench {
                                 sealedAt.put(o, sealed.sealedNanos());
                             }
                             if (System.nanoTime() - lastMerge > 2_000_000_000L) {
-                                writer.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+                                writer.merges()
+                                        .pass(MergeRequest.of(ShardId.of(TOPIC, 0))
+                                                .limits(0, 0));
                                 lastMerge = System.nanoTime();
                             }
                             long wait = 100 - (System.nanoTime() - started) / 1_000_000;

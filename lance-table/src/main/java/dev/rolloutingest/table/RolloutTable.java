@@ -8,11 +8,8 @@ import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.maintenance.KeyIndexTiers;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.CommitStage;
-import dev.rolloutingest.table.merge.MergePlan;
-import dev.rolloutingest.table.merge.MergeResult;
 import dev.rolloutingest.table.merge.MergeRound;
-import dev.rolloutingest.table.merge.PreparedMerge;
-import dev.rolloutingest.table.merge.RoundResult;
+import dev.rolloutingest.table.merge.TableMerges;
 import dev.rolloutingest.table.reads.BulkReads;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.reads.LsmReader;
@@ -34,7 +31,6 @@ import dev.rolloutingest.table.storage.StorageErrors;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -80,6 +76,7 @@ public final class RolloutTable implements AutoCloseable {
     private final LsmReader reader;
     private final BulkReads bulk;
     private final MergeRound merge;
+    private final TableMerges merges;
     private final TableMaintenance maintenance;
     private final LanceIo lance;
     private final TableSnapshots snapshots;
@@ -87,8 +84,8 @@ public final class RolloutTable implements AutoCloseable {
     private final int mergeConflictRetries;
     private volatile long lastUsedNanos = System.nanoTime();
 
-    private RolloutTable(
-            TableLocation location, TableSettings settings, MeterRegistry meters, SharedLanceCache sharedCache) {
+    private RolloutTable(TableLocation location, TableSettings settings, MeterRegistry meters, SharedByTables shared) {
+        SharedLanceCache sharedCache = shared == null ? null : shared.cache();
         this.location = location;
         this.addedColumnsRefreshMs = settings.readRefreshMs();
         this.mergeConflictRetries = settings.mergeConflictRetries();
@@ -110,7 +107,11 @@ public final class RolloutTable implements AutoCloseable {
         this.bulk = new BulkReads(lance, readCatalog, store, settings);
         this.merge = new MergeRound(lance, store, catalog, settings, meters);
         this.maintenance = new TableMaintenance(lance, store, catalog);
-        this.snapshots = new TableSnapshots(lance, catalog, this::mergePass);
+        this.merges = TableMerges.of(location.uri(), merge, shared == null ? null : shared.merges(), settings, () -> {
+            touch();
+            readCatalog.invalidate();
+        });
+        this.snapshots = new TableSnapshots(lance, catalog, merges);
     }
 
     /** Opens the table, creating it (schema + MemWAL) when nothing is at the URI yet. */
@@ -118,10 +119,10 @@ public final class RolloutTable implements AutoCloseable {
         return createOrOpen(location, settings, meters, null);
     }
 
-    /** {@link #createOrOpen(TableLocation, TableSettings, MeterRegistry)} with a catalog's shared lance-core cache. */
+    /** {@link #createOrOpen(TableLocation, TableSettings, MeterRegistry)} with what a catalog's tables share. */
     public static RolloutTable createOrOpen(
-            TableLocation location, TableSettings settings, MeterRegistry meters, SharedLanceCache sharedCache) {
-        RolloutTable table = new RolloutTable(location, settings, meters, sharedCache);
+            TableLocation location, TableSettings settings, MeterRegistry meters, SharedByTables shared) {
+        RolloutTable table = new RolloutTable(location, settings, meters, shared);
         try {
             table.ensureBase(true);
             return table;
@@ -136,10 +137,10 @@ public final class RolloutTable implements AutoCloseable {
         return open(location, settings, meters, null);
     }
 
-    /** {@link #open(TableLocation, TableSettings, MeterRegistry)} with a catalog's shared lance-core cache. */
+    /** {@link #open(TableLocation, TableSettings, MeterRegistry)} with what a catalog's tables share. */
     public static RolloutTable open(
-            TableLocation location, TableSettings settings, MeterRegistry meters, SharedLanceCache sharedCache) {
-        RolloutTable table = new RolloutTable(location, settings, meters, sharedCache);
+            TableLocation location, TableSettings settings, MeterRegistry meters, SharedByTables shared) {
+        RolloutTable table = new RolloutTable(location, settings, meters, shared);
         try {
             table.ensureBase(false);
             return table;
@@ -486,56 +487,14 @@ public final class RolloutTable implements AutoCloseable {
         }
     }
 
-    /**
-     * One bounded merge of one shard, planned, prepared and committed at once: a round of one. Throws what
-     * failed it.
-     */
-    public MergeResult mergePass(String shard, int maxGenerations, long maxBytes) {
-        return mergePass(shard, maxGenerations, maxBytes, -1L);
+    /** The one way this table is merged: passes over its shards, in rounds, on its one committer. */
+    public TableMerges merges() {
+        return merges;
     }
 
-    /** {@link #mergePass(String, int, long)} taking no generation above {@code upTo} (unsigned; -1 = any). */
-    public MergeResult mergePass(String shard, int maxGenerations, long maxBytes, long upTo) {
-        MergePlan plan = merge.plan(List.of(shard), maxGenerations, maxBytes, Map.of(shard, upTo))
-                .get(0);
-        RoundResult round = commitMerge(List.of(prepareMerge(plan)));
-        RuntimeException failure = round.failed().get(shard);
-        if (failure != null) {
-            throw failure;
-        }
-        return round.merged().get(shard);
-    }
-
-    /** The merge rounds of this table (benchmarks look at their key filter). */
+    /** The merge rounds of this table (benchmarks and tests look at their key filter and lance-core handle). */
     public MergeRound mergeRound() {
         return merge;
-    }
-
-    /** What each shard would merge now (see {@link MergeRound#plan}). */
-    public List<MergePlan> planMerge(Collection<String> shards, int maxGenerations, long maxBytes) {
-        return merge.plan(shards, maxGenerations, maxBytes, Map.of());
-    }
-
-    /** {@link #planMerge} taking, per shard named in {@code upTo}, no generation above its bound (unsigned). */
-    public List<MergePlan> planMerge(
-            Collection<String> shards, int maxGenerations, long maxBytes, Map<String, Long> upTo) {
-        return merge.plan(shards, maxGenerations, maxBytes, upTo);
-    }
-
-    /** Reads and de-duplicates a shard's planned generations; any thread; the caller closes it or commits it. */
-    public PreparedMerge prepareMerge(MergePlan plan) {
-        touch();
-        return merge.prepare(plan);
-    }
-
-    /** Commits prepared shards as one merge-insert where it can (see {@link MergeRound#commit}); closes them. */
-    public RoundResult commitMerge(List<PreparedMerge> prepared) {
-        touch();
-        try {
-            return merge.commit(prepared);
-        } finally {
-            readCatalog.invalidate();
-        }
     }
 
     public TableMaintenance.CompactionResult compact(long targetRowsPerFragment) {
@@ -639,6 +598,7 @@ public final class RolloutTable implements AutoCloseable {
 
     @Override
     public void close() {
+        merges.close();
         readCatalog.close();
         lance.close();
         store.close();

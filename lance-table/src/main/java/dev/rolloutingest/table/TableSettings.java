@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
 import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
 import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
@@ -31,6 +32,12 @@ public final class TableSettings {
     public static final String SCAN_PENDING_MAX_ROWS = "rollout.scan.pending.max.rows";
     public static final String SCAN_MAX_CONCURRENT = "rollout.scan.max.concurrent";
     public static final String TAIL_MAX_OFFSETS = "rollout.tail.max.offsets";
+    public static final String MERGE_MAX_GENERATIONS = "rollout.merge.max.generations";
+    public static final String MERGE_MAX_BYTES = "rollout.merge.max.bytes";
+    public static final String MERGE_THREADS = "rollout.merge.threads";
+    public static final String MERGE_TABLES_PARALLEL = "rollout.merge.tables.parallel";
+    public static final String MERGE_THREADS_IDLE_STOP_MS = "rollout.merge.threads.idle.stop.ms";
+    public static final String MERGE_ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
     public static final String MERGE_SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
     public static final String MERGE_APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
     public static final String MERGE_ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
@@ -183,6 +190,58 @@ public final class TableSettings {
     /** Settings of the process that merges (the merge-worker). */
     public static ConfigDef defineMerges(ConfigDef def) {
         return def.define(
+                        MERGE_MAX_GENERATIONS,
+                        INT,
+                        8,
+                        ConfigDef.Range.atLeast(0),
+                        HIGH,
+                        "ROLLOUT_MERGE_MAX_GENERATIONS: at most this many oldest pending generations per pass (0 = unbounded)")
+                .define(
+                        MERGE_MAX_BYTES,
+                        LONG,
+                        48L << 20,
+                        ConfigDef.Range.atLeast(1),
+                        HIGH,
+                        "At most this many sealed bytes per pass; the oldest generation is always taken. At most half of"
+                                + " lance-core's merge memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a merge commit"
+                                + " holds its source there and fails above it")
+                .define(
+                        MERGE_THREADS,
+                        INT,
+                        2,
+                        ConfigDef.Range.between(1, 64),
+                        MEDIUM,
+                        "Shards of merge rounds read and de-duplicated in parallel, off the stream threads: one pool"
+                                + " shared by all tables (a round's commit is one, serial)")
+                .define(
+                        MERGE_TABLES_PARALLEL,
+                        INT,
+                        4,
+                        ConfigDef.Range.between(1, 256),
+                        MEDIUM,
+                        "Merge rounds in flight at once (being prepared or committed) over all tables of this process;"
+                                + " each table commits one round at a time and may prepare its next meanwhile. Tables with"
+                                + " work are served in turn, so a hot table gets one round per round of each waiting"
+                                + " table. Memory: up to this many rounds of rollout.merge.round.max.bytes")
+                .define(
+                        MERGE_THREADS_IDLE_STOP_MS,
+                        LONG,
+                        60_000L,
+                        ConfigDef.Range.atLeast(1_000L),
+                        LOW,
+                        "A table's committer thread and the shared preparer threads stop after this long without a merge"
+                                + " to do and start again with the next, so a worker that served many tables keeps"
+                                + " threads only for the ones merging")
+                .define(
+                        MERGE_ROUND_MAX_BYTES,
+                        LONG,
+                        192L << 20,
+                        ConfigDef.Range.atLeast(1),
+                        MEDIUM,
+                        "Sealed bytes one merge round folds at most over all its shards; shards past it wait for the next"
+                                + " round, so merge memory is bounded by the round. A round commits its rows (cut into"
+                                + " commits of at most LANCE_MEM_POOL_SIZE's bytes each), then the marks")
+                .define(
                         MERGE_SCAN_JOIN_MAX_BASE_ROWS,
                         LONG,
                         2_000_000L,
@@ -334,6 +393,36 @@ public final class TableSettings {
 
     public long tablesMemoryBudgetBytes() {
         return longValue(TABLES_MEMORY_BUDGET_BYTES);
+    }
+
+    /** Generations one merge pass takes at most (0 = unbounded). */
+    public int mergeMaxGenerations() {
+        return intValue(MERGE_MAX_GENERATIONS);
+    }
+
+    /** Sealed bytes one merge pass takes at most; the oldest generation always. */
+    public long mergeMaxBytes() {
+        return longValue(MERGE_MAX_BYTES);
+    }
+
+    /** Sealed bytes one merge round takes at most over all its shards. */
+    public long mergeRoundMaxBytes() {
+        return longValue(MERGE_ROUND_MAX_BYTES);
+    }
+
+    /** Threads that prepare merge rounds, shared by the tables of a process. */
+    public int mergeThreads() {
+        return intValue(MERGE_THREADS);
+    }
+
+    /** Merge rounds in flight at once over the tables of a process. */
+    public int mergeTablesParallel() {
+        return intValue(MERGE_TABLES_PARALLEL);
+    }
+
+    /** How long an idle merge thread lives. */
+    public long mergeThreadsIdleStopMs() {
+        return longValue(MERGE_THREADS_IDLE_STOP_MS);
     }
 
     public long tablesIdleReleaseMs() {

@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.merge.CommitStage;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.Tombstones;
@@ -56,7 +57,7 @@ class DeletesTest {
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             write(table, 0, puts(0, 0, 10, 0)); // key-0..9
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, List.of(delete(0, 10, "key-3", 1), put(0, 11, "key-20", 1), delete(0, 12, "nope", 1)));
 
             assertThat(table.get("key-3")).isEmpty(); // pending: hidden at once
@@ -66,7 +67,7 @@ class DeletesTest {
                     .contains("key-20");
             assertThat(table.countRows()).isEqualTo(10);
 
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(live(location))
                     .hasSize(10)
                     .doesNotContain("key-3", "nope")
@@ -84,7 +85,7 @@ class DeletesTest {
 
             // deleting key-3 again replaces the delete the base keeps: a no-op, not a second applied delete
             write(table, 0, List.of(delete(0, 13, "key-3", 2)));
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(deletes(meters, "applied")).isEqualTo(1);
             assertThat(deletes(meters, "no-op")).isEqualTo(2);
             assertThat(baseRows(location)).containsEntry("key-3", "0@13").hasSize(12);
@@ -116,11 +117,11 @@ class DeletesTest {
                             0,
                             now.minusSeconds(60)))); // ingested a minute ago, pending
             write(table, 0, List.of(new RolloutRow(Tombstones.of("x", now), 0, 0, now.minusSeconds(30))));
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             assertThat(table.dropDeletes(Duration.ZERO).dropped())
                     .as("an older put of x is pending")
                     .isZero();
-            table.mergePass(ShardId.of(TOPIC, 1), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
             assertThat(table.get("x")).isEmpty();
             assertThat(table.dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
             assertThat(baseRows(location)).isEmpty();
@@ -142,11 +143,11 @@ class DeletesTest {
             assertThat(table.get("b")).isEmpty();
             assertThat(table.get("c").orElseThrow().sourceOffset()).isEqualTo(6);
 
-            table.mergePass(shard, 1, 0); // a, b in the base
-            table.mergePass(shard, 1, 0); // both deleted
+            table.merges().pass(MergeRequest.of(shard).limits(1, 0)); // a, b in the base
+            table.merges().pass(MergeRequest.of(shard).limits(1, 0)); // both deleted
             assertThat(live(location)).isEmpty();
             assertThat(table.get("a").orElseThrow().sourceOffset()).isEqualTo(4); // still pending
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(live(location)).containsExactlyInAnyOrder("a", "c");
             assertThat(baseRows(location))
                     .containsEntry("a", "0@4")
@@ -161,12 +162,12 @@ class DeletesTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 1, List.of(put(1, 0, "x", 10), put(1, 1, "y", 10))); // ingested at T0+10
-            table.mergePass(ShardId.of(TOPIC, 1), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
             // deletes from partition 0, one ingested before (x), one after (y) the base values
             write(table, 0, List.of(delete(0, 0, "x", 5), delete(0, 1, "y", 20)));
             assertThat(table.get("x")).isPresent();
             assertThat(table.get("y")).isEmpty();
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             assertThat(live(location)).containsExactly("x");
             assertThat(baseRows(location)).containsEntry("x", "1@0").containsEntry("y", "0@1");
         }
@@ -179,15 +180,15 @@ class DeletesTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, puts(0, 0, 5, 0));
-            table.snapshots().create("before", TableSnapshots.Cut.everythingSealed(TOPIC), 8, 0);
+            table.snapshots().create("before", TableSnapshots.Cut.everythingSealed(TOPIC));
             write(table, 0, List.of(delete(0, 5, "key-2", 1)));
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             table.dropDeletes(Duration.ZERO);
             assertThat(baseRows(location)).doesNotContainKey("key-2");
             assertThat(baseRows(location, "before")).containsKey("key-2");
             assertThat(table.get("key-2", "before")).isPresent();
             TableSnapshots.Snapshot after =
-                    table.snapshots().create("after", TableSnapshots.Cut.everythingSealed(TOPIC), 8, 0);
+                    table.snapshots().create("after", TableSnapshots.Cut.everythingSealed(TOPIC));
             assertThat(after.rows()).isEqualTo(4);
             assertThat(table.get("key-2", "after")).isEmpty();
         }
@@ -200,10 +201,10 @@ class DeletesTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, puts(0, 0, 5, 0));
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, List.of(delete(0, 5, "key-2", 1), delete(0, 6, "never-was", 1)));
             TableSnapshots.Snapshot snapshot =
-                    table.snapshots().create("with-deletes", TableSnapshots.Cut.everythingSealed(TOPIC), 8, 0);
+                    table.snapshots().create("with-deletes", TableSnapshots.Cut.everythingSealed(TOPIC));
             assertThat(snapshot.rows()).isEqualTo(4);
             assertThat(baseRows(location, "with-deletes")).hasSize(6); // the two deletes are rows of the version
 
@@ -220,7 +221,7 @@ class DeletesTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, puts(0, 0, 5, 0));
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, List.of(delete(0, 5, "key-1", 1)));
             table.injectMergeCommitFault(stage -> {
                 if (stage == CommitStage.APPENDED) {
@@ -228,7 +229,7 @@ class DeletesTest {
                 }
             });
             try {
-                table.mergePass(shard, 8, 0);
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             } catch (RuntimeException expected) {
                 // the delete committed, the marks did not
             }
@@ -236,11 +237,11 @@ class DeletesTest {
             assertThat(live(location)).doesNotContain("key-1");
             assertThat(table.pendingGenerations(shard)).hasSize(1);
             // a cut below the delete's generation is not taken from a version the delete is in
-            table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, java.util.Map.of(0, 5L)), 8, 0);
+            table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, java.util.Map.of(0, 5L)));
             assertThat(baseRows(location, "cut")).containsKey("key-1").hasSize(5);
             assertThat(table.get("key-1", "cut")).isPresent();
             assertThat(table.get("key-1")).isEmpty();
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(live(location)).hasSize(4).doesNotContain("key-1");
             assertThat(table.pendingGenerations(shard)).isEmpty();
         }

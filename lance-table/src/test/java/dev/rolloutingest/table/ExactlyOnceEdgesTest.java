@@ -10,6 +10,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergePlan;
+import dev.rolloutingest.table.merge.MergeRequest;
+import dev.rolloutingest.table.merge.MergeSteps;
 import dev.rolloutingest.table.merge.PreparedMerge;
 import dev.rolloutingest.table.merge.RoundResult;
 import dev.rolloutingest.table.reads.ListQuery;
@@ -58,13 +60,13 @@ class ExactlyOnceEdgesTest {
             write(table, 0, List.of(delete(0, 0, "x", 20), put(0, 1, "other", 20))); // the delete, later
             assertThat(table.get("x")).isEmpty();
 
-            table.mergePass(shard(0), 8, 0); // the delete's shard merges first
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0)); // the delete's shard merges first
             assertThat(table.get("x")).as("read between the two merges").isEmpty();
             assertThat(table.list(ListQuery.all(100)))
                     .extracting(RolloutRow::recordId)
                     .doesNotContain("x");
 
-            table.mergePass(shard(1), 8, 0); // then the older put
+            table.merges().pass(MergeRequest.of(shard(1)).limits(8, 0)); // then the older put
             assertThat(table.get("x")).as("read after both merges").isEmpty();
             assertThat(table.list(ListQuery.all(100)))
                     .extracting(RolloutRow::recordId)
@@ -83,14 +85,15 @@ class ExactlyOnceEdgesTest {
                 RolloutTable b =
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(a, 0, List.of(put(0, 0, "k", 0), put(0, 1, "j", 0)));
-            a.mergePass(shard(0), 8, 0); // k and j in the base
+            a.merges().pass(MergeRequest.of(shard(0)).limits(8, 0)); // k and j in the base
             write(a, 0, List.of(put(0, 2, "k", 1))); // generation 3: an update of k
             write(a, 0, List.of(delete(0, 3, "k", 2))); // generation 4: k deleted
 
             // A merges generation 3; right after its check, B merges 3 and 4
-            once(a, CommitStage.CHECKED, () -> b.mergePass(shard(0), 8, 0));
+            once(a, CommitStage.CHECKED, () -> b.merges()
+                    .pass(MergeRequest.of(shard(0)).limits(8, 0)));
             try {
-                a.mergePass(shard(0), 1, 0);
+                a.merges().pass(MergeRequest.of(shard(0)).limits(1, 0));
             } catch (RuntimeException refused) {
                 // refusing is right: its shard moved on
             }
@@ -109,13 +112,14 @@ class ExactlyOnceEdgesTest {
                 RolloutTable b =
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(a, 0, List.of(put(0, 0, "seed", 0)));
-            a.mergePass(shard(0), 8, 0);
+            a.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             // one keyless record_id in two partitions: partition 1's was ingested later and wins
             write(a, 0, List.of(put(0, 1, "k", 10)));
             write(a, 1, List.of(put(1, 0, "k", 20)));
 
-            once(a, CommitStage.CHECKED, () -> b.mergePass(shard(1), 8, 0));
-            a.mergePass(shard(0), 8, 0);
+            once(a, CommitStage.CHECKED, () -> b.merges()
+                    .pass(MergeRequest.of(shard(1)).limits(8, 0)));
+            a.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             a.injectMergeCommitFault(null);
 
             assertThat(baseRows(location)) // fails on a key seen twice
@@ -132,7 +136,7 @@ class ExactlyOnceEdgesTest {
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, List.of(put(0, 0, "a", 0), put(0, 1, "b", 0), put(0, 2, "c", 0)));
             write(table, 1, List.of(put(1, 0, "p1", 0)));
-            table.mergePass(shard(0), 8, 0);
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             write(table, 0, List.of(delete(0, 3, "b", 1))); // generation 4 of shard 0
 
             // shard 0's round stops after its data is committed, right before its marks, as a crash there would
@@ -149,16 +153,16 @@ class ExactlyOnceEdgesTest {
                 }
             });
             try {
-                table.mergePass(shard(0), 8, 0);
+                table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             } catch (RuntimeException crashed) {
                 // as a crash would
             }
             table.injectMergeCommitFault(null);
-            table.mergePass(shard(1), 8, 0); // a later commit of another shard
+            table.merges().pass(MergeRequest.of(shard(1)).limits(8, 0)); // a later commit of another shard
 
             // a cut below shard 0's pending generation: b is in the snapshot
             TableSnapshots.Snapshot cut =
-                    table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, Map.of(0, 3L, 1, 1L)), 8, 0);
+                    table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, Map.of(0, 3L, 1, 1L)));
             assertThat(cut.offsets()).containsEntry(TOPIC + ":0", 3L);
             assertThat(table.get("b", "cut")).isPresent();
             List<String> expected =
@@ -173,7 +177,7 @@ class ExactlyOnceEdgesTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 2, List.of(put(2, 0, "k", 0)));
-            table.mergePass(shard(2), 8, 0); // k's first value in the base
+            table.merges().pass(MergeRequest.of(shard(2)).limits(8, 0)); // k's first value in the base
             write(table, 0, List.of(delete(0, 0, "k", 10), put(0, 1, "a", 10))); // k deleted in partition 0
             write(table, 1, List.of(put(1, 0, "k", 20), put(1, 1, "b", 20))); // and written again later in 1
 
@@ -185,15 +189,15 @@ class ExactlyOnceEdgesTest {
                     throw new IllegalStateException("the whole round's commit fails once");
                 }
                 if (stage == CommitStage.MARKED && snapped.compareAndSet(false, true)) {
-                    table.snapshots().create("half", new TableSnapshots.Cut(TOPIC, Map.of(0, 2L, 1, 0L, 2, 1L)), 8, 0);
+                    table.snapshots().create("half", new TableSnapshots.Cut(TOPIC, Map.of(0, 2L, 1, 0L, 2, 1L)));
                 }
             });
-            List<MergePlan> plans = table.planMerge(List.of(shard(0), shard(1)), 8, 0);
+            List<MergePlan> plans = MergeSteps.plan(table, List.of(shard(0), shard(1)), 8, 0);
             List<PreparedMerge> prepared = new java.util.ArrayList<>();
             for (MergePlan plan : plans) {
-                prepared.add(table.prepareMerge(plan));
+                prepared.add(MergeSteps.prepare(table, plan));
             }
-            RoundResult round = table.commitMerge(prepared);
+            RoundResult round = MergeSteps.commit(table, prepared);
             table.injectMergeCommitFault(null);
             assertThat(round.failed()).isEmpty();
             assertThat(round.commits()).isEqualTo(3); // the failed one, then a commit per half
@@ -218,10 +222,10 @@ class ExactlyOnceEdgesTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, List.of(put(0, 0, "k", 0), put(0, 1, "j", 0)));
-            table.mergePass(shard(0), 8, 0);
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             beforeDelete = latestVersion(location);
             write(table, 0, List.of(delete(0, 2, "k", 1)));
-            table.mergePass(shard(0), 8, 0);
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             // nothing older than the delete is pending: it leaves the base
             assertThat(table.dropDeletes(java.time.Duration.ZERO).dropped()).isEqualTo(1);
         }
@@ -229,12 +233,12 @@ class ExactlyOnceEdgesTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, List.of(put(0, 3, "m", 2)));
-            table.mergePass(shard(0), 8, 0);
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             assertThat(liveKeys(location)).containsExactlyInAnyOrder("j", "m");
 
             restore(location, beforeDelete); // an operator rolls the base back: k is there again
             write(table, 0, List.of(put(0, 4, "k", 3)));
-            table.mergePass(shard(0), 8, 0);
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             assertThat(baseRows(location)).containsEntry("k", "0@4"); // fails on a key seen twice
         }
     }

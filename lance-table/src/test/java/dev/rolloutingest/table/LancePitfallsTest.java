@@ -12,7 +12,9 @@ import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.MergeCommitter;
 import dev.rolloutingest.table.merge.MergeMemory;
 import dev.rolloutingest.table.merge.MergePlan;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.MergeResult;
+import dev.rolloutingest.table.merge.MergeSteps;
 import dev.rolloutingest.table.merge.PreparedMerge;
 import dev.rolloutingest.table.merge.RoundResult;
 import dev.rolloutingest.table.reads.ListQuery;
@@ -94,7 +96,7 @@ class LancePitfallsTest {
     void readsNeverOpenGenerationsAtOrBelowTheWatermark() throws IOException {
         try (RolloutTable table = localTable("skip-merged", meters)) {
             SealedGeneration first = write(table, 0, 0, 9, 10);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, 10, 14, 10);
             // The merged generation's files are gone (as after GC); its seal is still listed.
             FileTrees.deleteRecursively(Path.of(table.location().resolve(first.datasetPath())));
@@ -108,9 +110,9 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("remerge", meters)) {
             write(table, 0, 0, 9, 5);
             write(table, 0, 10, 19, 5);
-            MergeResult first = table.mergePass(shard, 8, 0);
+            MergeResult first = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(first.mergedGenerations()).containsExactly(10L, 20L);
-            MergeResult again = table.mergePass(shard, 8, 0);
+            MergeResult again = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(again.mergedGenerations()).isEmpty();
             assertThat(again.newWatermark()).isEqualTo(20);
             assertThat(table.get("exp-4").orElseThrow().sourceOffset()).isEqualTo(19);
@@ -123,7 +125,7 @@ class LancePitfallsTest {
             write(table, 0, 0, 4, 5);
             write(table, 0, 5, 9, 5);
             write(table, 0, 10, 14, 5);
-            MergeResult result = table.mergePass(shard, 8, 0);
+            MergeResult result = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(result.mergedGenerations()).hasSize(3);
             assertThat(result.rows()).isEqualTo(5);
             assertThat(table.countBaseRows()).isEqualTo(5);
@@ -152,7 +154,7 @@ class LancePitfallsTest {
     private void mergeFourGenerations(RolloutTable table) {
         for (int i = 0; i < 4; i++) {
             write(table, 0, i * 10L, i * 10L + 9, 40);
-            table.mergePass(shard, 1, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(1, 0));
         }
     }
 
@@ -164,7 +166,8 @@ class LancePitfallsTest {
             assertThat(compacted.fragmentsAfter()).isLessThan(compacted.fragmentsBefore());
             write(table, 0, 40, 49, 40);
             assertThat(table.get("exp-5").orElseThrow().sourceOffset()).isEqualTo(45);
-            assertThat(table.mergePass(shard, 8, 0).mergedGenerations()).containsExactly(50L);
+            assertThat(table.merges().pass(MergeRequest.of(shard).limits(8, 0)).mergedGenerations())
+                    .containsExactly(50L);
             assertThat(table.countBaseRows()).isEqualTo(40);
             assertThat(table.watermarks()).containsEntry(shard, 50L);
         }
@@ -191,10 +194,13 @@ class LancePitfallsTest {
     @Test
     void malformedShardIdsAndGenerationNumbersFailBeforeReachingLance() {
         try (RolloutTable table = localTable("ids", meters)) {
-            assertThatThrownBy(() -> table.mergePass("Shard-0", 8, 0))
+            assertThatThrownBy(
+                            () -> table.merges().pass(MergeRequest.of("Shard-0").limits(8, 0)))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("lowercase hyphenated UUID");
-            assertThatThrownBy(() -> table.mergePass(ShardId.of(TOPIC, 0).toUpperCase(), 8, 0))
+            assertThatThrownBy(() -> table.merges()
+                            .pass(MergeRequest.of(ShardId.of(TOPIC, 0).toUpperCase())
+                                    .limits(8, 0)))
                     .isInstanceOf(IllegalArgumentException.class);
         }
         assertThat(ShardId.of("rollouts", 3)).matches("[0-9a-f-]{36}").isEqualTo(ShardId.of("rollouts", 3));
@@ -253,11 +259,11 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("segmented", meters)) {
             for (long g = 0; g < 2; g++) {
                 table.writeGeneration(TOPIC, 0, g, g, List.of(row("seg-" + g, "exp", g)), 100);
-                table.mergePass(shard, 0, 0);
+                table.merges().pass(MergeRequest.of(shard).limits(0, 0));
                 table.optimizeKeyIndex();
             }
             table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("seg-2", "exp", 2)), 100);
-            table.mergePass(shard, 0, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
                     org.lance.Dataset base = org.lance.Dataset.open()
                             .allocator(allocator)
@@ -291,7 +297,7 @@ class LancePitfallsTest {
             table.writeGeneration(TOPIC, 0, 0, 0, List.of(row), 1 << 20);
             assertThat(table.get(big.getRecordId()).orElseThrow().rollout().getBinaryPayload())
                     .isEqualTo(big.getBinaryPayload());
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(table.get(big.getRecordId()).orElseThrow().rollout().getBinaryPayload())
                     .isEqualTo(big.getBinaryPayload());
             assertThat(table.list(ListQuery.all(1)).get(0).rollout().getBinaryPayload())
@@ -332,19 +338,19 @@ class LancePitfallsTest {
             List<String> shards = List.of(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             for (int p = 0; p < 2; p++) {
                 generation(table, p, 0, 1_000, "base-");
-                table.mergePass(shards.get(p), 8, 0);
+                table.merges().pass(MergeRequest.of(shards.get(p)).limits(8, 0));
             }
             table.optimizeKeyIndex();
             for (int p = 0; p < 2; p++) {
                 generation(table, p, 1_000, 80_000, "new-");
             }
             List<PreparedMerge> prepared = new ArrayList<>();
-            for (MergePlan plan : table.planMerge(shards, 8, 0)) {
-                prepared.add(table.prepareMerge(plan));
+            for (MergePlan plan : MergeSteps.plan(table, shards, 8, 0)) {
+                prepared.add(MergeSteps.prepare(table, plan));
             }
             assertThat(prepared.stream().mapToLong(PreparedMerge::memoryBytes).sum())
                     .isGreaterThan(MergeMemory.DEFAULT_POOL_BYTES);
-            RoundResult round = table.commitMerge(prepared);
+            RoundResult round = MergeSteps.commit(table, prepared);
             assertThat(round.failed()).isEmpty();
             assertThat(round.commits()).isEqualTo(2); // not a failed commit of both, then one per half
             assertThat(table.countBaseRows()).isEqualTo(162_000);
@@ -360,7 +366,7 @@ class LancePitfallsTest {
     void aStaleOrLowerMarkNeverMovesAWatermarkBack() {
         try (RolloutTable table = localTable("marks-max", meters)) {
             write(table, 1, 0, 9, 100);
-            table.mergePass(ShardId.of(TOPIC, 1), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
             LanceIo lance = table.mergeRound().lance();
             try (org.lance.Dataset stale = lance.openBase()) {
                 mark(lance, lance.openBase(), 30);
@@ -401,7 +407,7 @@ class LancePitfallsTest {
     void anUpdateNamingAFragmentAnotherCommitChangedIsRefused() {
         try (RolloutTable table = localTable("fence-premise", meters)) {
             write(table, 0, 0, 9, 100);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             LanceIo lance = table.mergeRound().lance();
             try (org.lance.Dataset first = lance.openBase();
                     org.lance.Dataset second = lance.openBase()) {
@@ -442,7 +448,7 @@ class LancePitfallsTest {
     void theMetadataColumnCannotBeFilteredByKey() {
         try (RolloutTable table = localTable("metadata-filter", meters)) {
             write(table, 0, 0, 9, 100);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             LanceIo lance = table.mergeRound().lance();
             for (String filter : List.of(
                     "array_has(map_keys(metadata), 'k')",

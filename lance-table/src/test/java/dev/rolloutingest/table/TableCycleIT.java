@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.rolloutingest.embedded.EmbeddedS3;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -65,7 +66,7 @@ class TableCycleIT {
             assertThat(table.countRows()).isEqualTo(60);
             assertThat(table.get("exp-5-p1").orElseThrow().sourceOffset()).isEqualTo(95);
             for (String shard : table.shards()) {
-                while (table.mergePass(shard, 3, 0).mergedAnything()) {
+                while (table.merges().pass(MergeRequest.of(shard).limits(3, 0)).mergedAnything()) {
                     // drain in bounded passes
                 }
             }

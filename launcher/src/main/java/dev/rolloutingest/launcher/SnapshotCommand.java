@@ -5,6 +5,7 @@ import dev.rolloutingest.merge.MergeConfig;
 import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import dev.rolloutingest.table.snapshots.TableSnapshots.Cut;
 import dev.rolloutingest.table.snapshots.TableSnapshots.SnapshotException;
@@ -121,10 +122,12 @@ final class SnapshotCommand implements Runnable {
 
         @Override
         public Integer call() throws Exception {
-            try (RolloutTable t = RolloutTable.open(table.location(), table.settings(), new SimpleMeterRegistry())) {
+            TableSettings passes = table.settings()
+                    .with(TableSettings.MERGE_MAX_GENERATIONS, maxGenerationsPerPass)
+                    .with(TableSettings.MERGE_MAX_BYTES, maxBytesPerPass);
+            try (RolloutTable t = RolloutTable.open(table.location(), passes, new SimpleMeterRegistry())) {
                 Cut cut = cut();
-                TableSnapshots.Snapshot created =
-                        t.snapshots().create(name, cut, maxGenerationsPerPass, maxBytesPerPass);
+                TableSnapshots.Snapshot created = t.snapshots().create(name, cut);
                 System.out.println(
                         HttpEndpoint.JSON.writerWithDefaultPrettyPrinter().writeValueAsString(created.describe()));
                 return 0;

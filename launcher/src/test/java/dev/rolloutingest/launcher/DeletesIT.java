@@ -12,6 +12,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.testsupport.AppSettings;
 import dev.rolloutingest.testsupport.BaseRows;
 import dev.rolloutingest.testsupport.TestCluster;
@@ -56,7 +57,9 @@ class DeletesIT {
                 try (RolloutTable table =
                         RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                     for (int p = 0; p < 2; p++) {
-                        while (table.mergePass(ShardId.of("rollouts", p), 0, 0).mergedAnything()) {
+                        while (table.merges()
+                                .pass(MergeRequest.of(ShardId.of("rollouts", p)).limits(0, 0))
+                                .mergedAnything()) {
                             // the 50 rows into the base
                         }
                     }

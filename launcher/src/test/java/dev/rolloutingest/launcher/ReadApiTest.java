@@ -72,7 +72,7 @@ class ReadApiTest {
 
     @Test
     void aSnapshotReadSeesOnlyTheSnapshot() throws Exception {
-        table.snapshots().create("s1", TableSnapshots.Cut.everythingSealed("rollouts"), 8, 0);
+        table.snapshots().create("s1", TableSnapshots.Cut.everythingSealed("rollouts"));
         Rollout later = new RolloutGenerator("exp-c", 64, 6).rollout(100, 0);
         table.writeGeneration("rollouts", 0, 10, 10, List.of(new RolloutRow(later, 0, 10, Instant.now())), 100);
 

@@ -7,6 +7,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
@@ -39,7 +40,7 @@ class ReadCommandsTest {
                 rows.add(new RolloutRow(rollout, 0, i, Instant.now()));
             }
             table.writeGeneration("rollouts", 0, 0, 3, rows.subList(0, 4), 100);
-            table.mergePass(ShardId.of("rollouts", 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of("rollouts", 0)).limits(8, 0));
             table.writeGeneration("rollouts", 0, 4, 5, rows.subList(4, 6), 100);
         }
     }

@@ -14,6 +14,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.testsupport.TestCluster;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -81,7 +82,8 @@ class RepairIT {
                 assertThatThrownBy(() -> table.list(ListQuery.all(1000)))
                         .isInstanceOf(RolloutTableException.GenerationUnreadable.class)
                         .hasMessageContaining("generation " + broken.generation());
-                assertThatThrownBy(() -> table.mergePass(shard, 8, 0))
+                assertThatThrownBy(
+                                () -> table.merges().pass(MergeRequest.of(shard).limits(8, 0)))
                         .isInstanceOf(RolloutTableException.GenerationUnreadable.class);
             }
             assertThat(Launcher.run(
@@ -104,7 +106,10 @@ class RepairIT {
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                 assertThat(table.countRows()).isEqualTo(400);
                 assertThat(table.list(ListQuery.all(1000))).hasSize(400);
-                assertThat(table.mergePass(shard, 0, 0).mergedAnything()).isTrue();
+                assertThat(table.merges()
+                                .pass(MergeRequest.of(shard).limits(0, 0))
+                                .mergedAnything())
+                        .isTrue();
                 assertThat(table.countRows()).isEqualTo(400);
             }
         }

@@ -11,6 +11,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.Tombstones;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -59,7 +60,7 @@ class TrainingReadsHttpTest {
                 TableSettings.DEFAULTS.with(TableSettings.SCAN_BATCH_ROWS, 64),
                 new SimpleMeterRegistry());
         write(0, 0, 299, "exp-a"); // 300 keys, merged below
-        table.mergePass(ShardId.of(TOPIC, 0), 100, Long.MAX_VALUE);
+        table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(100, Long.MAX_VALUE));
         write(0, 300, 349, "exp-b"); // 50 more keys, pending
         http = new HttpEndpoint(
                 "127.0.0.1", 0, HttpAccess.fromEnv(Map.of("HTTP_AUTH_TOKENS", "trainer:read:" + READ_TOKEN)));

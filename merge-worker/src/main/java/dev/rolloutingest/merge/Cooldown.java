@@ -7,7 +7,7 @@ import com.fasterxml.jackson.annotation.JsonProperty;
  *
  * @param untilMs wall-clock end of the cooldown; 0 while the failures are below the threshold
  */
-record Cooldown(
+public record Cooldown(
         @JsonProperty("kind") String kind,
         @JsonProperty("target") String target,
         @JsonProperty("failures") int failures,

@@ -8,7 +8,7 @@ import java.time.Duration;
  * Below the threshold a failure only counts. A success clears the record; manual runs are never gated.
  * 0 for the threshold or the base disables cooldowns (failures are still counted).
  */
-record CooldownPolicy(int afterFailures, long baseSecs, long maxSecs, Duration recordTtl) {
+public record CooldownPolicy(int afterFailures, long baseSecs, long maxSecs, Duration recordTtl) {
 
     public static CooldownPolicy from(MergeConfig config) {
         return new CooldownPolicy(

@@ -35,7 +35,7 @@ import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
  * GET  /snapshots       every snapshot: name, version, created, rows, offsets per partition
  * POST /snapshots/{name}?until-offsets=0=1200,1=900
  *                       fold what is pending up to the cut (default: everything sealed; the passes are the
- *                       coordinator's) and tag it: 201 with the snapshot; 400 a bad name or cut, 409 the name is taken
+ *                       table's merges) and tag it: 201 with the snapshot; 400 a bad name or cut, 409 the name is taken
  * DELETE /snapshots/{name}  drop it: 204; 404 unknown
  * /tables/{table}/merge/{shard}, /tables/{table}/snapshots...   the same for one table of many; 404 unknown table
  * </pre>
@@ -116,12 +116,11 @@ final class MergeAdminApi {
         if (!ShardId.isValid(shard)) {
             return HttpEndpoint.Response.error(400, "not a shard id (lowercase hyphenated UUID): " + shard);
         }
-        return manual(merging.coordinator(), shard);
+        return manual(merging, shard);
     }
 
     private HttpEndpoint.Response snapshots(MergeTables.Merging merging, String method, String path, String rawQuery) {
         RolloutTable table = merging.table();
-        MergeCoordinator coordinator = merging.coordinator();
         {
             try {
                 if (path.equals("/snapshots") || path.equals("/snapshots/")) {
@@ -134,7 +133,7 @@ final class MergeAdminApi {
                 switch (method) {
                     case "POST" -> {
                         TableSnapshots.Cut cut = cut(rawQuery);
-                        TableSnapshots.Snapshot created = table.snapshots().create(name, cut, coordinator::fold);
+                        TableSnapshots.Snapshot created = table.snapshots().create(name, cut);
                         return HttpEndpoint.Response.json(201, created.describe());
                     }
                     case "DELETE" -> {
@@ -178,9 +177,11 @@ final class MergeAdminApi {
         return new TableSnapshots.Cut(config.snapshotTopic(), offsets);
     }
 
-    private HttpEndpoint.Response manual(MergeCoordinator coordinator, String shard) throws Exception {
+    private HttpEndpoint.Response manual(MergeTables.Merging merging, String shard) throws Exception {
         try {
-            MergeCoordinator.Outcome outcome = coordinator.manual(shard).get(10, TimeUnit.MINUTES);
+            ShardMerges.Outcome outcome = tables.passes()
+                    .manual(tables.key(merging.name(), shard), merging.table(), shard)
+                    .get(10, TimeUnit.MINUTES);
             if (outcome.failed()) {
                 String why = outcome.error() instanceof RolloutTableException.GenerationUnreadable unreadable
                         ? ": generation " + unreadable.generation() + " cannot be read"
@@ -271,7 +272,7 @@ final class MergeAdminApi {
         body.put("total", shards.stream().mapToInt(s -> (int) s.get("pending")).sum());
         body.put("shards", shards);
         Map<String, Object> lastRounds = new TreeMap<>();
-        tables.active().forEach(m -> lastRounds.put(m.name(), m.coordinator().lastRound()));
+        tables.active().forEach(m -> lastRounds.put(m.name(), m.table().merges().lastRound()));
         if (tables.catalog().isSingle()) {
             body.put("last_round", lastRounds.get(TableCatalog.SINGLE));
         } else {

@@ -27,27 +27,16 @@ public final class MergeApp extends RolloutApp {
     private static final Logger log = LoggerFactory.getLogger(MergeApp.class);
     private final MergeTables merges;
     private final TableMaintenanceRunner maintenance;
-    private final MergeFleet fleet;
 
     public MergeApp(MergeConfig config) {
         super("rollout-merge", config, config.mergedLagGroup(), MergeConfig.MERGED_LAG_GROUP);
         MergeMetrics metrics = new MergeMetrics(registry, config.tableSeries());
         AtomicInteger appends = new AtomicInteger();
-        this.fleet = new MergeFleet(config.threads(), config.tablesParallel());
-        this.merges = new MergeTables(tables, table -> {
-            haltAfterAppends(table, config.faultHaltAfterAppends(), appends);
-            return new MergeCoordinator(
-                            table,
-                            config.maxGenerations(),
-                            config.maxBytes(),
-                            config.roundMaxBytes(),
-                            fleet,
-                            false,
-                            metrics,
-                            config.faultHaltAfterMerges(),
-                            config.afterGenerations())
-                    .stopThreadsWhenIdleFor(config.threadsIdleStop());
-        });
+        AtomicInteger passes = new AtomicInteger();
+        this.merges = new MergeTables(
+                tables,
+                new ShardMerges(metrics, config.afterGenerations(), result -> haltAfterMerges(config, passes)),
+                table -> haltAfterAppends(table, config.faultHaltAfterAppends(), appends));
         this.maintenance =
                 new TableMaintenanceRunner(metrics, config.maintenanceThreads(), config.maintenanceTimeout());
         if (config.deleteRetention().compareTo(java.time.Duration.ofHours(1)) < 0) {
@@ -77,6 +66,14 @@ public final class MergeApp extends RolloutApp {
                 config);
         runtime().mountHealth(http(), Map::of); // /health is public: no paths in it
         new MergeAdminApi(runtime(), merges, config).mount(http());
+    }
+
+    /** Fault injection: a crash after this many committed passes, before their events. */
+    private static void haltAfterMerges(MergeConfig config, AtomicInteger seen) {
+        if (config.faultHaltAfterMerges() > 0 && seen.incrementAndGet() == config.faultHaltAfterMerges()) {
+            log.warn("Fault injection: halting after committed merge pass {}", config.faultHaltAfterMerges());
+            Runtime.getRuntime().halt(137);
+        }
     }
 
     /** Fault injection: a crash between a round's two Lance commits (its rows and its marks), counted over tables. */
@@ -123,7 +120,6 @@ public final class MergeApp extends RolloutApp {
     @Override
     protected void closeOwnParts() {
         merges.close();
-        fleet.close();
         maintenance.close();
     }
 

@@ -30,13 +30,13 @@ import org.apache.kafka.common.config.ConfigException;
 public final class MergeConfig extends AppConfig {
     public static final String GENERATIONS_TOPIC = CommonKeys.GENERATIONS_TOPIC;
     public static final String MERGES_TOPIC = "rollout.merges.topic";
-    public static final String MAX_GENERATIONS = "rollout.merge.max.generations";
-    public static final String MAX_BYTES = "rollout.merge.max.bytes";
+    public static final String MAX_GENERATIONS = TableSettings.MERGE_MAX_GENERATIONS;
+    public static final String MAX_BYTES = TableSettings.MERGE_MAX_BYTES;
     public static final String AFTER_GENERATIONS = "rollout.merge.after.generations";
     public static final String MAX_PENDING_AGE_MS = "rollout.merge.max.pending.age.ms";
-    public static final String THREADS = "rollout.merge.threads";
-    public static final String TABLES_PARALLEL = "rollout.merge.tables.parallel";
-    public static final String THREADS_IDLE_STOP_MS = "rollout.merge.threads.idle.stop.ms";
+    public static final String THREADS = TableSettings.MERGE_THREADS;
+    public static final String TABLES_PARALLEL = TableSettings.MERGE_TABLES_PARALLEL;
+    public static final String THREADS_IDLE_STOP_MS = TableSettings.MERGE_THREADS_IDLE_STOP_MS;
     public static final String MAINTENANCE_THREADS = "rollout.maintenance.threads";
     public static final String MAINTENANCE_TIMEOUT_MS = "rollout.maintenance.timeout.ms";
     public static final String CHECK_INTERVAL_MS = "rollout.merge.check.interval.ms";
@@ -46,7 +46,7 @@ public final class MergeConfig extends AppConfig {
     public static final String COOLDOWN_MAX_SECS = "task.cooldown.max.secs";
     public static final String COOLDOWN_RECORD_TTL_SECS = "task.cooldown.record.ttl.secs";
     public static final String COMPACTION_INTERVAL_MS = "rollout.compaction.interval.ms";
-    public static final String ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
+    public static final String ROUND_MAX_BYTES = TableSettings.MERGE_ROUND_MAX_BYTES;
     public static final String SCAN_JOIN_MAX_BASE_ROWS = TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS;
     public static final String APPEND_NEW_KEYS = TableSettings.MERGE_APPEND_NEW_KEYS;
     public static final String ADOPT_GENERATIONS = TableSettings.MERGE_ADOPT_GENERATIONS;
@@ -77,22 +77,6 @@ public final class MergeConfig extends AppConfig {
                     MEDIUM,
                     "Topic of GenerationsMerged events (output), key = shard id")
             .define(
-                    MAX_GENERATIONS,
-                    INT,
-                    8,
-                    ConfigDef.Range.atLeast(0),
-                    HIGH,
-                    "ROLLOUT_MERGE_MAX_GENERATIONS: at most this many oldest pending generations per pass (0 = unbounded)")
-            .define(
-                    MAX_BYTES,
-                    LONG,
-                    48L << 20,
-                    ConfigDef.Range.atLeast(1),
-                    HIGH,
-                    "At most this many sealed bytes per pass; the oldest generation is always taken. At most half of"
-                            + " lance-core's merge memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a merge commit"
-                            + " holds its source there and fails above it")
-            .define(
                     AFTER_GENERATIONS,
                     INT,
                     8,
@@ -107,33 +91,6 @@ public final class MergeConfig extends AppConfig {
                     ConfigDef.Range.atLeast(0),
                     HIGH,
                     "Merge a shard when its oldest pending generation is this old (wall clock; 0 = disabled)")
-            .define(
-                    THREADS,
-                    INT,
-                    2,
-                    ConfigDef.Range.between(1, 64),
-                    MEDIUM,
-                    "Shards of merge rounds read and de-duplicated in parallel, off the stream threads: one pool"
-                            + " shared by all tables (a round's commit is one, serial)")
-            .define(
-                    TABLES_PARALLEL,
-                    INT,
-                    4,
-                    ConfigDef.Range.between(1, 256),
-                    MEDIUM,
-                    "Merge rounds in flight at once (being prepared or committed) over all tables of this process;"
-                            + " each table commits one round at a time and may prepare its next meanwhile. Tables with"
-                            + " work are served in turn, so a hot table gets one round per round of each waiting"
-                            + " table. Memory: up to this many rounds of rollout.merge.round.max.bytes")
-            .define(
-                    THREADS_IDLE_STOP_MS,
-                    LONG,
-                    60_000L,
-                    ConfigDef.Range.atLeast(1_000L),
-                    LOW,
-                    "A table's planner and committer threads stop after this long without a merge to do and start"
-                            + " again with the next, so a worker that served many tables keeps threads only for the"
-                            + " ones merging")
             .define(
                     MAINTENANCE_THREADS,
                     INT,
@@ -202,15 +159,6 @@ public final class MergeConfig extends AppConfig {
                     "Consumer group (no consumer ever joins it) whose committed offsets are each input partition's first"
                             + " offset not yet in the base table: standard lag tools show it as the records not yet"
                             + " merged. Name it after the ingest app's application.id (<id>-merged). Empty disables")
-            .define(
-                    ROUND_MAX_BYTES,
-                    LONG,
-                    192L << 20,
-                    ConfigDef.Range.atLeast(1),
-                    MEDIUM,
-                    "Sealed bytes one merge round folds at most over all its shards; shards past it wait for the next"
-                            + " round, so merge memory is bounded by the round. A round commits its rows (cut into"
-                            + " commits of at most LANCE_MEM_POOL_SIZE's bytes each), then the marks")
             .define(
                     INDEX_OPTIMIZE_INTERVAL_MS,
                     LONG,

@@ -2,7 +2,6 @@ package dev.rolloutingest.merge;
 
 import dev.rolloutingest.runtime.TableSeries;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -73,27 +72,6 @@ public final class MergeMetrics {
                 .publishPercentileHistogram()
                 .register(registry)
                 .record(duration);
-    }
-
-    /** One round: shards in it, commits it took (1 unless a shard failed), commit and prepare time. */
-    void round(int shards, int commits, Duration commit, Duration prepare) {
-        registry.counter("rollout.merge.rounds").increment();
-        registry.counter("rollout.merge.commits").increment(commits);
-        DistributionSummary.builder("rollout.merge.round.shards")
-                .description("Shards folded by one merge round")
-                .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256)
-                .register(registry)
-                .record(shards);
-        Timer.builder("rollout.merge.round.commit")
-                .description("Time to commit one merge round (all its shards)")
-                .publishPercentileHistogram()
-                .register(registry)
-                .record(commit);
-        Timer.builder("rollout.merge.round.prepare")
-                .description("Time to read and de-duplicate one round's shards")
-                .publishPercentileHistogram()
-                .register(registry)
-                .record(prepare);
     }
 
     void merged(int generations) {

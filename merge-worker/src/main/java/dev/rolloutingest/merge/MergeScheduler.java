@@ -33,7 +33,7 @@ import org.slf4j.LoggerFactory;
 /**
  * One task of the merge-worker: the shards whose GenerationSealed events land in its partition. It keeps
  * their pending generations and the cooldowns in changelogged stores, decides when a shard is merged
- * (count trigger, time trigger), hands passes to the {@link MergeCoordinator}, and applies finished
+ * (count trigger, time trigger), asks the table for passes ({@link ShardMerges}), and applies finished
  * passes on its own thread: stores, GenerationsMerged events, cooldowns. It reconciles with the table
  * (watermarks and seals) at start and periodically, so a missed or replayed event can neither strand a
  * generation nor merge one twice (the pass itself re-reads the watermark).
@@ -162,9 +162,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             MergeTables.TableShard tableShard = tables.parse(key);
             Optional<MergeTables.Merging> merging = tables.of(tableShard.table());
             if (merging.isPresent()) {
-                List<MergeCoordinator.Outcome> outcomes =
-                        merging.get().coordinator().drain(tableShard.shard());
-                for (MergeCoordinator.Outcome outcome : outcomes) {
+                List<ShardMerges.Outcome> outcomes = tables.passes().drain(key);
+                for (ShardMerges.Outcome outcome : outcomes) {
                     apply(merging.get(), outcome, backlog, now);
                 }
                 if (!outcomes.isEmpty()) {
@@ -215,7 +214,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     /** Asks for the shard's merge when its count or age trigger is due, unless it runs or cools down. */
     private void maybeTrigger(
             String shard, MergeTables.Merging merging, ShardBacklog backlog, long now, boolean cooling) {
-        if (backlog.count() == 0 || merging.coordinator().running(shard)) {
+        String key = tables.key(merging.name(), shard);
+        if (backlog.count() == 0 || tables.passes().running(key)) {
             return;
         }
         MergeTrigger trigger = null;
@@ -231,10 +231,10 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             metrics.skippedCoolingDown();
             return;
         }
-        merging.coordinator().submit(shard, trigger);
+        tables.passes().submit(key, merging.table(), shard, trigger);
     }
 
-    private void apply(MergeTables.Merging merging, MergeCoordinator.Outcome outcome, ShardBacklog backlog, long now) {
+    private void apply(MergeTables.Merging merging, ShardMerges.Outcome outcome, ShardBacklog backlog, long now) {
         String shard = outcome.shard();
         String key = tables.key(merging.name(), shard);
         if (outcome.failed() && outcome.tableUnavailable()) {
@@ -380,7 +380,6 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     /** Reconciles the shards of one table this task owns (the keys of the store name its shards among others'). */
     private void reconcile(MergeTables.Merging merging, Set<String> keys, long now) {
         RolloutTable table = merging.table();
-        MergeCoordinator coordinator = merging.coordinator();
         Map<String, Long> tableWatermarks;
         List<String> tableShards;
         try {
@@ -403,14 +402,14 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             }
         }
         for (String shard : owned) {
-            if (coordinator.running(shard)) {
+            String key = tables.key(merging.name(), shard);
+            if (tables.passes().running(key)) {
                 continue; // its outcome is applied at the next tick
             }
-            String key = tables.key(merging.name(), shard);
             long watermark = tableWatermarks.getOrDefault(shard, 0L);
             ShardBacklog backlog = backlog(key);
             // Finished passes first: their own events announce what they merged, not RECONCILE.
-            for (MergeCoordinator.Outcome outcome : coordinator.drain(shard)) {
+            for (ShardMerges.Outcome outcome : tables.passes().drain(key)) {
                 apply(merging, outcome, backlog, now);
             }
             announceCovered(merging, shard, backlog, watermark);
@@ -470,14 +469,13 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     }
 
     /**
-     * The task is closed or its partition revoked: the coordinator lets go of this task's shards, finishing a round
-     * that holds one before the partition's next owner can start committing them.
+     * The task is closed or its partition revoked: it lets go of its shards, waiting for a round that holds one before
+     * the partition's next owner can start committing them.
      */
     @Override
     public void close() {
-        for (MergeTables.Merging merging : tables.active()) {
-            merging.coordinator().release(shard -> ownedByThisTask(tables.key(merging.name(), shard)), RELEASE_WAIT);
-        }
+        tables.passes()
+                .release(tables.active(), (table, shard) -> ownedByThisTask(tables.key(table, shard)), RELEASE_WAIT);
         metrics.taskClosed(partition);
     }
 

@@ -7,35 +7,48 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Function;
+import java.util.function.Consumer;
 
 /**
- * The tables the merge-worker serves, each with the round coordinator that is its one committer in this process,
- * made on first use. In the stores, cooldowns and events a table's shard is named by {@link #key}: the shard alone
- * for a one-table deployment (the keys it always had), {@code table/shard} for many tables.
+ * The tables the merge-worker serves, opened on first use (each merges through its own {@link
+ * dev.rolloutingest.table.merge.TableMerges}), and the passes this process asked of them ({@link ShardMerges}). In the
+ * stores, cooldowns and events a table's shard is named by {@link #key}: the shard alone for a one-table deployment
+ * (the keys it always had), {@code table/shard} for many tables.
  */
 final class MergeTables implements AutoCloseable {
-    /** A table and its committer. */
-    record Merging(String name, RolloutTable table, MergeCoordinator coordinator) {}
+    /** A table the merge-worker has merged or reconciled. */
+    record Merging(String name, RolloutTable table) {}
 
     /** A shard of a table, as the stores name it. */
     record TableShard(String table, String shard) {}
 
     private final TableCatalog tables;
-    private final Function<RolloutTable, MergeCoordinator> newCoordinator;
+    private final ShardMerges passes;
+    private final Consumer<RolloutTable> firstUse;
     private final Map<String, Merging> merging = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    MergeTables(TableCatalog tables, Function<RolloutTable, MergeCoordinator> newCoordinator) {
+    MergeTables(TableCatalog tables, ShardMerges passes) {
+        this(tables, passes, table -> {});
+    }
+
+    /** @param firstUse told of each table as this merge-worker first uses it */
+    MergeTables(TableCatalog tables, ShardMerges passes, Consumer<RolloutTable> firstUse) {
         this.tables = tables;
-        this.newCoordinator = newCoordinator;
+        this.passes = passes;
+        this.firstUse = firstUse;
+    }
+
+    /** The passes this process asked of its tables. */
+    ShardMerges passes() {
+        return passes;
     }
 
     TableCatalog catalog() {
         return tables;
     }
 
-    /** The table of {@code name} with its committer; empty when there is no such table. */
+    /** The table of {@code name}; empty when there is no such table. */
     Optional<Merging> of(String name) {
         Merging m = merging.get(name);
         if (m != null) {
@@ -51,7 +64,8 @@ final class MergeTables implements AutoCloseable {
                 if (table.isEmpty()) {
                     return Optional.empty();
                 }
-                m = new Merging(name, table.get(), newCoordinator.apply(table.get()));
+                firstUse.accept(table.get());
+                m = new Merging(name, table.get());
                 merging.put(name, m);
             }
             return Optional.of(m);
@@ -70,6 +84,11 @@ final class MergeTables implements AutoCloseable {
 
     /** The table's shard a store key names. */
     TableShard parse(String key) {
+        return parseKey(key);
+    }
+
+    /** The table's shard a store key names. */
+    static TableShard parseKey(String key) {
         int slash = key.lastIndexOf('/');
         return slash < 0
                 ? new TableShard(TableCatalog.SINGLE, key)
@@ -81,17 +100,17 @@ final class MergeTables implements AutoCloseable {
         return tables.names();
     }
 
-    /** The tables with a committer so far. */
+    /** The tables merged or reconciled so far. */
     List<Merging> active() {
         return new ArrayList<>(merging.values());
     }
 
-    /** Stops every committer: the round in flight commits or is abandoned whole. */
+    /** Stops every table's merges: a round committing finishes, one being prepared is abandoned whole. */
     @Override
     public void close() {
         synchronized (this) {
             closed = true;
         }
-        merging.values().forEach(m -> m.coordinator().close());
+        merging.values().forEach(m -> m.table().merges().close());
     }
 }

@@ -63,8 +63,11 @@ final class TableMaintenanceRunner implements AutoCloseable {
         this.metrics = metrics;
         this.timeout = timeout;
         AtomicInteger n = new AtomicInteger();
-        this.workers = Executors.newFixedThreadPool(
-                threads, r -> MergeCoordinator.daemon(r, "table-maintenance-" + n.incrementAndGet()));
+        this.workers = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "table-maintenance-" + n.incrementAndGet());
+            t.setDaemon(true); // upkeep never keeps the JVM from exiting
+            return t;
+        });
     }
 
     /** Starts a run of this kind on the table unless one is still queued or running; false when it is. */

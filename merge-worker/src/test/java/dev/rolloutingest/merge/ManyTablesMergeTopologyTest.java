@@ -10,6 +10,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
@@ -44,7 +45,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The scheduler over several tables with TopologyTestDriver, real local tables and real rounds on the shared fleet:
+ * The scheduler over several tables with TopologyTestDriver, real local tables and real rounds on the shared merge capacity:
  * one table broken by hand (a fragment of its base deleted) cools down alone, named by its URI and shard, while the
  * healthy tables keep merging and keep their upkeep.
  */
@@ -57,7 +58,6 @@ class ManyTablesMergeTopologyTest {
     private final Map<String, Long> nextOffset = new HashMap<>();
     private final List<String> warnings = new CopyOnWriteArrayList<>();
     private TableCatalog catalog;
-    private MergeFleet fleet;
     private MergeTables tables;
     private TableMaintenanceRunner maintenance;
     private TopologyTestDriver driver;
@@ -97,11 +97,7 @@ class ManyTablesMergeTopologyTest {
         catalog = config.openTables(meters);
         NAMES.forEach(catalog::createOrOpen);
         MergeMetrics metrics = new MergeMetrics(meters);
-        fleet = new MergeFleet(2, config.tablesParallel());
-        tables = new MergeTables(
-                catalog,
-                t -> new MergeCoordinator(
-                        t, config.maxGenerations(), config.maxBytes(), 0, fleet, false, metrics, 0, 0));
+        tables = new MergeTables(catalog, new ShardMerges(metrics, 0, result -> {}));
         maintenance = new TableMaintenanceRunner(metrics, 2, Duration.ofMinutes(5));
         var topology = MergeTopology.build(
                 config,
@@ -162,9 +158,6 @@ class ManyTablesMergeTopologyTest {
         }
         if (tables != null) {
             tables.close();
-        }
-        if (fleet != null) {
-            fleet.close();
         }
         if (maintenance != null) {
             maintenance.close();
@@ -230,8 +223,8 @@ class ManyTablesMergeTopologyTest {
     }
 
     private boolean anyRunning() {
-        return tables.active().stream()
-                .anyMatch(m -> m.table().shards().stream().anyMatch(m.coordinator()::running));
+        return tables.active().stream().anyMatch(m -> m.table().shards().stream()
+                .anyMatch(shard -> tables.passes().running(tables.key(m.name(), shard))));
     }
 
     private int pending(String name, int partition) {
@@ -323,7 +316,7 @@ class ManyTablesMergeTopologyTest {
                                 new RolloutGenerator(name, 8, 0).rollout(o, (int) o), 0, o, Instant.now()));
                     }
                     table.writeGeneration(TOPIC, 0, first, first + 9, rows, 1000);
-                    table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+                    table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
                 }
             }
             driver.advanceWallClockTime(Duration.ofMillis(1_500));

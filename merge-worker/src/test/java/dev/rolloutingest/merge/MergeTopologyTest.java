@@ -10,9 +10,9 @@ import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
@@ -43,7 +43,7 @@ class MergeTopologyTest {
     private final Path dir =
             Path.of("target", "ttd", UUID.randomUUID().toString()).toAbsolutePath();
     private RolloutTable table;
-    private MergeCoordinator coordinator;
+    private MergeTables tables;
     private TableMaintenanceRunner maintenance;
     private TopologyTestDriver driver;
     private TestInputTopic<String, GenerationSealed> sealed;
@@ -72,15 +72,14 @@ class MergeTopologyTest {
                 0L));
         values.putAll(overrides);
         MergeConfig config = MergeConfig.of(values);
-        table = RolloutTable.createOrOpen(config.tableLocation(), TableSettings.DEFAULTS, meters);
+        table = RolloutTable.createOrOpen(config.tableLocation(), config.tableSettings(), meters);
         MergeMetrics metrics = new MergeMetrics(meters);
-        coordinator = new MergeCoordinator(table, config.maxGenerations(), config.maxBytes(), 2, metrics);
+        tables = new MergeTables(TableCatalog.single(table), new ShardMerges(metrics, 0, result -> {}));
         // Avro single-object encoding stands in for the registry serde here; the ITs use the real one.
         maintenance = new TableMaintenanceRunner(metrics);
-        MergeCoordinator only = coordinator;
         var topology = MergeTopology.build(
                 config,
-                new MergeTables(TableCatalog.single(table), t -> only),
+                tables,
                 maintenance,
                 metrics,
                 1,
@@ -111,13 +110,18 @@ class MergeTopologyTest {
         }
     }
 
+    /** A manual pass, as the admin API asks for one. */
+    private ShardMerges.Outcome manual(String shard) throws Exception {
+        return tables.passes().manual(shard, table, shard).get();
+    }
+
     @AfterEach
     void stop() {
         if (driver != null) {
             driver.close();
         }
-        if (coordinator != null) {
-            coordinator.close();
+        if (tables != null) {
+            tables.close();
         }
         if (maintenance != null) {
             maintenance.close();
@@ -175,13 +179,13 @@ class MergeTopologyTest {
         long deadline = System.currentTimeMillis() + 120_000;
         while (System.currentTimeMillis() < deadline) {
             Thread.sleep(20);
-            if (table.shards().stream().anyMatch(coordinator::running)) {
+            if (table.shards().stream().anyMatch(tables.passes()::running)) {
                 continue;
             }
             driver.advanceWallClockTime(Duration.ofMillis(250));
-            if (table.shards().stream().noneMatch(coordinator::running)) {
+            if (table.shards().stream().noneMatch(tables.passes()::running)) {
                 driver.advanceWallClockTime(Duration.ofMillis(250));
-                if (table.shards().stream().noneMatch(coordinator::running)) {
+                if (table.shards().stream().noneMatch(tables.passes()::running)) {
                     return;
                 }
             }
@@ -283,7 +287,7 @@ class MergeTopologyTest {
                 .extracting(GenerationsMerged::getShardId)
                 .containsOnly(ShardId.of(TOPIC, 1));
         // A manual merge is never gated: it runs (and fails again, counting a fourth failure).
-        MergeCoordinator.Outcome manual = coordinator.manual(poison).get();
+        ShardMerges.Outcome manual = manual(poison);
         assertThat(manual.failed()).isTrue();
         settle();
         assertThat(cooldowns.get(Cooldown.key("merge", poison)).failures()).isEqualTo(4);
@@ -301,7 +305,7 @@ class MergeTopologyTest {
         assertThat(cooldowns.get(Cooldown.key("merge", g.shard()))).isNotNull();
         Files.move(aside, folder);
         // Retried on every check, the shard may already be cooling down: the manual pass is never gated.
-        assertThat(coordinator.manual(g.shard()).get().failed()).isFalse();
+        assertThat(manual(g.shard()).failed()).isFalse();
         settle();
         assertThat(pending(0)).isZero();
         assertThat(cooldowns.get(Cooldown.key("merge", g.shard()))).isNull();
@@ -315,7 +319,7 @@ class MergeTopologyTest {
         assertThat(merged.readValue().getTrigger()).isEqualTo(MergeTrigger.COUNT);
         // A pass that committed to Lance and died before its event: the table moved, nobody said so.
         SealedGeneration lost = sealQuietly(0);
-        table.mergePass(lost.shard(), 8, 0);
+        table.merges().pass(MergeRequest.of(lost.shard()).limits(8, 0));
         announce(lost); // its GenerationSealed event arrives after the merge
         settle();
         GenerationsMerged reconcile = merged.readValue();
@@ -336,7 +340,7 @@ class MergeTopologyTest {
         // A worker merged two generations and died before announcing them or committing their sealed events.
         SealedGeneration lostA = sealQuietly(0);
         SealedGeneration lostB = sealQuietly(0);
-        table.mergePass(lostA.shard(), 8, 0);
+        table.merges().pass(MergeRequest.of(lostA.shard()).limits(8, 0));
         // The next generation's event arrives first: its pass runs (the watermark is past lostA and lostB) ...
         seal(0);
         settle();

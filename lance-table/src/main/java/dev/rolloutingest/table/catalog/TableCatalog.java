@@ -3,11 +3,13 @@ package dev.rolloutingest.table.catalog;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.SharedByTables;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeCapacity;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
 import dev.rolloutingest.table.storage.SharedLanceCache;
@@ -49,8 +51,8 @@ public final class TableCatalog implements AutoCloseable {
     private final BufferAllocator landingAllocator = new RootAllocator();
     /** Names known to exist (listed or created), for the cap; refreshed by {@link #names}. */
     private final Set<String> known = ConcurrentHashMap.newKeySet();
-    /** One lance-core cache for every table (null for one table, which has its own). */
-    private final SharedLanceCache sharedCache;
+    /** One lance-core cache and one merge capacity for every table (null for one table, which has its own). */
+    private final SharedByTables shared;
 
     private final ResidentBudget budget;
 
@@ -60,7 +62,14 @@ public final class TableCatalog implements AutoCloseable {
         this.meters = meters;
         this.maxTables = maxTables;
         this.rootStore = root == null ? null : ObjectStores.open(root);
-        this.sharedCache = root == null ? null : new SharedLanceCache(settings.readCacheBytes());
+        this.shared = root == null
+                ? null
+                : new SharedByTables(
+                        new SharedLanceCache(settings.readCacheBytes()),
+                        new MergeCapacity(
+                                settings.mergeThreads(),
+                                settings.mergeTablesParallel(),
+                                Duration.ofMillis(settings.mergeThreadsIdleStopMs())));
         Duration idleRelease = root == null ? Duration.ZERO : Duration.ofMillis(settings.tablesIdleReleaseMs());
         this.budget = root == null
                 ? null
@@ -164,7 +173,7 @@ public final class TableCatalog implements AutoCloseable {
                     throw new RolloutTableException.TableCap(root.uri(), name, maxTables);
                 }
             }
-            table = RolloutTable.createOrOpen(locationOf(name), settings, meters, sharedCache);
+            table = RolloutTable.createOrOpen(locationOf(name), settings, meters, shared);
             known.add(name);
             open.put(name, table);
             return table;
@@ -186,7 +195,7 @@ public final class TableCatalog implements AutoCloseable {
                 return Optional.of(table);
             }
             try {
-                table = RolloutTable.open(locationOf(name), settings, meters, sharedCache);
+                table = RolloutTable.open(locationOf(name), settings, meters, shared);
             } catch (RolloutTableException.NotARolloutTable e) {
                 return Optional.empty();
             }
@@ -299,8 +308,8 @@ public final class TableCatalog implements AutoCloseable {
         }
         open.values().forEach(RolloutTable::close);
         open.clear();
-        if (sharedCache != null) {
-            sharedCache.close();
+        if (shared != null) {
+            shared.close();
         }
         if (rootStore != null) {
             rootStore.close();

@@ -1,8 +1,10 @@
 package dev.rolloutingest.table.merge;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
@@ -20,7 +22,10 @@ final class MergeMeters {
     final Map<MergePath, Counter> rowsByPath = new EnumMap<>(MergePath.class);
     final Map<String, Counter> deletesByResult = new HashMap<>();
 
+    private final MeterRegistry registry;
+
     MergeMeters(MeterRegistry meters) {
+        this.registry = meters;
         this.appendPhase = Timer.builder("rollout.merge.phase")
                 .tag("phase", "append")
                 .description("Time of a merge's phases: reading one shard's generations, committing a round")
@@ -72,5 +77,26 @@ final class MergeMeters {
                                     + " or the record_id index")
                             .register(meters));
         }
+    }
+
+    /** One round: shards in it, commits it took (1 unless a shard failed), commit and prepare time. */
+    void round(int shards, int commits, Duration commit, Duration prepare) {
+        registry.counter("rollout.merge.rounds").increment();
+        registry.counter("rollout.merge.commits").increment(commits);
+        DistributionSummary.builder("rollout.merge.round.shards")
+                .description("Shards folded by one merge round")
+                .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256)
+                .register(registry)
+                .record(shards);
+        Timer.builder("rollout.merge.round.commit")
+                .description("Time to commit one merge round (all its shards)")
+                .publishPercentileHistogram()
+                .register(registry)
+                .record(commit);
+        Timer.builder("rollout.merge.round.prepare")
+                .description("Time to read and de-duplicate one round's shards")
+                .publishPercentileHistogram()
+                .register(registry)
+                .record(prepare);
     }
 }

@@ -1,7 +1,6 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.RolloutTableException;
-import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
@@ -10,7 +9,6 @@ import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
@@ -42,13 +40,15 @@ public final class MergeRound {
     private final BaseKeys keys;
     private final MergePreparer preparer;
     private final MergeCommitter committer;
+    private final MergeMeters meters;
 
     public MergeRound(
             LanceIo lance, ObjectStore store, GenerationCatalog catalog, TableSettings settings, MeterRegistry meters) {
         this.lance = lance;
         this.catalog = catalog;
         this.keys = new BaseKeys(lance, meters);
-        MergeMeters merges = new MergeMeters(meters);
+        this.meters = new MergeMeters(meters);
+        MergeMeters merges = this.meters;
         this.preparer = new MergePreparer(lance, settings, keys, merges);
         this.committer = new MergeCommitter(lance, store, settings, keys, merges);
     }
@@ -57,14 +57,10 @@ public final class MergeRound {
      * What each shard would merge now: one base open for the watermarks, one listing for the seals, and
      * the seal files of the chosen generations.
      *
-     * @param maxGenerations per shard, 0 = unbounded
-     * @param maxBytes per shard, 0 = unbounded (the oldest pending generation is always taken)
-     * @param upTo per shard, the highest generation its plan may take (unsigned; absent or -1 = any)
+     * @param passes per shard its limits (0 = unbounded; the oldest pending generation is always taken) and the
+     *     highest generation its plan may take (unsigned; -1 = any)
      */
-    public List<MergePlan> plan(Collection<String> shards, int maxGenerations, long maxBytes, Map<String, Long> upTo) {
-        if (maxGenerations < 0 || maxBytes < 0) {
-            throw new IllegalArgumentException("maxGenerations and maxBytes must be >= 0");
-        }
+    List<MergePlan> plan(List<MergeRequest> passes) {
         Map<String, Long> watermarks;
         Map<String, List<GenerationCatalog.Listed>> sealed;
         try (Dataset base = lance.openBase()) {
@@ -74,10 +70,15 @@ public final class MergeRound {
             throw new RolloutTableException.Unavailable(lance.location().uri(), "planning a merge", e);
         }
         List<MergePlan> plans = new ArrayList<>();
-        for (String shard : shards) {
-            ShardId.requireValid(shard);
+        for (MergeRequest pass : passes) {
+            String shard = pass.shard();
+            int maxGenerations = pass.maxGenerations();
+            long maxBytes = pass.maxBytes();
+            if (maxGenerations < 0 || maxBytes < 0) {
+                throw new IllegalArgumentException("maxGenerations and maxBytes must be >= 0");
+            }
             long watermark = watermarks.getOrDefault(shard, 0L);
-            long bound = upTo.getOrDefault(shard, -1L);
+            long bound = pass.upTo();
             List<GenerationCatalog.Listed> pending = sealed.getOrDefault(shard, List.of()).stream()
                     .filter(g -> Long.compareUnsigned(g.generation(), watermark) > 0)
                     .toList();
@@ -114,7 +115,7 @@ public final class MergeRound {
     /**
      * Reads a plan's generations, ascending, newest row per key; safe on any thread (see {@link MergePreparer}).
      */
-    public PreparedMerge prepare(MergePlan plan) {
+    PreparedMerge prepare(MergePlan plan) {
         return preparer.prepare(plan);
     }
 
@@ -122,13 +123,17 @@ public final class MergeRound {
      * Commits the prepared shards, as one merge-insert when it can (see {@link MergeCommitter}). Returns each
      * shard's result or error; closes the prepared merges.
      */
-    public RoundResult commit(List<PreparedMerge> prepared) {
+    RoundResult commit(List<PreparedMerge> prepared) {
         return committer.commit(prepared);
     }
 
     /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */
     public void injectCommitFault(Consumer<CommitStage> fault) {
         committer.injectCommitFault(fault);
+    }
+
+    MergeMeters meters() {
+        return meters;
     }
 
     public LanceIo lance() {

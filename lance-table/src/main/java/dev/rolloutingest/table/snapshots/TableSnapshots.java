@@ -4,8 +4,10 @@ import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.MergeResult;
 import dev.rolloutingest.table.merge.RoundWrite;
+import dev.rolloutingest.table.merge.TableMerges;
 import dev.rolloutingest.table.rows.LiveRows;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
@@ -20,6 +22,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
@@ -64,21 +69,13 @@ public final class TableSnapshots {
     static final int MAX_VERSIONS_SEARCHED = 1_000;
 
     private final GenerationCatalog catalog;
-    private final BoundedPass pass;
+    private final TableMerges merges;
     private final LanceIo lance;
 
-    /**
-     * A merge pass of this process's own over one shard, taking no generation above {@code upTo}: what a snapshot made
-     * outside a merge-worker folds with.
-     */
-    @FunctionalInterface
-    public interface BoundedPass {
-        MergeResult pass(String shard, int maxGenerations, long maxBytes, long upTo);
-    }
-
-    public TableSnapshots(LanceIo lance, GenerationCatalog catalog, BoundedPass pass) {
+    /** {@code merges}: the table's one way of merging, through which a snapshot folds as every merge does. */
+    public TableSnapshots(LanceIo lance, GenerationCatalog catalog, TableMerges merges) {
         this.catalog = catalog;
-        this.pass = pass;
+        this.merges = merges;
         this.lance = lance;
     }
 
@@ -145,27 +142,11 @@ public final class TableSnapshots {
     }
 
     /**
-     * How a snapshot merges a shard up to a generation: one bounded pass that takes no generation above {@code upTo}.
-     * Where a merge-worker runs, its coordinator makes the pass, so the shard has one committer at a time; elsewhere
-     * (the CLI) the table's own pass, whose commits are fenced and refuse a shard another committer merged meanwhile.
+     * Folds what is pending up to the cut and tags the base version that holds it. The folds are the table's merges
+     * ({@link TableMerges}), within its pass limits, so where a merge-worker runs in this process the shard still has
+     * one committer; a commit of another process's is fenced and refuses a shard merged meanwhile.
      */
-    @FunctionalInterface
-    public interface Fold {
-        MergeResult pass(String shard, long upTo);
-    }
-
-    /**
-     * Folds what is pending up to the cut (bounded passes of this process's own) and tags the base version that
-     * holds it.
-     *
-     * @param maxGenerationsPerPass and {@code maxBytesPerPass}: the merge-worker's pass bounds
-     */
-    public Snapshot create(String name, Cut cut, int maxGenerationsPerPass, long maxBytesPerPass) {
-        return create(name, cut, (shard, upTo) -> pass.pass(shard, maxGenerationsPerPass, maxBytesPerPass, upTo));
-    }
-
-    /** Folds what is pending up to the cut through {@code fold} and tags the base version that holds it. */
-    public Snapshot create(String name, Cut cut, Fold fold) {
+    public Snapshot create(String name, Cut cut) {
         requireValidName(name);
         requireAbsent(name);
         // one base open and one seal listing for the whole request, not one per partition
@@ -176,7 +157,7 @@ public final class TableSnapshots {
         partitions.forEach((shard, p) -> labels.put(shard, cut.topic() + ":" + p));
         Map<String, Long> targets = targets(cut, labels, shards, merged);
         for (Map.Entry<String, Long> target : targets.entrySet()) {
-            fold(target.getKey(), target.getValue(), fold);
+            fold(target.getKey(), target.getValue());
         }
         try (Dataset base = lance.openBase()) {
             long version = consistentVersion(base, cut.bounded() ? targets : null, partitions);
@@ -432,11 +413,11 @@ public final class TableSnapshots {
      * when another committer (the merge-worker) took the same generations first; the watermark then moves without
      * it, so only passes after which neither happened count against the bound.
      */
-    private void fold(String shard, long target, Fold fold) {
+    private void fold(String shard, long target) {
         int stalled = 0;
         long watermark = watermarks().getOrDefault(shard, 0L);
         while (Long.compareUnsigned(watermark, target) < 0 && target != 0) {
-            MergeResult merged = fold.pass(shard, target);
+            MergeResult merged = pass(shard, target);
             long now = watermarks().getOrDefault(shard, 0L);
             if (merged.mergedGenerations().isEmpty() && now == watermark) {
                 if (++stalled >= MAX_PASSES_WITHOUT_PROGRESS) {
@@ -452,6 +433,25 @@ public final class TableSnapshots {
             watermark = now;
         }
     }
+
+    /** One pass of the table's merges over {@code shard}, taking no generation above {@code upTo}. */
+    private MergeResult pass(String shard, long upTo) {
+        try {
+            return merges.request(MergeRequest.of(shard).upTo(upTo)).get(FOLD_PASS_TIMEOUT_MINUTES, TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RolloutTableException("interrupted while folding shard " + shard + " for a snapshot", e);
+        } catch (ExecutionException | TimeoutException e) {
+            Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+            throw new RolloutTableException(
+                    "Table " + lance.location() + " shard " + shard + " could not be folded for a snapshot: "
+                            + cause.getMessage(),
+                    cause);
+        }
+    }
+
+    /** How long one fold pass may take, waiting for its round included. */
+    static final long FOLD_PASS_TIMEOUT_MINUTES = 10;
 
     private Map<String, Long> watermarks() {
         try (Dataset base = lance.openBase()) {

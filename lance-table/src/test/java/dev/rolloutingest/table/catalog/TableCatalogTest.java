@@ -9,6 +9,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -88,7 +89,7 @@ class TableCatalogTest {
     private static RolloutTable used(TableCatalog tables, String name, long first) {
         RolloutTable table = tables.createOrOpen(name);
         TableFixtures.write(table, 0, first, first + 9, 10);
-        table.mergePass(ShardId.of(TableFixtures.TOPIC, 0), 0, 0);
+        table.merges().pass(MergeRequest.of(ShardId.of(TableFixtures.TOPIC, 0)).limits(0, 0));
         assertThat(table.get("exp-3")).isPresent();
         return table;
     }

@@ -11,6 +11,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeRequest;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,7 +35,7 @@ class MaintenanceAndErrorsTest {
     void gcDeletesOnlyMergedGenerationsAfterTheGracePeriod() throws Exception {
         try (RolloutTable table = localTable("gc", meters)) {
             SealedGeneration merged = write(table, 0, 0, 9, 10);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             SealedGeneration pending = write(table, 0, 10, 19, 10);
             assertThat(table.collectGarbage(Duration.ofHours(1)).deletedGenerations())
                     .isZero();
@@ -57,7 +58,7 @@ class MaintenanceAndErrorsTest {
         try (RolloutTable table = localTable("gc-versions", meters)) {
             for (int i = 0; i < 5; i++) {
                 write(table, 0, i * 10L, i * 10L + 9, 10);
-                table.mergePass(shard, 8, 0);
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             }
             int before;
             try (Dataset base = Dataset.open(table.location().uri())) {
@@ -73,7 +74,8 @@ class MaintenanceAndErrorsTest {
             assertThat(table.countRows()).isEqualTo(10);
             assertThat(table.get("exp-4").orElseThrow().sourceOffset()).isEqualTo(44);
             write(table, 0, 50, 59, 10);
-            assertThat(table.mergePass(shard, 8, 0).mergedGenerations()).containsExactly(60L);
+            assertThat(table.merges().pass(MergeRequest.of(shard).limits(8, 0)).mergedGenerations())
+                    .containsExactly(60L);
         }
     }
 
@@ -87,7 +89,7 @@ class MaintenanceAndErrorsTest {
             Path above = root.resolve("_mem_wal/" + shard + "/" + SealedGeneration.folderName(50, 40, 49));
             Files.createDirectories(below);
             Files.createDirectories(above);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             Thread.sleep(50);
             TableMaintenance.GcResult gc = table.collectGarbage(Duration.ofMillis(10));
             assertThat(gc.deletedUnsealedFolders()).isEqualTo(1);
@@ -102,7 +104,7 @@ class MaintenanceAndErrorsTest {
         try (RolloutTable table = localTable("poison", meters)) {
             SealedGeneration gone = write(table, 0, 0, 9, 10);
             FileTrees.deleteRecursively(Path.of(table.location().resolve(gone.datasetPath())));
-            assertThatThrownBy(() -> table.mergePass(shard, 8, 0))
+            assertThatThrownBy(() -> table.merges().pass(MergeRequest.of(shard).limits(8, 0)))
                     .isInstanceOf(RolloutTableException.GenerationUnreadable.class)
                     .hasMessageContaining(shard)
                     .hasMessageContaining("generation 10")
@@ -172,7 +174,7 @@ class MaintenanceAndErrorsTest {
         Path dir = freshDir("reopen");
         try (RolloutTable table = RolloutTable.createOrOpen(TableLocation.local(dir), TableSettings.DEFAULTS, meters)) {
             write(table, 0, 0, 4, 5);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
         }
         try (RolloutTable again = RolloutTable.open(TableLocation.local(dir), TableSettings.DEFAULTS, meters)) {
             assertThat(again.countBaseRows()).isEqualTo(5);

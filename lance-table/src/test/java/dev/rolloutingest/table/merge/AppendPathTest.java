@@ -79,13 +79,13 @@ class AppendPathTest {
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             write(table, 0, 0, 0, 500, 0); // key-0..499
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(newRows(meters)).isEqualTo(500);
             assertThat(rows(meters, MergePath.JOIN)).isZero();
 
             List<RolloutRow> second = rows(0, 500, 450, 100, 1); // key-450..549: 50 rewritten, 50 new
             table.writeGeneration(TOPIC, 0, 500, 599, second, 100 * 100L);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(newRows(meters)).isEqualTo(550);
             assertThat(rows(meters, MergePath.JOIN)).isEqualTo(50);
 
@@ -117,9 +117,11 @@ class AppendPathTest {
             // partition 1: one generation of new keys whose key-250 partition 0 rewrites later in the same round
             write(table, 1, 0, 200, 100, 0); // key-200..299
             write(table, 0, 100, 250, 1, 9); // key-250, ingested later: the partition 1 row of it is dropped
-            RoundResult round = table.commitMerge(table.planMerge(List.of(shard0, shard1), 8, 0).stream()
-                    .map(table::prepareMerge)
-                    .toList());
+            RoundResult round = MergeSteps.commit(
+                    table,
+                    MergeSteps.plan(table, List.of(shard0, shard1), 8, 0).stream()
+                            .map(p -> MergeSteps.prepare(table, p))
+                            .toList());
             assertThat(round.failed()).isEmpty();
             // shard 0's first generation is adopted; its second (one row) too; shard 1's lost a row to the rewrite
             assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(101);
@@ -171,9 +173,9 @@ class AppendPathTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 100, 0);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, 100, 100, 100, 1);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             table.optimizeKeyIndex();
             int highest;
             try (RootAllocator allocator = new RootAllocator();
@@ -197,7 +199,7 @@ class AppendPathTest {
                 assertThat(FencedCommit.firstFreeId(base)).isGreaterThan(highest);
             }
             write(table, 0, 200, 300, 50, 2); // key-300..349
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             for (int k = 300; k < 350; k++) {
                 assertThat(table.get("key-" + k)).as("key-%d", k).isPresent();
             }
@@ -263,14 +265,14 @@ class AppendPathTest {
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
                 RootAllocator allocator = new RootAllocator()) {
             write(table, 0, 0, 0, 100, 0);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             long older;
             try (Dataset base =
                     Dataset.open().allocator(allocator).uri(location.uri()).build()) {
                 older = base.version();
             }
             write(table, 0, 100, 100, 100, 1); // key-100..199
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             BaseKeys keys = new BaseKeys(table.mergeRound().lance(), new SimpleMeterRegistry());
             try (Dataset newer = Dataset.open()
                             .allocator(allocator)
@@ -303,7 +305,7 @@ class AppendPathTest {
             }
             for (int g = 0; g < 5; g++) {
                 write(table, 0, g * 200L, g * 200, 200, g);
-                table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
                 try (Dataset base =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
                     keys.catchUp(base);
@@ -335,7 +337,7 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters);
                 RootAllocator allocator = new RootAllocator()) {
             write(table, 0, 0, 0, 100, 0); // key-0..99
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             try (Dataset base =
                     Dataset.open().allocator(allocator).uri(location.uri()).build()) {
                 base.delete("record_id = 'key-5'");
@@ -343,7 +345,7 @@ class AppendPathTest {
             write(table, 0, 100, 0, 1, 1); // key-0, in the base: joined, in a generation of its own
             write(table, 0, 101, 5, 1, 1); // key-5: the filter says maybe, the base says no
             write(table, 0, 102, 200, 98, 1); // key-200..297: new
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(meters.get("rollout.merge.key.filter.false.positives")
                             .counter()
                             .count())
@@ -368,11 +370,11 @@ class AppendPathTest {
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters)) {
             write(table, 0, 0, 0, 100, 0); // key-0..99
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             List<RolloutRow> rows = new ArrayList<>(rows(0, 100, 0, 2, 1)); // key-0, key-1: updates
             rows.addAll(rows(0, 102, 1000, 998, 1)); // key-1000..1997: new
             table.writeGeneration(TOPIC, 0, 100, 1099, rows, rows.size() * 100L);
-            MergeResult merged = table.mergePass(shard, 8, 0);
+            MergeResult merged = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(merged.rows()).isEqualTo(1000);
             assertThat(rows(meters, MergePath.JOIN)).isEqualTo(2);
             assertThat(rows(meters, MergePath.APPEND)).isEqualTo(998);
@@ -395,7 +397,7 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(
                 location, TableSettings.DEFAULTS.with(TableSettings.MERGE_ADOPT_GENERATIONS, false), meters)) {
             write(table, 0, 0, 0, 100, 0);
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             assertThat(rows(meters, MergePath.APPEND)).isEqualTo(100);
             assertThat(rows(meters, MergePath.ADOPT)).isZero();
             assertThat(baseRows(location)).hasSize(100);
@@ -412,7 +414,7 @@ class AppendPathTest {
             write(table, 0, 0, 0, 100, 0); // below 150 rows: written
             write(table, 0, 100, 100, 100, 0); // written, into the same fragment
             write(table, 0, 200, 200, 200, 0); // 200 rows: adopted whole
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             assertThat(rows(meters, MergePath.APPEND)).isEqualTo(200);
             assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(200);
             try (RootAllocator allocator = new RootAllocator();
@@ -433,14 +435,15 @@ class AppendPathTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 300, 0); // key-0..299
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, 300, 200, 200, 1); // key-200..399: 100 rewritten, 100 new
             table.injectMergeCommitFault(stage -> {
                 if (stage == CommitStage.APPENDED) {
                     throw new IllegalStateException("injected: the committer stops after the append");
                 }
             });
-            assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
+            assertThatThrownBy(() -> table.merges().pass(MergeRequest.of(shard).limits(8, 0)))
+                    .hasMessageContaining("injected");
             table.injectMergeCommitFault(null);
 
             // The generation's rows are in the base and in the still-pending generation: every read counts them once.
@@ -456,7 +459,7 @@ class AppendPathTest {
         // A new committer (a restarted merge-worker: nothing in memory) finishes the job without a duplicate.
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
-            MergeResult result = table.mergePass(shard, 8, 0);
+            MergeResult result = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(result.mergedGenerations()).containsExactly(500L);
             assertThat(newRows(meters)).isZero(); // all 200 rows are in the base already: only the marks are left
             assertThat(rows(meters, MergePath.JOIN)).isZero();
@@ -482,8 +485,9 @@ class AppendPathTest {
                     throw new IllegalStateException("injected: the merge-insert fails once");
                 }
             });
-            assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
-            table.mergePass(shard, 8, 0);
+            assertThatThrownBy(() -> table.merges().pass(MergeRequest.of(shard).limits(8, 0)))
+                    .hasMessageContaining("injected");
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(newRows(meters)).isEqualTo(100);
             assertThat(rows(meters, MergePath.SUPERSEDED)).isEqualTo(100);
             assertThat(baseRows(location)).hasSize(100);
@@ -503,12 +507,14 @@ class AppendPathTest {
                     throw new IllegalStateException("injected: the committer stops after the marks");
                 }
             });
-            assertThatThrownBy(() -> table.mergePass(shard, 8, 0)).hasMessageContaining("injected");
+            assertThatThrownBy(() -> table.merges().pass(MergeRequest.of(shard).limits(8, 0)))
+                    .hasMessageContaining("injected");
         }
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             assertThat(table.pendingGenerations(shard)).isEmpty();
-            assertThat(table.mergePass(shard, 8, 0).mergedAnything()).isFalse();
+            assertThat(table.merges().pass(MergeRequest.of(shard).limits(8, 0)).mergedAnything())
+                    .isFalse();
             assertThat(baseRows(location)).hasSize(100);
         }
     }
@@ -530,7 +536,7 @@ class AppendPathTest {
         try (RolloutTable seed =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(seed, 2, 0, 1_000, 50, 0); // key-1000..1049: the base's first fragment, the fence
-            seed.mergePass(ShardId.of(TOPIC, 2), 8, 0);
+            seed.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 2)).limits(8, 0));
         }
         raceTwoCommitters(location, 50);
     }
@@ -548,11 +554,14 @@ class AppendPathTest {
             // A has checked its filter (all 200 keys absent) and is about to write them: B commits first.
             a.injectWriteFault(batch -> {
                 if (once.getAndSet(false)) {
-                    assertThat(b.mergePass(shard1, 8, 0).rows()).isEqualTo(200);
+                    assertThat(b.merges()
+                                    .pass(MergeRequest.of(shard1).limits(8, 0))
+                                    .rows())
+                            .isEqualTo(200);
                 }
                 return null;
             });
-            MergeResult merged = a.mergePass(shard0, 8, 0);
+            MergeResult merged = a.merges().pass(MergeRequest.of(shard0).limits(8, 0));
             a.injectWriteFault(null);
 
             assertThat(merged.mergedGenerations()).containsExactly(200L);
@@ -585,19 +594,22 @@ class AppendPathTest {
         try (RolloutTable a = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
                 RolloutTable b = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(a, 0, 0, 0, 100, 0); // key-0..99: fragment 0, the fence
-            a.mergePass(shard0, 8, 0);
+            a.merges().pass(MergeRequest.of(shard0).limits(8, 0));
             write(a, 0, 100, 100, 100, 1); // key-100..199: another fragment
-            a.mergePass(shard0, 8, 0);
+            a.merges().pass(MergeRequest.of(shard0).limits(8, 0));
             write(a, 1, 0, 150, 10, 5); // partition 1 rewrites key-150..159: B joins them (not the fence)
             write(a, 0, 200, 1000, 50, 2); // key-1000..1049: new, A appends them
             AtomicBoolean once = new AtomicBoolean(true);
             a.injectWriteFault(batch -> {
                 if (once.getAndSet(false)) {
-                    assertThat(b.mergePass(shard1, 8, 0).rows()).isEqualTo(10);
+                    assertThat(b.merges()
+                                    .pass(MergeRequest.of(shard1).limits(8, 0))
+                                    .rows())
+                            .isEqualTo(10);
                 }
                 return null;
             });
-            a.mergePass(shard0, 8, 0);
+            a.merges().pass(MergeRequest.of(shard0).limits(8, 0));
             a.injectWriteFault(null);
 
             List<Integer> ids;
@@ -628,14 +640,15 @@ class AppendPathTest {
                         RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             for (int g = 0; g < 4; g++) {
                 write(table, 0, g * 100L, g * 100, 100, g); // key-0..399, 4 fragments
-                table.mergePass(shard, 8, 0);
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             }
             write(table, 0, 400, 400, 100, 10); // key-400..499, new
             int fence = fenceId(location);
             // The compaction has rewritten its fragments; before it commits, an append of new keys lands.
-            TableMaintenance.CompactionResult compacted = compactor.compact(
-                    1_000_000,
-                    () -> assertThat(table.mergePass(shard, 8, 0).rows()).isEqualTo(100));
+            TableMaintenance.CompactionResult compacted = compactor.compact(1_000_000, () -> assertThat(table.merges()
+                            .pass(MergeRequest.of(shard).limits(8, 0))
+                            .rows())
+                    .isEqualTo(100));
 
             assertThat(compacted.fragmentsBefore()).isEqualTo(4);
             // the append's fragment kept, the fence left alone, at least two others rewritten into one
@@ -647,7 +660,7 @@ class AppendPathTest {
             assertThat(base).hasSize(500);
             // and the next append, fenced on the same fragment, lands on the compacted base
             write(table, 0, 500, 450, 100, 11); // key-450..549: 50 rewritten, 50 new
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(baseRows(location)).hasSize(550);
             assertThat(table.get("key-460").orElseThrow().sourceOffset()).isEqualTo(510);
         }
@@ -669,13 +682,13 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             for (int g = 0; g < 4; g++) {
                 write(table, 0, g * 100L, g * 100, 100, g); // key-0..399, 4 fragments
-                table.mergePass(shard, 8, 0);
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             }
             table.compact(1_000_000);
             table.optimizeKeyIndex();
             table.collectGarbage(Duration.ZERO);
             write(table, 0, 400, 350, 100, 10); // key-350..449: 50 rewritten, 50 new
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(newRows(meters)).isEqualTo(450);
             assertThat(rows(meters, MergePath.JOIN)).isEqualTo(50);
             Map<String, String> base = baseRows(location);
@@ -691,12 +704,12 @@ class AppendPathTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 300, 0);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
         }
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             write(table, 0, 300, 250, 100, 1); // key-250..349: 50 rewritten, 50 new
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(newRows(meters)).isEqualTo(50);
             assertThat(rows(meters, MergePath.JOIN)).isEqualTo(50);
             assertThat(meters.get("rollout.merge.key.filter.keys.read")

@@ -45,7 +45,9 @@ class ConcurrentMergesTest {
                     assertThat(reading.await(60, TimeUnit.SECONDS))
                             .as("a read before the merges")
                             .isTrue();
-                    while (table.mergePass(shard, 2, 0).mergedAnything()) {
+                    while (table.merges()
+                            .pass(MergeRequest.of(shard).limits(2, 0))
+                            .mergedAnything()) {
                         // drain
                     }
                     return null;

@@ -56,7 +56,7 @@ class MergeJoinTest {
                     table.writeGeneration(TOPIC, p, first, first + 299, rows, 300 * 100L);
                 }
                 for (String shard : shards) {
-                    table.mergePass(shard, 8, 0);
+                    table.merges().pass(MergeRequest.of(shard).limits(8, 0));
                 }
                 table.optimizeKeyIndex();
             }
@@ -145,10 +145,10 @@ class MergeJoinTest {
         try (RolloutTable table = localTable("lookups", meters);
                 RootAllocator allocator = new RootAllocator()) {
             TableFixtures.write(table, 0, 0, 999, 1000);
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             table.optimizeKeyIndex();
             TableFixtures.write(table, 0, 1000, 1099, 2000); // 100 more keys, not indexed yet
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             List<String> keys = new java.util.ArrayList<>();
             for (int i = 0; i < 1100; i += 7) {
                 keys.add("exp-" + i);

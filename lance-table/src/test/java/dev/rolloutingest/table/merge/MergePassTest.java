@@ -28,7 +28,7 @@ class MergePassTest {
             List<MergeResult> passes = new ArrayList<>();
             MergeResult pass;
             do {
-                pass = table.mergePass(shard, 8, 0);
+                pass = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
                 if (pass.mergedAnything()) {
                     passes.add(pass);
                     assertThat(pass.mergedGenerations()).hasSizeLessThanOrEqualTo(8);
@@ -61,9 +61,13 @@ class MergePassTest {
             for (int g = 0; g < 5; g++) {
                 table.writeGeneration(TOPIC, 0, g * 10L, g * 10L + 9, rows(0, g * 10L, g * 10L + 9, 100), 1000);
             }
-            assertThat(table.mergePass(shard, 0, 2500).mergedGenerations()).containsExactly(10L, 20L);
-            assertThat(table.mergePass(shard, 0, 10).mergedGenerations()).containsExactly(30L);
-            MergeResult rest = table.mergePass(shard, 0, 0);
+            assertThat(table.merges()
+                            .pass(MergeRequest.of(shard).limits(0, 2500))
+                            .mergedGenerations())
+                    .containsExactly(10L, 20L);
+            assertThat(table.merges().pass(MergeRequest.of(shard).limits(0, 10)).mergedGenerations())
+                    .containsExactly(30L);
+            MergeResult rest = table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             assertThat(rest.mergedGenerations()).containsExactly(40L, 50L);
             assertThat(rest.leftover()).isZero();
             assertThat(table.countBaseRows()).isEqualTo(50);
@@ -76,7 +80,8 @@ class MergePassTest {
             for (int g = 0; g < 12; g++) {
                 write(table, 0, g * 5L, g * 5L + 4, 30);
             }
-            assertThat(table.mergePass(shard, 0, 0).mergedGenerations()).hasSize(12);
+            assertThat(table.merges().pass(MergeRequest.of(shard).limits(0, 0)).mergedGenerations())
+                    .hasSize(12);
         }
     }
 
@@ -84,7 +89,7 @@ class MergePassTest {
     void mergePhasesAreTimedSeparately() {
         try (RolloutTable table = localTable("timed", meters)) {
             write(table, 0, 0, 9, 10);
-            MergeResult result = table.mergePass(shard, 8, 0);
+            MergeResult result = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(result.readDuration()).isPositive();
             assertThat(result.commitDuration()).isPositive();
             assertThat(meters.get("rollout.merge.phase")

@@ -58,10 +58,10 @@ class MergeRoundTest {
 
     private static RoundResult round(RolloutTable table, List<String> shards, int maxGenerations) {
         List<PreparedMerge> prepared = new ArrayList<>();
-        for (MergePlan plan : table.planMerge(shards, maxGenerations, 0)) {
-            prepared.add(table.prepareMerge(plan));
+        for (MergePlan plan : MergeSteps.plan(table, shards, maxGenerations, 0)) {
+            prepared.add(MergeSteps.prepare(table, plan));
         }
-        return table.commitMerge(prepared);
+        return MergeSteps.commit(table, prepared);
     }
 
     @Test
@@ -130,11 +130,13 @@ class MergeRoundTest {
             generations(table, 0, 2);
             generations(table, 1, 2);
             List<PreparedMerge> prepared = new ArrayList<>();
-            for (MergePlan plan : table.planMerge(shards(2), 1, 0)) {
-                prepared.add(table.prepareMerge(plan));
+            for (MergePlan plan : MergeSteps.plan(table, shards(2), 1, 0)) {
+                prepared.add(MergeSteps.prepare(table, plan));
             }
-            table.mergePass(ShardId.of(TOPIC, 0), 2, 0); // another committer merged shard 0 meanwhile
-            RoundResult result = table.commitMerge(prepared);
+            table.merges()
+                    .pass(MergeRequest.of(ShardId.of(TOPIC, 0))
+                            .limits(2, 0)); // another committer merged shard 0 meanwhile
+            RoundResult result = MergeSteps.commit(table, prepared);
             assertThat(result.merged().get(ShardId.of(TOPIC, 0)).mergedAnything())
                     .isFalse();
             assertThat(result.merged().get(ShardId.of(TOPIC, 1)).mergedGenerations())

@@ -8,6 +8,7 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Instant;
@@ -43,7 +44,7 @@ class AwkwardIdsTest {
             }
             table.writeGeneration(TOPIC, 0, 0, AWKWARD.size() - 1, rows, 100);
             assertReadable(table);
-            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             assertThat(table.pendingGenerations(ShardId.of(TOPIC, 0))).isEmpty();
             assertReadable(table);
         }

@@ -14,6 +14,7 @@ import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -73,7 +74,7 @@ class BulkReadsTest {
     private RolloutTable tableWithBaseAndPending(String name) {
         RolloutTable table = localTable(name, meters);
         TableFixtures.write(table, 0, 0, 99, 50);
-        table.mergePass(shard(0), 100, Long.MAX_VALUE);
+        table.merges().pass(MergeRequest.of(shard(0)).limits(100, Long.MAX_VALUE));
         // pending: exp-0..9 updated at 100..109, then exp-10 deleted at 110
         write(table, 0, rows(0, 100, 109, 50));
         write(table, 0, List.of(delete(0, 110, "exp-10", 0)));
@@ -198,7 +199,7 @@ class BulkReadsTest {
             assertThat(pendingOnly.deleted()).containsEntry("exp-30", true).containsEntry("exp-20", false);
 
             // the same cursor after everything merged and the base compacted: the same answer
-            table.mergePass(shard(0), 100, Long.MAX_VALUE);
+            table.merges().pass(MergeRequest.of(shard(0)).limits(100, Long.MAX_VALUE));
             assertThat(table.pendingGenerations(shard(0))).isEmpty();
             table.compact(1_000_000);
             RowStream merged = table.tail(cursor, TOPIC, ScanQuery.all(), 0);
@@ -239,7 +240,7 @@ class BulkReadsTest {
     @Test
     void aScanOfASnapshotHandsOverItsCursorAndATailFromItEverythingAfter() throws Exception {
         try (RolloutTable table = tableWithBaseAndPending("tail-snapshot")) {
-            table.snapshots().create("s1", TableSnapshots.Cut.everythingSealed(TOPIC), 100, Long.MAX_VALUE);
+            table.snapshots().create("s1", TableSnapshots.Cut.everythingSealed(TOPIC));
             RowStream snap = table.scan(ScanQuery.all(), TOPIC, "s1");
             assertThat(drain(snap).offsets()).hasSize(49);
             assertThat(snap.cursor().offsets()).containsEntry(0, 110L);
@@ -272,7 +273,7 @@ class BulkReadsTest {
             drain(upTo105);
             RowStream caughtUp = table.tail(before, TOPIC, ScanQuery.all(), 0);
             drain(caughtUp);
-            table.mergePass(shard(0), 100, Long.MAX_VALUE);
+            table.merges().pass(MergeRequest.of(shard(0)).limits(100, Long.MAX_VALUE));
             assertThat(table.dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
             assertThatThrownBy(() -> table.tail(upTo105.cursor(), TOPIC, ScanQuery.all(), 0))
                     .isInstanceOf(RolloutTableException.StaleCursor.class)
@@ -308,7 +309,7 @@ class BulkReadsTest {
             RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
             // partition 1's row of key k is newer (ingested later) and merged; partition 0's older row is pending
             write(table, 1, List.of(TableFixtures.put(generator, 1, 5, "k", 100)));
-            table.mergePass(shard(1), 100, Long.MAX_VALUE);
+            table.merges().pass(MergeRequest.of(shard(1)).limits(100, Long.MAX_VALUE));
             write(
                     table,
                     0,
@@ -345,7 +346,7 @@ class BulkReadsTest {
                             TableFixtures.put(generator, 1, 6, "b", 10),
                             TableFixtures.put(generator, 1, 7, "c", 100),
                             TableFixtures.put(generator, 1, 8, "e", 10)));
-            table.mergePass(shard(1), 100, Long.MAX_VALUE);
+            table.merges().pass(MergeRequest.of(shard(1)).limits(100, Long.MAX_VALUE));
             write(
                     table,
                     0,
@@ -379,7 +380,7 @@ class BulkReadsTest {
                             TableFixtures.put(generator, 1, 5, "k", 10),
                             TableFixtures.put(generator, 1, 6, "a", 10),
                             TableFixtures.put(generator, 1, 7, "b", 10)));
-            table.mergePass(shard(1), 100, Long.MAX_VALUE);
+            table.merges().pass(MergeRequest.of(shard(1)).limits(100, Long.MAX_VALUE));
             write(table, 0, List.of(TableFixtures.put(generator, 0, 20, "k", 50)));
             RowStream every = table.scan(ScanQuery.all().withBatchRows(2), TOPIC);
             assertThat(drain(every).offsets()).containsEntry("k", 20L).hasSize(3);

@@ -7,6 +7,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.ArrayList;
@@ -45,7 +46,7 @@ class ConcurrentScansTest {
         AtomicLong scans = new AtomicLong();
         try (RolloutTable table = TableFixtures.localTable("concurrent-scans", new SimpleMeterRegistry(), settings)) {
             TableFixtures.write(table, 0, 0, KEYS - 1, KEYS);
-            table.mergePass(ShardId.of(TOPIC, 0), 100, Long.MAX_VALUE);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(100, Long.MAX_VALUE));
             mergedUpTo.set(KEYS - 1);
             AtomicBoolean writing = new AtomicBoolean(true);
             ExecutorService pool = Executors.newFixedThreadPool(SCANNERS);
@@ -75,7 +76,8 @@ class ConcurrentScansTest {
                     TableFixtures.write(table, 0, next, last, KEYS);
                     next = last + 1;
                     if (round % 3 == 2) {
-                        table.mergePass(ShardId.of(TOPIC, 0), 100, Long.MAX_VALUE);
+                        table.merges()
+                                .pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(100, Long.MAX_VALUE));
                         mergedUpTo.set(last);
                     }
                     Thread.sleep(20);

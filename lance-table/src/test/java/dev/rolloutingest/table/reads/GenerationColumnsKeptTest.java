@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import java.util.List;
 import java.util.Map;
@@ -119,7 +120,9 @@ class GenerationColumnsKeptTest {
                 }
                 try (reading) {
                     assertThat(reading.columns(COLUMNS)).isNotNull();
-                    fixture.table.mergePass(ShardId.of(TOPIC, 0), 100, Long.MAX_VALUE);
+                    fixture.table
+                            .merges()
+                            .pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(100, Long.MAX_VALUE));
                     assertThat(rows(reads.scan(ScanQuery.all().withColumns(COLUMNS), TOPIC)))
                             .isEqualTo(100);
                     assertThat(catalog.columnBytes())

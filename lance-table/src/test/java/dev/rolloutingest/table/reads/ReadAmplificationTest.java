@@ -9,6 +9,7 @@ import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeRequest;
 import io.micrometer.core.instrument.distribution.CountAtBucket;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.Arrays;
@@ -80,7 +81,7 @@ class ReadAmplificationTest {
     void aShardMergedAndCollectedToNothingIsStillSampledAsZero() throws Exception {
         try (RolloutTable table = table("sample-zero", 256, 2048)) {
             write(table, 0, 0, 0, 5);
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             Thread.sleep(50);
             assertThat(table.collectGarbage(java.time.Duration.ofMillis(10)).deletedGenerations())
                     .isEqualTo(1);
@@ -135,7 +136,7 @@ class ReadAmplificationTest {
                     .hasMessageContaining(TableSettings.PENDING_MAX_KEY);
             assertThatThrownBy(() -> table.list(ListQuery.all(5)))
                     .isInstanceOf(RolloutTableException.PendingBacklogTooLarge.class);
-            table.mergePass(ShardId.of(TOPIC, 0), 2, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(2, 0));
             assertThat(table.get("exp-1")).isPresent();
         }
     }

@@ -8,6 +8,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
@@ -39,7 +40,7 @@ class ReadCatalogConsistencyTest {
                 @Override
                 public List<String> listRecursive(String folder) {
                     if (mergeDuringListing.getAndSet(false)) {
-                        table.mergePass(shard, 1, 0); // the first generation only
+                        table.merges().pass(MergeRequest.of(shard).limits(1, 0)); // the first generation only
                         assertThat(table.collectGarbage(Duration.ZERO).deletedGenerations())
                                 .isEqualTo(1);
                     }

@@ -13,6 +13,7 @@ import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeRequest;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.util.UUID;
@@ -72,7 +73,7 @@ class ReadPathOnS3IT {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         try (RolloutTable table = table(meters)) {
             write(table, 0, 0, 199, 200);
-            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             table.optimizeKeyIndex();
             // 4 shards with one pending generation each (keys no lookup asks for)...
             for (int p = 1; p <= 4; p++) {

@@ -19,6 +19,7 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.maintenance.KeyIndexTiers;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -109,7 +110,7 @@ class ReadPathTest {
                 write(table, 0, g * 10, g * 10 + 9, 10); // the same 10 keys in every generation
             }
             assertThat(table.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(93);
-            table.mergePass(ShardId.of(TOPIC, 0), 4, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(4, 0));
             assertThat(table.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(93);
             assertThat(table.list(ListQuery.all(100))).hasSize(10).allSatisfy(r -> assertThat(r.sourceOffset())
                     .isGreaterThanOrEqualTo(90));
@@ -135,11 +136,12 @@ class ReadPathTest {
                 assertThat(table.list(ListQuery.all(10))).singleElement().satisfies(r -> assertThat(r.sourcePartition())
                         .isEqualTo(1));
                 int first = newerShardFirst ? 1 : 0;
-                table.mergePass(ShardId.of(TOPIC, first), 0, 0);
+                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, first)).limits(0, 0));
                 assertThat(table.get("moved").orElseThrow().sourcePartition()).isEqualTo(1);
                 assertThat(table.list(ListQuery.all(10))).singleElement().satisfies(r -> assertThat(r.sourcePartition())
                         .isEqualTo(1));
-                table.mergePass(ShardId.of(TOPIC, 1 - first), 0, 0);
+                table.merges()
+                        .pass(MergeRequest.of(ShardId.of(TOPIC, 1 - first)).limits(0, 0));
                 assertThat(table.get("moved").orElseThrow().sourcePartition())
                         .as("after merging %s first", newerShardFirst ? "the newer shard" : "the older shard")
                         .isEqualTo(1);
@@ -175,7 +177,7 @@ class ReadPathTest {
         try (RolloutTable table = localTable("index", meters)) {
             for (long g = 0; g < 6; g++) {
                 write(table, 0, g * 100, g * 100 + 99, 1_000_000);
-                table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
             TableMaintenance.IndexResult optimized = table.optimizeKeyIndex();
             assertThat(optimized.rebuilt())
@@ -209,7 +211,7 @@ class ReadPathTest {
                         .isPresent();
             }
             write(table, 0, 600, 699, 1_000_000);
-            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             assertThat(table.optimizeKeyIndex(new KeyIndexTiers(100, 8, 2_000_000))
                             .optimized())
                     .as("100 unindexed rows: not over the bound")
@@ -229,7 +231,7 @@ class ReadPathTest {
         try (RolloutTable table = localTable("segments", meters)) {
             String shard = ShardId.of(TOPIC, 0);
             write(table, 0, 0, 999, 1_000_000);
-            table.mergePass(shard, 0, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             // open segments: under 50 rows; at 3 open ones a take-up merges them, up to 100 rows
             KeyIndexTiers tiers = new KeyIndexTiers(0, 3, 100);
             assertThat(table.optimizeKeyIndex(tiers).segments()).isEqualTo(1);
@@ -237,7 +239,7 @@ class ReadPathTest {
             List<Integer> segments = new ArrayList<>();
             for (long g = 1; g <= 6; g++) {
                 write(table, 0, 1000 + g * 10, 1009 + g * 10, 1_000_000);
-                table.mergePass(shard, 0, 0);
+                table.merges().pass(MergeRequest.of(shard).limits(0, 0));
                 TableMaintenance.IndexResult result = table.optimizeKeyIndex(tiers);
                 assertThat(result.optimized()).isTrue();
                 assertThat(result.rebuilt()).isFalse();
@@ -262,7 +264,7 @@ class ReadPathTest {
             // A take-up never re-indexes more than the cap: 60 new rows and 3 open segments of 40, 10 and 10 rows
             // merge only the two smallest (60 + 20 <= 100); the full segment stays as it was.
             write(table, 0, 2000, 2059, 1_000_000);
-            table.mergePass(shard, 0, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             TableMaintenance.IndexResult capped = table.optimizeKeyIndex(tiers);
             assertThat(capped.rebuilt()).isFalse();
             assertThat(capped.segments()).isEqualTo(3);
@@ -296,7 +298,7 @@ class ReadPathTest {
         try (RolloutTable table = localTable("crash-after-compact", meters)) {
             for (long g = 0; g < 5; g++) {
                 write(table, 0, g * 100, g * 100 + 99, 1_000_000);
-                table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
             table.optimizeKeyIndex();
             // A compaction whose process died before it rebuilt the index.
@@ -308,7 +310,7 @@ class ReadPathTest {
                 base.compact(TableMaintenance.compactionOptions(1_000_000));
             }
             write(table, 0, 500, 599, 1_000_000);
-            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             // lance-format/lance#9270: optimizing now would silently drop the compacted rows from the index.
             assertThat(table.optimizeKeyIndex().rebuilt()).isTrue();
             for (int i = 0; i < 600; i += 7) {

@@ -15,6 +15,7 @@ import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationBatch;
+import dev.rolloutingest.table.merge.MergeRequest;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -143,7 +144,7 @@ class AddedColumnsTest {
             String shard = ShardId.of(TOPIC, 0);
             // generation 1: the old schema; merged into the base before the new fields exist
             table.writeGeneration(TOPIC, 0, 0, 4, rows(generator, 0, 5), 500);
-            table.mergePass(shard, 0, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             // generation 2: old rows only, still pending when the fields arrive
             table.writeGeneration(TOPIC, 0, 5, 9, rows(generator, 5, 10), 500);
             // generation 3: the newer schema
@@ -168,7 +169,7 @@ class AddedColumnsTest {
                     .containsOnlyKeys("tool_calls", "tags", "scores", "detail", "note")
                     .allSatisfy((name, value) -> assertThat(value).isNull());
 
-            table.mergePass(shard, 0, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             assertThat(table.pendingGenerations(shard)).isEmpty();
             assertAddedValues(table, generator, "merged");
             assertThat(table.get(generator.rollout(2, 0).getRecordId())
@@ -290,7 +291,7 @@ class AddedColumnsTest {
                             .orElseThrow()
                             .added())
                     .containsEntry("steps", null);
-            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             assertThat(table.get(generator.rollout(0, 0).getRecordId())
                             .orElseThrow()
                             .added())
@@ -332,7 +333,7 @@ class AddedColumnsTest {
                 }
                 table.writeGeneration(TOPIC, 0, 2, 4, batch, 300, List.of());
             }
-            table.mergePass(ShardId.of(TOPIC, 0), 0, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             assertThat(table.get(generator.rollout(3, 0).getRecordId())
                             .orElseThrow()
                             .added())
@@ -354,7 +355,7 @@ class AddedColumnsTest {
                 }
                 table.writeGeneration(TOPIC, 0, 0, 5, batch, 600, List.of());
             }
-            table.mergePass(shard, 0, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             assertThat(meters.counter("rollout.merge.rows", "path", "adopt").count()
                             + meters.counter("rollout.merge.rows", "path", "append")
                                     .count())
@@ -370,7 +371,7 @@ class AddedColumnsTest {
                 }
                 table.writeGeneration(TOPIC, 0, 6, 8, batch, 300, List.of());
             }
-            table.mergePass(shard, 0, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             assertThat(meters.counter("rollout.merge.rows", "path", "join").count())
                     .isEqualTo(3);
             for (int i = 0; i < 6; i++) {

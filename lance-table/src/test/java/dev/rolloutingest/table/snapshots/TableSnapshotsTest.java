@@ -13,6 +13,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.merge.CommitStage;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.snapshots.TableSnapshots.Cut;
@@ -57,11 +58,11 @@ class TableSnapshotsTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 100, 0);
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0); // merged
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0)); // merged
             write(table, 0, 100, 100, 100, 1); // pending
             write(table, 1, 0, 0, 50, 2); // pending, another partition
 
-            Snapshot snapshot = table.snapshots().create("run-1", Cut.everythingSealed(TOPIC), 8, 0);
+            Snapshot snapshot = table.snapshots().create("run-1", Cut.everythingSealed(TOPIC));
             assertThat(snapshot.offsets())
                     .containsExactlyInAnyOrderEntriesOf(Map.of(TOPIC + ":0", 200L, TOPIC + ":1", 50L));
             assertThat(snapshot.rows()).isEqualTo(250);
@@ -75,8 +76,8 @@ class TableSnapshotsTest {
             // later: a rewrite of key 150, new keys, merged, compacted, collected
             write(table, 0, 200, 150, 100, 10); // p0-key-150..249: 50 rewritten, 50 new
             write(table, 1, 50, 50, 50, 11);
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
-            table.mergePass(ShardId.of(TOPIC, 1), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
             table.compact(1_000_000);
             table.optimizeKeyIndex();
             table.collectGarbage(Duration.ZERO);
@@ -105,7 +106,7 @@ class TableSnapshotsTest {
             for (int g = 0; g < 3; g++) {
                 write(table, 0, g * 100L, g * 100, 100, g); // [0,99] [100,199] [200,299], all pending
             }
-            Snapshot snapshot = table.snapshots().create("cut-150", cut(Map.of(0, 150L)), 8, 0);
+            Snapshot snapshot = table.snapshots().create("cut-150", cut(Map.of(0, 150L)));
             assertThat(snapshot.offsets()).containsExactly(Map.entry(TOPIC + ":0", 100L));
             assertThat(snapshot.requestedCut()).containsExactly(Map.entry(TOPIC + ":0", 150L));
             assertThat(snapshot.rows()).isEqualTo(100);
@@ -125,9 +126,9 @@ class TableSnapshotsTest {
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             for (int g = 0; g < 3; g++) {
                 write(table, 0, g * 100L, g * 100, 100, g);
-                table.mergePass(shard, 8, 0);
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             }
-            Snapshot snapshot = table.snapshots().create("past", cut(Map.of(0, 200L)), 8, 0);
+            Snapshot snapshot = table.snapshots().create("past", cut(Map.of(0, 200L)));
             assertThat(snapshot.offsets()).containsExactly(Map.entry(TOPIC + ":0", 200L));
             assertThat(baseRows(location, "past")).hasSize(200).doesNotContainKey("p0-key-200");
         }
@@ -141,16 +142,16 @@ class TableSnapshotsTest {
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
                 RolloutTable other = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 100, 0);
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, 100, 100, 100, 1);
             List<Snapshot> taken = new ArrayList<>();
             // The second round has appended key-100..199 (the base's newest version) and not yet moved the marks.
             table.injectMergeCommitFault(stage -> {
                 if (stage == CommitStage.APPENDED && taken.isEmpty()) {
-                    taken.add(other.snapshots().create("mid", cut(Map.of(0, 100L)), 8, 0));
+                    taken.add(other.snapshots().create("mid", cut(Map.of(0, 100L))));
                 }
             });
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             table.injectMergeCommitFault(null);
 
             Snapshot mid = taken.get(0);
@@ -168,22 +169,22 @@ class TableSnapshotsTest {
             write(table, 0, 0, 0, 100, 0);
             write(table, 1, 0, 0, 100, 0);
             TableSnapshots snapshots = table.snapshots();
-            assertThatThrownBy(() -> snapshots.create("../evil", Cut.everythingSealed(TOPIC), 8, 0))
+            assertThatThrownBy(() -> snapshots.create("../evil", Cut.everythingSealed(TOPIC)))
                     .isInstanceOfSatisfying(SnapshotException.class, e -> assertThat(e.kind())
                             .isEqualTo(SnapshotException.Kind.BAD_REQUEST))
                     .hasMessageContaining("'../evil' is not allowed");
-            assertThatThrownBy(() -> snapshots.create("s", cut(Map.of(0, 100L, 1, 500L)), 8, 0))
+            assertThatThrownBy(() -> snapshots.create("s", cut(Map.of(0, 100L, 1, 500L))))
                     .isInstanceOf(SnapshotException.class)
                     .hasMessageContaining(TOPIC + ":1=500 is beyond what is sealed: records below offset 100 are");
-            assertThatThrownBy(() -> snapshots.create("s", cut(Map.of(0, 100L)), 8, 0))
+            assertThatThrownBy(() -> snapshots.create("s", cut(Map.of(0, 100L))))
                     .isInstanceOf(SnapshotException.class)
                     .hasMessageContaining("must name every partition")
                     .hasMessageContaining(TOPIC + ":1");
             assertThat(table.pendingGenerations(ShardId.of(TOPIC, 0))).hasSize(1); // nothing merged
             assertThat(snapshots.list()).isEmpty();
 
-            snapshots.create("s", Cut.everythingSealed(TOPIC), 8, 0);
-            assertThatThrownBy(() -> snapshots.create("s", Cut.everythingSealed(TOPIC), 8, 0))
+            snapshots.create("s", Cut.everythingSealed(TOPIC));
+            assertThatThrownBy(() -> snapshots.create("s", Cut.everythingSealed(TOPIC)))
                     .isInstanceOfSatisfying(SnapshotException.class, e -> assertThat(e.kind())
                             .isEqualTo(SnapshotException.Kind.CONFLICT))
                     .hasMessageContaining("Snapshot s already exists");
@@ -205,10 +206,10 @@ class TableSnapshotsTest {
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 100, 0);
             long version = table.snapshots()
-                    .create("keep", Cut.everythingSealed(TOPIC), 8, 0)
+                    .create("keep", Cut.everythingSealed(TOPIC))
                     .version();
             write(table, 0, 100, 0, 100, 1); // every key rewritten: the tagged rows live only in old files
-            table.mergePass(shard, 8, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             table.compact(1_000_000);
             table.collectGarbage(Duration.ZERO); // lance's default cleanup would fail here on the tag
             assertThat(versions(location)).contains(version);
@@ -228,9 +229,9 @@ class TableSnapshotsTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 120, 0);
-            table.snapshots().create("train", Cut.everythingSealed(TOPIC), 8, 0);
+            table.snapshots().create("train", Cut.everythingSealed(TOPIC));
             write(table, 0, 120, 120, 30, 1);
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
 
             assertThat(table.snapshots().export("train", target)).isEqualTo(120);
             try (RootAllocator allocator = new RootAllocator();

@@ -1,9 +1,12 @@
-package dev.rolloutingest.merge;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.merge.MergeMetrics;
+import dev.rolloutingest.merge.ShardMerges;
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.SharedByTables;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -13,8 +16,8 @@ import java.util.List;
 
 /**
  * The same backlog (generations of new keys) spread over 1, 10, 100 tables of one shard, drained by one process's
- * {@link MergeFleet}: merge rows/s per table count, side by side in one run, against the first count. A driver asks
- * for each table's passes every 10 ms as the scheduler's tick does.
+ * merge capacity ({@code rollout.merge.threads}, {@code rollout.merge.tables.parallel}): merge rows/s per table count, side by side in one run, against the first count. A driver asks
+ * for each table's passes every 10 ms through the merge-worker's {@link ShardMerges}, as its scheduler's tick does.
  */
 public final class FleetSpreadBench {
     private static final String TOPIC = "bench";
@@ -68,54 +71,46 @@ public final class FleetSpreadBench {
         Path root = dir.toAbsolutePath().resolve("spread-" + count + "-" + generations);
         FileTrees.deleteRecursively(root);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        MergeMetrics metrics = new MergeMetrics(meters);
         List<RolloutTable> opened = new ArrayList<>();
-        List<MergeCoordinator> coordinators = new ArrayList<>();
-        MergeFleet fleet = new MergeFleet(threads, parallel);
-        try {
-            for (int t = 0; t < count; t++) {
-                RolloutTable table = RolloutTable.createOrOpen(
-                        TableLocation.local(root.resolve(String.format("t%03d", t))), settings, meters);
-                opened.add(table);
-                coordinators.add(new MergeCoordinator(table, 8, 48L << 20, 48L << 20, fleet, false, metrics, 0, 8));
-                for (int g = 0; g < generations; g++) {
-                    newKeys.write(table, t, g);
-                }
-            }
-            int[] pending = new int[count];
-            java.util.Arrays.fill(pending, generations);
-            long started = System.nanoTime();
-            while (true) {
-                boolean left = false;
+        try (SharedByTables shared = BenchMerges.shared(settings, threads, parallel)) {
+            try {
                 for (int t = 0; t < count; t++) {
-                    MergeCoordinator coordinator = coordinators.get(t);
-                    for (MergeCoordinator.Outcome outcome : coordinator.drain(SHARD)) {
-                        if (outcome.failed()) {
-                            throw new IllegalStateException("a merge of table " + t + " failed", outcome.error());
-                        }
-                        pending[t] -= outcome.result().mergedGenerations().size();
-                    }
-                    if (pending[t] > 0) {
-                        left = true;
-                        if (!coordinator.running(SHARD)) {
-                            coordinator.submit(SHARD, MergeTrigger.COUNT);
-                        }
+                    RolloutTable table = RolloutTable.createOrOpen(
+                            TableLocation.local(root.resolve(String.format("t%03d", t))), settings, meters, shared);
+                    opened.add(table);
+                    for (int g = 0; g < generations; g++) {
+                        newKeys.write(table, t, g);
                     }
                 }
-                if (!left) {
-                    break;
+                ShardMerges passes = new ShardMerges(new MergeMetrics(meters), 8, result -> {});
+                int[] pending = new int[count];
+                java.util.Arrays.fill(pending, generations);
+                long started = System.nanoTime();
+                while (true) {
+                    boolean left = false;
+                    for (int t = 0; t < count; t++) {
+                        String key = "t" + t;
+                        for (ShardMerges.Outcome outcome : passes.drain(key)) {
+                            if (outcome.failed()) {
+                                throw new IllegalStateException("a merge of table " + t + " failed", outcome.error());
+                            }
+                            pending[t] -= outcome.result().mergedGenerations().size();
+                        }
+                        if (pending[t] > 0) {
+                            left = true;
+                            passes.submit(key, opened.get(t), SHARD, MergeTrigger.COUNT); // unless running
+                        }
+                    }
+                    if (!left) {
+                        break;
+                    }
+                    Thread.sleep(10); // the scheduler's tick
                 }
-                Thread.sleep(10); // the scheduler's tick
+                double seconds = (System.nanoTime() - started) / 1e9;
+                return new double[] {seconds, BenchMerges.rounds(opened)};
+            } finally {
+                opened.forEach(RolloutTable::close); // before the capacity: a round in flight still prepares
             }
-            double seconds = (System.nanoTime() - started) / 1e9;
-            long rounds = coordinators.stream()
-                    .mapToLong(c -> c.lastRound() == null ? 0 : c.lastRound().round())
-                    .sum();
-            return new double[] {seconds, rounds};
-        } finally {
-            coordinators.forEach(MergeCoordinator::close); // before the fleet: a round in flight still prepares
-            fleet.close();
-            opened.forEach(RolloutTable::close);
         }
     }
 }

@@ -1,9 +1,12 @@
-package dev.rolloutingest.merge;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.merge.MergeMetrics;
+import dev.rolloutingest.merge.ShardMerges;
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.SharedByTables;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -15,9 +18,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
- * One hot table among cold ones on one {@link MergeFleet}, sustained: the hot table gets {@code hotFactor} times the
- * generations of each cold one, all written as they come while a driver asks for each table's merge once its pending
- * generations reach the count trigger (the scheduler's rule). Reported: every table's highest pending count over the
+ * One hot table among cold ones on one process's merge capacity, sustained: the hot table gets {@code hotFactor} times the
+ * generations of each cold one, all written as they come while a driver asks for each table's merge through the merge-worker's
+ * {@link ShardMerges} once its pending generations reach the count trigger (the scheduler's rule). Reported: every table's highest pending count over the
  * run against the trigger, the hot one apart, and the merge rate against the write rate.
  */
 public final class FleetFairnessBench {
@@ -64,10 +67,9 @@ public final class FleetFairnessBench {
         Path root = dir.toAbsolutePath().resolve("fairness-" + tables);
         FileTrees.deleteRecursively(root);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        MergeMetrics metrics = new MergeMetrics(meters);
-        MergeFleet fleet = new MergeFleet(threads, parallel);
+        SharedByTables shared = BenchMerges.shared(settings, threads, parallel);
+        ShardMerges passes = new ShardMerges(new MergeMetrics(meters), 8, result -> {});
         List<RolloutTable> opened = new ArrayList<>();
-        List<MergeCoordinator> coordinators = new ArrayList<>();
         AtomicIntegerArray written = new AtomicIntegerArray(tables);
         int[] merged = new int[tables];
         int[] maxPending = new int[tables];
@@ -75,12 +77,11 @@ public final class FleetFairnessBench {
         try {
             for (int t = 0; t < tables; t++) {
                 RolloutTable table = RolloutTable.createOrOpen(
-                        TableLocation.local(root.resolve(String.format("t%03d", t))), settings, meters);
+                        TableLocation.local(root.resolve(String.format("t%03d", t))), settings, meters, shared);
                 opened.add(table);
-                coordinators.add(new MergeCoordinator(table, 8, 48L << 20, 48L << 20, fleet, false, metrics, 0, 8));
             }
             System.out.printf(
-                    "%d tables on one merge fleet (rollout.merge.tables.parallel %d, rollout.merge.threads %d) for"
+                    "%d tables on one merge capacity (rollout.merge.tables.parallel %d, rollout.merge.threads %d) for"
                             + " %d s: table 0 hot at %d generations/s, the others %d/s each; %d rows (256 B payloads)"
                             + " per generation; a merge is asked for at %d pending (the count trigger), 8 generations"
                             + " per pass at most%n%n",
@@ -113,8 +114,8 @@ public final class FleetFairnessBench {
             long end = started + seconds * 1_000_000_000L;
             while (System.nanoTime() < end) {
                 for (int t = 0; t < tables; t++) {
-                    MergeCoordinator coordinator = coordinators.get(t);
-                    for (MergeCoordinator.Outcome outcome : coordinator.drain(SHARD)) {
+                    String key = "t" + t;
+                    for (ShardMerges.Outcome outcome : passes.drain(key)) {
                         if (outcome.failed()) {
                             throw new IllegalStateException("a merge of table " + t + " failed", outcome.error());
                         }
@@ -122,8 +123,8 @@ public final class FleetFairnessBench {
                     }
                     int pending = written.get(t) - merged[t];
                     maxPending[t] = Math.max(maxPending[t], pending);
-                    if (pending >= trigger && !coordinator.running(SHARD)) {
-                        coordinator.submit(SHARD, MergeTrigger.COUNT);
+                    if (pending >= trigger) {
+                        passes.submit(key, opened.get(t), SHARD, MergeTrigger.COUNT); // unless running
                     }
                 }
                 Thread.sleep(10); // the scheduler's tick
@@ -161,9 +162,8 @@ public final class FleetFairnessBench {
                             meters.counter("rollout.merge.rounds").count());
         } finally {
             writing.set(false);
-            coordinators.forEach(MergeCoordinator::close);
-            fleet.close();
-            opened.forEach(RolloutTable::close);
+            opened.forEach(RolloutTable::close); // before the capacity: a round in flight still prepares
+            shared.close();
         }
     }
 

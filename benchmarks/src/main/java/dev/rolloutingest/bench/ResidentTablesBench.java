@@ -1,8 +1,7 @@
-package dev.rolloutingest.merge;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.ChildJvm;
 import dev.rolloutingest.embedded.FileTrees;
-import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
@@ -10,6 +9,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.catalog.TableCatalog;
+import dev.rolloutingest.table.merge.MergeResult;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.ManagementFactory;
@@ -19,13 +19,14 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * Resident memory of a merge-worker that has served many tables, most of them idle now: in a fresh JVM per table count
- * (fixed heap, pre-touched, so what differs is what the tables keep), every table gets a generation, has it merged by
- * its coordinator on one fleet and answers lookups, as a worker sees over a day; then the process idles past the idle
+ * (fixed heap, pre-touched, so what differs is what the tables keep), every table gets a generation, has it merged
+ * through the merge capacity the catalog's tables share and answers lookups, as a worker sees over a day; then the process idles past the idle
  * release and its RSS and heap in use are read.
  */
 public final class ResidentTablesBench {
@@ -91,23 +92,22 @@ public final class ResidentTablesBench {
         }
     }
 
-    /** The worker: many tables through one catalog, one fleet, a coordinator per table, as MergeTables makes them. */
+    /** The worker: many tables through one catalog, whose tables share one merge capacity, as MergeTables has them. */
     static final class Worker {
         public static void main(String[] args) throws Exception {
             Path root = Path.of(args[0]);
             int count = Integer.parseInt(args[1]);
             SimpleMeterRegistry meters = new SimpleMeterRegistry();
+            // rollout.merge.threads.idle.stop.ms as short as it goes when tables are released
+            long threadsIdleStopMs = Long.parseLong(args[2]) == 0 ? 60_000 : Math.max(1_000, Long.parseLong(args[2]));
             TableSettings settings = TableSettings.DEFAULTS
                     .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
                     .with(TableSettings.PENDING_MAX_GENERATIONS, 0)
-                    .with(TableSettings.TABLES_IDLE_RELEASE_MS, Long.parseLong(args[2]));
-            // the merge-worker's rollout.merge.threads.idle.stop.ms, as short as it goes when tables are released
-            java.time.Duration threadsIdleStop = java.time.Duration.ofMillis(
-                    Long.parseLong(args[2]) == 0 ? 60_000 : Math.max(1_000, Long.parseLong(args[2])));
+                    .with(TableSettings.TABLES_IDLE_RELEASE_MS, Long.parseLong(args[2]))
+                    .with(TableSettings.MERGE_THREADS_IDLE_STOP_MS, threadsIdleStopMs);
             long started = System.nanoTime();
-            MergeMetrics metrics = new MergeMetrics(meters);
-            MergeFleet fleet = new MergeFleet(2, 4);
-            List<MergeCoordinator> coordinators = new ArrayList<>();
+            List<CompletableFuture<MergeResult>> passes = new ArrayList<>();
+            List<RolloutTable> tables = new ArrayList<>();
             try (TableCatalog catalog =
                     TableCatalog.under(TableLocation.local(root.resolve("tables")), settings, meters, count)) {
                 RolloutGenerator generator = new RolloutGenerator("bench", 256, 3);
@@ -120,25 +120,13 @@ public final class ResidentTablesBench {
                         rows.add(new RolloutRow(rollout, 0, o, Instant.now()));
                     }
                     table.writeGeneration(TOPIC, 0, 0, ROWS - 1, rows, ROWS * 300L);
-                    MergeCoordinator coordinator = new MergeCoordinator(
-                                    table, 8, 48L << 20, 48L << 20, fleet, false, metrics, 0, 8)
-                            .stopThreadsWhenIdleFor(threadsIdleStop);
-                    coordinators.add(coordinator);
-                    coordinator.submit(SHARD, MergeTrigger.COUNT);
+                    tables.add(table);
+                    passes.add(table.merges().request(SHARD));
                 }
                 for (int t = 0; t < count; t++) {
-                    MergeCoordinator coordinator = coordinators.get(t);
-                    while (coordinator.running(SHARD)
-                            || !coordinator.table().pendingGenerations(SHARD).isEmpty()) {
-                        for (MergeCoordinator.Outcome outcome : coordinator.drain(SHARD)) {
-                            if (outcome.failed()) {
-                                throw new IllegalStateException("a merge failed", outcome.error());
-                            }
-                        }
-                        Thread.sleep(5);
-                    }
+                    passes.get(t).join(); // a failed merge fails the bench
                     for (int k = 0; k < 20; k++) {
-                        coordinator.table().get("t" + t + "-" + k * 7);
+                        tables.get(t).get("t" + t + "-" + k * 7);
                     }
                 }
                 double setup = (System.nanoTime() - started) / 1e9;
@@ -153,9 +141,6 @@ public final class ResidentTablesBench {
                         rssMiB(),
                         heapUsed,
                         ManagementFactory.getThreadMXBean().getThreadCount());
-            } finally {
-                coordinators.forEach(MergeCoordinator::close);
-                fleet.close();
             }
         }
 

@@ -1,4 +1,4 @@
-package dev.rolloutingest.merge;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;

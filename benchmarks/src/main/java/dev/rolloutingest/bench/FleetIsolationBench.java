@@ -1,11 +1,16 @@
-package dev.rolloutingest.merge;
+package dev.rolloutingest.bench;
 
 import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.merge.Cooldown;
+import dev.rolloutingest.merge.CooldownPolicy;
+import dev.rolloutingest.merge.MergeMetrics;
+import dev.rolloutingest.merge.ShardMerges;
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.SharedByTables;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.RolloutRow;
@@ -23,13 +28,11 @@ import java.util.stream.Stream;
 /**
  * Isolation of broken tables on the shared merge fleet (the seed's #267): {@code tables} tables with the same backlog,
  * {@code broken} of them broken by hand (the data file of their base deleted, so every merge that updates its rows
- * fails), drained on one {@link MergeFleet} by the merge-worker's coordinators. A driver asks for each table's passes
- * as the scheduler's tick does, with the scheduler's {@link CooldownPolicy}. Runs side by side, after a warm-up: the
+ * fails), drained on one process's merge capacity. A driver asks for each table's passes through the merge-worker's
+ * {@link ShardMerges} as its scheduler's tick does, with the scheduler's {@link CooldownPolicy}. Runs side by side, after a warm-up: the
  * healthy tables alone (the baseline, first and last: their mean), with the broken ones and cooldowns (3 failures), with
  * the broken ones and cooldowns off.
  * Printed: the healthy tables' drain rows/s, its ratio to the baseline, and the broken tables' failed passes.
- *
- * <p>In the merge package for the policy and the fleet, which are the merge-worker's own.
  */
 public final class FleetIsolationBench {
     private static final String TOPIC = "bench";
@@ -113,27 +116,22 @@ public final class FleetIsolationBench {
         Path root = dir.toAbsolutePath().resolve("isolation-" + label);
         FileTrees.deleteRecursively(root);
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        MergeMetrics metrics = new MergeMetrics(meters);
         CooldownPolicy policy = cooldowns
                 ? new CooldownPolicy(3, 600, 3600, Duration.ofHours(1))
                 : new CooldownPolicy(0, 0, 0, Duration.ofHours(1));
         List<RolloutTable> opened = new ArrayList<>();
-        List<MergeCoordinator> coordinators = new ArrayList<>();
-        MergeFleet fleet = new MergeFleet(threads, parallel);
+        SharedByTables shared = BenchMerges.shared(settings, threads, parallel);
+        ShardMerges passes = new ShardMerges(new MergeMetrics(meters), 4, result -> {});
         try {
             for (int t = 0; t < count; t++) {
                 RolloutTable table = RolloutTable.createOrOpen(
-                        TableLocation.local(root.resolve(String.format("t%03d", t))), settings, meters);
+                        TableLocation.local(root.resolve(String.format("t%03d", t))),
+                        settings.with(TableSettings.MERGE_MAX_GENERATIONS, 4),
+                        meters,
+                        shared);
                 opened.add(table);
-                MergeCoordinator coordinator =
-                        new MergeCoordinator(table, 4, 48L << 20, 48L << 20, fleet, false, metrics, 0, 4);
-                coordinators.add(coordinator);
                 write(table, 0);
-                MergeCoordinator.Outcome base = coordinator.manual(SHARD).get(10, TimeUnit.MINUTES);
-                if (base.failed()) {
-                    throw new IllegalStateException("the base of table " + t + " failed", base.error());
-                }
-                coordinator.drain(SHARD); // the base's pass is not the backlog's
+                table.merges().request(SHARD).get(10, TimeUnit.MINUTES); // the base, not the backlog
                 if (t < brokenCount) {
                     deleteBaseData(table);
                 }
@@ -150,8 +148,8 @@ public final class FleetIsolationBench {
                 long now = System.currentTimeMillis();
                 boolean healthyLeft = false;
                 for (int t = 0; t < count; t++) {
-                    MergeCoordinator coordinator = coordinators.get(t);
-                    for (MergeCoordinator.Outcome outcome : coordinator.drain(SHARD)) {
+                    String key = "t" + t;
+                    for (ShardMerges.Outcome outcome : passes.drain(key)) {
                         if (outcome.failed()) {
                             failures++;
                             records[t] = policy.onFailure(
@@ -164,8 +162,8 @@ public final class FleetIsolationBench {
                     if (t >= brokenCount && pending[t] > 0) {
                         healthyLeft = true;
                     }
-                    if (pending[t] > 0 && !coordinator.running(SHARD) && !policy.gates(records[t], now)) {
-                        coordinator.submit(SHARD, MergeTrigger.COUNT);
+                    if (pending[t] > 0 && !policy.gates(records[t], now)) {
+                        passes.submit(key, opened.get(t), SHARD, MergeTrigger.COUNT); // unless running
                     }
                 }
                 if (!healthyLeft) {
@@ -180,9 +178,8 @@ public final class FleetIsolationBench {
             }
             return new Result(seconds, (long) (count - brokenCount) * generations * rows, failures, brokenPending);
         } finally {
-            coordinators.forEach(MergeCoordinator::close); // before the fleet: a round in flight still prepares
-            fleet.close();
-            opened.forEach(RolloutTable::close);
+            opened.forEach(RolloutTable::close); // before the capacity: a round in flight still prepares
+            shared.close();
         }
     }
 
