@@ -4,6 +4,7 @@ import dev.rolloutingest.retry.Retry;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.GenerationWriter;
+import dev.rolloutingest.table.generations.PendingShard;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.maintenance.KeyIndexTiers;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
@@ -366,6 +367,15 @@ public final class RolloutTable implements AutoCloseable {
         try (Dataset base = lance.openBase()) {
             return MemWalWatermarks.read(base);
         }
+    }
+
+    /**
+     * Every shard's backlog: its watermark, its pending generations and when the oldest was sealed. As fresh as reads
+     * ({@code rollout.read.refresh.ms}; at once after this process's own commits), from one listing and the seals
+     * readers keep: what a merge-worker decides its triggers by, every tick, without reading the table each time.
+     */
+    public Map<String, PendingShard> backlog() {
+        return readCatalog.backlog();
     }
 
     /** A shard's sealed generations above its watermark, ascending. */

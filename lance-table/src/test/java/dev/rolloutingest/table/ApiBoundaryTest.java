@@ -30,6 +30,7 @@ class ApiBoundaryTest {
             "snapshots.TableSnapshots",
             "generations.SealedGeneration",
             "generations.GenerationBatch",
+            "generations.PendingShard", // a shard's backlog as the table holds it
             "rows.RolloutRow",
             "rows.RolloutSchema",
             "rows.RowWriter", // RowWriter.Staged: what GenerationBatch.stage returns

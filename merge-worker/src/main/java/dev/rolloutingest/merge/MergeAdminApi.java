@@ -7,6 +7,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.catalog.TableCatalog;
+import dev.rolloutingest.table.generations.PendingShard;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -252,21 +253,28 @@ final class MergeAdminApi {
         }
     }
 
+    /** Per table this process merges, every shard with pending generations, as the table holds them. */
     Map<String, Object> pending() {
         long now = System.currentTimeMillis();
-        List<Map<String, Object>> shards;
-        try {
-            shards = this.<ShardBacklog, Map<String, Object>>readStore(MergeStores.BACKLOG_STORE, (key, backlog) -> {
+        List<Map<String, Object>> shards = new ArrayList<>();
+        for (MergeTables.Merging merging : tables.active()) {
+            Map<String, PendingShard> backlog;
+            try {
+                backlog = merging.table().backlog();
+            } catch (RuntimeException e) {
+                continue; // unreadable now: its shards show again once it answers
+            }
+            for (PendingShard pending : backlog.values()) {
+                if (pending.count() == 0) {
+                    continue;
+                }
                 Map<String, Object> row = new LinkedHashMap<>();
-                MergeTables.TableShard tableShard = tables.parse(key);
-                row.put("table", tableShard.table());
-                row.put("shard", tableShard.shard());
-                row.put("pending", backlog.count());
-                row.put("oldest_age_ms", backlog.oldestAgeMs(now));
-                return row;
-            });
-        } catch (InvalidStateStoreException e) {
-            shards = List.of();
+                row.put("table", merging.name());
+                row.put("shard", pending.shard());
+                row.put("pending", pending.count());
+                row.put("oldest_age_ms", pending.oldestAgeMs(now));
+                shards.add(row);
+            }
         }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("total", shards.stream().mapToInt(s -> (int) s.get("pending")).sum());

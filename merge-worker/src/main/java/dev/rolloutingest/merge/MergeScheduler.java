@@ -6,7 +6,7 @@ import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.generations.PendingShard;
 import dev.rolloutingest.table.merge.MergeResult;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -17,10 +17,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.ObjLongConsumer;
+import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -31,14 +32,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One task of the merge-worker: the shards whose GenerationSealed events land in its partition. It keeps
- * their pending generations and the cooldowns in changelogged stores, decides when a shard is merged
- * (count trigger, time trigger), asks the table for passes ({@link ShardMerges}), and applies finished
- * passes on its own thread: stores, GenerationsMerged events, cooldowns. It reconciles with the table
- * (watermarks and seals) at start and periodically, so a missed or replayed event can neither strand a
- * generation nor merge one twice (the pass itself re-reads the watermark).
+ * One task of the merge-worker, the Kafka side of merging: the table shards whose GenerationSealed events Kafka
+ * assigns to its partition are its own (kept in a changelogged store with what their events announced). An event is a
+ * wake-up; the backlog is the table's ({@link RolloutTable#backlog}: its seals and watermarks), so a missed, late or
+ * replayed event can neither strand a generation nor merge one twice. The task decides when a shard is merged (count
+ * trigger, time trigger, cooldowns), asks the table for the pass ({@link ShardMerges}), and applies finished passes on
+ * its own thread: GenerationsMerged events, cooldowns, the merged lag.
  *
- * <p>Over 300 lines because the events task's state (backlogs, triggers, outcomes, maintenance gates) moves in one
+ * <p>What remains of the reconcile: announcing, as RECONCILE, generations a pass merged whose worker died before its
+ * event; and taking on a shard with pending generations whose events never reached any task (lost to the events
+ * topic's retention, or keyed otherwise by an older version), which goes to the task Kafka's own partitioner names for
+ * its key.
+ *
+ * <p>Over 300 lines because the events task's state (owned shards, triggers, outcomes, maintenance gates) moves in one
  * Kafka Streams processor; the cooldowns are kept by {@link CooldownBook}.
  */
 final class MergeScheduler implements Processor<String, GenerationSealed, String, GenerationsMerged> {
@@ -58,7 +64,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private final Map<String, Map<String, long[]>> watermarks = new HashMap<>();
 
     private ProcessorContext<String, GenerationsMerged> context;
-    private KeyValueStore<String, ShardBacklog> backlogs;
+    private KeyValueStore<String, OwnedShard> shards;
     private CooldownBook cooldowns;
     private int partition;
     private boolean reconciled;
@@ -82,7 +88,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     @Override
     public void init(ProcessorContext<String, GenerationsMerged> context) {
         this.context = context;
-        this.backlogs = MergeStores.backlogs(context);
+        this.shards = MergeStores.shards(context);
         this.cooldowns = new CooldownBook(MergeStores.cooldowns(context), policy, metrics);
         this.partition = context.taskId().partition();
         context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
@@ -131,20 +137,43 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             return;
         }
         String key = tables.key(table.get(), shard);
-        if (!ownedByThisTask(key)) {
-            // Keyed otherwise (by shard alone, as before tables had keys of their own): its owner's reconcile finds the
-            // generation; taken here as well, two tasks would keep a backlog of one table's shard.
-            log.debug("Generation {} of {} belongs to another task; left to its reconcile", event.getGeneration(), key);
+        // Kafka's partitioner brought the event here by its key: the shard is this task's. An event keyed otherwise
+        // (by the shard alone, as before tables had keys of their own) is this task's only where its key's would be.
+        if (!key.equals(record.key()) && !kafkaPartitionOf(key)) {
+            log.debug("Generation {} of {} belongs to another task; left to its owner", event.getGeneration(), key);
             return;
         }
         partitionOf.put(shard, new TopicPartition(event.getTopic(), event.getPartition()));
-        ShardBacklog backlog = backlog(key);
-        if (event.getGeneration() <= backlog.announcedUpTo()) {
-            return; // merged and announced already (its event was late, the table told us first)
+        if (shards.get(key) == null) {
+            shards.put(key, OwnedShard.none());
         }
-        backlog.add(event.getGeneration(), event.getSealedAt().toEpochMilli());
-        put(key, backlog);
-        maybeTrigger(key, backlog, System.currentTimeMillis());
+        long now = System.currentTimeMillis();
+        tables.of(table.get()).ifPresent(merging -> {
+            PendingShard pending = pendingOf(merging, shard);
+            if (pending != null) {
+                maybeTrigger(key, shard, merging, pending, now, cooldowns.gates(MERGE, key, now));
+            }
+        });
+    }
+
+    /** The table's backlog of one shard; null when the table cannot be read now (the next tick tries again). */
+    private static PendingShard pendingOf(MergeTables.Merging merging, String shard) {
+        try {
+            return merging.table().backlog().get(shard);
+        } catch (RuntimeException e) {
+            log.debug("Table {}: backlog unreadable now: {}", merging.table().location(), e.getMessage());
+            return null;
+        }
+    }
+
+    /** The table's backlog, every shard; empty when it cannot be read now. */
+    private static Map<String, PendingShard> backlogOf(MergeTables.Merging merging) {
+        try {
+            return merging.table().backlog();
+        } catch (RuntimeException e) {
+            log.debug("Table {}: backlog unreadable now: {}", merging.table().location(), e.getMessage());
+            return Map.of();
+        }
     }
 
     private void tick(long now) {
@@ -153,36 +182,55 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         long total = 0;
         Map<String, MergeMetrics.TableBacklog> byTable = new HashMap<>();
-        List<String> keys = new ArrayList<>();
-        try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
-            all.forEachRemaining(kv -> keys.add(kv.key));
+        Map<String, List<String>> keysByTable = new TreeMap<>();
+        try (KeyValueIterator<String, OwnedShard> all = shards.all()) {
+            all.forEachRemaining(kv -> keysByTable
+                    .computeIfAbsent(tables.parse(kv.key).table(), t -> new ArrayList<>())
+                    .add(kv.key));
         }
-        for (String key : keys) {
-            ShardBacklog backlog = backlog(key);
-            MergeTables.TableShard tableShard = tables.parse(key);
-            Optional<MergeTables.Merging> merging = tables.of(tableShard.table());
-            if (merging.isPresent()) {
+        for (Map.Entry<String, List<String>> tableKeys : keysByTable.entrySet()) {
+            Optional<MergeTables.Merging> merging = tables.of(tableKeys.getKey());
+            if (merging.isEmpty()) {
+                continue;
+            }
+            Map<String, PendingShard> backlog = backlogOf(merging.get());
+            for (String key : tableKeys.getValue()) {
+                String shard = tables.parse(key).shard();
+                // Read before the drain: a pass no longer running has queued its outcome, so it is applied below.
+                boolean passing = tables.passes().running(key);
                 List<ShardMerges.Outcome> outcomes = tables.passes().drain(key);
+                OwnedShard owned = owned(key);
+                long announced = owned.announcedUpTo();
                 for (ShardMerges.Outcome outcome : outcomes) {
-                    apply(merging.get(), outcome, backlog, now);
+                    apply(merging.get(), outcome, owned, now);
                 }
                 if (!outcomes.isEmpty()) {
-                    put(key, backlog); // only what changed reaches the changelog
+                    backlog = backlogOf(merging.get()); // the passes moved it: the table was told
                 }
+                PendingShard pending = backlog.get(shard);
+                if (pending != null && !passing) {
+                    // A watermark past the events: a pass of another process (a snapshot's fold), or one whose worker
+                    // died before its event.
+                    announceCovered(merging.get(), shard, owned, pending.watermark());
+                }
+                if (owned.announcedUpTo() != announced) {
+                    shards.put(key, owned); // only what changed reaches the changelog
+                }
+                boolean cooling = cooldowns.gates(MERGE, key, now); // read once: the trigger and the gauge
+                if (pending == null) {
+                    continue;
+                }
+                maybeTrigger(key, shard, merging.get(), pending, now, cooling);
+                total += pending.count();
+                byTable.merge(
+                        tableKeys.getKey(),
+                        MergeMetrics.TableBacklog.ofShard(pending.count(), cooling),
+                        MergeMetrics.TableBacklog::plus);
             }
-            boolean cooling = cooldowns.gates(MERGE, key, now); // read once: the trigger and the gauge
-            if (merging.isPresent()) {
-                maybeTrigger(tableShard.shard(), merging.get(), backlog, now, cooling);
-            }
-            total += backlog.count();
-            byTable.merge(
-                    tableShard.table(),
-                    MergeMetrics.TableBacklog.ofShard(backlog.count(), cooling),
-                    MergeMetrics.TableBacklog::plus);
         }
         metrics.backlog(partition, total);
         metrics.tableBacklog(partition, byTable);
-        for (TableMaintenanceRunner.Outcome outcome : maintenance.drain(o -> ownedByThisTask(o.table()))) {
+        for (TableMaintenanceRunner.Outcome outcome : maintenance.drain(o -> kafkaPartitionOf(o.table()))) {
             String target = outcome.tableUri();
             if (outcome.error() == null) {
                 cooldowns.clear(outcome.kind(), target);
@@ -200,21 +248,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         cooldowns.expire(now);
     }
 
-    private void maybeTrigger(String key, ShardBacklog backlog, long now) {
-        if (backlog.count() == 0) {
-            return;
-        }
-        MergeTables.TableShard tableShard = tables.parse(key);
-        Optional<MergeTables.Merging> merging = tables.of(tableShard.table());
-        if (merging.isPresent()) {
-            maybeTrigger(tableShard.shard(), merging.get(), backlog, now, cooldowns.gates(MERGE, key, now));
-        }
-    }
-
     /** Asks for the shard's merge when its count or age trigger is due, unless it runs or cools down. */
     private void maybeTrigger(
-            String shard, MergeTables.Merging merging, ShardBacklog backlog, long now, boolean cooling) {
-        String key = tables.key(merging.name(), shard);
+            String key, String shard, MergeTables.Merging merging, PendingShard backlog, long now, boolean cooling) {
         if (backlog.count() == 0 || tables.passes().running(key)) {
             return;
         }
@@ -234,7 +270,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         tables.passes().submit(key, merging.table(), shard, trigger);
     }
 
-    private void apply(MergeTables.Merging merging, ShardMerges.Outcome outcome, ShardBacklog backlog, long now) {
+    private void apply(MergeTables.Merging merging, ShardMerges.Outcome outcome, OwnedShard owned, long now) {
         String shard = outcome.shard();
         String key = tables.key(merging.name(), shard);
         if (outcome.failed() && outcome.tableUnavailable()) {
@@ -254,21 +290,21 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         cooldowns.clear(MERGE, key);
         MergeResult result = outcome.result();
         // What an earlier pass merged but never announced (it died before its commit), then this pass.
-        announceCovered(merging, shard, backlog, result.previousWatermark());
+        announceCovered(merging, shard, owned, result.previousWatermark());
         if (result.mergedAnything()) {
             metrics.tableRows(merging.name(), result.rows());
             emit(
                     merging,
                     shard,
-                    backlog,
+                    owned,
                     result.mergedGenerations(),
                     result.newWatermark(),
                     result.rows(),
                     outcome.duration().toMillis(),
                     outcome.trigger());
         }
-        backlog.mergedUpTo(result.newWatermark());
-        publishMerged(merging.name(), shard, result.newWatermark(), backlog.count());
+        PendingShard pending = pendingOf(merging, shard);
+        publishMerged(merging.name(), shard, result.newWatermark(), pending == null ? 0 : pending.count());
     }
 
     /**
@@ -295,40 +331,41 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     }
 
     /**
-     * Announces, as RECONCILE, generations the watermark covers that no committed event announced: a pass
-     * committed them but its worker died before its event. Their sealed events may not have been re-read yet
-     * (the backlog does not know them), so the table's listing names them too.
+     * Announces, as RECONCILE, generations the watermark covers that no committed event announced: a pass committed them
+     * but its worker died before its event. The table's listing names them (merged seals stay until GC removes them).
      */
-    private void announceCovered(MergeTables.Merging merging, String shard, ShardBacklog backlog, long watermark) {
-        if (Long.compareUnsigned(watermark, backlog.announcedUpTo()) > 0) {
-            TreeSet<Long> covered = new TreeSet<>(backlog.unannouncedUpTo(watermark));
-            try {
-                covered.addAll(merging.table().sealedGenerationsBetween(shard, backlog.announcedUpTo(), watermark));
-            } catch (RuntimeException e) {
-                log.warn(
-                        "Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
-                        merging.table().location(),
-                        shard,
-                        watermark,
-                        e.getMessage());
-            }
-            if (!covered.isEmpty()) {
-                emit(merging, shard, backlog, List.copyOf(covered), watermark, 0, 0, MergeTrigger.RECONCILE);
-            }
+    private void announceCovered(MergeTables.Merging merging, String shard, OwnedShard owned, long watermark) {
+        if (Long.compareUnsigned(watermark, owned.announcedUpTo()) <= 0) {
+            return;
         }
-        backlog.mergedUpTo(watermark);
+        List<Long> covered = List.of();
+        try {
+            covered = merging.table().sealedGenerationsBetween(shard, owned.announcedUpTo(), watermark);
+        } catch (RuntimeException e) {
+            log.warn(
+                    "Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
+                    merging.table().location(),
+                    shard,
+                    watermark,
+                    e.getMessage());
+        }
+        if (covered.isEmpty()) {
+            owned.announced(watermark);
+        } else {
+            emit(merging, shard, owned, covered, watermark, 0, 0, MergeTrigger.RECONCILE);
+        }
     }
 
     private void emit(
             MergeTables.Merging merging,
             String shard,
-            ShardBacklog backlog,
+            OwnedShard owned,
             List<Long> generations,
             long watermark,
             long rows,
             long durationMs,
             MergeTrigger trigger) {
-        backlog.announced(watermark);
+        owned.announced(watermark);
         GenerationsMerged event = GenerationsMerged.newBuilder()
                 .setShardId(shard)
                 .setTableUri(merging.table().location().uri())
@@ -343,16 +380,13 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     }
 
     /**
-     * Makes each owned shard's backlog equal to the table's view: drops what the watermark covers (a pass
-     * committed before a crash lost its event: announced now as RECONCILE) and adds sealed generations no
-     * event announced. Shards never seen in an event are owned by the task their key partitions to.
+     * Per table: announces what the owned shards' watermarks cover beyond their events (RECONCILE), publishes their
+     * merged positions, and takes on the shards with pending generations that no task owns yet whose key Kafka's own
+     * partitioner gives this task's partition.
      */
     private void reconcile(long now) {
         reconciled = true;
-        Set<String> keys = new TreeSet<>();
-        try (KeyValueIterator<String, ShardBacklog> all = backlogs.all()) {
-            all.forEachRemaining(kv -> keys.add(kv.key));
-        }
+        Set<String> keys = ownedKeys();
         List<String> names;
         try {
             names = tables.names();
@@ -377,69 +411,64 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
     }
 
-    /** Reconciles the shards of one table this task owns (the keys of the store name its shards among others'). */
     private void reconcile(MergeTables.Merging merging, Set<String> keys, long now) {
-        RolloutTable table = merging.table();
-        Map<String, Long> tableWatermarks;
-        List<String> tableShards;
+        Map<String, PendingShard> backlog;
         try {
-            tableWatermarks = table.watermarks();
-            tableShards = table.shards();
-        } catch (Exception e) {
-            log.warn("Table {}: reconcile skipped, the table is unreadable: {}", table.location(), e.getMessage());
+            backlog = merging.table().backlog();
+        } catch (RuntimeException e) {
+            log.warn(
+                    "Table {}: reconcile skipped, the table is unreadable: {}",
+                    merging.table().location(),
+                    e.getMessage());
             return;
         }
-        Set<String> owned = new TreeSet<>();
-        for (String key : keys) {
-            MergeTables.TableShard tableShard = tables.parse(key);
-            if (tableShard.table().equals(merging.name())) {
-                owned.add(tableShard.shard());
-            }
-        }
-        for (String shard : tableShards) {
-            if (ownedByThisTask(tables.key(merging.name(), shard))) {
-                owned.add(shard);
-            }
-        }
-        for (String shard : owned) {
+        for (PendingShard pending : backlog.values()) {
+            String shard = pending.shard();
             String key = tables.key(merging.name(), shard);
+            if (pending.topic() != null) {
+                partitionOf.putIfAbsent(shard, new TopicPartition(pending.topic(), pending.partition()));
+            }
+            if (!keys.contains(key)) {
+                if (pending.count() == 0 || !kafkaPartitionOf(key)) {
+                    continue; // nothing to merge, or another task's
+                }
+                log.info(
+                        "Table {} shard {}: {} pending generations no event brought to any task; merged by this one"
+                                + " (partition {}), where Kafka's partitioner puts its key",
+                        merging.table().location(),
+                        shard,
+                        pending.count(),
+                        partition);
+            }
             if (tables.passes().running(key)) {
                 continue; // its outcome is applied at the next tick
             }
-            long watermark = tableWatermarks.getOrDefault(shard, 0L);
-            ShardBacklog backlog = backlog(key);
+            OwnedShard owned = owned(key);
             // Finished passes first: their own events announce what they merged, not RECONCILE.
             for (ShardMerges.Outcome outcome : tables.passes().drain(key)) {
-                apply(merging, outcome, backlog, now);
+                apply(merging, outcome, owned, now);
             }
-            announceCovered(merging, shard, backlog, watermark);
-            try {
-                for (SealedGeneration sealed : table.pendingGenerations(shard)) {
-                    partitionOf.putIfAbsent(shard, new TopicPartition(sealed.topic(), sealed.partition()));
-                    if (!backlog.pending().containsKey(sealed.generation())
-                            && sealed.generation() > backlog.announcedUpTo()) {
-                        backlog.add(sealed.generation(), sealed.sealedAt().toEpochMilli());
-                    }
-                }
-            } catch (Exception e) {
-                log.warn(
-                        "Table {} shard {}: reconcile could not list pending generations: {}",
-                        table.location(),
-                        shard,
-                        e.getMessage());
-            }
-            publishMerged(merging.name(), shard, watermark, backlog.count());
-            put(key, backlog);
+            announceCovered(merging, shard, owned, pending.watermark());
+            publishMerged(merging.name(), shard, pending.watermark(), pending.count());
+            shards.put(key, owned);
         }
     }
 
+    /** The keys of the shards this task owns. */
+    private Set<String> ownedKeys() {
+        Set<String> keys = new TreeSet<>();
+        try (KeyValueIterator<String, OwnedShard> all = shards.all()) {
+            all.forEachRemaining(kv -> keys.add(kv.key));
+        }
+        return keys;
+    }
+
     /**
-     * Whether a table's shard ({@link MergeTables#key}) is this task's: where the sealed topic's key puts it. Of a
-     * table's name: whether its upkeep is.
+     * Whether Kafka's partitioner puts a record keyed {@code key} in this task's partition of the events topic: for a
+     * shard no event brought to any task, and for a table's upkeep (keyed by its name), so instances share them out.
      */
-    private boolean ownedByThisTask(String key) {
-        // The default partitioner of a keyed record: murmur2 of the key bytes.
-        return Utils.toPositive(Utils.murmur2(key.getBytes(StandardCharsets.UTF_8))) % eventPartitions == partition;
+    private boolean kafkaPartitionOf(String key) {
+        return BuiltInPartitioner.partitionForKey(key.getBytes(StandardCharsets.UTF_8), eventPartitions) == partition;
     }
 
     /** Upkeep of every table this process has merged or reconciled; each table's cooldown gates its own. */
@@ -447,7 +476,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         for (MergeTables.Merging merging : tables.active()) {
             RolloutTable table = merging.table();
             String target = table.location().uri();
-            if (!ownedByThisTask(merging.name()) || cooldowns.gates(kind, target, now)) {
+            if (!kafkaPartitionOf(merging.name()) || cooldowns.gates(kind, target, now)) {
                 continue;
             }
             maintenance.submit(merging.name(), target, kind, () -> switch (kind) {
@@ -459,13 +488,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
     }
 
-    private ShardBacklog backlog(String key) {
-        ShardBacklog backlog = backlogs.get(key);
-        return backlog == null ? ShardBacklog.empty() : backlog;
-    }
-
-    private void put(String key, ShardBacklog backlog) {
-        backlogs.put(key, backlog);
+    private OwnedShard owned(String key) {
+        OwnedShard owned = shards.get(key);
+        return owned == null ? OwnedShard.none() : owned;
     }
 
     /**
@@ -474,8 +499,9 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
      */
     @Override
     public void close() {
+        Set<String> owned = ownedKeys();
         tables.passes()
-                .release(tables.active(), (table, shard) -> ownedByThisTask(tables.key(table, shard)), RELEASE_WAIT);
+                .release(tables.active(), (table, shard) -> owned.contains(tables.key(table, shard)), RELEASE_WAIT);
         metrics.taskClosed(partition);
     }
 

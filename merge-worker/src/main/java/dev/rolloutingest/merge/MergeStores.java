@@ -8,18 +8,21 @@ import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 
 /**
- * The merge-worker's state: per shard its {@link ShardBacklog}, per (kind, target) its {@link Cooldown}.
+ * The merge-worker's state: the shards a task owns, each an {@link OwnedShard}, and per (kind, target) its {@link
+ * Cooldown}.
  * Both are changelogged and typed; caching sends a key to the changelog once per commit however often it
  * changed.
  */
 final class MergeStores {
-    static final String BACKLOG_STORE = "merge-backlog";
+    /** The shards a task owns (named as the backlog store of older versions: the same changelog). */
+    static final String SHARD_STORE = "merge-backlog";
+
     static final String COOLDOWN_STORE = "merge-cooldowns";
 
     private MergeStores() {}
 
     static void addTo(Topology topology, String processor) {
-        topology.addStateStore(builder(BACKLOG_STORE, ShardBacklog.class), processor);
+        topology.addStateStore(builder(SHARD_STORE, OwnedShard.class), processor);
         topology.addStateStore(builder(COOLDOWN_STORE, Cooldown.class), processor);
     }
 
@@ -28,8 +31,8 @@ final class MergeStores {
                 .withCachingEnabled();
     }
 
-    static KeyValueStore<String, ShardBacklog> backlogs(ProcessorContext<?, ?> context) {
-        return context.getStateStore(BACKLOG_STORE);
+    static KeyValueStore<String, OwnedShard> shards(ProcessorContext<?, ?> context) {
+        return context.getStateStore(SHARD_STORE);
     }
 
     static KeyValueStore<String, Cooldown> cooldowns(ProcessorContext<?, ?> context) {

@@ -52,7 +52,8 @@ public final class ShardMerges {
     private final MergeMetrics metrics;
     private final int continueAtLeftover;
     private final Consumer<MergeResult> afterPass;
-    private final Set<String> running = ConcurrentHashMap.newKeySet();
+    /** Passes in flight per key, automatic and manual. */
+    private final Map<String, Integer> running = new ConcurrentHashMap<>();
     /** Keys a task of this process let go of: no continuation of theirs until asked again. */
     private final Set<String> released = ConcurrentHashMap.newKeySet();
 
@@ -70,13 +71,22 @@ public final class ShardMerges {
         this.afterPass = afterPass;
     }
 
+    /** Whether a pass of the shard (automatic or manual) is in flight. */
     public boolean running(String key) {
-        return running.contains(key);
+        return running.containsKey(key);
     }
 
-    /** Asks for an automatic pass of the shard; false when one is running already. */
+    private void started(String key) {
+        running.merge(key, 1, Integer::sum);
+    }
+
+    private void ended(String key) {
+        running.computeIfPresent(key, (k, n) -> n == 1 ? null : n - 1);
+    }
+
+    /** Asks for an automatic pass of the shard; false when a pass of it is in flight already. */
     public boolean submit(String key, RolloutTable table, String shard, MergeTrigger trigger) {
-        if (!running.add(key)) {
+        if (running.putIfAbsent(key, 1) != null) {
             return false;
         }
         released.remove(key);
@@ -93,7 +103,7 @@ public final class ShardMerges {
                 // withdrawn by a task letting go of the shard; if its round ran anyway, the next owner's reconcile
                 // announces what it merged
                 requested.remove(key, pass);
-                running.remove(key);
+                ended(key);
                 return;
             }
             Outcome outcome = finished(table, shard, trigger, result, error, asked);
@@ -107,7 +117,7 @@ public final class ShardMerges {
                 request(key, table, shard, trigger); // still running: the task leaves the asking to us
             } else {
                 requested.remove(key, pass);
-                running.remove(key);
+                ended(key);
             }
         });
     }
@@ -118,9 +128,11 @@ public final class ShardMerges {
      */
     public CompletableFuture<Outcome> manual(String key, RolloutTable table, String shard) {
         long asked = System.nanoTime();
+        started(key); // its task leaves the shard's announcements to it meanwhile
         return table.merges().request(MergeRequest.of(shard)).handle((result, error) -> {
             Outcome outcome = finished(table, shard, MergeTrigger.MANUAL, result, error, asked);
             queue(key, outcome);
+            ended(key);
             return outcome;
         });
     }

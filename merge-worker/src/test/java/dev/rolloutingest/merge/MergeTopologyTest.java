@@ -213,7 +213,7 @@ class MergeTopologyTest {
         assertThat(event.getTrigger()).isEqualTo(MergeTrigger.COUNT);
         assertThat(event.getMergedGenerations()).containsExactly(10L, 20L, 30L, 40L);
         assertThat(event.getNewWatermark()).isEqualTo(40L);
-        assertThat(backlog(0).count()).isZero();
+        assertThat(owned(0).announcedUpTo()).isEqualTo(40L);
     }
 
     @Test
@@ -312,6 +312,26 @@ class MergeTopologyTest {
     }
 
     @Test
+    void theBacklogIsTheTablesSoAGenerationWhoseEventHasNotComeCountsTowardsTheTrigger() throws Exception {
+        start(Map.of("rollout.merge.after.generations", 2));
+        seal(0); // the event makes the shard this task's
+        settle();
+        assertThat(pending(0)).as("one generation: under the trigger of 2").isEqualTo(1);
+        SealedGeneration quiet = sealQuietly(0); // sealed, its event not read yet
+        settle();
+        assertThat(pending(0))
+                .as("the table's two pending generations trigger the pass, no event needed")
+                .isZero();
+        GenerationsMerged event = merged.readValue();
+        assertThat(event.getTrigger()).isEqualTo(MergeTrigger.COUNT);
+        assertThat(event.getMergedGenerations()).containsExactly(10L, quiet.generation());
+        announce(quiet); // the late event wakes the task: nothing is left to merge or announce
+        settle();
+        assertThat(merged.isEmpty()).isTrue();
+        assertThat(owned(0).announcedUpTo()).isEqualTo(quiet.generation());
+    }
+
+    @Test
     void aMergeWhoseEventWasLostIsAnnouncedOnceAsReconcile() throws Exception {
         start(Map.of("rollout.merge.after.generations", 1));
         seal(0);
@@ -328,7 +348,7 @@ class MergeTopologyTest {
         announce(lost); // a replayed event of an announced generation changes nothing
         settle();
         assertThat(merged.isEmpty()).isTrue();
-        assertThat(backlog(0).count()).isZero();
+        assertThat(owned(0).announcedUpTo()).isEqualTo(lost.generation());
     }
 
     @Test
@@ -358,8 +378,9 @@ class MergeTopologyTest {
         assertThat(merged.isEmpty()).isTrue();
     }
 
-    private ShardBacklog backlog(int partition) {
-        KeyValueStore<String, ShardBacklog> store = driver.getKeyValueStore(MergeStores.BACKLOG_STORE);
+    /** The shard as this task keeps it: what its events announced. */
+    private OwnedShard owned(int partition) {
+        KeyValueStore<String, OwnedShard> store = driver.getKeyValueStore(MergeStores.SHARD_STORE);
         return store.get(ShardId.of(TOPIC, partition));
     }
 }

@@ -2,6 +2,8 @@ package dev.rolloutingest.table.reads;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.generations.PendingShard;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
@@ -36,8 +38,13 @@ import org.slf4j.LoggerFactory;
 public final class ReadCatalog implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ReadCatalog.class);
 
-    /** A pending generation as readers know it. */
-    record Pending(GenerationCatalog.Listed listed, KeyFilter filter) {}
+    /** A pending generation as readers know it, with when and from where it was sealed (for the backlog). */
+    record Pending(GenerationCatalog.Listed listed, KeyFilter filter, Sealed sealed) {}
+
+    /** What a seal says besides its key filter: when it was sealed and from which input partition. */
+    private record Sealed(long atMs, String topic, int partition) {
+        static final Sealed UNREADABLE = new Sealed(0, null, -1);
+    }
 
     /** One open handle of the base at one version, shared by every snapshot of that version. */
     private static final class BaseHandle {
@@ -131,7 +138,7 @@ public final class ReadCatalog implements AutoCloseable {
     private volatile boolean stale = true;
 
     /** A seal's filter as loaded; {@code filter} null = the seal has none (or could not be read). */
-    private record KeyFilterEntry(KeyFilter filter) {}
+    private record KeyFilterEntry(KeyFilter filter, Sealed sealed) {}
 
     private final DatasetHandles generations;
 
@@ -201,6 +208,35 @@ public final class ReadCatalog implements AutoCloseable {
         }
     }
 
+    /**
+     * Every shard's backlog (the shards with a watermark or a seal), from the current snapshot: as fresh as reads are
+     * ({@code rollout.read.refresh.ms}, and at once after this process's own commits).
+     */
+    public Map<String, PendingShard> backlog() {
+        try (Snapshot snapshot = acquire()) {
+            Map<String, PendingShard> backlog = new TreeMap<>();
+            snapshot.pendingByShard.forEach((shard, pending) -> {
+                Sealed oldest =
+                        pending.isEmpty() ? Sealed.UNREADABLE : pending.get(0).sealed();
+                backlog.put(
+                        shard,
+                        new PendingShard(
+                                shard,
+                                snapshot.watermarks.getOrDefault(shard, 0L),
+                                pending.stream()
+                                        .map(p -> p.listed().generation())
+                                        .toList(),
+                                pending.stream()
+                                        .mapToLong(p -> p.sealed().atMs())
+                                        .min()
+                                        .orElse(0),
+                                oldest.topic(),
+                                oldest.partition()));
+            });
+            return backlog;
+        }
+    }
+
     /** This process changed the table (sealed, merged, compacted): the next read refreshes first. */
     public void invalidate() {
         stale = true;
@@ -256,7 +292,7 @@ public final class ReadCatalog implements AutoCloseable {
                 }
                 KeyFilterEntry entry = filters.computeIfAbsent(listed.sealPath(), path -> loadFilter(listed));
                 seen.put(listed.sealPath(), entry);
-                pending.add(new Pending(listed, entry.filter()));
+                pending.add(new Pending(listed, entry.filter(), entry.sealed()));
             }
             byShard.put(shard.getKey(), Collections.unmodifiableList(pending));
         }
@@ -271,7 +307,9 @@ public final class ReadCatalog implements AutoCloseable {
 
     private KeyFilterEntry loadFilter(GenerationCatalog.Listed listed) {
         try {
-            return new KeyFilterEntry(catalog.seal(listed).keyFilter());
+            SealedGeneration seal = catalog.seal(listed);
+            return new KeyFilterEntry(
+                    seal.keyFilter(), new Sealed(seal.sealedAt().toEpochMilli(), seal.topic(), seal.partition()));
         } catch (RolloutTableException e) {
             // Unreadable seal: no filter, so lookups open the generation and report it if it is broken too.
             log.warn(
@@ -280,7 +318,7 @@ public final class ReadCatalog implements AutoCloseable {
                     listed.shard(),
                     listed.generation(),
                     e.getMessage());
-            return new KeyFilterEntry(null);
+            return new KeyFilterEntry(null, Sealed.UNREADABLE);
         }
     }
 
