@@ -487,27 +487,35 @@ public final class RowStream extends ArrowReader {
         }
     }
 
-    /** Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. */
+    /**
+     * Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. A base row of the other
+     * kind is not shown but still hides its key's older pending rows (a scan's pass of possible deletes shows none).
+     */
     private Selection selectBase(VectorSchemaRoot batch) {
         Selection kept = new Selection(batch.getRowCount());
         VarCharVector ids = pending.isEmpty() ? null : (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
         for (int i = 0; i < batch.getRowCount(); i++) {
             boolean delete = Tombstones.is(batch, i);
-            if (!current.keep().takes(delete)) {
+            boolean shown = current.keep().takes(delete);
+            if (!shown && ids == null) {
                 continue;
             }
             if (ids != null) {
                 String key = ids.getObject(i).toString();
                 PendingKeys.Order replacement = pending.newest(key);
                 if (replacement != null) {
-                    seenInBase.add(key);
+                    if (shown) {
+                        seenInBase.add(key);
+                    }
                     if (replacement.newerThan(order(batch, i))) {
                         continue;
                     }
                     newerInBase.add(key);
                 }
             }
-            kept.add(i, delete);
+            if (shown) {
+                kept.add(i, delete);
+            }
         }
         return kept;
     }
