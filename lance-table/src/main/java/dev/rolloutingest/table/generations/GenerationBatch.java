@@ -356,7 +356,7 @@ public final class GenerationBatch implements AutoCloseable {
     private Map<String, Integer> newestIndexPerKey() {
         Map<String, Integer> newest = new HashMap<>(size * 2);
         for (int i = 0; i < size; i++) {
-            newest.put(recordIds.get(i), i); // later index = higher offset
+            newest.put(recordIds.get(i), i); // later index = higher offset, which wins in a partition (NewestWins)
         }
         return newest;
     }

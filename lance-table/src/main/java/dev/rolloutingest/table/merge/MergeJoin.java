@@ -1,8 +1,8 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.rows.Filters;
+import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.RowOrder;
 import dev.rolloutingest.table.storage.LanceIo;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -30,7 +30,7 @@ import org.lance.ipc.ScanOptions;
  * keys (~0.5 us a base row, whatever the source). A source that is small next to the base takes the index; a larger
  * one the scan, up to {@code rollout.merge.scan.join.max.base.rows} base rows, above which the index again (a scan's
  * time grows with the base). Either way every key is checked exactly, and each row found carries its address (the
- * commit marks it deleted) and its order ({@link RowOrder}).
+ * commit marks it deleted) and its order ({@link NewestWins}).
  */
 public enum MergeJoin {
     SCAN,

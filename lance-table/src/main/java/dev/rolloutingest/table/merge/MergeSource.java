@@ -2,9 +2,8 @@ package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.RowOrder;
-import dev.rolloutingest.table.rows.Timestamps;
 import dev.rolloutingest.table.rows.Tombstones;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -30,8 +29,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.FragmentMetadata;
 
 /**
- * The rows one shard brings to a merge: its generations' scanned batches, kept as they came (no copy, no
- * row objects), and the newest row per record_id by {@link RowOrder}. A merge-insert source must hold each key once ("Ambiguous
+ * The rows one shard brings to a merge: its generations' scanned batches, kept as they came (no copy, no row objects),
+ * and the newest row per record_id by {@link NewestWins}. A merge-insert source must hold each key once ("Ambiguous
  * merge inserts are prohibited"), so rows that lose are marked dropped here and left out when written.
  *
  * <p>Over 300 lines because a round's rows, kept or dropped per key, are handed to the append and the join as copies
@@ -107,13 +106,8 @@ final class MergeSource implements AutoCloseable {
     }
 
     private static boolean newer(MergeSource a, int i, MergeSource b, int j) {
-        return RowOrder.newer(
-                a.partitions[i],
-                a.offsets[i],
-                Timestamps.instant(a.ingestedMicros[i]),
-                b.partitions[j],
-                b.offsets[j],
-                Timestamps.instant(b.ingestedMicros[j]));
+        return NewestWins.replaces(
+                a.partitions[i], a.offsets[i], a.ingestedMicros[i], b.partitions[j], b.offsets[j], b.ingestedMicros[j]);
     }
 
     private void grow() {
@@ -148,7 +142,7 @@ final class MergeSource implements AutoCloseable {
             return Tombstones.is(batch, index);
         }
 
-        /** Where the row sits in its partition, for {@link RowOrder}. */
+        /** Where the row sits in its partition, for {@link NewestWins}. */
         int partition() {
             return source.partitions[ordinal];
         }
@@ -157,8 +151,8 @@ final class MergeSource implements AutoCloseable {
             return source.offsets[ordinal];
         }
 
-        java.time.Instant ingestedAt() {
-            return Timestamps.instant(source.ingestedMicros[ordinal]);
+        long ingestedMicros() {
+            return source.ingestedMicros[ordinal];
         }
     }
 
@@ -168,7 +162,7 @@ final class MergeSource implements AutoCloseable {
      */
     record Span(SealedGeneration generation, int first, int rows, FragmentMetadata fragment, String schema) {}
 
-    /** What a merge reads first of every generation: the key and what orders rows ({@link RowOrder}). */
+    /** What a merge reads first of every generation: the key and what orders rows ({@link NewestWins}). */
     static final List<String> KEY_COLUMNS = List.of(
             RolloutSchema.RECORD_ID,
             RolloutSchema.EXPERIMENT, // empty in a delete: such a generation is read in full

@@ -5,8 +5,7 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.KeyFilter;
-import dev.rolloutingest.table.rows.RowOrder;
-import dev.rolloutingest.table.rows.Timestamps;
+import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
@@ -36,7 +35,7 @@ import org.slf4j.LoggerFactory;
  *       whose rows are appended is <b>adopted</b> whole (its files linked, {@link GenerationAdoption}) when it has at
  *       least {@code rollout.merge.adopt.min.rows} rows;
  *   <li>every other key is looked up exactly ({@link MergeJoin}): one the base lacks is appended too; one it holds is
- *       <b>joined</b>: the newer of the two by {@link RowOrder} stays, the base row is marked deleted when the round's
+ *       <b>joined</b>: the newer of the two by {@link NewestWins} stays, the base row is marked deleted when the round's
  *       row replaces it, and the round's row is dropped when the base's is newer.
  * </ul>
  *
@@ -188,13 +187,13 @@ public final class RoundWrite {
                     newestInBase = b;
                 }
             }
-            boolean rowWins = RowOrder.newer(
+            boolean rowWins = NewestWins.replaces(
                     row.partition(),
                     row.offset(),
-                    row.ingestedAt(),
+                    row.ingestedMicros(),
                     newestInBase.partition(),
                     newestInBase.offset(),
-                    Timestamps.instant(newestInBase.ingestedMicros()));
+                    newestInBase.ingestedMicros());
             for (MergeJoin.BaseRow b : inBase) {
                 // the one the row replaces, and any second row of the key an older version of this code left
                 if (rowWins || b != newestInBase) {
@@ -248,13 +247,8 @@ public final class RoundWrite {
     }
 
     private static boolean newer(MergeJoin.BaseRow a, MergeJoin.BaseRow b) {
-        return RowOrder.newer(
-                a.partition(),
-                a.offset(),
-                Timestamps.instant(a.ingestedMicros()),
-                b.partition(),
-                b.offset(),
-                Timestamps.instant(b.ingestedMicros()));
+        return NewestWins.replaces(
+                a.partition(), a.offset(), a.ingestedMicros(), b.partition(), b.offset(), b.ingestedMicros());
     }
 
     /** Writes the split's rows (adopting whole generations of new keys) and commits them fenced. */

@@ -7,9 +7,9 @@ import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.RowOrder;
 import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
@@ -38,7 +38,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * get and list over the base table plus every shard's pending generations, newest wins (by {@link RowOrder}).
+ * get and list over the base table plus every shard's pending generations, newest wins (by {@link NewestWins}).
  *
  * <p>Reads work on a {@link ReadCatalog} snapshot: no listing, manifest or seal is read per request. A point
  * lookup opens only the pending generations whose key filter may hold the key (per shard newest first, up
@@ -131,7 +131,7 @@ public final class LsmReader {
 
     /**
      * Point lookup: in each shard the newest pending generation whose filter may hold the key and that does
-     * hold it, then the base through its index; the newest of those rows by {@link RowOrder} wins. Each
+     * hold it, then the base through its index; the newest of those rows by {@link NewestWins} wins. Each
      * generation holds a key at most once (batches are de-duplicated before writing).
      *
      * <p>Why not lance's LsmScanner / LsmPointLookupPlanner: in 7.0.0 they open the generation datasets
@@ -154,15 +154,15 @@ public final class LsmReader {
                     generationsOpened.increment();
                     Optional<RolloutRow> hit = lookUp(generation.listed(), recordId, hash);
                     if (hit.isPresent()) {
-                        newest = newer(hit.get(), newest);
-                        break; // older generations of this shard hold older values
+                        newest = winner(hit.get(), newest);
+                        break; // one shard is one partition: its older generations hold older rows (NewestWins)
                     }
                 }
             }
             Optional<RolloutRow> base =
                     first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row, true));
             if (base.isPresent()) {
-                newest = newer(base.get(), newest);
+                newest = winner(base.get(), newest);
             }
             // the newest row may be a delete: the key is gone
             List<String> added = addedNames(snapshot.base);
@@ -218,8 +218,9 @@ public final class LsmReader {
                 java.util.Collections.unmodifiableMap(values));
     }
 
-    private static RolloutRow newer(RolloutRow candidate, RolloutRow current) {
-        return current == null || RowOrder.newer(candidate, current) ? candidate : current;
+    /** The one of the two that wins; {@code current} null: none yet. */
+    private static RolloutRow winner(RolloutRow candidate, RolloutRow current) {
+        return current == null || NewestWins.replaces(candidate, current) ? candidate : current;
     }
 
     /**
@@ -240,7 +241,7 @@ public final class LsmReader {
             Set<String> shownFromBase = new HashSet<>();
             forEachRow(snapshot.base, query.baseFilter(), columns, row -> {
                 RolloutRow replacement = pending.get(row.recordId());
-                if (!row.isTombstone() && (replacement == null || !RowOrder.newer(replacement, row))) {
+                if (!row.isTombstone() && (replacement == null || !NewestWins.replaces(replacement, row))) {
                     page.offer(row);
                     shownFromBase.add(row.recordId());
                 }
@@ -304,7 +305,7 @@ public final class LsmReader {
                 RolloutSchema.INGESTED_AT);
         for (String in : Filters.recordIdIn(keys)) {
             forEachRow(base, in, provenance, row -> {
-                if (RowOrder.newer(row, byKey.get(row.recordId()))) {
+                if (NewestWins.replaces(row, byKey.get(row.recordId()))) {
                     newer.add(row.recordId());
                 }
                 return true;
@@ -321,7 +322,7 @@ public final class LsmReader {
                 newest.merge(
                         row.recordId(),
                         row,
-                        (current, candidate) -> RowOrder.newer(candidate, current) ? candidate : current);
+                        (current, candidate) -> NewestWins.replaces(candidate, current) ? candidate : current);
                 return true;
             });
         }
@@ -346,7 +347,7 @@ public final class LsmReader {
             observe(snapshot);
             for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
                 forEachRow(generation.listed(), null, keyAndOrder, row -> {
-                    pending.merge(row.recordId(), row, (a, b) -> RowOrder.newer(b, a) ? b : a);
+                    pending.merge(row.recordId(), row, (a, b) -> NewestWins.replaces(b, a) ? b : a);
                     return true;
                 });
             }
@@ -356,7 +357,7 @@ public final class LsmReader {
                     if (!row.isTombstone()) {
                         baseOnly[0]++;
                     }
-                } else if (RowOrder.newer(row, newest)) {
+                } else if (NewestWins.replaces(row, newest)) {
                     pending.put(row.recordId(), row); // a newer base row (a delete merged from another partition)
                 }
                 return true;

@@ -2,9 +2,8 @@ package dev.rolloutingest.table.reads;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.rows.NewestWins.Order;
 import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.RowOrder;
-import dev.rolloutingest.table.rows.Timestamps;
 import dev.rolloutingest.table.rows.Tombstones;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -29,29 +28,11 @@ import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 
 /**
- * The newest pending row of every key (its partition, offset and ingest time only), read from every pending
- * generation of a catalog snapshot: what tells a bulk read which base rows are replaced and which pending rows are
- * the newest. Bounded: more pending rows than {@code rollout.scan.pending.max.rows} fail the read.
+ * The newest pending row of every key by {@link Order#replaces} (its partition, offset and ingest time only), read from
+ * every pending generation of a catalog snapshot: what tells a bulk read which base rows are replaced and which pending
+ * rows are the newest. Bounded: more pending rows than {@code rollout.scan.pending.max.rows} fail the read.
  */
 final class PendingKeys {
-    /** Where a row sits in newest-wins order. */
-    record Order(int partition, long offset, long ingestedMicros) {
-        boolean newerThan(Order other) {
-            return RowOrder.newer(
-                    partition,
-                    offset,
-                    Timestamps.instant(ingestedMicros),
-                    other.partition,
-                    other.offset,
-                    Timestamps.instant(other.ingestedMicros));
-        }
-
-        /** The same row of the log: its partition and offset (whatever the ingest time). */
-        boolean sameRow(Order row) {
-            return partition == row.partition && offset == row.offset;
-        }
-    }
-
     static final List<String> ORDER_COLUMNS = List.of(
             RolloutSchema.RECORD_ID,
             RolloutSchema.SOURCE_PARTITION,
@@ -143,7 +124,7 @@ final class PendingKeys {
                             tableUri, rows, maxRows, TableSettings.SCAN_PENDING_MAX_ROWS);
                 }
                 for (int i = 0; i < read.size(); i++) {
-                    newest.merge(read.key(i), read.order(i), (current, row) -> row.newerThan(current) ? row : current);
+                    newest.merge(read.key(i), read.order(i), (current, row) -> row.replaces(current) ? row : current);
                 }
             }
         }

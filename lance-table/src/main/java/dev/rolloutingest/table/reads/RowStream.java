@@ -3,6 +3,7 @@ package dev.rolloutingest.table.reads;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.rows.Filters;
+import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import java.io.IOException;
@@ -41,7 +42,7 @@ import org.lance.ipc.ScanOptions;
  * and one of its own (plus lance's read-ahead), whatever the result size. Close it to release the table's view.
  *
  * <p>It runs passes, one scan each: first over the base (values and, for a tail, deletes), then over each pending
- * generation. A base row whose key a newer pending row replaces is skipped; a pending row is kept only when it is the
+ * generation. A base row whose key a newer pending row replaces ({@link NewestWins}) is skipped; a pending row is kept only when it is the
  * newest pending row of its key and the base holds no newer one (a key moved across partitions), which the base passes
  * saw, or else an indexed lookup of the batch's keys tells.
  */
@@ -398,10 +399,10 @@ public final class RowStream extends ArrowReader {
         VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
         for (int i = 0; i < batch.getRowCount(); i++) {
             String key = ids.getObject(i).toString();
-            PendingKeys.Order replacement = pending.newest(key);
+            NewestWins.Order replacement = pending.newest(key);
             if (replacement != null) {
                 seenInBase.add(key);
-                if (!replacement.newerThan(order(batch, i))) {
+                if (!replacement.replaces(order(batch, i))) {
                     newerInBase.add(key);
                 }
             }
@@ -444,13 +445,13 @@ public final class RowStream extends ArrowReader {
                 continue;
             }
             String key = ids.getObject(i).toString();
-            PendingKeys.Order replacement = pending.newest(key);
+            NewestWins.Order replacement = pending.newest(key);
             if (replacement == null) {
                 continue; // another key with the same hash
             }
-            if (partitions.get(i) != replacement.partition()) {
+            if (!NewestWins.offsetsDecide(replacement.partition(), partitions.get(i))) {
                 heldBack.put(key, rowIds.get(i)); // ordered by ingest time: resolved after the pass
-            } else if (replacement.offset() <= offsetsInLog.get(i)) {
+            } else if (!NewestWins.replacesInPartition(replacement.offset(), offsetsInLog.get(i))) {
                 newerInBase.add(key); // the same partition: its offset says the base row is as new
                 continue;
             }
@@ -477,7 +478,7 @@ public final class RowStream extends ArrowReader {
                     VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                     for (int i = 0; i < batch.getRowCount(); i++) {
                         String key = ids.getObject(i).toString();
-                        if (!pending.newest(key).newerThan(order(batch, i))) {
+                        if (!pending.newest(key).replaces(order(batch, i))) {
                             newerInBase.add(key);
                             newerBaseRows.add(heldBack.get(key));
                         }
@@ -487,27 +488,35 @@ public final class RowStream extends ArrowReader {
         }
     }
 
-    /** Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. */
+    /**
+     * Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. A base row of the other
+     * kind is not shown but still hides its key's older pending rows (a scan's pass of possible deletes shows none).
+     */
     private Selection selectBase(VectorSchemaRoot batch) {
         Selection kept = new Selection(batch.getRowCount());
         VarCharVector ids = pending.isEmpty() ? null : (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
         for (int i = 0; i < batch.getRowCount(); i++) {
             boolean delete = Tombstones.is(batch, i);
-            if (!current.keep().takes(delete)) {
+            boolean shown = current.keep().takes(delete);
+            if (!shown && ids == null) {
                 continue;
             }
             if (ids != null) {
                 String key = ids.getObject(i).toString();
-                PendingKeys.Order replacement = pending.newest(key);
+                NewestWins.Order replacement = pending.newest(key);
                 if (replacement != null) {
-                    seenInBase.add(key);
-                    if (replacement.newerThan(order(batch, i))) {
+                    if (shown) {
+                        seenInBase.add(key);
+                    }
+                    if (replacement.replaces(order(batch, i))) {
                         continue;
                     }
                     newerInBase.add(key);
                 }
             }
-            kept.add(i, delete);
+            if (shown) {
+                kept.add(i, delete);
+            }
         }
         return kept;
     }
@@ -523,7 +532,7 @@ public final class RowStream extends ArrowReader {
         for (int i = from; i < to; i++) {
             int row = rowAt.applyAsInt(i);
             String key = generationRows.key(row);
-            PendingKeys.Order newest = pending.newest(key);
+            NewestWins.Order newest = pending.newest(key);
             if (newest == null || !newest.sameRow(generationRows.order(row)) || newerInBase.contains(key)) {
                 continue;
             }
@@ -561,7 +570,7 @@ public final class RowStream extends ArrowReader {
                     VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                     for (int i = 0; i < batch.getRowCount(); i++) {
                         String key = ids.getObject(i).toString();
-                        if (order(batch, i).newerThan(pending.newest(key))) {
+                        if (order(batch, i).replaces(pending.newest(key))) {
                             newer.add(key);
                         }
                     }
@@ -575,8 +584,9 @@ public final class RowStream extends ArrowReader {
         return newer;
     }
 
-    private static PendingKeys.Order order(VectorSchemaRoot batch, int i) {
-        return new PendingKeys.Order(
+    /** Where row {@code i} of a batch with the order columns sits in {@link NewestWins}' order. */
+    private static NewestWins.Order order(VectorSchemaRoot batch, int i) {
+        return new NewestWins.Order(
                 ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
                 ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i),
                 ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));

@@ -369,6 +369,27 @@ class BulkReadsTest {
     }
 
     @Test
+    void aScanOfEveryRowHidesAPendingValueThatANewerDeleteInTheBaseReplaces() throws Exception {
+        try (RolloutTable table = localTable("scan-newer-base-delete", meters)) {
+            RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
+            // partition 1 deleted k at 60 s, merged; partition 0's value of k, ingested before (25 s), still pending
+            write(table, 1, List.of(delete(1, 2, "k", 60)));
+            table.mergePass(shard(1), 100, Long.MAX_VALUE);
+            write(
+                    table,
+                    0,
+                    List.of(
+                            TableFixtures.put(generator, 0, 14, "k", 25),
+                            TableFixtures.put(generator, 0, 15, "j", 25)));
+            assertThat(table.get("k")).isEmpty();
+            assertThat(drain(table.scan(ScanQuery.all(), TOPIC)).offsets()).containsOnlyKeys("j");
+            assertThat(drain(table.scan(ScanQuery.all().withPolicyVersions(0L, null), TOPIC))
+                            .offsets())
+                    .containsOnlyKeys("j");
+        }
+    }
+
+    @Test
     void aScanClosedEarlyByItsLimitOrdersNoHeldBackRow() throws Exception {
         try (RolloutTable table = localTable("scan-moved-limit", meters)) {
             RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);

@@ -2,6 +2,7 @@ package dev.rolloutingest.table.reads;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.rolloutingest.table.rows.NewestWins;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
@@ -30,9 +31,9 @@ class PendingKeysTest {
 
     @Test
     void everyPendingKeyIsFoundAndNoOtherKey() {
-        Map<String, PendingKeys.Order> newest = new HashMap<>();
+        Map<String, NewestWins.Order> newest = new HashMap<>();
         for (int k = 0; k < 10_000; k++) {
-            newest.put("exp-" + k * 3, new PendingKeys.Order(0, k, 0));
+            newest.put("exp-" + k * 3, new NewestWins.Order(0, k, 0));
             newest.put(
                     UUID.nameUUIDFromBytes(new byte[] {(byte) k, (byte) (k >> 8)})
                             .toString(),
