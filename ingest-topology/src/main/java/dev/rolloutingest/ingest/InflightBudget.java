@@ -1,5 +1,6 @@
 package dev.rolloutingest.ingest;
 
+import dev.rolloutingest.table.MemoryBudget;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -7,24 +8,25 @@ import java.util.Set;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * Bytes buffered for sealing across every partition of this instance (ROLLOUT_MAX_INFLIGHT_BLOB_BYTES).
- * Over the limit the largest buffer is asked to seal early (it does at its next record or check), and
- * the buffer that crossed the limit seals at once, so the total never exceeds limit + one record.
+ * Bytes buffered for sealing across every partition of this instance (ROLLOUT_MAX_INFLIGHT_BLOB_BYTES), a
+ * {@link MemoryBudget} counted per partition. Over the limit the largest buffer is asked to seal early (it does at its
+ * next record or check), and the buffer that crossed the limit seals at once, so the total never exceeds limit + one
+ * record.
  */
 final class InflightBudget {
-    private final long limit;
+    private final MemoryBudget buffered;
     private final Map<TopicPartition, Long> bytesByPartition = new HashMap<>();
     private final Set<TopicPartition> sealRequests = new HashSet<>();
-    private long total;
 
     /** @param limit bytes; 0 = no limit */
     public InflightBudget(long limit) {
-        this.limit = limit;
+        this.buffered = MemoryBudget.boundedUnlessZero(IngestConfig.MAX_INFLIGHT_BLOB_BYTES, limit);
     }
 
-    public synchronized void add(TopicPartition partition, long bytes) {
+    /** A record's bytes, buffered already: counted whatever the limit, the early seals bring the total back. */
+    public synchronized void count(TopicPartition partition, long bytes) {
         bytesByPartition.merge(partition, bytes, Long::sum);
-        total += bytes;
+        buffered.count(bytes);
     }
 
     /** Part of a partition's bytes left memory (a batch written while the next one fills). */
@@ -39,28 +41,28 @@ final class InflightBudget {
         } else {
             bytesByPartition.put(partition, held - released);
         }
-        total -= released;
+        buffered.release(released);
         sealRequests.remove(partition);
     }
 
     public synchronized void release(TopicPartition partition) {
         Long bytes = bytesByPartition.remove(partition);
         if (bytes != null) {
-            total -= bytes;
+            buffered.release(bytes);
         }
         sealRequests.remove(partition);
     }
 
-    public synchronized long total() {
-        return total;
+    public long total() {
+        return buffered.used();
     }
 
     public long limit() {
-        return limit;
+        return buffered.limit();
     }
 
-    public synchronized boolean over() {
-        return limit > 0 && total > limit;
+    public boolean over() {
+        return buffered.over();
     }
 
     /** Asks the largest buffer to seal; returns its partition. */

@@ -222,7 +222,7 @@ final class PartitionBatcher {
         long bytes = (value == null ? 0 : value.length) + (key == null ? 0 : key.length);
         batchBytes += bytes;
         batch.added(checked.table(), bytes);
-        budget.add(topicPartition, bytes);
+        budget.count(topicPartition, bytes);
     }
 
     private void deadLetter(byte[] key, byte[] value, Headers headers, long timestamp, long offset, DeadLetter dead) {

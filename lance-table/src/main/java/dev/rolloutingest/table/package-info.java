@@ -3,7 +3,8 @@
  *
  * <p>This package is the entry point the apps use: {@link dev.rolloutingest.table.RolloutTable} and the values it
  * takes ({@link dev.rolloutingest.table.TableLocation}, {@link dev.rolloutingest.table.TableSettings}, {@link
- * dev.rolloutingest.table.ShardId}, {@link dev.rolloutingest.table.RolloutTableException}). The packages below it, by
+ * dev.rolloutingest.table.ShardId}, {@link dev.rolloutingest.table.RolloutTableException}), and {@link
+ * dev.rolloutingest.table.MemoryBudget}, the one budget every bound on kept memory is a use of. The packages below it, by
  * role, bottom up (each may use only those before it and this package's values):
  *
  * <ol>

@@ -26,6 +26,7 @@ class ApiBoundaryTest {
             "TableSettings",
             "ShardId",
             "RolloutTableException",
+            "MemoryBudget", // the one memory budget the apps' bounds are uses of
             "catalog.TableCatalog",
             "snapshots.TableSnapshots",
             "generations.SealedGeneration",

@@ -1,6 +1,8 @@
 package dev.rolloutingest.table.catalog;
 
+import dev.rolloutingest.table.MemoryBudget;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -22,6 +24,8 @@ import org.slf4j.LoggerFactory;
  * built: a table unused for the idle release lets go of it, and over the budget the least recently used tables that
  * are idle for two checks let go of theirs, until the rest fits. A released table builds what it needs again on its
  * next merge or read. Tables in use are never released: their own memory may exceed the budget (the gauge shows it).
+ * Each check counts what the tables hold in a fresh {@link MemoryBudget} (memory already held: counted, never
+ * refused) and releases from it what it lets go of.
  */
 final class ResidentBudget implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ResidentBudget.class);
@@ -32,7 +36,7 @@ final class ResidentBudget implements AutoCloseable {
     private final Duration checkEvery;
     private final Counter releases;
     private final ScheduledExecutorService checker;
-    private volatile long residentBytes;
+    private volatile MemoryBudget lastCheck;
 
     /**
      * @param budgetBytes the open tables' resident memory, together (0 = no budget)
@@ -46,13 +50,14 @@ final class ResidentBudget implements AutoCloseable {
             MeterRegistry meters) {
         this.tables = tables;
         this.budgetBytes = budgetBytes;
+        this.lastCheck = resident();
         this.idleRelease = idleRelease;
         this.checkEvery = checkEvery;
         this.releases = Counter.builder("rollout.tables.releases")
                 .description("Open tables that let go of their key filters and handles (idle, or over"
                         + " rollout.tables.memory.budget.bytes); they build them again when used")
                 .register(meters);
-        Gauge.builder("rollout.tables.resident.bytes", this, b -> b.residentBytes)
+        Gauge.builder("rollout.tables.resident.bytes", this, b -> b.lastCheck.used())
                 .description("Memory the open tables keep between uses (merge key filters, read catalogs), all tables"
                         + " together, at the last check")
                 .baseUnit("bytes")
@@ -66,6 +71,10 @@ final class ResidentBudget implements AutoCloseable {
             checker.scheduleWithFixedDelay(
                     this::checkQuietly, checkEvery.toMillis(), checkEvery.toMillis(), TimeUnit.MILLISECONDS);
         }
+    }
+
+    private MemoryBudget resident() {
+        return MemoryBudget.boundedUnlessZero(TableSettings.TABLES_MEMORY_BUDGET_BYTES, budgetBytes);
     }
 
     /** The check interval for an idle release: a quarter of it, between 100 ms and 10 s. */
@@ -86,23 +95,22 @@ final class ResidentBudget implements AutoCloseable {
     int check() {
         record Held(String name, RolloutTable table, long bytes, Duration idle) {}
         List<Held> held = new ArrayList<>();
-        long total = 0;
+        MemoryBudget resident = resident();
         for (Map.Entry<String, RolloutTable> open : tables.get().entrySet()) {
             long bytes = open.getValue().residentBytes();
             held.add(new Held(
                     open.getKey(), open.getValue(), bytes, open.getValue().idleFor()));
-            total += bytes;
+            resident.count(bytes);
         }
         held.sort(Comparator.comparing(Held::idle).reversed()); // least recently used first
         int released = 0;
         Duration idleEnough = checkEvery.multipliedBy(2);
         for (Held table : held) {
             boolean idle = !idleRelease.isZero() && table.idle().compareTo(idleRelease) >= 0;
-            boolean over =
-                    budgetBytes > 0 && total > budgetBytes && table.idle().compareTo(idleEnough) >= 0;
+            boolean over = resident.over() && table.idle().compareTo(idleEnough) >= 0;
             if (table.bytes() > 0 && (idle || over)) {
                 table.table().releaseResident();
-                total -= table.bytes();
+                resident.release(table.bytes());
                 released++;
                 log.debug(
                         "Table {}: released {} bytes ({})",
@@ -111,7 +119,7 @@ final class ResidentBudget implements AutoCloseable {
                         idle ? "idle for " + table.idle().toSeconds() + " s" : "over the tables' memory budget");
             }
         }
-        residentBytes = total;
+        lastCheck = resident;
         releases.increment(released);
         return released;
     }

@@ -1,5 +1,6 @@
 package dev.rolloutingest.table.merge;
 
+import dev.rolloutingest.table.MemoryBudget;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.AddedColumns;
@@ -91,15 +92,18 @@ public final class MergeCommitter {
     static List<List<PreparedMerge>> commitGroups(List<PreparedMerge> work, long budgetBytes) {
         List<List<PreparedMerge>> groups = new ArrayList<>();
         List<PreparedMerge> current = new ArrayList<>();
-        long bytes = 0;
+        MemoryBudget source = MergeMemory.commitBudget(budgetBytes);
         for (PreparedMerge p : work) {
-            if (!current.isEmpty() && bytes + p.memoryBytes() > budgetBytes) {
-                groups.add(current);
-                current = new ArrayList<>();
-                bytes = 0;
+            if (!source.tryAdmit(p.memoryBytes())) {
+                if (!current.isEmpty()) {
+                    groups.add(current);
+                    current = new ArrayList<>();
+                    source = MergeMemory.commitBudget(budgetBytes);
+                }
+                // the first of a commit goes in whatever its size: over the budget alone, it fails alone
+                source.count(p.memoryBytes());
             }
             current.add(p);
-            bytes += p.memoryBytes();
         }
         if (!current.isEmpty()) {
             groups.add(current);

@@ -1,5 +1,6 @@
 package dev.rolloutingest.table.merge;
 
+import dev.rolloutingest.table.MemoryBudget;
 import java.util.Map;
 
 /**
@@ -38,6 +39,12 @@ public final class MergeMemory {
     /** Source bytes one merge commit may hold. */
     public static long commitBudgetBytes() {
         return poolBytes() / 2;
+    }
+
+    /** The budget of one merge commit's source: what the commits of a round are cut by. */
+    static MemoryBudget commitBudget(long bytes) {
+        // a negative pool (a value lance-core would not parse) admits nothing: each shard commits alone
+        return MemoryBudget.bounded("a merge commit's source (half of " + POOL_ENV + ")", Math.max(0, bytes));
     }
 
     /**

@@ -1,5 +1,7 @@
 package dev.rolloutingest.table.reads;
 
+import dev.rolloutingest.table.MemoryBudget;
+import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationKeys;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -19,7 +21,9 @@ import org.lance.Dataset;
  * dataset reads its manifest (an object-store round trip); a generation never changes, so a handle stays
  * right for as long as the generation is pending. Handles are counted: one is closed only when the cache
  * dropped it and no read still uses it (closing a handle under a running scan would free native memory
- * that scan uses).
+ * that scan uses). What the handles keep is counted in two {@link MemoryBudget}s: record_id positions and rows' keys
+ * and orders (counted once loaded; past the limit the least recently used handles go), and whole columns (admitted
+ * only while they fit, and counted until freed).
  */
 final class DatasetHandles implements AutoCloseable {
     /** A handle in use; close it to give it back. */
@@ -59,7 +63,10 @@ final class DatasetHandles implements AutoCloseable {
         }
     }
 
-    /** One open dataset and what is kept with it; as a {@link GenerationColumns.Budget}, the cache's column budget. */
+    /**
+     * One open dataset and what is kept with it; as a {@link GenerationColumns.Budget}, the cache's column budget as
+     * this handle sees it: no room once the cache no longer keeps it.
+     */
     private static final class Handle implements GenerationColumns.Budget {
         final Dataset dataset;
         private final DatasetHandles cache;
@@ -74,7 +81,7 @@ final class DatasetHandles implements AutoCloseable {
         }
 
         Map<String, FieldVector> columns(List<String> names) {
-            if (cache.maxColumnBytes == 0 || names.isEmpty()) {
+            if (cache.columnBytes.limit() == 0 || names.isEmpty()) {
                 return null;
             }
             PendingKeys.GenerationRows read = rows();
@@ -95,7 +102,7 @@ final class DatasetHandles implements AutoCloseable {
         }
 
         @Override
-        public boolean admit(long bytes) {
+        public boolean tryAdmit(long bytes) {
             return cache.admitColumns(this, bytes);
         }
 
@@ -107,11 +114,11 @@ final class DatasetHandles implements AutoCloseable {
             return rows.get(() -> PendingKeys.GenerationRows.read(dataset), PendingKeys.GenerationRows::bytes, this);
         }
 
-        /** Bytes of this handle counted in the cache's total (guarded by the cache). */
+        /** Bytes of this handle counted in the cache's kept bytes (guarded by the cache). */
         long counted;
 
         /**
-         * Bytes of this handle's kept columns counted in the cache's column total (guarded by the cache): until they
+         * Bytes of this handle's kept columns counted in the cache's column bytes (guarded by the cache): until they
          * are freed, also after the cache dropped the handle while a read still uses it.
          */
         long countedColumns;
@@ -165,10 +172,11 @@ final class DatasetHandles implements AutoCloseable {
     private static final long KEY_POSITION_BYTES = 12;
 
     private final int capacity;
-    private final long maxBytes;
-    private long cachedBytes;
-    private final long maxColumnBytes;
-    private long columnBytes;
+    /** Record_id positions and rows' keys and orders of the handles the cache keeps (changed under its lock). */
+    private final MemoryBudget keptBytes;
+    /** Whole columns of every handle not closed yet, kept or dropped (changed under the cache's lock). */
+    private final MemoryBudget columnBytes;
+
     private final BufferAllocator allocator;
     private final Function<String, Dataset> opener;
     private final LinkedHashMap<String, Handle> handles = new LinkedHashMap<>(64, 0.75f, true);
@@ -189,8 +197,8 @@ final class DatasetHandles implements AutoCloseable {
             BufferAllocator allocator,
             Function<String, Dataset> opener) {
         this.capacity = capacity;
-        this.maxBytes = maxBytes;
-        this.maxColumnBytes = maxColumnBytes;
+        this.keptBytes = MemoryBudget.bounded(TableSettings.READ_GENERATION_KEYS_BYTES, maxBytes);
+        this.columnBytes = MemoryBudget.bounded(TableSettings.READ_GENERATION_COLUMNS_BYTES, maxColumnBytes);
         this.allocator = allocator;
         this.opener = opener;
     }
@@ -235,16 +243,15 @@ final class DatasetHandles implements AutoCloseable {
 
     /** Bytes of columns the budget can still take for {@code handle}: none when the cache does not keep it. */
     private synchronized long columnRoom(Handle handle) {
-        return handles.containsValue(handle) ? maxColumnBytes - columnBytes : 0;
+        return handles.containsValue(handle) ? columnBytes.room() : 0;
     }
 
     /** Counts a handle's newly read columns if the column budget has room; false: not kept. */
     private synchronized boolean admitColumns(Handle handle, long bytes) {
-        if (!handles.containsValue(handle) || columnBytes + bytes > maxColumnBytes) {
+        if (!handles.containsValue(handle) || !columnBytes.tryAdmit(bytes)) {
             return false;
         }
         handle.countedColumns += bytes;
-        columnBytes += bytes;
         return true;
     }
 
@@ -253,26 +260,27 @@ final class DatasetHandles implements AutoCloseable {
      * counted until the last read using it lets go and they are freed.
      */
     private void forget(Handle handle) {
-        cachedBytes -= handle.counted;
+        keptBytes.release(handle.counted);
+        handle.counted = 0;
         handle.release();
     }
 
     private synchronized void columnsFreed(Handle handle) {
-        columnBytes -= handle.countedColumns;
+        columnBytes.release(handle.countedColumns);
         handle.countedColumns = 0;
     }
 
     private synchronized void loaded(Handle handle, long bytes) {
         if (handles.containsValue(handle)) { // a handle not (or no longer) kept counts nothing
             handle.counted += bytes;
-            cachedBytes += bytes;
+            keptBytes.count(bytes); // loaded already: counted, and the least recently used go while over
             evictOverCapacity();
         }
     }
 
     private void evictOverCapacity() {
         Iterator<Map.Entry<String, Handle>> it = handles.entrySet().iterator();
-        while ((handles.size() > capacity || cachedBytes > maxBytes) && it.hasNext()) {
+        while ((handles.size() > capacity || keptBytes.over()) && it.hasNext()) {
             Handle eldest = it.next().getValue();
             it.remove();
             forget(eldest);
@@ -285,12 +293,12 @@ final class DatasetHandles implements AutoCloseable {
 
     /** Bytes kept with the handles: record_id positions, the keys and orders of rows, whole columns. */
     synchronized long keptBytes() {
-        return cachedBytes + columnBytes;
+        return keptBytes.used() + columnBytes.used();
     }
 
     /** Bytes of whole columns kept with the handles. */
-    synchronized long columnBytes() {
-        return columnBytes;
+    long columnBytes() {
+        return columnBytes.used();
     }
 
     /** Closes every kept handle (a read still using one keeps it until it is done); later reads open them again. */

@@ -30,13 +30,13 @@ final class GenerationColumns implements AutoCloseable {
     /** Rows a lance batch of the whole-column read holds: what the read may overshoot the budget by. */
     static final int READ_BATCH_ROWS = 4096;
 
-    /** The handles' column budget, as one generation sees it. */
+    /** The handles' column budget (a {@link dev.rolloutingest.table.MemoryBudget}), as one generation sees it. */
     interface Budget {
         /** Bytes this generation's columns may still take; none when its handle is not kept. */
         long room();
 
-        /** Counts {@code bytes} newly kept; false: they are not kept after all. */
-        boolean admit(long bytes);
+        /** Counts {@code bytes} newly kept if they still fit; false: they are not kept after all. */
+        boolean tryAdmit(long bytes);
     }
 
     private final BufferAllocator allocator;
@@ -72,7 +72,7 @@ final class GenerationColumns implements AutoCloseable {
             if (read == null) {
                 return null;
             }
-            if (!budget.admit(bytes(read))) {
+            if (!budget.tryAdmit(bytes(read))) {
                 read.values().forEach(FieldVector::close);
                 refused.addAll(missing);
                 return null;
