@@ -7,8 +7,8 @@ import static dev.rolloutingest.table.TableFixtures.liveBaseKeys;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.table.merge.MergePlan;
-import dev.rolloutingest.table.merge.PreparedMerge;
+import dev.rolloutingest.table.merge.MergeRequest;
+import dev.rolloutingest.table.merge.MergeSteps;
 import dev.rolloutingest.table.merge.RoundResult;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.reads.RowStream;
@@ -17,7 +17,6 @@ import dev.rolloutingest.table.reads.TailCursor;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -115,7 +114,7 @@ class SameSurvivorsOnEveryPathTest {
                         delete(1, 4, "n", 2)));
         TableFixtures.write(table, 2, List.of(put(2, 0, "j", 40), put(2, 1, "k", 3), put(2, 2, "x", 70)));
         for (int partition = 0; partition < 3; partition++) {
-            table.mergePass(shard(partition), 8, 0);
+            table.merges().pass(MergeRequest.of(shard(partition)).limits(8, 0));
         }
         TableFixtures.write(
                 table,
@@ -153,11 +152,7 @@ class SameSurvivorsOnEveryPathTest {
             assertReadsSeeTheSurvivors(table);
 
             // one group commit of every shard's pending generations into the base
-            List<PreparedMerge> prepared = new ArrayList<>();
-            for (MergePlan plan : table.planMerge(List.of(shard(0), shard(1), shard(2)), 8, 0)) {
-                prepared.add(table.prepareMerge(plan));
-            }
-            RoundResult round = table.commitMerge(prepared);
+            RoundResult round = MergeSteps.round(table, List.of(shard(0), shard(1), shard(2)), 8, 0);
             assertThat(round.failed()).isEmpty();
             assertMergedBaseHoldsTheSurvivors(table);
             assertReadsSeeTheSurvivors(table);
@@ -166,7 +161,7 @@ class SameSurvivorsOnEveryPathTest {
         try (RolloutTable table = tableWithBaseAndPending("survivors-one-by-one")) {
             for (int partition = 2; partition >= 0; partition--) {
                 while (!table.pendingGenerations(shard(partition)).isEmpty()) {
-                    table.mergePass(shard(partition), 1, 0);
+                    table.merges().pass(MergeRequest.of(shard(partition)).limits(1, 0));
                 }
             }
             assertMergedBaseHoldsTheSurvivors(table);

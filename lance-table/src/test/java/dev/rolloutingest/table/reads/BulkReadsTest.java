@@ -374,7 +374,7 @@ class BulkReadsTest {
             RolloutGenerator generator = new RolloutGenerator("exp", 8, 42);
             // partition 1 deleted k at 60 s, merged; partition 0's value of k, ingested before (25 s), still pending
             write(table, 1, List.of(delete(1, 2, "k", 60)));
-            table.mergePass(shard(1), 100, Long.MAX_VALUE);
+            table.merges().pass(MergeRequest.of(shard(1)).limits(100, Long.MAX_VALUE));
             write(
                     table,
                     0,
