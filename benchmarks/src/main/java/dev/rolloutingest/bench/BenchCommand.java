@@ -423,7 +423,7 @@ final class BenchCommand implements Callable<Integer> {
             for (int i = 0; i < repeat; i++) {
                 List<RolloutRow> batch = rows(i * 1000L, 1000, 1_000_000, 1024);
                 long t = System.nanoTime();
-                table.writeGeneration(TOPIC, 0, i * 1000L, i * 1000L + 999, batch, 1000L * 1100);
+                table.generations().write(TOPIC, 0, i * 1000L, i * 1000L + 999, batch, 1000L * 1100);
                 ms[i] = (System.nanoTime() - t) / 1e6;
             }
             print("write one generation, 1,000 rows x 1 KiB payload", ms);
@@ -434,11 +434,11 @@ final class BenchCommand implements Callable<Integer> {
         for (int pending : new int[] {0, 10, 50, 200}) {
             try (RolloutTable table = fresh("reads-" + pending)) {
                 // 10,000 rows merged into the base, then `pending` generations of 50 rows on top.
-                table.writeGeneration(TOPIC, 0, 0, 9_999, rows(0, 10_000, 10_000, 256), 10_000L * 300);
+                table.generations().write(TOPIC, 0, 0, 9_999, rows(0, 10_000, 10_000, 256), 10_000L * 300);
                 table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
                 long offset = 10_000;
                 for (int g = 0; g < pending; g++) {
-                    table.writeGeneration(TOPIC, 0, offset, offset + 49, rows(offset, 50, 10_000, 256), 50L * 300);
+                    table.generations().write(TOPIC, 0, offset, offset + 49, rows(offset, 50, 10_000, 256), 50L * 300);
                     offset += 50;
                 }
                 double[] lookups = new double[repeat];
@@ -468,8 +468,8 @@ final class BenchCommand implements Callable<Integer> {
             long offset = 0;
             for (int i = 0; i < repeat; i++) {
                 for (int g = 0; g < 8; g++) {
-                    table.writeGeneration(
-                            TOPIC, 0, offset, offset + 999, rows(offset, 1000, 20_000, 1024), 1000L * 1100);
+                    table.generations()
+                            .write(TOPIC, 0, offset, offset + 999, rows(offset, 1000, 20_000, 1024), 1000L * 1100);
                     offset += 1000;
                 }
                 MergeResult result = table.merges().pass(MergeRequest.of(shard).limits(8, 0));

@@ -193,7 +193,7 @@ public final class FleetIsolationBench {
             rollout.setRecordId("k-" + (o % rows));
             batch.add(new RolloutRow(rollout, 0, o, Instant.now()));
         }
-        table.writeGeneration(TOPIC, 0, first, first + rows - 1, batch, rows * 1100L);
+        table.generations().write(TOPIC, 0, first, first + rows - 1, batch, rows * 1100L);
     }
 
     /** Breaks the table by hand: the data file its base's manifest names is deleted. */

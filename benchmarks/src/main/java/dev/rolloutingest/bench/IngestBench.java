@@ -186,7 +186,8 @@ final class IngestBench {
                 while (true) {
                     long sealed = 0;
                     for (int p = 0; p < partitions; p++) {
-                        sealed += table.sealedRecords(ShardId.of("rollouts", p)); // a listing: light on the CPU
+                        sealed += table.generations()
+                                .sealedRecords(ShardId.of("rollouts", p)); // a listing: light on the CPU
                     }
                     samples.add(new long[] {System.nanoTime(), sealed});
                     peakRss = Math.max(peakRss, ProcessMemory.rssMiB(app.pid()));
@@ -325,7 +326,7 @@ final class IngestBench {
                 while (System.nanoTime() < deadline) {
                     latencies.clear();
                     for (int p = 0; p < partitions; p++) {
-                        for (SealedGeneration g : table.pendingGenerations(ShardId.of(topic, p))) {
+                        for (SealedGeneration g : table.generations().pending(ShardId.of(topic, p))) {
                             try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
                                     Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()),
                                     new ByteArrayDeserializer(),

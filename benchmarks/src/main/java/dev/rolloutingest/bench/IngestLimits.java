@@ -124,12 +124,12 @@ final class IngestLimits {
             long nanos = 0;
             for (int first = 0; first < records; first += IngestBench.GENERATION_ROWS) {
                 int last = Math.min(records, first + IngestBench.GENERATION_ROWS) - 1;
-                try (GenerationBatch batch = table.newBatch()) {
+                try (GenerationBatch batch = table.generations().newBatch()) {
                     for (int i = first; i <= last; i++) {
                         batch.append(generator.rollout(i, 0), 0, i, now);
                     }
                     long started = System.nanoTime();
-                    table.writeGeneration("rollouts", 0, first, last, batch, 0, List.of());
+                    table.generations().write("rollouts", 0, first, last, batch, 0, List.of());
                     nanos += System.nanoTime() - started;
                 }
             }
@@ -152,8 +152,8 @@ final class IngestLimits {
                         try {
                             for (Sealed s; (s = queue.take()).batch() != null; ) {
                                 try (GenerationBatch batch = s.batch()) {
-                                    table.writeGeneration(
-                                            "rollouts", s.partition(), s.first(), s.last(), batch, 0, List.of());
+                                    table.generations()
+                                            .write("rollouts", s.partition(), s.first(), s.last(), batch, 0, List.of());
                                 }
                             }
                         } catch (Throwable e) {
@@ -170,7 +170,8 @@ final class IngestLimits {
             while (consumed < records && failure.get() == null) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
                     consumed++;
-                    GenerationBatch batch = batches.computeIfAbsent(record.partition(), p -> table.newBatch());
+                    GenerationBatch batch = batches.computeIfAbsent(
+                            record.partition(), p -> table.generations().newBatch());
                     firsts.putIfAbsent(record.partition(), record.offset());
                     lasts.put(record.partition(), record.offset());
                     decodeInto(deserializer, batch, record, Instant.now());

@@ -155,8 +155,8 @@ final class ManyTablesBench {
                         continue;
                     }
                     for (int p = 0; p < partitions; p++) {
-                        List<Long> numbers =
-                                table.sealedGenerationsBetween(ShardId.of("rollouts-" + tables, p), 0, Long.MAX_VALUE);
+                        List<Long> numbers = table.generations()
+                                .sealedBetween(ShardId.of("rollouts-" + tables, p), 0, Long.MAX_VALUE);
                         generations += numbers.size();
                         for (long number : numbers) {
                             sealedUpTo[p] = Math.max(sealedUpTo[p], number);

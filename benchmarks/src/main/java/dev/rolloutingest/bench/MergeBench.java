@@ -160,7 +160,7 @@ final class MergeBench {
                     rollout.setRecordId("p" + p + "-" + (o % (rows * 4L)));
                     batch.add(new RolloutRow(rollout, p, o, Instant.now()));
                 }
-                table.writeGeneration(TOPIC, p, first, first + rows - 1, batch, rows * 1100L);
+                table.generations().write(TOPIC, p, first, first + rows - 1, batch, rows * 1100L);
             }
         }
     }

@@ -224,7 +224,8 @@ public final class MergeRoundBench {
                     rows.add(new RolloutRow(rollout, p + 1, first + i, Instant.now()));
                 }
                 nextOffset[p] += ROWS_PER_GENERATION;
-                table.writeGeneration(TOPIC, p + 1, first, first + ROWS_PER_GENERATION - 1, rows, rows.size() * 600L);
+                table.generations()
+                        .write(TOPIC, p + 1, first, first + ROWS_PER_GENERATION - 1, rows, rows.size() * 600L);
             }
         }
         long started = System.nanoTime();

@@ -31,6 +31,6 @@ final class NewKeyGenerations {
             rollout.setRecordId("t" + t + "-" + o);
             batch.add(new RolloutRow(rollout, 0, o, Instant.now()));
         }
-        table.writeGeneration(topic, 0, first, first + rows - 1, batch, rows * (payloadBytes + 76L));
+        table.generations().write(topic, 0, first, first + rows - 1, batch, rows * (payloadBytes + 76L));
     }
 }

@@ -119,7 +119,7 @@ final class ReadBench {
                 rows.add(row(key, 0));
             }
             write(table, 0, rows);
-            if (table.pendingGenerations(ShardId.of(TOPIC, 0)).size() >= 10) {
+            if (table.generations().pending(ShardId.of(TOPIC, 0)).size() >= 10) {
                 table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
         }
@@ -136,7 +136,7 @@ final class ReadBench {
     private void write(RolloutTable table, int partition, List<RolloutRow> rows) {
         long first = rows.get(0).sourceOffset();
         long last = rows.get(rows.size() - 1).sourceOffset();
-        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 200L);
+        table.generations().write(TOPIC, partition, first, last, rows, rows.size() * 200L);
     }
 
     /** Generations of 20 updates of random existing keys each. */

@@ -119,7 +119,7 @@ public final class ResidentTablesBench {
                         rollout.setRecordId("t" + t + "-" + o);
                         rows.add(new RolloutRow(rollout, 0, o, Instant.now()));
                     }
-                    table.writeGeneration(TOPIC, 0, 0, ROWS - 1, rows, ROWS * 300L);
+                    table.generations().write(TOPIC, 0, 0, ROWS - 1, rows, ROWS * 300L);
                     tables.add(table);
                     passes.add(table.merges().request(SHARD));
                 }

@@ -125,7 +125,7 @@ final class ScanBench {
                 rows.add(row(generator, key));
             }
             write(table, rows);
-            if (table.pendingGenerations(ShardId.of(TOPIC, 0)).size() >= 10) {
+            if (table.generations().pending(ShardId.of(TOPIC, 0)).size() >= 10) {
                 table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
         }
@@ -142,7 +142,7 @@ final class ScanBench {
     private SealTimes write(RolloutTable table, List<RolloutRow> rows) {
         long first = rows.get(0).sourceOffset();
         long last = rows.get(rows.size() - 1).sourceOffset();
-        table.writeGeneration(TOPIC, 0, first, last, rows, rows.size() * (200L + payloadBytes));
+        table.generations().write(TOPIC, 0, first, last, rows, rows.size() * (200L + payloadBytes));
         return new SealTimes(first, last, System.nanoTime());
     }
 

@@ -121,11 +121,11 @@ final class SustainedBench {
         public Worst worst() {
             int worst = 0;
             String worstShard = "";
-            Map<String, Long> watermarks = table.watermarks();
+            Map<String, Long> watermarks = table.generations().watermarks();
             StringBuilder perShard = new StringBuilder();
             for (int p = 0; p < partitions; p++) {
                 String shard = ShardId.of(TOPIC, p);
-                int pending = table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                int pending = table.generations().pendingCount(shard, watermarks.getOrDefault(shard, 0L));
                 perShard.append(p == 0 ? "" : ",").append(pending);
                 if (pending > worst) {
                     worst = pending;
@@ -137,11 +137,11 @@ final class SustainedBench {
 
         @Override
         public int pendingTotal() {
-            Map<String, Long> watermarks = table.watermarks();
+            Map<String, Long> watermarks = table.generations().watermarks();
             int pending = 0;
             for (int p = 0; p < partitions; p++) {
                 String shard = ShardId.of(TOPIC, p);
-                pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                pending += table.generations().pendingCount(shard, watermarks.getOrDefault(shard, 0L));
             }
             return pending;
         }
@@ -190,10 +190,10 @@ final class SustainedBench {
         public long sealed() {
             long[] next = new long[partitions];
             for (RolloutTable table : all()) {
-                Map<String, Long> watermarks = table.watermarks();
+                Map<String, Long> watermarks = table.generations().watermarks();
                 for (int p = 0; p < partitions; p++) {
                     String shard = ShardId.of(TOPIC, p);
-                    List<Long> generations = table.sealedGenerationsBetween(shard, 0, -1L);
+                    List<Long> generations = table.generations().sealedBetween(shard, 0, -1L);
                     long last = generations.isEmpty() ? 0 : generations.get(generations.size() - 1);
                     next[p] = Math.max(next[p], Math.max(last, watermarks.getOrDefault(shard, 0L)));
                 }
@@ -423,9 +423,9 @@ final class SustainedBench {
                     }
                     long backlog = sealed(table);
                     int pending = 0;
-                    Map<String, Long> watermarks = table.watermarks();
-                    for (String shard : table.shards()) {
-                        pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                    Map<String, Long> watermarks = table.generations().watermarks();
+                    for (String shard : table.generations().shards()) {
+                        pending += table.generations().pendingCount(shard, watermarks.getOrDefault(shard, 0L));
                     }
                     System.out.printf(
                             "ingest alone: %,d rows sealed in %d s = %,.0f rows/s; backlog %,d rows in %d generations%n",
@@ -731,8 +731,8 @@ final class SustainedBench {
 
     private static long sealed(RolloutTable table) {
         long sealed = 0;
-        for (String shard : table.shards()) {
-            sealed += table.sealedRecords(shard);
+        for (String shard : table.generations().shards()) {
+            sealed += table.generations().sealedRecords(shard);
         }
         return sealed;
     }

@@ -225,7 +225,7 @@ final class ValueFormatBench {
                     }
                     long sealed = 0;
                     for (int p = 0; p < partitions; p++) {
-                        sealed += table.sealedRecords(ShardId.of(topic, p));
+                        sealed += table.generations().sealedRecords(ShardId.of(topic, p));
                     }
                     long now = System.nanoTime();
                     if (sealed > 0 && firstSeal == 0) {

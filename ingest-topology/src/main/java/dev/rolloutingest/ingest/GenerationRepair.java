@@ -61,7 +61,7 @@ public final class GenerationRepair {
                         + tp + " are no longer in the topic; the generation cannot be rebuilt");
             }
             GenerationBatch batch = batches.forTable(tableName);
-            table.rewriteGeneration(seal, batch);
+            table.generations().rewrite(seal, batch);
             return batch.size();
         }
     }

@@ -47,7 +47,7 @@ final class PartitionRecovery {
             if (table.isEmpty()) {
                 continue;
             }
-            Optional<SealedGeneration> orphan = table.get().sealedStartingAt(shard, sealed);
+            Optional<SealedGeneration> orphan = table.get().generations().startingAt(shard, sealed);
             if (orphan.isPresent()) {
                 SealedGeneration generation = orphan.get();
                 log.info(

@@ -33,7 +33,7 @@ final class RoutedBatch implements AutoCloseable {
         GenerationBatch part = parts.get(name);
         if (part == null) {
             RolloutTable table = tables.createOrOpen(name);
-            part = table.newBatch();
+            part = table.generations().newBatch();
             parts.put(name, part);
             partTables.put(name, table);
         }

@@ -151,14 +151,15 @@ final class SealWrite {
     private Optional<SealedGeneration> writeOnce(boolean probe) {
         while (!batch.isEmpty()) {
             try {
-                return Optional.of(table.writeGeneration(
-                        target.topic(),
-                        target.partition(),
-                        first,
-                        last,
-                        batch,
-                        batches.bytes(tableName),
-                        tableRefused));
+                return Optional.of(table.generations()
+                        .write(
+                                target.topic(),
+                                target.partition(),
+                                first,
+                                last,
+                                batch,
+                                batches.bytes(tableName),
+                                tableRefused));
             } catch (RuntimeException e) {
                 if (probe && takeOutUnwritableRows()) {
                     continue;
@@ -174,7 +175,7 @@ final class SealWrite {
     /** True when rows of the batch fail a write on their own; they leave the batch for the refused list. */
     private boolean takeOutUnwritableRows() {
         long generation = last + 1;
-        Map<Long, String> unwritable = table.findUnwritableRows(batch);
+        Map<Long, String> unwritable = table.generations().findUnwritableRows(batch);
         if (unwritable.isEmpty()) {
             return false;
         }

@@ -387,7 +387,7 @@ class BadInputIT {
                     .as("the evolved schema's extra field is a column of the table, with its value")
                     .containsEntry("logprob_mask", "mask-v2");
             // The partition kept sealing: its generations reach the last offset.
-            var pending = table.pendingGenerations(ShardId.of(input, 0));
+            var pending = table.generations().pending(ShardId.of(input, 0));
             assertThat(pending.get(pending.size() - 1).lastOffset()).isEqualTo(sends.size() - 1);
         }
     }

@@ -183,7 +183,7 @@ final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
                         TopicPartition tp = new TopicPartition(topic, p);
                         long end = ends.get(tp).offset();
                         OffsetAndMetadata c = committed.get(tp);
-                        List<SealedGeneration> sealed = table.pendingGenerations(ShardId.of(topic, p));
+                        List<SealedGeneration> sealed = table.generations().pending(ShardId.of(topic, p));
                         long sealedEnd = sealed.isEmpty()
                                 ? 0
                                 : sealed.get(sealed.size() - 1).lastOffset() + 1;

@@ -136,7 +136,7 @@ class IngestExactlyOnceIT {
             Map<String, List<GenerationSealed>> announced = cluster.readEvents(events);
             for (int p = 0; p < PARTITIONS; p++) {
                 String shard = ShardId.of(input, p);
-                List<SealedGeneration> sealed = table.pendingGenerations(shard);
+                List<SealedGeneration> sealed = table.generations().pending(shard);
                 List<GenerationSealed> shardEvents = announced.getOrDefault(shard, List.of());
                 // Exactly one event per sealed generation, and the generations tile [0, end) of the partition.
                 assertThat(shardEvents)
@@ -212,7 +212,7 @@ class IngestExactlyOnceIT {
         try (RolloutTable table =
                 RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             assertThat(table.countRows()).isEqualTo(80);
-            assertThat(table.pendingGenerations(ShardId.of(input, 0)).get(0).firstOffset())
+            assertThat(table.generations().pending(ShardId.of(input, 0)).get(0).firstOffset())
                     .isEqualTo(0);
         }
     }

@@ -160,7 +160,7 @@ class IngestTopologyTest {
         assertThat(sealedPositions)
                 .as("the sealed-lag position: the first offset not in the table")
                 .containsEntry(0, 20L);
-        assertThat(table.pendingGenerations(ShardId.of("rollouts", 0))).hasSize(2);
+        assertThat(table.generations().pending(ShardId.of("rollouts", 0))).hasSize(2);
         assertThat(table.countRows()).isEqualTo(20);
         assertThat(counter("rollout.ingest.seals", "trigger", "rows", "result", "success"))
                 .isEqualTo(2);
@@ -372,7 +372,7 @@ class IngestTopologyTest {
         assertThat(first.getFirstOffset()).isZero();
         assertThat(first.getLastOffset()).isEqualTo(9);
         assertThat(first.getRows()).isEqualTo(9);
-        assertThat(table.pendingGenerations(ShardId.of("rollouts", 0)).get(0).deadLettered())
+        assertThat(table.generations().pending(ShardId.of("rollouts", 0)).get(0).deadLettered())
                 .extracting(SealedGeneration.DeadLettered::offset)
                 .containsExactly(4L);
         assertThat(table.get(poison.getRecordId())).isEmpty();

@@ -81,7 +81,7 @@ class DeletesTest {
             assertThat(table.countRows()).isEqualTo(10);
             assertThat(deletes(meters, "applied")).isEqualTo(1);
             assertThat(deletes(meters, "no-op")).isEqualTo(1); // "nope" never existed
-            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.generations().pending(shard)).isEmpty();
 
             // deleting key-3 again replaces the delete the base keeps: a no-op, not a second applied delete
             write(table, 0, List.of(delete(0, 13, "key-3", 2)));
@@ -235,7 +235,7 @@ class DeletesTest {
             }
             table.injectMergeCommitFault(null);
             assertThat(live(location)).doesNotContain("key-1");
-            assertThat(table.pendingGenerations(shard)).hasSize(1);
+            assertThat(table.generations().pending(shard)).hasSize(1);
             // a cut below the delete's generation is not taken from a version the delete is in
             table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, java.util.Map.of(0, 5L)));
             assertThat(baseRows(location, "cut")).containsKey("key-1").hasSize(5);
@@ -243,7 +243,7 @@ class DeletesTest {
             assertThat(table.get("key-1")).isEmpty();
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(live(location)).hasSize(4).doesNotContain("key-1");
-            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.generations().pending(shard)).isEmpty();
         }
     }
 

@@ -72,8 +72,8 @@ class ExactlyOnceEdgesTest {
                     .extracting(RolloutRow::recordId)
                     .containsExactlyInAnyOrder("keep", "other");
             assertThat(table.countRows()).isEqualTo(2);
-            assertThat(table.pendingGenerations(shard(0))).isEmpty();
-            assertThat(table.pendingGenerations(shard(1))).isEmpty();
+            assertThat(table.generations().pending(shard(0))).isEmpty();
+            assertThat(table.generations().pending(shard(1))).isEmpty();
             assertThat(liveKeys(location)).containsExactlyInAnyOrder("keep", "other");
         }
     }
@@ -100,7 +100,7 @@ class ExactlyOnceEdgesTest {
             a.injectMergeCommitFault(null);
             assertThat(a.get("k")).as("k was deleted by generation 4").isEmpty();
             assertThat(liveKeys(location)).containsExactly("j");
-            assertThat(a.watermarks()).containsEntry(shard(0), 4L);
+            assertThat(a.generations().watermarks()).containsEntry(shard(0), 4L);
         }
     }
 

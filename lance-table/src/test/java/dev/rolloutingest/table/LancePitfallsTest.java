@@ -56,7 +56,7 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("dup-in-batch", meters)) {
             List<RolloutRow> batch =
                     List.of(row("k", "e", 0), row("other", "e", 1), row("k", "e", 2), row("k", "e", 3));
-            SealedGeneration sealed = table.writeGeneration(TOPIC, 0, 0, 3, batch, 40);
+            SealedGeneration sealed = table.generations().write(TOPIC, 0, 0, 3, batch, 40);
             assertThat(sealed.rows()).isEqualTo(2);
             assertThat(table.get("k").orElseThrow().sourceOffset()).isEqualTo(3);
             assertThat(table.list(ListQuery.all(10)))
@@ -69,7 +69,7 @@ class LancePitfallsTest {
     void aKeyRewrittenAcrossGenerationsReadsItsNewestValue() {
         try (RolloutTable table = localTable("ascending", meters)) {
             for (long offset = 0; offset < 5; offset++) {
-                table.writeGeneration(TOPIC, 0, offset, offset, List.of(row("k", "e" + offset, offset)), 10);
+                table.generations().write(TOPIC, 0, offset, offset, List.of(row("k", "e" + offset, offset)), 10);
             }
             assertThat(table.get("k").orElseThrow().rollout().getExperiment()).isEqualTo("e4");
             assertThat(table.list(ListQuery.all(10)))
@@ -81,8 +81,8 @@ class LancePitfallsTest {
     @Test
     void aFilterNeverMatchesARowThatANewerGenerationReplaced() {
         try (RolloutTable table = localTable("filter-after-dedup", meters)) {
-            table.writeGeneration(TOPIC, 0, 0, 1, List.of(row("k", "old-exp", 0), row("stays", "old-exp", 1)), 10);
-            table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("k", "new-exp", 2)), 10);
+            table.generations().write(TOPIC, 0, 0, 1, List.of(row("k", "old-exp", 0), row("stays", "old-exp", 1)), 10);
+            table.generations().write(TOPIC, 0, 2, 2, List.of(row("k", "new-exp", 2)), 10);
             assertThat(table.list(ListQuery.all(10).withExperiment("old-exp")))
                     .extracting(RolloutRow::recordId)
                     .containsExactly("stays");
@@ -169,7 +169,7 @@ class LancePitfallsTest {
             assertThat(table.merges().pass(MergeRequest.of(shard).limits(8, 0)).mergedGenerations())
                     .containsExactly(50L);
             assertThat(table.countBaseRows()).isEqualTo(40);
-            assertThat(table.watermarks()).containsEntry(shard, 50L);
+            assertThat(table.generations().watermarks()).containsEntry(shard, 50L);
         }
     }
 
@@ -218,20 +218,20 @@ class LancePitfallsTest {
             assertThat(replay).isEqualTo(first);
             assertThat(table.countRows()).isEqualTo(10);
             // Same generation number, narrower range (a fenced owner's batch): both exist, the wider is read.
-            table.writeGeneration(TOPIC, 0, 5, 9, rows(0, 5, 9, 10), 10);
-            assertThat(table.pendingGenerations(shard)).singleElement().satisfies(g -> assertThat(g.firstOffset())
+            table.generations().write(TOPIC, 0, 5, 9, rows(0, 5, 9, 10), 10);
+            assertThat(table.generations().pending(shard)).singleElement().satisfies(g -> assertThat(g.firstOffset())
                     .isZero());
             assertThat(table.countRows()).isEqualTo(10);
             // Same folder, different content: refused.
-            assertThatThrownBy(() -> table.writeGeneration(TOPIC, 0, 0, 9, rows(0, 0, 9, 3), 10))
+            assertThatThrownBy(() -> table.generations().write(TOPIC, 0, 0, 9, rows(0, 0, 9, 3), 10))
                     .isInstanceOf(RolloutTableException.GenerationConflict.class)
                     .hasMessageContaining(shard);
             // A crash between dataset and seal: the replay adopts the whole dataset and seals it.
             SealedGeneration second = write(table, 0, 10, 19, 10);
             Files.delete(Path.of(table.location().resolve(second.sealPath())));
-            assertThat(table.pendingGenerations(shard)).hasSize(1);
+            assertThat(table.generations().pending(shard)).hasSize(1);
             write(table, 0, 10, 19, 10);
-            assertThat(table.pendingGenerations(shard)).hasSize(2);
+            assertThat(table.generations().pending(shard)).hasSize(2);
             assertThat(table.countRows()).isEqualTo(10);
             assertThat(table.get("exp-0").orElseThrow().sourceOffset()).isEqualTo(10);
         }
@@ -258,11 +258,11 @@ class LancePitfallsTest {
     void optimizeIndicesFailsOnASegmentedKeyIndexSoNothingInTheProjectCallsIt() throws IOException {
         try (RolloutTable table = localTable("segmented", meters)) {
             for (long g = 0; g < 2; g++) {
-                table.writeGeneration(TOPIC, 0, g, g, List.of(row("seg-" + g, "exp", g)), 100);
+                table.generations().write(TOPIC, 0, g, g, List.of(row("seg-" + g, "exp", g)), 100);
                 table.merges().pass(MergeRequest.of(shard).limits(0, 0));
                 table.optimizeKeyIndex();
             }
-            table.writeGeneration(TOPIC, 0, 2, 2, List.of(row("seg-2", "exp", 2)), 100);
+            table.generations().write(TOPIC, 0, 2, 2, List.of(row("seg-2", "exp", 2)), 100);
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
                     org.lance.Dataset base = org.lance.Dataset.open()
@@ -294,7 +294,7 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("blob", meters)) {
             Rollout big = new RolloutGenerator("blob", 1 << 20, 9).rollout(0, 0);
             RolloutRow row = new RolloutRow(big, 0, 0, Instant.now());
-            table.writeGeneration(TOPIC, 0, 0, 0, List.of(row), 1 << 20);
+            table.generations().write(TOPIC, 0, 0, 0, List.of(row), 1 << 20);
             assertThat(table.get(big.getRecordId()).orElseThrow().rollout().getBinaryPayload())
                     .isEqualTo(big.getBinaryPayload());
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
@@ -319,7 +319,7 @@ class LancePitfallsTest {
             rollout.setRecordId(prefix + partition + "-" + offset);
             batch.add(new RolloutRow(rollout, partition, offset, Instant.now()));
         }
-        table.writeGeneration(TOPIC, partition, firstOffset, firstOffset + rows - 1, batch, rows * 600L);
+        table.generations().write(TOPIC, partition, firstOffset, firstOffset + rows - 1, batch, rows * 600L);
     }
 
     @Test
@@ -354,7 +354,8 @@ class LancePitfallsTest {
             assertThat(round.failed()).isEmpty();
             assertThat(round.commits()).isEqualTo(2); // not a failed commit of both, then one per half
             assertThat(table.countBaseRows()).isEqualTo(162_000);
-            shards.forEach(s -> assertThat(table.watermarks().get(s)).isEqualTo(81_000L));
+            shards.forEach(
+                    s -> assertThat(table.generations().watermarks().get(s)).isEqualTo(81_000L));
         }
     }
 
@@ -371,9 +372,9 @@ class LancePitfallsTest {
             try (org.lance.Dataset stale = lance.openBase()) {
                 mark(lance, lance.openBase(), 30);
                 mark(lance, stale, 10); // from the version before, a lower generation
-                assertThat(table.watermarks()).containsEntry(shard, 30L);
+                assertThat(table.generations().watermarks()).containsEntry(shard, 30L);
                 mark(lance, lance.openBase(), 20);
-                assertThat(table.watermarks()).containsEntry(shard, 30L);
+                assertThat(table.generations().watermarks()).containsEntry(shard, 30L);
             }
         }
     }

@@ -133,7 +133,7 @@ class SameSurvivorsOnEveryPathTest {
         TableFixtures.write(table, 2, List.of(delete(2, 5, "h", 45), put(2, 6, "i", 41), delete(2, 7, "k", 4)));
         TableFixtures.write(table, 2, List.of(put(2, 8, "k", 4), put(2, 9, "l", 50)));
         for (int partition = 0; partition < 3; partition++) {
-            assertThat(table.pendingGenerations(shard(partition))).isNotEmpty();
+            assertThat(table.generations().pending(shard(partition))).isNotEmpty();
         }
         return table;
     }
@@ -160,7 +160,7 @@ class SameSurvivorsOnEveryPathTest {
         // the same rows merged a generation at a time, the shards in the other order: the same base
         try (RolloutTable table = tableWithBaseAndPending("survivors-one-by-one")) {
             for (int partition = 2; partition >= 0; partition--) {
-                while (!table.pendingGenerations(shard(partition)).isEmpty()) {
+                while (!table.generations().pending(shard(partition)).isEmpty()) {
                     table.merges().pass(MergeRequest.of(shard(partition)).limits(1, 0));
                 }
             }
@@ -171,7 +171,7 @@ class SameSurvivorsOnEveryPathTest {
 
     private static void assertMergedBaseHoldsTheSurvivors(RolloutTable table) throws Exception {
         for (int partition = 0; partition < 3; partition++) {
-            assertThat(table.pendingGenerations(shard(partition))).isEmpty();
+            assertThat(table.generations().pending(shard(partition))).isEmpty();
         }
         Map<String, String> base = baseRows(table.location()); // fails on a key held twice
         Set<String> live = new TreeSet<>(liveBaseKeys(table.location(), null));

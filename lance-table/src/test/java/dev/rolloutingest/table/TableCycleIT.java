@@ -59,13 +59,14 @@ class TableCycleIT {
                 for (int g = 0; g < 5; g++) {
                     var rows = rows(p, g * 20L, g * 20L + 19, 30);
                     rows.forEach(r -> r.rollout().setRecordId(r.rollout().getRecordId() + "-p" + r.sourcePartition()));
-                    table.writeGeneration(TOPIC, p, g * 20L, g * 20L + 19, rows, 2000);
+                    table.generations().write(TOPIC, p, g * 20L, g * 20L + 19, rows, 2000);
                 }
             }
-            assertThat(table.shards()).containsExactlyInAnyOrder(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
+            assertThat(table.generations().shards())
+                    .containsExactlyInAnyOrder(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             assertThat(table.countRows()).isEqualTo(60);
             assertThat(table.get("exp-5-p1").orElseThrow().sourceOffset()).isEqualTo(95);
-            for (String shard : table.shards()) {
+            for (String shard : table.generations().shards()) {
                 while (table.merges().pass(MergeRequest.of(shard).limits(3, 0)).mergedAnything()) {
                     // drain in bounded passes
                 }
@@ -74,8 +75,8 @@ class TableCycleIT {
             Thread.sleep(50);
             assertThat(table.collectGarbage(Duration.ofMillis(10)).deletedGenerations())
                     .isEqualTo(10);
-            for (String shard : table.shards()) {
-                assertThat(table.pendingGenerations(shard)).isEmpty();
+            for (String shard : table.generations().shards()) {
+                assertThat(table.generations().pending(shard)).isEmpty();
             }
             assertThat(table.get("exp-5-p1").orElseThrow().sourceOffset()).isEqualTo(95);
             assertThat(table.list(ListQuery.all(100))).hasSize(60);

@@ -66,7 +66,7 @@ public final class TableFixtures {
     public static void write(RolloutTable table, int partition, List<RolloutRow> rows) {
         long first = rows.get(0).sourceOffset();
         long last = rows.get(rows.size() - 1).sourceOffset();
-        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 100L);
+        table.generations().write(TOPIC, partition, first, last, rows, rows.size() * 100L);
     }
 
     /** Rows for offsets [first, last] of a partition; record i gets id exp-(i % keys), version = offset. */
@@ -81,8 +81,8 @@ public final class TableFixtures {
     }
 
     public static SealedGeneration write(RolloutTable table, int partition, long first, long last, int keys) {
-        return table.writeGeneration(
-                TOPIC, partition, first, last, rows(partition, first, last, keys), 100 * (last - first + 1));
+        return table.generations()
+                .write(TOPIC, partition, first, last, rows(partition, first, last, keys), 100 * (last - first + 1));
     }
 
     /** record_id -> "partition@offset" of every base row, as lance-core reads it; fails on a key seen twice. */

@@ -303,9 +303,9 @@ final class DemoCommand implements Callable<Integer> {
             long baseRows = 0;
             long readable = 0;
             for (RolloutTable table : tables) {
-                Map<String, Long> watermarks = table.watermarks();
-                for (String shard : table.shards()) {
-                    pending += table.pendingCount(shard, watermarks.getOrDefault(shard, 0L));
+                Map<String, Long> watermarks = table.generations().watermarks();
+                for (String shard : table.generations().shards()) {
+                    pending += table.generations().pendingCount(shard, watermarks.getOrDefault(shard, 0L));
                 }
                 baseRows += table.countBaseRows();
                 readable += table.countRows();

@@ -58,7 +58,7 @@ final class RepairCommand implements Callable<Integer> {
                 : TableCatalog.single(
                         RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry()))) {
             RolloutTable table = tables.require(name);
-            SealedGeneration seal = table.pendingGenerations(ShardId.requireValid(shard)).stream()
+            SealedGeneration seal = table.generations().pending(ShardId.requireValid(shard)).stream()
                     .filter(g -> g.generation() == generation)
                     .findFirst()
                     .orElse(null);

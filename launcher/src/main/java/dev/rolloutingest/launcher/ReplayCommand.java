@@ -294,15 +294,16 @@ final class ReplayCommand implements Callable<Integer> {
             try (TableCatalog tables = TableCatalog.under(
                     ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry(), ingest.tablesMax())) {
                 for (String name : tables.names()) {
-                    tables.open(name)
-                            .ifPresent(t -> t.watermarks().forEach((shard, w) -> highest.merge(shard, w, Math::max)));
+                    tables.open(name).ifPresent(t -> t.generations()
+                            .watermarks()
+                            .forEach((shard, w) -> highest.merge(shard, w, Math::max)));
                 }
             }
             return highest;
         }
         try (RolloutTable table =
                 RolloutTable.open(ingest.tableLocation(), ingest.tableSettings(), new SimpleMeterRegistry())) {
-            return table.watermarks();
+            return table.generations().watermarks();
         } catch (RolloutTableException.NotARolloutTable e) {
             return Map.of(); // a new table: nothing merged yet
         }

@@ -74,10 +74,11 @@ final class StatusCommand implements Callable<Integer> {
     static String render(RolloutTable t) {
         StringBuilder out = new StringBuilder("table " + t.location().uri() + "\n");
         out.append(String.format("  %-36s %8s %20s%n", "shard", "pending", "merged watermark"));
-        Map<String, Long> watermarks = t.watermarks();
-        for (String shard : t.shards()) {
+        Map<String, Long> watermarks = t.generations().watermarks();
+        for (String shard : t.generations().shards()) {
             long watermark = watermarks.getOrDefault(shard, 0L);
-            out.append(String.format("  %-36s %8d %20d%n", shard, t.pendingCount(shard, watermark), watermark));
+            out.append(String.format(
+                    "  %-36s %8d %20d%n", shard, t.generations().pendingCount(shard, watermark), watermark));
         }
         out.append("  base rows: ").append(t.countBaseRows());
         out.append(", deletes kept: ").append(t.countBaseDeletes());

@@ -34,9 +34,9 @@ final class TableSummaries {
         row.put("uri", table.location().uri());
         try {
             int pending = 0;
-            List<String> shards = table.shards();
+            List<String> shards = table.generations().shards();
             for (String shard : shards) {
-                pending += table.pendingGenerations(shard).size();
+                pending += table.generations().pending(shard).size();
             }
             RolloutTable.BaseState base = table.baseState();
             row.put("rows", table.countRows());

@@ -165,7 +165,7 @@ class DeletesIT {
     private static boolean allMerged(TableLocation location) {
         try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             for (int p = 0; p < 2; p++) {
-                if (!table.pendingGenerations(ShardId.of("rollouts", p)).isEmpty()) {
+                if (!table.generations().pending(ShardId.of("rollouts", p)).isEmpty()) {
                     return false;
                 }
             }

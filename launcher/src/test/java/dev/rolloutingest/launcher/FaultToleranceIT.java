@@ -351,8 +351,9 @@ class FaultToleranceIT {
                 seen = versions;
                 pending = 0;
                 for (int p = 0; p < 4; p++) {
-                    pending +=
-                            table.pendingGenerations(ShardId.of(run.input(), p)).size();
+                    pending += table.generations()
+                            .pending(ShardId.of(run.input(), p))
+                            .size();
                 }
                 if (versions.equals(expected) && pending == 0) {
                     // lance-core's own count: the base holds each key once (merges append new keys, join the rest)
@@ -810,7 +811,8 @@ class FaultToleranceIT {
             while (pending != 0 && System.currentTimeMillis() - merging < STALL_MS) {
                 pending = 0;
                 for (int p = 0; p < 4; p++) {
-                    pending += reader.pendingGenerations(ShardId.of(run.input(), p))
+                    pending += reader.generations()
+                            .pending(ShardId.of(run.input(), p))
                             .size();
                 }
                 if (pending < fewest) {

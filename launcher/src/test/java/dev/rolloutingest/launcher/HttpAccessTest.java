@@ -48,7 +48,7 @@ class HttpAccessTest {
                 TableLocation.local(dir.resolve("table")), TableSettings.DEFAULTS, new SimpleMeterRegistry());
         var rollout = new RolloutGenerator("exp-a", 64, 5).rollout(0, 0);
         recordId = rollout.getRecordId();
-        table.writeGeneration("rollouts", 0, 0, 0, List.of(new RolloutRow(rollout, 0, 0, Instant.now())), 100);
+        table.generations().write("rollouts", 0, 0, 0, List.of(new RolloutRow(rollout, 0, 0, Instant.now())), 100);
     }
 
     @AfterEach

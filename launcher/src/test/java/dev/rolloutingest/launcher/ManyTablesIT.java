@@ -225,8 +225,9 @@ class ManyTablesIT {
                 try (RolloutTable t = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                     for (String topic : List.of(run + "-a", run + "-b", run + "-c")) {
                         for (int p = 0; p < 2; p++) {
-                            pending +=
-                                    t.pendingGenerations(ShardId.of(topic, p)).size();
+                            pending += t.generations()
+                                    .pending(ShardId.of(topic, p))
+                                    .size();
                         }
                     }
                 }

@@ -255,7 +255,8 @@ class ObservabilityIT {
                             TableSettings.DEFAULTS,
                             new io.micrometer.core.instrument.simple.SimpleMeterRegistry())) {
                         for (int p = 0; p < 6; p++) {
-                            sealed += table.pendingGenerations(ShardId.of(run + "-rollouts", p))
+                            sealed += table.generations()
+                                    .pending(ShardId.of(run + "-rollouts", p))
                                     .size();
                         }
                     }

@@ -52,7 +52,7 @@ class ReadApiTest {
             rows.add(new RolloutRow(r, 0, i, Instant.now()));
         }
         first = rows.get(0).rollout();
-        table.writeGeneration("rollouts", 0, 0, 9, rows, 1000);
+        table.generations().write("rollouts", 0, 0, 9, rows, 1000);
         http = new HttpEndpoint("127.0.0.1", 0);
         new ReadApi(table).mount(http);
         http.start();
@@ -74,7 +74,7 @@ class ReadApiTest {
     void aSnapshotReadSeesOnlyTheSnapshot() throws Exception {
         table.snapshots().create("s1", TableSnapshots.Cut.everythingSealed("rollouts"));
         Rollout later = new RolloutGenerator("exp-c", 64, 6).rollout(100, 0);
-        table.writeGeneration("rollouts", 0, 10, 10, List.of(new RolloutRow(later, 0, 10, Instant.now())), 100);
+        table.generations().write("rollouts", 0, 10, 10, List.of(new RolloutRow(later, 0, 10, Instant.now())), 100);
 
         assertThat(get("/rollouts/" + later.getRecordId()).statusCode()).isEqualTo(200);
         assertThat(get("/rollouts/" + later.getRecordId() + "?snapshot=s1").statusCode())
@@ -158,7 +158,7 @@ class ReadApiTest {
             r.setExperiment(ids.get(i));
             rows.add(new RolloutRow(r, 0, 100 + i, Instant.now()));
         }
-        table.writeGeneration("rollouts", 0, 100, 100 + ids.size() - 1, rows, 100);
+        table.generations().write("rollouts", 0, 100, 100 + ids.size() - 1, rows, 100);
         for (String id : ids) {
             String encoded = java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8)
                     .replace("+", "%20");
@@ -196,13 +196,14 @@ class ReadApiTest {
     void readsOverThePendingHardCapAnswer503() throws Exception {
         RolloutGenerator generator = new RolloutGenerator("exp-a", 8, 6);
         for (long offset = 10; offset < 12; offset++) {
-            table.writeGeneration(
-                    "rollouts",
-                    0,
-                    offset,
-                    offset,
-                    List.of(new RolloutRow(generator.rollout(offset, 0), 0, offset, Instant.now())),
-                    10);
+            table.generations()
+                    .write(
+                            "rollouts",
+                            0,
+                            offset,
+                            offset,
+                            List.of(new RolloutRow(generator.rollout(offset, 0), 0, offset, Instant.now())),
+                            10);
         }
         HttpResponse<String> response = get("/rollouts/" + first.getRecordId());
         assertThat(response.statusCode()).isEqualTo(503);

@@ -39,9 +39,9 @@ class ReadCommandsTest {
                 }
                 rows.add(new RolloutRow(rollout, 0, i, Instant.now()));
             }
-            table.writeGeneration("rollouts", 0, 0, 3, rows.subList(0, 4), 100);
+            table.generations().write("rollouts", 0, 0, 3, rows.subList(0, 4), 100);
             table.merges().pass(MergeRequest.of(ShardId.of("rollouts", 0)).limits(8, 0));
-            table.writeGeneration("rollouts", 0, 4, 5, rows.subList(4, 6), 100);
+            table.generations().write("rollouts", 0, 4, 5, rows.subList(4, 6), 100);
         }
     }
 
@@ -93,7 +93,8 @@ class ReadCommandsTest {
                 TableLocation.local(root), TableSettings.DEFAULTS, new SimpleMeterRegistry(), 10)) {
             RolloutGenerator generator = new RolloutGenerator("grpo", 8, 1);
             tables.createOrOpen("grpo")
-                    .writeGeneration(
+                    .generations()
+                    .write(
                             "rollouts",
                             0,
                             0,
@@ -173,7 +174,7 @@ class ReadCommandsTest {
         try (RolloutTable table =
                 RolloutTable.open(TableLocation.local(dir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             var later = new RolloutGenerator("cli", 8, 1).rollout(9, 1);
-            table.writeGeneration("rollouts", 0, 6, 6, List.of(new RolloutRow(later, 0, 6, Instant.now())), 100);
+            table.generations().write("rollouts", 0, 6, 6, List.of(new RolloutRow(later, 0, 6, Instant.now())), 100);
         }
         Path cursorFile = dir.resolveSibling(dir.getFileName() + ".cursor");
         java.nio.file.Files.writeString(cursorFile, cursor);

@@ -75,7 +75,7 @@ class RepairIT {
             String shard = ShardId.of("rollouts", 0);
             SealedGeneration broken;
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
-                broken = table.pendingGenerations(shard).get(1);
+                broken = table.generations().pending(shard).get(1);
                 FileTrees.deleteRecursively(root.resolve("table").resolve(broken.datasetPath()));
             }
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {

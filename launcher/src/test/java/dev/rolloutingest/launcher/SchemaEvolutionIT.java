@@ -248,7 +248,7 @@ class SchemaEvolutionIT {
                                 .orElseThrow()
                                 .added())
                         .isEmpty();
-                assertThat(ingest.table().addedColumns()).isEmpty();
+                assertThat(ingest.table().generations().addedColumns()).isEmpty();
                 assertThat(ingest.registry()
                                 .get("rollout.ingest.dropped.fields.records")
                                 .counter()
@@ -274,8 +274,8 @@ class SchemaEvolutionIT {
         long deadline = System.currentTimeMillis() + timeoutMs;
         while (System.currentTimeMillis() < deadline) {
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
-                if (table.shards().stream()
-                                .allMatch(s -> table.pendingGenerations(s).isEmpty())
+                if (table.generations().shards().stream()
+                                .allMatch(s -> table.generations().pending(s).isEmpty())
                         && table.countBaseRows() >= 4L * PER_PHASE) {
                     return;
                 }

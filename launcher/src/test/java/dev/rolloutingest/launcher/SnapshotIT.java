@@ -218,7 +218,7 @@ class SnapshotIT {
         while (System.currentTimeMillis() < deadline) {
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
                 base = table.countBaseRows();
-                merged = table.watermarks().entrySet().stream()
+                merged = table.generations().watermarks().entrySet().stream()
                         .filter(e -> e.getKey().equals(ShardId.of(TOPIC, 0))
                                 || e.getKey().equals(ShardId.of(TOPIC, 1)))
                         .mapToLong(Map.Entry::getValue)

@@ -85,7 +85,7 @@ class TrainingReadsHttpTest {
             Rollout rollout = generator.rollout(offset, (int) offset);
             rows.add(new RolloutRow(rollout, partition, offset, Instant.now()));
         }
-        table.writeGeneration(TOPIC, partition, first, last, rows, rows.size() * 1024L);
+        table.generations().write(TOPIC, partition, first, last, rows, rows.size() * 1024L);
     }
 
     @AfterEach
@@ -173,7 +173,7 @@ class TrainingReadsHttpTest {
         write(0, 350, 359, "exp-c");
         Rollout deleted = Tombstones.of(
                 new RolloutGenerator("exp-a", 1024, 7).rollout(3, 3).getRecordId(), Instant.now());
-        table.writeGeneration(TOPIC, 0, 360, 360, List.of(new RolloutRow(deleted, 0, 360, Instant.now())), 100);
+        table.generations().write(TOPIC, 0, 360, 360, List.of(new RolloutRow(deleted, 0, 360, Instant.now())), 100);
         HttpResponse<InputStream> tail =
                 get("/rollouts:tail?columns=record_id,policy_version&cursor=" + cursor, READ_TOKEN);
         String next = tail.headers().firstValue("Rollout-Cursor").orElseThrow();
@@ -257,7 +257,7 @@ class TrainingReadsHttpTest {
             for (long offset = 0; offset < 20; offset++) {
                 rows.add(new RolloutRow(generator.rollout(offset, 0), 0, offset, Instant.now()));
             }
-            grpo.writeGeneration(TOPIC, 0, 0, 19, rows, 20 * 64L);
+            grpo.generations().write(TOPIC, 0, 0, 19, rows, 20 * 64L);
             new ReadApi(tables, null, java.time.Duration.ZERO, TOPIC).mount(many);
             many.start();
             HttpClient client = HttpClient.newHttpClient();

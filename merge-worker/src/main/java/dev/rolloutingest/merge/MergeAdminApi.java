@@ -260,7 +260,7 @@ final class MergeAdminApi {
         for (MergeTables.Merging merging : tables.active()) {
             Map<String, PendingShard> backlog;
             try {
-                backlog = merging.table().backlog();
+                backlog = merging.table().generations().backlog();
             } catch (RuntimeException e) {
                 continue; // unreadable now: its shards show again once it answers
             }

@@ -159,7 +159,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     /** The table's backlog of one shard; null when the table cannot be read now (the next tick tries again). */
     private static PendingShard pendingOf(MergeTables.Merging merging, String shard) {
         try {
-            return merging.table().backlog().get(shard);
+            return merging.table().generations().backlog().get(shard);
         } catch (RuntimeException e) {
             log.debug("Table {}: backlog unreadable now: {}", merging.table().location(), e.getMessage());
             return null;
@@ -169,7 +169,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     /** The table's backlog, every shard; empty when it cannot be read now. */
     private static Map<String, PendingShard> backlogOf(MergeTables.Merging merging) {
         try {
-            return merging.table().backlog();
+            return merging.table().generations().backlog();
         } catch (RuntimeException e) {
             log.debug("Table {}: backlog unreadable now: {}", merging.table().location(), e.getMessage());
             return Map.of();
@@ -340,7 +340,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         List<Long> covered = List.of();
         try {
-            covered = merging.table().sealedGenerationsBetween(shard, owned.announcedUpTo(), watermark);
+            covered = merging.table().generations().sealedBetween(shard, owned.announcedUpTo(), watermark);
         } catch (RuntimeException e) {
             log.warn(
                     "Table {} shard {}: cannot list the generations up to watermark {} to announce them: {}",
@@ -414,7 +414,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private void reconcile(MergeTables.Merging merging, Set<String> keys, long now) {
         Map<String, PendingShard> backlog;
         try {
-            backlog = merging.table().backlog();
+            backlog = merging.table().generations().backlog();
         } catch (RuntimeException e) {
             log.warn(
                     "Table {}: reconcile skipped, the table is unreadable: {}",

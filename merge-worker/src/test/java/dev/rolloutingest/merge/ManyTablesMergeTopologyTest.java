@@ -185,7 +185,7 @@ class ManyTablesMergeTopologyTest {
             rows.add(new RolloutRow(rollout, partition, o, Instant.now()));
         }
         RolloutTable table = table(name);
-        SealedGeneration g = table.writeGeneration(TOPIC, partition, first, last, rows, 1000);
+        SealedGeneration g = table.generations().write(TOPIC, partition, first, last, rows, 1000);
         sealed.pipeInput(
                 g.shard(),
                 GenerationSealed.newBuilder()
@@ -223,12 +223,12 @@ class ManyTablesMergeTopologyTest {
     }
 
     private boolean anyRunning() {
-        return tables.active().stream().anyMatch(m -> m.table().shards().stream()
+        return tables.active().stream().anyMatch(m -> m.table().generations().shards().stream()
                 .anyMatch(shard -> tables.passes().running(tables.key(m.name(), shard))));
     }
 
     private int pending(String name, int partition) {
-        return table(name).pendingGenerations(ShardId.of(TOPIC, partition)).size();
+        return table(name).generations().pending(ShardId.of(TOPIC, partition)).size();
     }
 
     private double tableGauge(String name, String table) {
@@ -315,7 +315,7 @@ class ManyTablesMergeTopologyTest {
                         rows.add(new RolloutRow(
                                 new RolloutGenerator(name, 8, 0).rollout(o, (int) o), 0, o, Instant.now()));
                     }
-                    table.writeGeneration(TOPIC, 0, first, first + 9, rows, 1000);
+                    table.generations().write(TOPIC, 0, first, first + 9, rows, 1000);
                     table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
                 }
             }

@@ -167,7 +167,7 @@ class MergeTopologyTest {
             rollout.setRecordId("p" + partition + "-" + rollout.getRecordId());
             rows.add(new RolloutRow(rollout, partition, o, Instant.now()));
         }
-        return table.writeGeneration(TOPIC, partition, first, last, rows, 1000);
+        return table.generations().write(TOPIC, partition, first, last, rows, 1000);
     }
 
     /**
@@ -179,13 +179,13 @@ class MergeTopologyTest {
         long deadline = System.currentTimeMillis() + 120_000;
         while (System.currentTimeMillis() < deadline) {
             Thread.sleep(20);
-            if (table.shards().stream().anyMatch(tables.passes()::running)) {
+            if (table.generations().shards().stream().anyMatch(tables.passes()::running)) {
                 continue;
             }
             driver.advanceWallClockTime(Duration.ofMillis(250));
-            if (table.shards().stream().noneMatch(tables.passes()::running)) {
+            if (table.generations().shards().stream().noneMatch(tables.passes()::running)) {
                 driver.advanceWallClockTime(Duration.ofMillis(250));
-                if (table.shards().stream().noneMatch(tables.passes()::running)) {
+                if (table.generations().shards().stream().noneMatch(tables.passes()::running)) {
                     return;
                 }
             }
@@ -194,7 +194,7 @@ class MergeTopologyTest {
     }
 
     private int pending(int partition) {
-        return table.pendingGenerations(ShardId.of(TOPIC, partition)).size();
+        return table.generations().pending(ShardId.of(TOPIC, partition)).size();
     }
 
     @Test

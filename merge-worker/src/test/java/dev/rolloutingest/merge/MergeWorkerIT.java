@@ -138,14 +138,15 @@ class MergeWorkerIT {
                 awaitTrue(120, () -> {
                     for (int p = 0; p < 3; p++) {
                         if (!ingest.table()
-                                .pendingGenerations(ShardId.of(input, p))
+                                .generations()
+                                .pending(ShardId.of(input, p))
                                 .isEmpty()) {
                             return false;
                         }
                     }
                     return true;
                 });
-                assertThat(ingest.table().pendingGenerations(poisoned)).isNotEmpty();
+                assertThat(ingest.table().generations().pending(poisoned)).isNotEmpty();
                 JsonNode pending = get(http, admin + "/pending");
                 assertThat(pending.get("shards").toString()).contains(poisoned);
 
@@ -288,7 +289,7 @@ class MergeWorkerIT {
     private static long sealed(IngestApp ingest, String input, int partitions) {
         long sealed = 0;
         for (int p = 0; p < partitions; p++) {
-            sealed += ingest.table().sealedRecords(ShardId.of(input, p));
+            sealed += ingest.table().generations().sealedRecords(ShardId.of(input, p));
         }
         return sealed;
     }
@@ -296,7 +297,8 @@ class MergeWorkerIT {
     private static int pending(IngestApp ingest, String input, int partitions) {
         int pending = 0;
         for (int p = 0; p < partitions; p++) {
-            pending += ingest.table().pendingGenerations(ShardId.of(input, p)).size();
+            pending +=
+                    ingest.table().generations().pending(ShardId.of(input, p)).size();
         }
         return pending;
     }
@@ -374,7 +376,7 @@ class MergeWorkerIT {
     private static SealedGeneration awaitPendingGeneration(IngestApp ingest, String shard) throws Exception {
         long deadline = System.currentTimeMillis() + 60_000;
         while (System.currentTimeMillis() < deadline) {
-            List<SealedGeneration> pending = ingest.table().pendingGenerations(shard);
+            List<SealedGeneration> pending = ingest.table().generations().pending(shard);
             if (!pending.isEmpty()) {
                 return pending.get(0);
             }

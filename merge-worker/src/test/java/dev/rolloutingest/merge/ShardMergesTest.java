@@ -44,7 +44,7 @@ class ShardMergesTest {
                 Rollout rollout = generator.rollout(offset, 0);
                 rows.add(new RolloutRow(rollout, 0, offset, Instant.now()));
             }
-            table.writeGeneration(TOPIC, 0, g * 10L, g * 10L + 9, rows, 1000);
+            table.generations().write(TOPIC, 0, g * 10L, g * 10L + 9, rows, 1000);
         }
     }
 
@@ -75,8 +75,8 @@ class ShardMergesTest {
                 assertThat(o.trigger()).isEqualTo(MergeTrigger.COUNT);
                 assertThat(o.result().mergedGenerations()).hasSize(8);
             });
-            assertThat(table.watermarks().get(shard)).isEqualTo(240L);
-            assertThat(table.pendingGenerations(shard)).hasSize(4);
+            assertThat(table.generations().watermarks().get(shard)).isEqualTo(240L);
+            assertThat(table.generations().pending(shard)).hasSize(4);
         }
     }
 
@@ -110,15 +110,15 @@ class ShardMergesTest {
 
             letGo.countDown();
             released.get(60, TimeUnit.SECONDS);
-            assertThat(table.watermarks().get(shard))
+            assertThat(table.generations().watermarks().get(shard))
                     .as("the round committed before the release returned")
                     .isEqualTo(80L);
             Thread.sleep(500);
             assertThat(tables.passes().running(shard))
                     .as("not continued once let go")
                     .isFalse();
-            assertThat(table.watermarks().get(shard)).isEqualTo(80L);
-            assertThat(table.pendingGenerations(shard)).hasSize(3);
+            assertThat(table.generations().watermarks().get(shard)).isEqualTo(80L);
+            assertThat(table.generations().pending(shard)).hasSize(3);
         }
     }
 }

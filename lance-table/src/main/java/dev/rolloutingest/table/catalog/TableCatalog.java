@@ -250,7 +250,7 @@ public final class TableCatalog implements AutoCloseable {
     public List<String> withSealStartingAt(String shard, long firstOffset) {
         ShardId.requireValid(shard);
         if (isSingle()) {
-            return only().sealedStartingAt(shard, firstOffset).isPresent() ? List.of(SINGLE) : List.of();
+            return only().generations().startingAt(shard, firstOffset).isPresent() ? List.of(SINGLE) : List.of();
         }
         List<String> found = new ArrayList<>();
         for (String name : names()) {

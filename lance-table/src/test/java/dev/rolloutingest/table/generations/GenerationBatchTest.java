@@ -43,13 +43,16 @@ class GenerationBatchTest {
             early.setCreatedAt(earliest);
             Rollout late = rollout(2);
             late.setCreatedAt(latest);
-            table.writeGeneration(
-                    TOPIC,
-                    0,
-                    0,
-                    1,
-                    List.of(new RolloutRow(early, 0, 0, Instant.now()), new RolloutRow(late, 0, 1, Instant.now())),
-                    10);
+            table.generations()
+                    .write(
+                            TOPIC,
+                            0,
+                            0,
+                            1,
+                            List.of(
+                                    new RolloutRow(early, 0, 0, Instant.now()),
+                                    new RolloutRow(late, 0, 1, Instant.now())),
+                            10);
             assertThat(table.get(early.getRecordId()).orElseThrow().rollout().getCreatedAt())
                     .isEqualTo(earliest);
             assertThat(table.get(late.getRecordId()).orElseThrow().rollout().getCreatedAt())
@@ -60,7 +63,7 @@ class GenerationBatchTest {
     @Test
     void aRowTheTableCannotRepresentIsRefusedOnAppendAndLeavesTheBatchAsItWas() {
         try (RolloutTable table = localTable("refused", meters);
-                GenerationBatch batch = table.newBatch()) {
+                GenerationBatch batch = table.generations().newBatch()) {
             batch.append(rollout(1), 0, 10, Instant.now());
             Rollout outOfRange = rollout(2);
             outOfRange.setCreatedAt(Instant.MAX);
@@ -69,7 +72,7 @@ class GenerationBatchTest {
                     .hasMessageContaining("created_at");
             batch.append(rollout(3), 0, 12, Instant.now());
             assertThat(batch.size()).isEqualTo(2);
-            table.writeGeneration(TOPIC, 0, 10, 12, batch, 30, List.of());
+            table.generations().write(TOPIC, 0, 10, 12, batch, 30, List.of());
             assertThat(table.get(rollout(1).getRecordId())).isPresent();
             assertThat(table.get(rollout(2).getRecordId())).isEmpty();
             assertThat(table.get(rollout(3).getRecordId())).isPresent();
@@ -79,11 +82,11 @@ class GenerationBatchTest {
     @Test
     void theProbeFindsExactlyTheRowsAWriteRefusesAndNothingWhenTheStoreIsAtFault() {
         try (RolloutTable table = localTable("probe", meters);
-                GenerationBatch batch = table.newBatch()) {
+                GenerationBatch batch = table.generations().newBatch()) {
             for (long offset = 0; offset < 40; offset++) {
                 batch.append(rollout(offset), 0, offset, Instant.now());
             }
-            assertThat(table.findUnwritableRows(batch))
+            assertThat(table.generations().findUnwritableRows(batch))
                     .as("a batch that writes to memory is the store's problem")
                     .isEmpty();
             String bad7 = rollout(7).getRecordId();
@@ -98,25 +101,26 @@ class GenerationBatchTest {
                 }
                 return null;
             });
-            Map<Long, String> unwritable = table.findUnwritableRows(batch);
+            Map<Long, String> unwritable = table.generations().findUnwritableRows(batch);
             assertThat(unwritable).containsOnlyKeys(7L, 31L);
             assertThat(unwritable.get(7L)).contains(bad7);
             try (GenerationBatch rest = batch.without(unwritable.keySet())) {
                 assertThat(rest.size()).isEqualTo(38);
-                table.writeGeneration(
-                        TOPIC,
-                        0,
-                        0,
-                        39,
-                        rest,
-                        400,
-                        List.of(
-                                new SealedGeneration.DeadLettered(7, "unwritable", unwritable.get(7L)),
-                                new SealedGeneration.DeadLettered(31, "unwritable", unwritable.get(31L))));
+                table.generations()
+                        .write(
+                                TOPIC,
+                                0,
+                                0,
+                                39,
+                                rest,
+                                400,
+                                List.of(
+                                        new SealedGeneration.DeadLettered(7, "unwritable", unwritable.get(7L)),
+                                        new SealedGeneration.DeadLettered(31, "unwritable", unwritable.get(31L))));
             }
             table.injectWriteFault(null);
             SealedGeneration sealed =
-                    table.pendingGenerations(ShardId.of(TOPIC, 0)).get(0);
+                    table.generations().pending(ShardId.of(TOPIC, 0)).get(0);
             assertThat(sealed.rows()).isEqualTo(38);
             assertThat(sealed.deadLettered())
                     .extracting(SealedGeneration.DeadLettered::offset)
@@ -129,13 +133,13 @@ class GenerationBatchTest {
     @Test
     void duplicateKeysKeepTheNewestRowAndTheBatchItselfIsUnchanged() {
         try (RolloutTable table = localTable("dedup", meters);
-                GenerationBatch batch = table.newBatch()) {
+                GenerationBatch batch = table.generations().newBatch()) {
             batch.append(rollout(1), 0, 0, Instant.now());
             batch.append(rollout(2), 0, 1, Instant.now());
             Rollout newer = rollout(1);
             newer.setPolicyVersion(99L);
             batch.append(newer, 0, 2, Instant.now());
-            SealedGeneration sealed = table.writeGeneration(TOPIC, 0, 0, 2, batch, 30, List.of());
+            SealedGeneration sealed = table.generations().write(TOPIC, 0, 0, 2, batch, 30, List.of());
             assertThat(sealed.rows()).isEqualTo(2);
             assertThat(batch.size())
                     .as("a failed write could be retried with the same batch")

@@ -109,7 +109,7 @@ class MaintenanceAndErrorsTest {
                     .hasMessageContaining(shard)
                     .hasMessageContaining("generation 10")
                     .hasMessageContaining(table.location().uri());
-            assertThat(table.watermarks()).doesNotContainKey(shard);
+            assertThat(table.generations().watermarks()).doesNotContainKey(shard);
         }
     }
 
@@ -178,7 +178,7 @@ class MaintenanceAndErrorsTest {
         }
         try (RolloutTable again = RolloutTable.open(TableLocation.local(dir), TableSettings.DEFAULTS, meters)) {
             assertThat(again.countBaseRows()).isEqualTo(5);
-            assertThat(again.watermarks()).isEqualTo(Map.of(shard, 5L));
+            assertThat(again.generations().watermarks()).isEqualTo(Map.of(shard, 5L));
         }
     }
 }

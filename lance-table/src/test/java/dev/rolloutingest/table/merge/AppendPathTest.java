@@ -59,8 +59,8 @@ class AppendPathTest {
     }
 
     private static void write(RolloutTable table, int partition, long first, int start, int n, long seconds) {
-        table.writeGeneration(
-                TOPIC, partition, first, first + n - 1, rows(partition, first, start, n, seconds), n * 100L);
+        table.generations()
+                .write(TOPIC, partition, first, first + n - 1, rows(partition, first, start, n, seconds), n * 100L);
     }
 
     /** Rows merged as keys new to the base: written again (append) or in whole adopted generations. */
@@ -84,7 +84,7 @@ class AppendPathTest {
             assertThat(rows(meters, MergePath.JOIN)).isZero();
 
             List<RolloutRow> second = rows(0, 500, 450, 100, 1); // key-450..549: 50 rewritten, 50 new
-            table.writeGeneration(TOPIC, 0, 500, 599, second, 100 * 100L);
+            table.generations().write(TOPIC, 0, 500, 599, second, 100 * 100L);
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(newRows(meters)).isEqualTo(550);
             assertThat(rows(meters, MergePath.JOIN)).isEqualTo(50);
@@ -101,7 +101,7 @@ class AppendPathTest {
                         table.get(written.rollout().getRecordId().toString()).orElseThrow();
                 assertThat(read.rollout()).isEqualTo(written.rollout());
             }
-            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.generations().pending(shard)).isEmpty();
         }
     }
 
@@ -113,7 +113,7 @@ class AppendPathTest {
         String shard1 = ShardId.of(TOPIC, 1);
         try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters)) {
             List<RolloutRow> adopted = rows(0, 0, 0, 100, 0); // key-0..99: new
-            SealedGeneration generation = table.writeGeneration(TOPIC, 0, 0, 99, adopted, 100 * 100L);
+            SealedGeneration generation = table.generations().write(TOPIC, 0, 0, 99, adopted, 100 * 100L);
             // partition 1: one generation of new keys whose key-250 partition 0 rewrites later in the same round
             write(table, 1, 0, 200, 100, 0); // key-200..299
             write(table, 0, 100, 250, 1, 9); // key-250, ingested later: the partition 1 row of it is dropped
@@ -218,7 +218,7 @@ class AppendPathTest {
         try (RolloutTable table =
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
                 RootAllocator allocator = new RootAllocator()) {
-            SealedGeneration generation = table.writeGeneration(TOPIC, 0, 0, 9, rows(0, 0, 0, 10, 0), 1000);
+            SealedGeneration generation = table.generations().write(TOPIC, 0, 0, 9, rows(0, 0, 0, 10, 0), 1000);
             List<org.lance.memwal.MergedGeneration> marks =
                     List.of(new org.lance.memwal.MergedGeneration(shard, generation.generation()));
             for (boolean ownParams : new boolean[] {false, true}) {
@@ -246,7 +246,7 @@ class AppendPathTest {
                                 .hasMessageContaining("not configured to change the data");
                     }
                 }
-                assertThat(table.watermarks().getOrDefault(shard, 0L))
+                assertThat(table.generations().watermarks().getOrDefault(shard, 0L))
                         .as(ownParams ? "marked by the merge's own params" : "refused, nothing marked")
                         .isEqualTo(ownParams ? generation.generation() : 0L);
             }
@@ -373,7 +373,7 @@ class AppendPathTest {
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             List<RolloutRow> rows = new ArrayList<>(rows(0, 100, 0, 2, 1)); // key-0, key-1: updates
             rows.addAll(rows(0, 102, 1000, 998, 1)); // key-1000..1997: new
-            table.writeGeneration(TOPIC, 0, 100, 1099, rows, rows.size() * 100L);
+            table.generations().write(TOPIC, 0, 100, 1099, rows, rows.size() * 100L);
             MergeResult merged = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(merged.rows()).isEqualTo(1000);
             assertThat(rows(meters, MergePath.JOIN)).isEqualTo(2);
@@ -450,7 +450,7 @@ class AppendPathTest {
             Map<String, String> between = baseRows(location);
             assertThat(between).hasSize(400);
             assertThat(between.get("key-250")).isEqualTo("0@350"); // its rewrite too, in place of the old row
-            assertThat(table.pendingGenerations(shard)).hasSize(1);
+            assertThat(table.generations().pending(shard)).hasSize(1);
             assertThat(table.countRows()).isEqualTo(400);
             assertThat(table.list(ListQuery.all(1000))).hasSize(400);
             assertThat(table.get("key-250").orElseThrow().sourceOffset()).isEqualTo(350);
@@ -464,7 +464,7 @@ class AppendPathTest {
             assertThat(newRows(meters)).isZero(); // all 200 rows are in the base already: only the marks are left
             assertThat(rows(meters, MergePath.JOIN)).isZero();
             assertThat(rows(meters, MergePath.SUPERSEDED)).isEqualTo(200);
-            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.generations().pending(shard)).isEmpty();
             Map<String, String> after = baseRows(location);
             assertThat(after).hasSize(400);
             assertThat(after.get("key-250")).isEqualTo("0@350");
@@ -491,7 +491,7 @@ class AppendPathTest {
             assertThat(newRows(meters)).isEqualTo(100);
             assertThat(rows(meters, MergePath.SUPERSEDED)).isEqualTo(100);
             assertThat(baseRows(location)).hasSize(100);
-            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.generations().pending(shard)).isEmpty();
         }
     }
 
@@ -512,7 +512,7 @@ class AppendPathTest {
         }
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
-            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.generations().pending(shard)).isEmpty();
             assertThat(table.merges().pass(MergeRequest.of(shard).limits(8, 0)).mergedAnything())
                     .isFalse();
             assertThat(baseRows(location)).hasSize(100);
@@ -575,8 +575,8 @@ class AppendPathTest {
             assertThat(newRows(metersB)).isEqualTo(200);
             assertThat(newRows(metersA)).isEqualTo(100);
             assertThat(rows(metersA, MergePath.SUPERSEDED)).isEqualTo(100);
-            assertThat(a.pendingGenerations(shard0)).isEmpty();
-            assertThat(a.pendingGenerations(shard1)).isEmpty();
+            assertThat(a.generations().pending(shard0)).isEmpty();
+            assertThat(a.generations().pending(shard1)).isEmpty();
         }
     }
 

@@ -31,7 +31,7 @@ class ConcurrentMergesTest {
                         row.rollout().setRecordId("p" + p + "-" + row.rollout().getRecordId());
                         rows.add(row);
                     }
-                    table.writeGeneration(TOPIC, p, g * 10L, g * 10L + 9, rows, 100);
+                    table.generations().write(TOPIC, p, g * 10L, g * 10L + 9, rows, 100);
                 }
             }
             AtomicBoolean merging = new AtomicBoolean(true);
@@ -72,7 +72,7 @@ class ConcurrentMergesTest {
             assertThat(reads.get(60, TimeUnit.SECONDS)).isPositive();
             pool.shutdown();
             for (int p = 0; p < shards; p++) {
-                assertThat(table.watermarks()).containsEntry(ShardId.of(TOPIC, p), 60L);
+                assertThat(table.generations().watermarks()).containsEntry(ShardId.of(TOPIC, p), 60L);
             }
             assertThat(table.countBaseRows()).isEqualTo(shards * 20L);
         }

@@ -42,7 +42,7 @@ class MergeCapacityTest {
             for (long offset = g * 10L; offset < g * 10L + 10; offset++) {
                 rows.add(new RolloutRow(generator.rollout(offset, 0), 0, offset, Instant.now()));
             }
-            table.writeGeneration(TOPIC, 0, g * 10L, g * 10L + 9, rows, 1000);
+            table.generations().write(TOPIC, 0, g * 10L, g * 10L + 9, rows, 1000);
         }
     }
 
@@ -138,7 +138,7 @@ class MergeCapacityTest {
                         .as("the cold table's round came after at most one round of each hot table (and the one"
                                 + " being committed)")
                         .isLessThanOrEqualTo(4);
-                assertThat(tables.get(0).pendingGenerations(SHARD))
+                assertThat(tables.get(0).generations().pending(SHARD))
                         .as("the hot table was still being served")
                         .isNotEmpty();
             } finally {

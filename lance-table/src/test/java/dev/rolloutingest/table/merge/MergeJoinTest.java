@@ -53,7 +53,7 @@ class MergeJoinTest {
                         Instant at = t0.plusSeconds(round * 10L + (round == 1 ? 1 - p : p));
                         rows.add(new RolloutRow(rollout, p, offset, at));
                     }
-                    table.writeGeneration(TOPIC, p, first, first + 299, rows, 300 * 100L);
+                    table.generations().write(TOPIC, p, first, first + 299, rows, 300 * 100L);
                 }
                 for (String shard : shards) {
                     table.merges().pass(MergeRequest.of(shard).limits(8, 0));

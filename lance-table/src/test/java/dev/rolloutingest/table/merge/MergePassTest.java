@@ -23,7 +23,8 @@ class MergePassTest {
         try (RolloutTable table = localTable("bounded", meters)) {
             // 100 generations of 10 offsets each over 400 distinct keys: keys repeat across generations.
             for (int g = 0; g < 100; g++) {
-                table.writeGeneration(TOPIC, 0, g * 10L, g * 10L + 9, rowsOverKeys(g * 10L, g * 10L + 9, 400), 1000);
+                table.generations()
+                        .write(TOPIC, 0, g * 10L, g * 10L + 9, rowsOverKeys(g * 10L, g * 10L + 9, 400), 1000);
             }
             List<MergeResult> passes = new ArrayList<>();
             MergeResult pass;
@@ -33,14 +34,14 @@ class MergePassTest {
                     passes.add(pass);
                     assertThat(pass.mergedGenerations()).hasSizeLessThanOrEqualTo(8);
                     assertThat(pass.leftover())
-                            .isEqualTo(table.pendingGenerations(shard).size());
+                            .isEqualTo(table.generations().pending(shard).size());
                 }
             } while (pass.mergedAnything());
             assertThat(passes).hasSize(13); // 12 x 8 + 4
             List<Long> merged =
                     passes.stream().flatMap(p -> p.mergedGenerations().stream()).toList();
             assertThat(merged).isSorted().doesNotHaveDuplicates().hasSize(100);
-            assertThat(table.watermarks()).containsEntry(shard, 1000L);
+            assertThat(table.generations().watermarks()).containsEntry(shard, 1000L);
             assertThat(table.countBaseRows()).isEqualTo(400);
             Set<String> ids = new HashSet<>();
             for (RolloutRow row : table.list(ListQuery.all(1000))) {
@@ -59,7 +60,7 @@ class MergePassTest {
     void byteBudgetStopsAPassButAlwaysTakesTheOldestGeneration() {
         try (RolloutTable table = localTable("bytes", meters)) {
             for (int g = 0; g < 5; g++) {
-                table.writeGeneration(TOPIC, 0, g * 10L, g * 10L + 9, rows(0, g * 10L, g * 10L + 9, 100), 1000);
+                table.generations().write(TOPIC, 0, g * 10L, g * 10L + 9, rows(0, g * 10L, g * 10L + 9, 100), 1000);
             }
             assertThat(table.merges()
                             .pass(MergeRequest.of(shard).limits(0, 2500))

@@ -34,7 +34,7 @@ class MergeRoundTest {
                 rollout.setRecordId("p" + partition + "-" + offset);
                 rows.add(new RolloutRow(rollout, partition, offset, Instant.now()));
             }
-            table.writeGeneration(TOPIC, partition, g * 10L, g * 10L + 9, rows, 1000);
+            table.generations().write(TOPIC, partition, g * 10L, g * 10L + 9, rows, 1000);
         }
     }
 
@@ -80,8 +80,8 @@ class MergeRoundTest {
                 MergeResult merged = result.merged().get(shard);
                 assertThat(merged.mergedGenerations()).containsExactly(10L, 20L);
                 assertThat(merged.leftover()).isEqualTo(1);
-                assertThat(table.watermarks().get(shard)).isEqualTo(20L);
-                assertThat(table.pendingGenerations(shard))
+                assertThat(table.generations().watermarks().get(shard)).isEqualTo(20L);
+                assertThat(table.generations().pending(shard))
                         .extracting(SealedGeneration::generation)
                         .containsExactly(30L);
             }
@@ -119,7 +119,7 @@ class MergeRoundTest {
             assertThat(result.commits())
                     .as("one try, then halves down to the poisoned shard")
                     .isBetween(3, 6);
-            assertThat(table.pendingGenerations(poisoned)).hasSize(2);
+            assertThat(table.generations().pending(poisoned)).hasSize(2);
             assertThat(table.get("p2-15")).isPresent();
         }
     }
@@ -141,7 +141,8 @@ class MergeRoundTest {
                     .isFalse();
             assertThat(result.merged().get(ShardId.of(TOPIC, 1)).mergedGenerations())
                     .containsExactly(10L);
-            assertThat(table.watermarks().get(ShardId.of(TOPIC, 0))).isEqualTo(20L);
+            assertThat(table.generations().watermarks().get(ShardId.of(TOPIC, 0)))
+                    .isEqualTo(20L);
             assertThat(table.countRows()).isEqualTo(40);
         }
     }
@@ -154,15 +155,22 @@ class MergeRoundTest {
             old.setRecordId("moved");
             Rollout recent = generator.rollout(1, 2);
             recent.setRecordId("moved");
-            table.writeGeneration(
-                    TOPIC,
-                    0,
-                    900,
-                    900,
-                    List.of(new RolloutRow(old, 0, 900, Instant.parse("2026-11-30T10:00:00Z"))),
-                    10);
-            table.writeGeneration(
-                    TOPIC, 1, 5, 5, List.of(new RolloutRow(recent, 1, 5, Instant.parse("2026-11-30T10:00:01Z"))), 10);
+            table.generations()
+                    .write(
+                            TOPIC,
+                            0,
+                            900,
+                            900,
+                            List.of(new RolloutRow(old, 0, 900, Instant.parse("2026-11-30T10:00:00Z"))),
+                            10);
+            table.generations()
+                    .write(
+                            TOPIC,
+                            1,
+                            5,
+                            5,
+                            List.of(new RolloutRow(recent, 1, 5, Instant.parse("2026-11-30T10:00:01Z"))),
+                            10);
             RoundResult result = round(table, shards(2), 8);
             assertThat(result.failed()).isEmpty();
             assertThat(result.commits()).isEqualTo(1);

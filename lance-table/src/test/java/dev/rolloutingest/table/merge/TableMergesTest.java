@@ -45,7 +45,7 @@ class TableMergesTest {
                 rows.add(new RolloutRow(
                         generator.rollout(offset + partition * 1_000_000L, 0), partition, offset, Instant.now()));
             }
-            table.writeGeneration(TOPIC, partition, g * 10L, g * 10L + 9, rows, 1000);
+            table.generations().write(TOPIC, partition, g * 10L, g * 10L + 9, rows, 1000);
         }
     }
 
@@ -63,8 +63,8 @@ class TableMergesTest {
 
             assertThat(committers).singleElement().asString().startsWith("merge-commit");
             assertThat(snapshot.offsets()).containsEntry(TOPIC + ":0", 40L); // a cut inside a generation ends before it
-            assertThat(table.watermarks().get(shard)).isEqualTo(40L);
-            assertThat(table.pendingGenerations(shard)).hasSize(2);
+            assertThat(table.generations().watermarks().get(shard)).isEqualTo(40L);
+            assertThat(table.generations().pending(shard)).hasSize(2);
         }
     }
 
@@ -164,7 +164,7 @@ class TableMergesTest {
             assertThat(TableMerges.tableUnavailable(waiting.handle((r, e) -> e).join()))
                     .as("an abandoned round is the table's matter, not the shard's")
                     .isTrue();
-            assertThat(table.watermarks()).doesNotContainKey(second);
+            assertThat(table.generations().watermarks()).doesNotContainKey(second);
             assertThat(table.merges().request(second))
                     .as("a closed table's merges refuse new requests")
                     .isCompletedExceptionally();
@@ -197,10 +197,10 @@ class TableMergesTest {
             settled.get(60, TimeUnit.SECONDS);
             assertThat(running.get(60, TimeUnit.SECONDS).newWatermark()).isEqualTo(30L);
             Thread.sleep(500);
-            assertThat(table.watermarks().get(shard))
+            assertThat(table.generations().watermarks().get(shard))
                     .as("the withdrawn request merged nothing")
                     .isEqualTo(30L);
-            assertThat(table.pendingGenerations(shard)).hasSize(1);
+            assertThat(table.generations().pending(shard)).hasSize(1);
         }
     }
 

@@ -42,10 +42,10 @@ class AwkwardIdsTest {
                 rollout.setExperiment(AWKWARD.get(i));
                 rows.add(new RolloutRow(rollout, 0, i, Instant.now()));
             }
-            table.writeGeneration(TOPIC, 0, 0, AWKWARD.size() - 1, rows, 100);
+            table.generations().write(TOPIC, 0, 0, AWKWARD.size() - 1, rows, 100);
             assertReadable(table);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
-            assertThat(table.pendingGenerations(ShardId.of(TOPIC, 0))).isEmpty();
+            assertThat(table.generations().pending(ShardId.of(TOPIC, 0))).isEmpty();
             assertReadable(table);
         }
     }

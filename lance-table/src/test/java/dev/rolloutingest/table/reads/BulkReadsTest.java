@@ -200,7 +200,7 @@ class BulkReadsTest {
 
             // the same cursor after everything merged and the base compacted: the same answer
             table.merges().pass(MergeRequest.of(shard(0)).limits(100, Long.MAX_VALUE));
-            assertThat(table.pendingGenerations(shard(0))).isEmpty();
+            assertThat(table.generations().pending(shard(0))).isEmpty();
             table.compact(1_000_000);
             RowStream merged = table.tail(cursor, TOPIC, ScanQuery.all(), 0);
             Read afterMerge = drain(merged);
@@ -292,9 +292,10 @@ class BulkReadsTest {
         try (RolloutTable table = tableWithBaseAndPending("tail-two-topics")) {
             TailCursor start = table.startCursor(TOPIC);
             // many topics routed to one table: partition 0 of another topic, the same partition number
-            try (dev.rolloutingest.table.generations.GenerationBatch batch = table.newBatch()) {
+            try (dev.rolloutingest.table.generations.GenerationBatch batch =
+                    table.generations().newBatch()) {
                 rows(0, 0, 4, 50).forEach(batch::append);
-                table.writeGeneration("other-topic", 0, 0, 4, batch, 100, List.of());
+                table.generations().write("other-topic", 0, 0, 4, batch, 100, List.of());
             }
             assertThatThrownBy(() -> table.tail(start, TOPIC, ScanQuery.all(), 0))
                     .isInstanceOf(IllegalArgumentException.class)

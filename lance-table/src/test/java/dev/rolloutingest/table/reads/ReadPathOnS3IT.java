@@ -65,7 +65,7 @@ class ReadPathOnS3IT {
     private static void pendingOfOtherKeys(RolloutTable table, int partition) {
         var rows = TableFixtures.rows(partition, 0, 9, 1_000_000);
         rows.forEach(r -> r.rollout().setRecordId("other-" + partition + "-" + r.sourceOffset()));
-        table.writeGeneration(TOPIC, partition, 0, 9, rows, 100);
+        table.generations().write(TOPIC, partition, 0, 9, rows, 100);
     }
 
     @Test

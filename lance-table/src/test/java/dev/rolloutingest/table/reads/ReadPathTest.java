@@ -130,8 +130,8 @@ class ReadPathTest {
         for (boolean newerShardFirst : new boolean[] {true, false}) {
             try (RolloutTable table = localTable("two-shards", meters)) {
                 // Partition 1 holds the key at a low offset but ingested later (the topic grew partitions).
-                table.writeGeneration(TOPIC, 0, 500, 500, List.of(row("moved", 0, 500, earlier)), 10);
-                table.writeGeneration(TOPIC, 1, 3, 3, List.of(row("moved", 1, 3, later)), 10);
+                table.generations().write(TOPIC, 0, 500, 500, List.of(row("moved", 0, 500, earlier)), 10);
+                table.generations().write(TOPIC, 1, 3, 3, List.of(row("moved", 1, 3, later)), 10);
                 assertThat(table.get("moved").orElseThrow().sourcePartition()).isEqualTo(1);
                 assertThat(table.list(ListQuery.all(10))).singleElement().satisfies(r -> assertThat(r.sourcePartition())
                         .isEqualTo(1));

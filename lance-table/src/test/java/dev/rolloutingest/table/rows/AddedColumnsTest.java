@@ -143,21 +143,21 @@ class AddedColumnsTest {
         try (RolloutTable table = localTable("added", meters)) {
             String shard = ShardId.of(TOPIC, 0);
             // generation 1: the old schema; merged into the base before the new fields exist
-            table.writeGeneration(TOPIC, 0, 0, 4, rows(generator, 0, 5), 500);
+            table.generations().write(TOPIC, 0, 0, 4, rows(generator, 0, 5), 500);
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             // generation 2: old rows only, still pending when the fields arrive
-            table.writeGeneration(TOPIC, 0, 5, 9, rows(generator, 5, 10), 500);
+            table.generations().write(TOPIC, 0, 5, 9, rows(generator, 5, 10), 500);
             // generation 3: the newer schema
-            try (GenerationBatch batch = table.newBatch()) {
+            try (GenerationBatch batch = table.generations().newBatch()) {
                 for (int i = 10; i < 16; i++) {
                     stage(batch, record(NEWER, generator.rollout(i, 0), values(i)), i);
                 }
                 assertThat(batch.addedFields())
                         .extracting(f -> f.getName())
                         .containsExactly("tool_calls", "tags", "scores", "detail", "note");
-                table.writeGeneration(TOPIC, 0, 10, 15, batch, 600, List.of());
+                table.generations().write(TOPIC, 0, 10, 15, batch, 600, List.of());
             }
-            assertThat(table.addedColumns().keySet())
+            assertThat(table.generations().addedColumns().keySet())
                     .as("the base has the columns before any generation holding them is readable")
                     .containsExactly("tool_calls", "tags", "scores", "detail", "note");
 
@@ -170,7 +170,7 @@ class AddedColumnsTest {
                     .allSatisfy((name, value) -> assertThat(value).isNull());
 
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
-            assertThat(table.pendingGenerations(shard)).isEmpty();
+            assertThat(table.generations().pending(shard)).isEmpty();
             assertAddedValues(table, generator, "merged");
             assertThat(table.get(generator.rollout(2, 0).getRecordId())
                             .orElseThrow()
@@ -257,11 +257,11 @@ class AddedColumnsTest {
                 null,
                 0)));
         try (RolloutTable table = localTable("refused", meters)) {
-            try (GenerationBatch batch = table.newBatch()) {
+            try (GenerationBatch batch = table.generations().newBatch()) {
                 stage(batch, record(asLong, generator.rollout(0, 0), Map.of("steps", 7L)), 0);
-                table.writeGeneration(TOPIC, 0, 0, 0, batch, 100, List.of());
+                table.generations().write(TOPIC, 0, 0, 0, batch, 100, List.of());
             }
-            try (GenerationBatch batch = table.newBatch()) {
+            try (GenerationBatch batch = table.generations().newBatch()) {
                 stage(batch, record(asInt, generator.rollout(1, 0), Map.of("steps", 8)), 1);
                 assertThatThrownBy(
                                 () -> stage(batch, record(asString, generator.rollout(2, 0), Map.of("steps", "x")), 2))
@@ -280,7 +280,7 @@ class AddedColumnsTest {
                 assertThat(batch.size())
                         .as("the refused rows left nothing behind")
                         .isEqualTo(2);
-                table.writeGeneration(TOPIC, 0, 1, 5, batch, 100, List.of());
+                table.generations().write(TOPIC, 0, 1, 5, batch, 100, List.of());
             }
             assertThat(table.get(generator.rollout(1, 0).getRecordId())
                             .orElseThrow()
@@ -307,31 +307,31 @@ class AddedColumnsTest {
         TableLocation location;
         try (RolloutTable table = localTable("added-crash", meters)) {
             location = table.location();
-            table.writeGeneration(TOPIC, 0, 0, 1, rows(generator, 0, 2), 200);
+            table.generations().write(TOPIC, 0, 0, 1, rows(generator, 0, 2), 200);
             // the seal gets as far as adding the columns to the base; the generation write then "crashes"
             table.injectWriteFault(root -> "crashed before the generation was written");
-            try (GenerationBatch batch = table.newBatch()) {
+            try (GenerationBatch batch = table.generations().newBatch()) {
                 for (int i = 2; i < 5; i++) {
                     stage(batch, record(NEWER, generator.rollout(i, 0), values(i)), i);
                 }
-                assertThatThrownBy(() -> table.writeGeneration(TOPIC, 0, 2, 4, batch, 300, List.of()))
+                assertThatThrownBy(() -> table.generations().write(TOPIC, 0, 2, 4, batch, 300, List.of()))
                         .hasMessageContaining("crashed");
             }
         }
         // a new process: the table opens, reads the rows it had (the new columns null), and the seal redone from
         // the same offsets writes the generation; the merge folds it
         try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, meters)) {
-            assertThat(table.addedColumns().keySet()).contains("tool_calls", "detail");
+            assertThat(table.generations().addedColumns().keySet()).contains("tool_calls", "detail");
             assertThat(table.get(generator.rollout(1, 0).getRecordId())
                             .orElseThrow()
                             .added())
                     .containsEntry("tool_calls", null);
             assertThat(table.get(generator.rollout(3, 0).getRecordId())).isEmpty();
-            try (GenerationBatch batch = table.newBatch()) {
+            try (GenerationBatch batch = table.generations().newBatch()) {
                 for (int i = 2; i < 5; i++) {
                     stage(batch, record(NEWER, generator.rollout(i, 0), values(i)), i);
                 }
-                table.writeGeneration(TOPIC, 0, 2, 4, batch, 300, List.of());
+                table.generations().write(TOPIC, 0, 2, 4, batch, 300, List.of());
             }
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             assertThat(table.get(generator.rollout(3, 0).getRecordId())
@@ -349,11 +349,11 @@ class AddedColumnsTest {
         TableSettings adoptAll = TableSettings.DEFAULTS.with(TableSettings.MERGE_ADOPT_MIN_ROWS, 0);
         try (RolloutTable table = TableFixtures.localTable("added-adopt", meters, adoptAll)) {
             String shard = ShardId.of(TOPIC, 0);
-            try (GenerationBatch batch = table.newBatch()) {
+            try (GenerationBatch batch = table.generations().newBatch()) {
                 for (int i = 0; i < 6; i++) {
                     stage(batch, record(NEWER, generator.rollout(i, 0), values(i)), i);
                 }
-                table.writeGeneration(TOPIC, 0, 0, 5, batch, 600, List.of());
+                table.generations().write(TOPIC, 0, 0, 5, batch, 600, List.of());
             }
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             assertThat(meters.counter("rollout.merge.rows", "path", "adopt").count()
@@ -362,14 +362,14 @@ class AddedColumnsTest {
                     .as("new keys with added columns are appended (adopted only where lance's field ids match)")
                     .isEqualTo(6);
             // the same keys again with other values: the join path, newest wins
-            try (GenerationBatch batch = table.newBatch()) {
+            try (GenerationBatch batch = table.generations().newBatch()) {
                 for (int i = 0; i < 3; i++) {
                     Map<String, Object> changed = values(i);
                     changed.put("tool_calls", 100 + i);
                     changed.put("note", "updated");
                     stage(batch, record(NEWER, generator.rollout(i, 0), changed), 6 + i);
                 }
-                table.writeGeneration(TOPIC, 0, 6, 8, batch, 300, List.of());
+                table.generations().write(TOPIC, 0, 6, 8, batch, 300, List.of());
             }
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             assertThat(meters.counter("rollout.merge.rows", "path", "join").count())

@@ -45,7 +45,7 @@ class TableSnapshotsTest {
             rollout.setRecordId("p" + partition + "-key-" + (start + i));
             rows.add(new RolloutRow(rollout, partition, first + i, T0.plusSeconds(seconds)));
         }
-        table.writeGeneration(TOPIC, partition, first, first + n - 1, rows, n * 100L);
+        table.generations().write(TOPIC, partition, first, first + n - 1, rows, n * 100L);
     }
 
     private static Cut cut(Map<Integer, Long> offsets) {
@@ -114,7 +114,7 @@ class TableSnapshotsTest {
                     .hasSize(100)
                     .containsKey("p0-key-99")
                     .doesNotContainKey("p0-key-100");
-            assertThat(table.pendingGenerations(ShardId.of(TOPIC, 0))).hasSize(2); // nothing above the cut merged
+            assertThat(table.generations().pending(ShardId.of(TOPIC, 0))).hasSize(2); // nothing above the cut merged
         }
     }
 
@@ -180,7 +180,7 @@ class TableSnapshotsTest {
                     .isInstanceOf(SnapshotException.class)
                     .hasMessageContaining("must name every partition")
                     .hasMessageContaining(TOPIC + ":1");
-            assertThat(table.pendingGenerations(ShardId.of(TOPIC, 0))).hasSize(1); // nothing merged
+            assertThat(table.generations().pending(ShardId.of(TOPIC, 0))).hasSize(1); // nothing merged
             assertThat(snapshots.list()).isEmpty();
 
             snapshots.create("s", Cut.everythingSealed(TOPIC));
