@@ -8,6 +8,7 @@ import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.BaseKeys;
+import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.TableMerges;
 import dev.rolloutingest.table.rows.ArrowRows;
@@ -167,9 +168,9 @@ public final class MergeRoundBench {
 
     /** The committer's key filter of this base: build time and memory. */
     private void reportFilter(TableLocation location, long baseRows) {
-        try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
-                Dataset base = Dataset.open(location.uri(), allocator)) {
-            BaseKeys keys = table.mergeRound().baseKeys();
+        LanceIo lance = new LanceIo(location, allocator, TableSettings.DEFAULTS.readCacheBytes());
+        try (Dataset base = Dataset.open(location.uri(), allocator)) {
+            BaseKeys keys = new BaseKeys(lance, new SimpleMeterRegistry()); // as a table's committer builds it
             long started = System.nanoTime();
             keys.catchUp(base);
             long ms = (System.nanoTime() - started) / 1_000_000;
@@ -180,6 +181,8 @@ public final class MergeRoundBench {
                     keys.sizeBytes() / 1048576.0,
                     (double) keys.sizeBytes() / baseRows,
                     Math.max(BaseKeys.MIN_CAPACITY, baseRows * 2));
+        } finally {
+            lance.close();
         }
     }
 

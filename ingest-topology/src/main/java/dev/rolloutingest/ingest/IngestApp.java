@@ -17,18 +17,19 @@ public final class IngestApp extends RolloutApp {
     private final SealWriters writers;
 
     public IngestApp(IngestConfig config) {
+        this(config, IngestFaults.NONE);
+    }
+
+    /** @param faults where crash tests break the app (test scope); {@link IngestFaults#NONE} in production */
+    IngestApp(IngestConfig config, IngestFaults faults) {
         super("rollout-ingest", config, config.sealedLagGroup(), IngestConfig.SEALED_LAG_GROUP);
-        String unwritable = config.faultUnwritableRecordIdPrefix();
-        if (!unwritable.isEmpty()) {
-            tables.only().injectWriteFault(UnwritableRows.withRecordIdPrefix(unwritable));
-        }
         this.budget = new InflightBudget(config.maxInflightBlobBytes());
         IngestMetrics metrics = new IngestMetrics(registry, budget, config.tableSeries());
         IngestHealth health = new IngestHealth();
         this.writers = new SealWriters(config.sealWriteThreads());
         serve(
                 "rollout-ingest",
-                IngestTopology.build(config, tables, metrics, budget, health, writers, shadowPositions()),
+                IngestTopology.build(config, tables, metrics, budget, health, writers, faults, shadowPositions()),
                 config);
         Supplier<List<String>> stuck = () -> health.stuck(
                 runtime().assignedPartitions().stream()

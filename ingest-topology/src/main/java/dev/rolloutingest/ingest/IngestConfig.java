@@ -63,10 +63,6 @@ public final class IngestConfig extends AppConfig {
     public static final String SEALED_LAG_GROUP = "rollout.lag.sealed.group";
     static final String SEALED_LAG_GROUP_DEFAULT = "<application.id>-sealed";
     public static final String HEALTH_STUCK_AFTER_MS = "rollout.health.stuck.after.ms";
-    public static final String FAULT_HALT_AFTER_WRITES = "rollout.fault.halt.after.writes";
-    public static final String FAULT_HALT_DURING_WRITE = "rollout.fault.halt.during.write";
-    public static final String FAULT_HALT_AFTER_TABLE_WRITES = "rollout.fault.halt.after.table.writes";
-    public static final String FAULT_UNWRITABLE_RECORD_ID_PREFIX = "rollout.fault.unwritable.record.id.prefix";
 
     public static final String VALUE_FORMAT = ValueFormats.FORMAT;
     public static final String VALUE_FORMATS = ValueFormats.FORMATS;
@@ -262,39 +258,7 @@ public final class IngestConfig extends AppConfig {
                     ConfigDef.Range.atLeast(0),
                     LOW,
                     "/health answers 503 when a partition has held unsealed records longer than this (0 = three times "
-                            + SEAL_MAX_AGE_MS + ")")
-            .defineInternal(
-                    FAULT_HALT_AFTER_WRITES,
-                    INT,
-                    0,
-                    ConfigDef.Range.atLeast(0),
-                    LOW,
-                    "Fault injection for crash tests: halt this JVM right after its Nth generation write, before the"
-                            + " generation is announced or its offsets committed (0 = never)")
-            .defineInternal(
-                    FAULT_HALT_DURING_WRITE,
-                    INT,
-                    0,
-                    ConfigDef.Range.atLeast(0),
-                    LOW,
-                    "Fault injection for crash tests: halt this JVM 5 ms into its Nth generation write, while the write"
-                            + " runs on its writer thread and the stream thread goes on (0 = never)")
-            .defineInternal(
-                    FAULT_HALT_AFTER_TABLE_WRITES,
-                    INT,
-                    0,
-                    ConfigDef.Range.atLeast(0),
-                    LOW,
-                    "Fault injection for crash tests: halt this JVM right after its Nth table generation is written, a"
-                            + " seal of several tables then stopping after some of them (0 = never)")
-            .defineInternal(
-                    FAULT_UNWRITABLE_RECORD_ID_PREFIX,
-                    STRING,
-                    "",
-                    null,
-                    LOW,
-                    "Fault injection for tests: every generation write holding a record_id with this prefix fails as"
-                            + " if the table refused the row (empty = never)");
+                            + SEAL_MAX_AGE_MS + ")");
 
     private final Pattern inputPattern;
     private final TableRoute tableRoute;
@@ -464,22 +428,6 @@ public final class IngestConfig extends AppConfig {
 
     public long maxPayloadBytes() {
         return parsed.getLong(MAX_PAYLOAD_BYTES);
-    }
-
-    public int faultHaltAfterWrites() {
-        return parsed.getInt(FAULT_HALT_AFTER_WRITES);
-    }
-
-    public int faultHaltDuringWrite() {
-        return parsed.getInt(FAULT_HALT_DURING_WRITE);
-    }
-
-    public int faultHaltAfterTableWrites() {
-        return parsed.getInt(FAULT_HALT_AFTER_TABLE_WRITES);
-    }
-
-    public String faultUnwritableRecordIdPrefix() {
-        return parsed.getString(FAULT_UNWRITABLE_RECORD_ID_PREFIX);
     }
 
     /** The sealed-lag group's id, or empty when disabled. */

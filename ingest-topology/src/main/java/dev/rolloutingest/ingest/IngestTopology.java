@@ -51,6 +51,7 @@ final class IngestTopology {
             InflightBudget budget,
             IngestHealth health,
             SealWriters writers,
+            IngestFaults faults,
             ObjLongConsumer<TopicPartition> sealedPositions) {
         FieldsDeserializer rollouts = values(config, metrics);
         ConfluentAvroSerializer<GenerationSealed> events = new ConfluentAvroSerializer<>();
@@ -64,10 +65,7 @@ final class IngestTopology {
                 events,
                 tp -> recoveryReader(config),
                 health,
-                IngestFaults.of(
-                        config.faultHaltAfterWrites(),
-                        config.faultHaltDuringWrite(),
-                        config.faultHaltAfterTableWrites()),
+                faults,
                 writers,
                 sealedPositions);
     }

@@ -418,9 +418,8 @@ class BadInputIT {
                         "application.id",
                         run,
                         "rollout.state.dir",
-                        work.resolve("state").toString(),
-                        "rollout.fault.unwritable.record.id.prefix",
-                        "poison-"));
+                        work.resolve("state").toString()));
+        Map<String, String> poisonRefused = Map.of("ROLLOUT_FAULT_UNWRITABLE_RECORD_ID_PREFIX", "poison-");
         ConfluentAvroSerializer<Rollout> serializer = new ConfluentAvroSerializer<>();
         serializer.configure(Map.of("schema.registry.url", cluster.registry().confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("ok", 32, 3);
@@ -440,10 +439,11 @@ class BadInputIT {
         Path log = work.resolve("ingest.log");
         // The first write (the batch without the refused rows) is durable, then the JVM halts before its
         // dead letters, event and offsets commit.
-        ChildJvm app = ChildJvm.start(
-                IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "1"), log);
+        Map<String, String> haltAfterFirstWrite = new java.util.HashMap<>(poisonRefused);
+        haltAfterFirstWrite.put("ROLLOUT_FAULT_HALT_AFTER_WRITES", "1");
+        ChildJvm app = ChildJvm.start(FaultyIngestApp.class, List.of(config.toString()), haltAfterFirstWrite, log);
         assertThat(app.waitFor(120)).as("the fault-injected run halts itself").isEqualTo(137);
-        app = ChildJvm.start(IngestApp.class, List.of(config.toString()), Map.of(), log);
+        app = ChildJvm.start(FaultyIngestApp.class, List.of(config.toString()), poisonRefused, log);
         List<ConsumerRecord<byte[], byte[]>> dead;
         try {
             long deadline = System.currentTimeMillis() + 120_000;

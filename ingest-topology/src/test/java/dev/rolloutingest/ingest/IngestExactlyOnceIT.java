@@ -88,14 +88,14 @@ class IngestExactlyOnceIT {
         app.kill();
         // B: a crash right after a generation write, before its event and offsets commit: adopted on restart.
         app = ChildJvm.start(
-                IngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "2"), log);
+                FaultyIngestApp.class, List.of(config.toString()), Map.of("ROLLOUT_FAULT_HALT_AFTER_WRITES", "2"), log);
         assertThat(app.waitFor(120)).as("the fault-injected run halts itself").isEqualTo(137);
         // B2: at full speed (a backlog produced unthrottled), killed while a generation write is in flight on its
         // writer thread and the stream thread is consuming the next batch.
         int fastFrom = records;
         cluster.produceUnthrottled(input, fastFrom, fastFrom + FAST_RECORDS, keys, latestVersion, produced);
         app = ChildJvm.start(
-                IngestApp.class,
+                FaultyIngestApp.class,
                 List.of(config.toString()),
                 Map.of("ROLLOUT_FAULT_HALT_DURING_WRITE", "4", "ROLLOUT_SEAL_MAX_ROWS", "1500"),
                 log);

@@ -8,6 +8,7 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
@@ -357,7 +358,7 @@ class IngestTopologyTest {
     void aRecordTheTableRefusesAtSealTimeIsDeadLetteredWithItsBytesAndTheRestSeals() throws Exception {
         start(Map.of("rollout.seal.max.rows", 10, "rollout.seal.write.attempts", 3), this::pipedRecords);
         Rollout poison = generator.rollout(4, 0);
-        table.injectWriteFault(UnwritableRows.withRecordIdPrefix(poison.getRecordId()));
+        TableSeams.failDatasetWrites(table, UnwritableRows.withRecordIdPrefix(poison.getRecordId()));
         for (int i = 0; i < 10; i++) {
             Rollout rollout = generator.rollout(i, 0);
             pipe(rollout.getRecordId().getBytes(StandardCharsets.UTF_8), FixedSchemaSerde.rollout(rollout));
@@ -391,7 +392,7 @@ class IngestTopologyTest {
     @Test
     void aStoreThatFailsEveryWriteIsRetriedAndNeverBlamesTheRecords() {
         start(Map.of("rollout.seal.max.rows", 5, "rollout.seal.write.attempts", 2), this::pipedRecords);
-        table.injectWriteFault(null);
+        TableSeams.failDatasetWrites(table, null);
         // Writes fail only at the table's location: the probe writes to memory and succeeds, so the data is fine.
         Path blocked = Path.of(table.location().uri()).resolve("_mem_wal");
         try {
@@ -441,7 +442,7 @@ class IngestTopologyTest {
                 3_600_000L));
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.atomic.AtomicInteger writes = new java.util.concurrent.atomic.AtomicInteger();
-        table.injectWriteFault(batch -> {
+        TableSeams.failDatasetWrites(table, batch -> {
             writes.incrementAndGet();
             try {
                 release.await();
@@ -484,7 +485,7 @@ class IngestTopologyTest {
         start(Map.of(
                 "rollout.seal.max.rows", 5, "rollout.seal.check.interval.ms", 100L, "rollout.seal.max.age.ms", 5_000L));
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-        table.injectWriteFault(batch -> {
+        TableSeams.failDatasetWrites(table, batch -> {
             try {
                 release.await();
             } catch (InterruptedException e) {

@@ -241,15 +241,15 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     /**
-     * Fails merge commits at a stage, as a crash of the committer there would (fault tests only; null restores):
-     * the callback runs at each stage and throws to fail the commit.
+     * The seam of the fault tests (test scope reaches it through {@code TableSeams}): {@code fault} runs at each stage of
+     * a merge commit and throws to fail the commit there, as a crash of the committer would; null restores.
      */
-    public void injectMergeCommitFault(Consumer<CommitStage> fault) {
+    void failMergeCommitsAt(Consumer<CommitStage> fault) {
         merge.injectCommitFault(fault);
     }
 
-    /** Tests only: fail every dataset write whose rows make {@code fault} return a message. */
-    public void injectWriteFault(Function<VectorSchemaRoot, String> fault) {
+    /** The seam of the fault tests: every dataset write whose rows make {@code fault} return a message fails. */
+    void failDatasetWrites(Function<VectorSchemaRoot, String> fault) {
         lance.injectWriteFault(fault);
     }
 
@@ -336,22 +336,20 @@ public final class RolloutTable implements AutoCloseable {
         return merges;
     }
 
-    /** The merge rounds of this table (benchmarks and tests look at their key filter and lance-core handle). */
-    public MergeRound mergeRound() {
+    /** The merge rounds of this table: tests drive their steps one at a time ({@code MergeSteps}). */
+    MergeRound mergeRound() {
         return merge;
     }
 
     public TableMaintenance.CompactionResult compact(long targetRowsPerFragment) {
-        return compact(targetRowsPerFragment, () -> {});
+        return compact(targetRowsPerFragment, () -> {}, () -> {});
     }
 
-    /** For tests: {@code beforeCommit} runs once the fragments are rewritten, before the compaction commits. */
-    public TableMaintenance.CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit) {
-        return compact(targetRowsPerFragment, beforeCommit, () -> {});
-    }
-
-    /** For tests: {@code beforeKeyIndexRebuild} runs once the index rebuild after the compaction read the table. */
-    public TableMaintenance.CompactionResult compact(
+    /**
+     * The seam of the tests of compaction beside other commits: {@code beforeCommit} runs once the fragments are
+     * rewritten, before the compaction commits; {@code beforeKeyIndexRebuild} once the index rebuild read the table.
+     */
+    TableMaintenance.CompactionResult compact(
             long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
         try {
             return maintenance.compact(targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);

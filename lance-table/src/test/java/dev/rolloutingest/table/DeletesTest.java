@@ -223,7 +223,7 @@ class DeletesTest {
             write(table, 0, puts(0, 0, 5, 0));
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, List.of(delete(0, 5, "key-1", 1)));
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.APPENDED) {
                     throw new IllegalStateException("the committer stops after the delete, before the marks");
                 }
@@ -233,7 +233,7 @@ class DeletesTest {
             } catch (RuntimeException expected) {
                 // the delete committed, the marks did not
             }
-            table.injectMergeCommitFault(null);
+            TableSeams.failMergeCommitsAt(table, null);
             assertThat(live(location)).doesNotContain("key-1");
             assertThat(table.generations().pending(shard)).hasSize(1);
             // a cut below the delete's generation is not taken from a version the delete is in

@@ -44,7 +44,7 @@ class ExactlyOnceEdgesTest {
     /** Runs {@code action} once, at the first commit of {@code table} that reaches {@code stage}. */
     private static void once(RolloutTable table, CommitStage stage, Runnable action) {
         AtomicBoolean done = new AtomicBoolean();
-        table.injectMergeCommitFault(at -> {
+        TableSeams.failMergeCommitsAt(table, at -> {
             if (at == stage && done.compareAndSet(false, true)) {
                 action.run();
             }
@@ -97,7 +97,7 @@ class ExactlyOnceEdgesTest {
             } catch (RuntimeException refused) {
                 // refusing is right: its shard moved on
             }
-            a.injectMergeCommitFault(null);
+            TableSeams.failMergeCommitsAt(a, null);
             assertThat(a.get("k")).as("k was deleted by generation 4").isEmpty();
             assertThat(liveKeys(location)).containsExactly("j");
             assertThat(a.generations().watermarks()).containsEntry(shard(0), 4L);
@@ -120,7 +120,7 @@ class ExactlyOnceEdgesTest {
             once(a, CommitStage.CHECKED, () -> b.merges()
                     .pass(MergeRequest.of(shard(1)).limits(8, 0)));
             a.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
-            a.injectMergeCommitFault(null);
+            TableSeams.failMergeCommitsAt(a, null);
 
             assertThat(baseRows(location)) // fails on a key seen twice
                     .containsEntry("k", "1@0")
@@ -141,7 +141,7 @@ class ExactlyOnceEdgesTest {
 
             // shard 0's round stops after its data is committed, right before its marks, as a crash there would
             long before = latestVersion(location);
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 boolean dataIn;
                 try {
                     dataIn = stage == CommitStage.APPENDED || latestVersion(location) > before;
@@ -157,7 +157,7 @@ class ExactlyOnceEdgesTest {
             } catch (RuntimeException crashed) {
                 // as a crash would
             }
-            table.injectMergeCommitFault(null);
+            TableSeams.failMergeCommitsAt(table, null);
             table.merges().pass(MergeRequest.of(shard(1)).limits(8, 0)); // a later commit of another shard
 
             // a cut below shard 0's pending generation: b is in the snapshot
@@ -184,7 +184,7 @@ class ExactlyOnceEdgesTest {
             // the round of both shards fails once and is committed in halves; a snapshot right after the first half
             AtomicBoolean failed = new AtomicBoolean();
             AtomicBoolean snapped = new AtomicBoolean();
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.CHECKED && failed.compareAndSet(false, true)) {
                     throw new IllegalStateException("the whole round's commit fails once");
                 }
@@ -198,7 +198,7 @@ class ExactlyOnceEdgesTest {
                 prepared.add(MergeSteps.prepare(table, plan));
             }
             RoundResult round = MergeSteps.commit(table, prepared);
-            table.injectMergeCommitFault(null);
+            TableSeams.failMergeCommitsAt(table, null);
             assertThat(round.failed()).isEmpty();
             assertThat(round.commits()).isEqualTo(3); // the failed one, then a commit per half
             assertThat(snapped).isTrue();

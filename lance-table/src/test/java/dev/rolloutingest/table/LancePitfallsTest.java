@@ -181,7 +181,7 @@ class LancePitfallsTest {
             // refuses the compaction's own CreateIndex as a retryable conflict.
             List<TableMaintenance.IndexResult> other = new ArrayList<>();
             TableMaintenance.CompactionResult compacted =
-                    table.compact(1_000_000, () -> {}, () -> other.add(table.optimizeKeyIndex()));
+                    TableSeams.compact(table, 1_000_000, () -> {}, () -> other.add(table.optimizeKeyIndex()));
             assertThat(other).singleElement().satisfies(r -> assertThat(r.rebuilt())
                     .isTrue());
             assertThat(compacted.fragmentsAfter()).isLessThan(compacted.fragmentsBefore());
@@ -368,7 +368,7 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("marks-max", meters)) {
             write(table, 1, 0, 9, 100);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
-            LanceIo lance = table.mergeRound().lance();
+            LanceIo lance = TableSeams.mergeRound(table).lance();
             try (org.lance.Dataset stale = lance.openBase()) {
                 mark(lance, lance.openBase(), 30);
                 mark(lance, stale, 10); // from the version before, a lower generation
@@ -409,7 +409,7 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("fence-premise", meters)) {
             write(table, 0, 0, 9, 100);
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            LanceIo lance = table.mergeRound().lance();
+            LanceIo lance = TableSeams.mergeRound(table).lance();
             try (org.lance.Dataset first = lance.openBase();
                     org.lance.Dataset second = lance.openBase()) {
                 FencedCommit.commit(
@@ -450,7 +450,7 @@ class LancePitfallsTest {
         try (RolloutTable table = localTable("metadata-filter", meters)) {
             write(table, 0, 0, 9, 100);
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            LanceIo lance = table.mergeRound().lance();
+            LanceIo lance = TableSeams.mergeRound(table).lance();
             for (String filter : List.of(
                     "array_has(map_keys(metadata), 'k')",
                     "metadata['k'] IS NOT NULL",

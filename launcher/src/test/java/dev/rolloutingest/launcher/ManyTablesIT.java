@@ -3,6 +3,7 @@ package dev.rolloutingest.launcher;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.embedded.ChildJvm;
+import dev.rolloutingest.ingest.FaultyIngestApp;
 import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
 import dev.rolloutingest.merge.MergeApp;
@@ -142,7 +143,7 @@ class ManyTablesIT {
             }
             Path cutLog = dir.resolve("ingest-cut.log");
             ChildJvm cut = ChildJvm.start(
-                    IngestApp.class,
+                    FaultyIngestApp.class,
                     List.of(ingest1.toString()),
                     Map.of("ROLLOUT_FAULT_HALT_AFTER_TABLE_WRITES", "2"),
                     cutLog);

@@ -7,13 +7,10 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.serde.ConfluentAvroSerializer;
-import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.merge.CommitStage;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.config.ConfigException;
 import org.slf4j.Logger;
@@ -29,14 +26,17 @@ public final class MergeApp extends RolloutApp {
     private final TableMaintenanceRunner maintenance;
 
     public MergeApp(MergeConfig config) {
+        this(config, MergeFaults.NONE);
+    }
+
+    /** @param faults where crash tests break the worker (test scope); {@link MergeFaults#NONE} in production */
+    MergeApp(MergeConfig config, MergeFaults faults) {
         super("rollout-merge", config, config.mergedLagGroup(), MergeConfig.MERGED_LAG_GROUP);
         MergeMetrics metrics = new MergeMetrics(registry, config.tableSeries());
-        AtomicInteger appends = new AtomicInteger();
-        AtomicInteger passes = new AtomicInteger();
         this.merges = new MergeTables(
                 tables,
-                new ShardMerges(metrics, config.afterGenerations(), result -> haltAfterMerges(config, passes)),
-                table -> haltAfterAppends(table, config.faultHaltAfterAppends(), appends));
+                new ShardMerges(metrics, config.afterGenerations(), faults::passCommitted),
+                faults::tableOpened);
         this.maintenance =
                 new TableMaintenanceRunner(metrics, config.maintenanceThreads(), config.maintenanceTimeout());
         if (config.deleteRetention().compareTo(java.time.Duration.ofHours(1)) < 0) {
@@ -66,27 +66,6 @@ public final class MergeApp extends RolloutApp {
                 config);
         runtime().mountHealth(http(), Map::of); // /health is public: no paths in it
         new MergeAdminApi(runtime(), merges, config).mount(http());
-    }
-
-    /** Fault injection: a crash after this many committed passes, before their events. */
-    private static void haltAfterMerges(MergeConfig config, AtomicInteger seen) {
-        if (config.faultHaltAfterMerges() > 0 && seen.incrementAndGet() == config.faultHaltAfterMerges()) {
-            log.warn("Fault injection: halting after committed merge pass {}", config.faultHaltAfterMerges());
-            Runtime.getRuntime().halt(137);
-        }
-    }
-
-    /** Fault injection: a crash between a round's two Lance commits (its rows and its marks), counted over tables. */
-    private static void haltAfterAppends(RolloutTable table, int appends, AtomicInteger seen) {
-        if (appends <= 0) {
-            return;
-        }
-        table.injectMergeCommitFault(stage -> {
-            if (stage == CommitStage.APPENDED && seen.incrementAndGet() == appends) {
-                log.warn("Fault injection: halting after the rows of round {}, before its marks", appends);
-                Runtime.getRuntime().halt(137);
-            }
-        });
     }
 
     /** The partition count of the events topic: which task owns a shard depends on it. */

@@ -61,8 +61,6 @@ public final class MergeConfig extends AppConfig {
     public static final String GC_GRACE_MS = "rollout.gc.grace.ms";
     public static final String DELETE_RETENTION_MS = "rollout.delete.retention.ms";
     public static final String SNAPSHOT_TOPIC = "rollout.snapshot.topic";
-    public static final String FAULT_HALT_AFTER_MERGES = "rollout.fault.halt.after.merges";
-    public static final String FAULT_HALT_AFTER_APPENDS = "rollout.fault.halt.after.appends";
 
     public static final ConfigDef DEFINITION = TableSettings.defineMerges(CommonKeys.define(
                     "rollout-merge",
@@ -239,23 +237,7 @@ public final class MergeConfig extends AppConfig {
                     new ConfigDef.NonEmptyString(),
                     LOW,
                     "The ingest app's input topic (its rollout.input.topic): snapshots record their offsets per"
-                            + " partition of it, and a cut names its partitions")
-            .defineInternal(
-                    FAULT_HALT_AFTER_MERGES,
-                    INT,
-                    0,
-                    ConfigDef.Range.atLeast(0),
-                    LOW,
-                    "Fault injection for crash tests: halt this JVM right after its Nth committed merge pass, before"
-                            + " the pass is applied or its event committed (0 = never)")
-            .defineInternal(
-                    FAULT_HALT_AFTER_APPENDS,
-                    INT,
-                    0,
-                    ConfigDef.Range.atLeast(0),
-                    LOW,
-                    "Fault injection for crash tests: halt this JVM right after its Nth commit of a round's rows,"
-                            + " before the commit that marks the generations merged (0 = never)");
+                            + " partition of it, and a cut names its partitions");
 
     private MergeConfig(Map<String, Object> raw) {
         super(DEFINITION, raw);
@@ -383,13 +365,5 @@ public final class MergeConfig extends AppConfig {
 
     public Duration gcGrace() {
         return Duration.ofMillis(parsed.getLong(GC_GRACE_MS));
-    }
-
-    public int faultHaltAfterMerges() {
-        return parsed.getInt(FAULT_HALT_AFTER_MERGES);
-    }
-
-    public int faultHaltAfterAppends() {
-        return parsed.getInt(FAULT_HALT_AFTER_APPENDS);
     }
 }

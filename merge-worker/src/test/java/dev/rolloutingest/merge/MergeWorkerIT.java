@@ -97,7 +97,7 @@ class MergeWorkerIT {
             produce(input, 0, 400);
             // 1. Halted right after its second committed Lance merge: offsets and event not committed.
             ChildJvm worker = ChildJvm.start(
-                    MergeApp.class,
+                    FaultyMergeApp.class,
                     List.of(mergeConfig.toString()),
                     Map.of("ROLLOUT_FAULT_HALT_AFTER_MERGES", "2"),
                     log);
@@ -227,7 +227,7 @@ class MergeWorkerIT {
             awaitTrue(120, () -> sealed(ingest, input, partitions) == records / 2);
 
             ChildJvm worker = ChildJvm.start(
-                    MergeApp.class,
+                    FaultyMergeApp.class,
                     List.of(mergeConfig.toString()),
                     Map.of("ROLLOUT_FAULT_HALT_AFTER_APPENDS", "1"),
                     log);
@@ -243,7 +243,7 @@ class MergeWorkerIT {
             produce(input, records / 2, records);
             awaitTrue(120, () -> sealed(ingest, input, partitions) == records);
             worker = ChildJvm.start(
-                    MergeApp.class,
+                    FaultyMergeApp.class,
                     List.of(mergeConfig.toString()),
                     Map.of("ROLLOUT_FAULT_HALT_AFTER_MERGES", "1"),
                     log);

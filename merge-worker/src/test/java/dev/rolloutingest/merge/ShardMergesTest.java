@@ -8,6 +8,7 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.merge.CommitStage;
@@ -89,7 +90,7 @@ class ShardMergesTest {
             generations(table, 11); // a pass of 8 leaves 3: continued at once, unless let go
             CountDownLatch inCommit = new CountDownLatch(1);
             CountDownLatch letGo = new CountDownLatch(1);
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.CHECKED && inCommit.getCount() > 0) {
                     inCommit.countDown();
                     try {

@@ -88,7 +88,7 @@ public final class BaseKeys {
         }
     }
 
-    BaseKeys(LanceIo lance, MeterRegistry meters) {
+    public BaseKeys(LanceIo lance, MeterRegistry meters) {
         this(lance, meters, MIN_CAPACITY);
     }
 

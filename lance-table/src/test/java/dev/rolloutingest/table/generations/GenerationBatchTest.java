@@ -10,6 +10,7 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Timestamps;
@@ -91,7 +92,7 @@ class GenerationBatchTest {
                     .isEmpty();
             String bad7 = rollout(7).getRecordId();
             String bad31 = rollout(31).getRecordId();
-            table.injectWriteFault(root -> {
+            TableSeams.failDatasetWrites(table, root -> {
                 VarCharVector ids = (VarCharVector) root.getVector(RolloutSchema.RECORD_ID);
                 for (int i = 0; i < root.getRowCount(); i++) {
                     String id = new String(ids.get(i));
@@ -118,7 +119,7 @@ class GenerationBatchTest {
                                         new SealedGeneration.DeadLettered(7, "unwritable", unwritable.get(7L)),
                                         new SealedGeneration.DeadLettered(31, "unwritable", unwritable.get(31L))));
             }
-            table.injectWriteFault(null);
+            TableSeams.failDatasetWrites(table, null);
             SealedGeneration sealed =
                     table.generations().pending(ShardId.of(TOPIC, 0)).get(0);
             assertThat(sealed.rows()).isEqualTo(38);

@@ -12,6 +12,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
@@ -273,7 +274,7 @@ class AppendPathTest {
             }
             write(table, 0, 100, 100, 100, 1); // key-100..199
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            BaseKeys keys = new BaseKeys(table.mergeRound().lance(), new SimpleMeterRegistry());
+            BaseKeys keys = new BaseKeys(TableSeams.mergeRound(table).lance(), new SimpleMeterRegistry());
             try (Dataset newer = Dataset.open()
                             .allocator(allocator)
                             .uri(location.uri())
@@ -298,7 +299,7 @@ class AppendPathTest {
         try (RolloutTable table =
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
                 RootAllocator allocator = new RootAllocator()) {
-            BaseKeys keys = new BaseKeys(table.mergeRound().lance(), meters, 100);
+            BaseKeys keys = new BaseKeys(TableSeams.mergeRound(table).lance(), meters, 100);
             try (Dataset empty =
                     Dataset.open().allocator(allocator).uri(location.uri()).build()) {
                 keys.catchUp(empty);
@@ -437,14 +438,14 @@ class AppendPathTest {
             write(table, 0, 0, 0, 300, 0); // key-0..299
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, 300, 200, 200, 1); // key-200..399: 100 rewritten, 100 new
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.APPENDED) {
                     throw new IllegalStateException("injected: the committer stops after the append");
                 }
             });
             assertThatThrownBy(() -> table.merges().pass(MergeRequest.of(shard).limits(8, 0)))
                     .hasMessageContaining("injected");
-            table.injectMergeCommitFault(null);
+            TableSeams.failMergeCommitsAt(table, null);
 
             // The generation's rows are in the base and in the still-pending generation: every read counts them once.
             Map<String, String> between = baseRows(location);
@@ -480,7 +481,7 @@ class AppendPathTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             write(table, 0, 0, 0, 100, 0);
             AtomicBoolean once = new AtomicBoolean(true);
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.APPENDED && once.getAndSet(false)) {
                     throw new IllegalStateException("injected: the merge-insert fails once");
                 }
@@ -502,7 +503,7 @@ class AppendPathTest {
         try (RolloutTable table =
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             write(table, 0, 0, 0, 100, 0);
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.MARKED) {
                     throw new IllegalStateException("injected: the committer stops after the marks");
                 }
@@ -552,7 +553,7 @@ class AppendPathTest {
             write(a, 1, 0, 100, 200, 5); // key-100..299 in partition 1, ingested later: its values win
             AtomicBoolean once = new AtomicBoolean(true);
             // A has checked its filter (all 200 keys absent) and is about to write them: B commits first.
-            a.injectWriteFault(batch -> {
+            TableSeams.failDatasetWrites(a, batch -> {
                 if (once.getAndSet(false)) {
                     assertThat(b.merges()
                                     .pass(MergeRequest.of(shard1).limits(8, 0))
@@ -562,7 +563,7 @@ class AppendPathTest {
                 return null;
             });
             MergeResult merged = a.merges().pass(MergeRequest.of(shard0).limits(8, 0));
-            a.injectWriteFault(null);
+            TableSeams.failDatasetWrites(a, null);
 
             assertThat(merged.mergedGenerations()).containsExactly(200L);
             Map<String, String> base = baseRows(location); // fails on any key held twice
@@ -600,7 +601,7 @@ class AppendPathTest {
             write(a, 1, 0, 150, 10, 5); // partition 1 rewrites key-150..159: B joins them (not the fence)
             write(a, 0, 200, 1000, 50, 2); // key-1000..1049: new, A appends them
             AtomicBoolean once = new AtomicBoolean(true);
-            a.injectWriteFault(batch -> {
+            TableSeams.failDatasetWrites(a, batch -> {
                 if (once.getAndSet(false)) {
                     assertThat(b.merges()
                                     .pass(MergeRequest.of(shard1).limits(8, 0))
@@ -610,7 +611,7 @@ class AppendPathTest {
                 return null;
             });
             a.merges().pass(MergeRequest.of(shard0).limits(8, 0));
-            a.injectWriteFault(null);
+            TableSeams.failDatasetWrites(a, null);
 
             List<Integer> ids;
             try (RootAllocator allocator = new RootAllocator();
@@ -645,10 +646,14 @@ class AppendPathTest {
             write(table, 0, 400, 400, 100, 10); // key-400..499, new
             int fence = fenceId(location);
             // The compaction has rewritten its fragments; before it commits, an append of new keys lands.
-            TableMaintenance.CompactionResult compacted = compactor.compact(1_000_000, () -> assertThat(table.merges()
-                            .pass(MergeRequest.of(shard).limits(8, 0))
-                            .rows())
-                    .isEqualTo(100));
+            TableMaintenance.CompactionResult compacted = TableSeams.compact(
+                    compactor,
+                    1_000_000,
+                    () -> assertThat(table.merges()
+                                    .pass(MergeRequest.of(shard).limits(8, 0))
+                                    .rows())
+                            .isEqualTo(100),
+                    () -> {});
 
             assertThat(compacted.fragmentsBefore()).isEqualTo(4);
             // the append's fragment kept, the fence left alone, at least two others rewritten into one

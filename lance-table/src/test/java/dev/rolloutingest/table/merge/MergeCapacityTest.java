@@ -7,6 +7,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.SharedByTables;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.storage.SharedLanceCache;
@@ -81,7 +82,7 @@ class MergeCapacityTest {
                     RolloutTable table = table("t" + t, shared, TableSettings.DEFAULTS);
                     tables.add(table);
                     generations(table, 3);
-                    table.injectMergeCommitFault(stage -> {
+                    TableSeams.failMergeCommitsAt(table, stage -> {
                         if (stage == CommitStage.CHECKED) {
                             mostCommitting.accumulateAndGet(committing.incrementAndGet(), Math::max);
                             sleep(300); // a commit long enough for the others to start beside it if they may

@@ -8,6 +8,7 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
@@ -101,7 +102,7 @@ class MergeRoundTest {
                 generations(table, p, 2);
             }
             String poisonedId = "p3-4";
-            table.injectWriteFault(batch -> {
+            TableSeams.failDatasetWrites(table, batch -> {
                 VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                 for (int i = 0; i < batch.getRowCount(); i++) {
                     if (new String(ids.get(i), StandardCharsets.UTF_8).equals(poisonedId)) {

@@ -1,6 +1,7 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.TableSeams;
 import java.util.Collection;
 import java.util.List;
 
@@ -14,20 +15,20 @@ public final class MergeSteps {
     /** What each shard would merge now, within these limits. */
     public static List<MergePlan> plan(
             RolloutTable table, Collection<String> shards, int maxGenerations, long maxBytes) {
-        return table.mergeRound()
+        return TableSeams.mergeRound(table)
                 .plan(shards.stream()
                         .map(s -> MergeRequest.of(s).limits(maxGenerations, maxBytes))
                         .toList());
     }
 
     public static PreparedMerge prepare(RolloutTable table, MergePlan plan) {
-        return table.mergeRound().prepare(plan);
+        return TableSeams.mergeRound(table).prepare(plan);
     }
 
     /** Commits the prepared shards as the table's committer would; the table's reads see it at once. */
     public static RoundResult commit(RolloutTable table, List<PreparedMerge> prepared) {
         try {
-            return table.mergeRound().commit(prepared);
+            return TableSeams.mergeRound(table).commit(prepared);
         } finally {
             table.merges().committed();
         }

@@ -7,6 +7,7 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
@@ -55,8 +56,8 @@ class TableMergesTest {
         try (RolloutTable table = table(TableSettings.DEFAULTS.with(TableSettings.MERGE_MAX_GENERATIONS, 2))) {
             generations(table, 0, 0, 6); // generations 10, 20, ..., 60
             Set<String> committers = ConcurrentHashMap.newKeySet();
-            table.injectMergeCommitFault(
-                    stage -> committers.add(Thread.currentThread().getName()));
+            TableSeams.failMergeCommitsAt(
+                    table, stage -> committers.add(Thread.currentThread().getName()));
 
             TableSnapshots.Snapshot snapshot =
                     table.snapshots().create("cut", new TableSnapshots.Cut(TOPIC, Map.of(0, 45L)));
@@ -92,7 +93,7 @@ class TableMergesTest {
             generations(table, 0, 0, 4);
             CountDownLatch inCommit = new CountDownLatch(1);
             CountDownLatch letGo = new CountDownLatch(1);
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.CHECKED && inCommit.getCount() > 0) {
                     inCommit.countDown();
                     await(letGo);
@@ -136,7 +137,7 @@ class TableMergesTest {
             generations(table, 1, 0, 1);
             CountDownLatch inCommit = new CountDownLatch(1);
             CountDownLatch letGo = new CountDownLatch(1);
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.CHECKED && inCommit.getCount() > 0) {
                     inCommit.countDown();
                     await(letGo);
@@ -178,7 +179,7 @@ class TableMergesTest {
             generations(table, 0, 0, 3);
             CountDownLatch inCommit = new CountDownLatch(1);
             CountDownLatch letGo = new CountDownLatch(1);
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.CHECKED && inCommit.getCount() > 0) {
                     inCommit.countDown();
                     await(letGo);

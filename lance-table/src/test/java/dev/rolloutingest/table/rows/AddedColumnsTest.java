@@ -13,6 +13,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import dev.rolloutingest.table.merge.MergeRequest;
@@ -309,7 +310,7 @@ class AddedColumnsTest {
             location = table.location();
             table.generations().write(TOPIC, 0, 0, 1, rows(generator, 0, 2), 200);
             // the seal gets as far as adding the columns to the base; the generation write then "crashes"
-            table.injectWriteFault(root -> "crashed before the generation was written");
+            TableSeams.failDatasetWrites(table, root -> "crashed before the generation was written");
             try (GenerationBatch batch = table.generations().newBatch()) {
                 for (int i = 2; i < 5; i++) {
                     stage(batch, record(NEWER, generator.rollout(i, 0), values(i)), i);

@@ -11,6 +11,7 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergeRequest;
@@ -146,13 +147,13 @@ class TableSnapshotsTest {
             write(table, 0, 100, 100, 100, 1);
             List<Snapshot> taken = new ArrayList<>();
             // The second round has appended key-100..199 (the base's newest version) and not yet moved the marks.
-            table.injectMergeCommitFault(stage -> {
+            TableSeams.failMergeCommitsAt(table, stage -> {
                 if (stage == CommitStage.APPENDED && taken.isEmpty()) {
                     taken.add(other.snapshots().create("mid", cut(Map.of(0, 100L))));
                 }
             });
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            table.injectMergeCommitFault(null);
+            TableSeams.failMergeCommitsAt(table, null);
 
             Snapshot mid = taken.get(0);
             assertThat(mid.offsets()).containsExactly(Map.entry(TOPIC + ":0", 100L));
