@@ -29,8 +29,13 @@ public final class RolloutValues {
 
     /** {@link #PROTO} as Confluent's Python serializer registers a schema: a base64-encoded FileDescriptorProto. */
     public static String protoDescriptorBase64() {
+        return protoDescriptorBase64(PROTO);
+    }
+
+    /** A {@code .proto} text as Confluent's Python serializer registers it: a base64-encoded FileDescriptorProto. */
+    public static String protoDescriptorBase64(String protoText) {
         return java.util.Base64.getEncoder()
-                .encodeToString(ProtoSchemas.file(0, PROTO).toProto().toByteArray());
+                .encodeToString(ProtoSchemas.file(0, protoText).toProto().toByteArray());
     }
 
     /** Plain JSON: created_at as ISO-8601 (UTC, to the microsecond), binary_payload as base64. */
