@@ -109,6 +109,19 @@ class ValueFormatsIT {
                         : RolloutValues.protobufFramed(untyped.get(i), RolloutValues.protobuf(r));
                 sent.add(new Sent("untyped " + i, key(r.getRecordId()), value, null));
             }
+            // a producer with a newer compiled class: a field number the schema lacks, skipped and counted
+            Rollout newer = generator.rollout(28, 0);
+            good.put(newer.getRecordId(), newer);
+            byte[] newerMessage =
+                    Arrays.copyOf(RolloutValues.protobuf(newer), RolloutValues.protobuf(newer).length + 3);
+            newerMessage[newerMessage.length - 3] = (byte) 0x98; // field 99, a varint
+            newerMessage[newerMessage.length - 2] = 0x06;
+            newerMessage[newerMessage.length - 1] = 1;
+            sent.add(new Sent(
+                    "newer producer",
+                    key(newer.getRecordId()),
+                    RolloutValues.protobufFramed(protoText, newerMessage),
+                    null));
             String required = "\"record_id\":\"bad\",\"experiment\":\"e\",\"rollout_id\":\"r\",\"sequence_order\":1,"
                     + "\"role\":\"user\",\"created_at\":\"2025-01-01T00:00:00Z\"";
             byte[] json = ("{" + required + "}").getBytes(StandardCharsets.UTF_8);
@@ -189,6 +202,11 @@ class ValueFormatsIT {
                     RolloutRow row = app.table().get(r.getRecordId()).orElseThrow();
                     assertThat(row.rollout()).as(r.getRecordId()).isEqualTo(r);
                 }
+                assertThat(app.registry()
+                                .find("rollout.ingest.protobuf.unknown.fields")
+                                .counter()
+                                .count())
+                        .isEqualTo(1.0);
             }
             List<String> expected =
                     sent.stream().map(Sent::reason).filter(r -> r != null).toList();

@@ -54,6 +54,10 @@ final class ProtoSchemas {
             }
             dependencies.add(known);
         }
+        // text fields are checked as UTF-8 in proto2 files too, as they are in proto3 (protobuf-java's option)
+        proto = proto.toBuilder()
+                .setOptions(proto.getOptions().toBuilder().setJavaStringCheckUtf8(true))
+                .build();
         try {
             return Descriptors.FileDescriptor.buildFrom(proto, dependencies.toArray(new Descriptors.FileDescriptor[0]));
         } catch (Descriptors.DescriptorValidationException e) {

@@ -34,8 +34,9 @@ public final class RolloutValues {
 
     /** A {@code .proto} text as Confluent's Python serializer registers it: a base64-encoded FileDescriptorProto. */
     public static String protoDescriptorBase64(String protoText) {
+        ProtoSchemas.file(0, protoText); // a text that does not build fails here
         return java.util.Base64.getEncoder()
-                .encodeToString(ProtoSchemas.file(0, protoText).toProto().toByteArray());
+                .encodeToString(ProtoText.parse("schema-0.proto", protoText).toByteArray());
     }
 
     /** Plain JSON: created_at as ISO-8601 (UTC, to the microsecond), binary_payload as base64. */

@@ -33,8 +33,8 @@ public final class ValueDeserializer implements FieldsDeserializer {
     private final Map<Integer, String> typeById = new ConcurrentHashMap<>();
     private final Map<Integer, Map<String, Schema>> jsonTypesById = new ConcurrentHashMap<>();
     private final Map<Integer, Descriptors.FileDescriptor> protoFileById = new ConcurrentHashMap<>();
-    private final Map<Integer, ProtobufValues.Plan> firstMessagePlans = new ConcurrentHashMap<>();
-    private final Map<String, ProtobufValues.Plan> nestedMessagePlans = new ConcurrentHashMap<>();
+    private final Map<Integer, ProtobufPlan> firstMessagePlans = new ConcurrentHashMap<>();
+    private final Map<String, ProtobufPlan> nestedMessagePlans = new ConcurrentHashMap<>();
     private final ThreadLocal<PerThread> threads;
 
     private static final class PerThread {
@@ -43,8 +43,8 @@ public final class ValueDeserializer implements FieldsDeserializer {
         int[] indexes = new int[0];
         int bodyStart;
 
-        PerThread(AddedFields added) {
-            this.protobuf = new ProtobufValues(added);
+        PerThread(AddedFields added, UnknownFieldsListener unknownProtobufFields) {
+            this.protobuf = new ProtobufValues(added, unknownProtobufFields);
         }
     }
 
@@ -54,6 +54,8 @@ public final class ValueDeserializer implements FieldsDeserializer {
      * @param keepAddedFields fields beyond the contract become columns (true) or are dropped and told (false)
      * @param addedListener told of added fields kept, once per schema id and field (plain JSON: id -1)
      * @param droppedListener told of every record whose added fields are dropped
+     * @param unknownProtobufFields told of every Protobuf record with field numbers its schema lacks (skipped, as
+     *     Protobuf skips them), each number once as its decimal text
      * @param cacheCapacity schemas, plans and added fields kept per kind (the registry client's capacity)
      */
     public ValueDeserializer(
@@ -63,6 +65,7 @@ public final class ValueDeserializer implements FieldsDeserializer {
             boolean keepAddedFields,
             UnknownFieldsListener addedListener,
             UnknownFieldsListener droppedListener,
+            UnknownFieldsListener unknownProtobufFields,
             int cacheCapacity) {
         this.formats = formats;
         this.avro = avro;
@@ -70,7 +73,7 @@ public final class ValueDeserializer implements FieldsDeserializer {
         this.cacheCapacity = cacheCapacity;
         this.addedFields = new AddedFields(keepAddedFields, addedListener, droppedListener, cacheCapacity);
         this.json = new JsonValues(addedFields);
-        this.threads = ThreadLocal.withInitial(() -> new PerThread(addedFields));
+        this.threads = ThreadLocal.withInitial(() -> new PerThread(addedFields, unknownProtobufFields));
     }
 
     @Override
@@ -157,7 +160,7 @@ public final class ValueDeserializer implements FieldsDeserializer {
     private <R> R protobuf(int id, byte[] bytes, FieldReader<R> reader) {
         PerThread thread = threads.get();
         readIndexes(id, bytes, thread);
-        ProtobufValues.Plan plan;
+        ProtobufPlan plan;
         if (thread.indexes.length == 0 || thread.indexes.length == 1 && thread.indexes[0] == 0) {
             plan = firstMessagePlans.get(id);
             if (plan == null) {
@@ -176,13 +179,13 @@ public final class ValueDeserializer implements FieldsDeserializer {
         return stage(thread.tape, reader);
     }
 
-    private ProtobufValues.Plan plan(int id, int[] indexes) {
+    private ProtobufPlan plan(int id, int[] indexes) {
         Descriptors.FileDescriptor file = protoFileById.get(id);
         if (file == null) {
             file = ProtoSchemas.file(id, registry.typedById(id).text());
             bounded(protoFileById).put(id, file);
         }
-        return ProtobufValues.plan(id, ProtoSchemas.message(id, file, indexes), addedFields);
+        return ProtobufPlan.of(id, ProtoSchemas.message(id, file, indexes), addedFields);
     }
 
     /** Confluent's message indexes after the schema id: a zig-zag varint count, then as many zig-zag indexes. */

@@ -27,6 +27,7 @@ class JsonValuesTest {
                 keepAdded,
                 (id, fields) -> added.add(fields),
                 (id, fields) -> dropped.add(fields),
+                (id, numbers) -> {},
                 100);
     }
 

@@ -39,6 +39,7 @@ class UntypedRegistryAnswersTest {
                 true,
                 (id, f) -> {},
                 (id, f) -> {},
+                (id, f) -> {},
                 100);
     }
 
