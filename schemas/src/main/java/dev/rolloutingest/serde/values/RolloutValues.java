@@ -3,6 +3,7 @@ package dev.rolloutingest.serde.values;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.google.protobuf.CodedOutputStream;
 import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.ProtoSchemas;
 import dev.rolloutingest.serde.WireFormat;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -36,7 +37,8 @@ public final class RolloutValues {
     public static String protoDescriptorBase64(String protoText) {
         ProtoSchemas.file(0, protoText); // a text that does not build fails here
         return java.util.Base64.getEncoder()
-                .encodeToString(ProtoText.parse("schema-0.proto", protoText).toByteArray());
+                .encodeToString(
+                        ProtoSchemas.descriptorOf("schema-0.proto", protoText).toByteArray());
     }
 
     /** Plain JSON: created_at as ISO-8601 (UTC, to the microsecond), binary_payload as base64. */

@@ -13,6 +13,7 @@ import com.google.protobuf.WireFormat;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.serde.FieldReader;
+import dev.rolloutingest.serde.ProtoSchemas;
 import dev.rolloutingest.serde.SerdeException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

@@ -79,7 +79,7 @@ class UntypedRegistryAnswersTest {
         registry.schema(5, null, "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"type\":\"string\"}")
                 .schema(6, null, "syntax = \"proto3\";\nmessage Key { string record_id = 1; }\n")
                 .schema(7, null, "\"string\"");
-        RecordKeys keys = new RecordKeys(registry.client(100));
+        RecordKeys keys = new RecordKeys(registry.client(100), 100);
         assertThat(keys.recordId("t", WireFormat.frame(5, "\"k-5\"".getBytes(StandardCharsets.UTF_8))))
                 .isEqualTo("k-5");
         assertThat(keys.recordId("t", WireFormat.frame(6, new byte[] {0, 0x0a, 3, 'k', '-', '6'})))

@@ -1,11 +1,10 @@
-package dev.rolloutingest.serde.values;
+package dev.rolloutingest.serde;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import com.google.protobuf.Descriptors;
-import dev.rolloutingest.serde.SerdeException;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

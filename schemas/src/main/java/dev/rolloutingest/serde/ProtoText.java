@@ -1,4 +1,4 @@
-package dev.rolloutingest.serde.values;
+package dev.rolloutingest.serde;
 
 import com.google.protobuf.DescriptorProtos.DescriptorProto;
 import com.google.protobuf.DescriptorProtos.EnumDescriptorProto;
