@@ -5,7 +5,6 @@
  * contract ({@link dev.rolloutingest.serde.values.AvroTape}), so the one row path of the Avro values (a
  * {@link dev.rolloutingest.serde.FieldReader} staging the row into the batch) and its schema evolution take every
  * format. Uses the {@code serde} package (the registry client, the wire format, the Protobuf schemas, the errors);
- * nothing uses this
- * package but the ingest app, through {@link dev.rolloutingest.serde.values.ValueDeserializer}.
+ * nothing uses this package but the ingest app, through {@link dev.rolloutingest.serde.values.ValueDeserializer}.
  */
 package dev.rolloutingest.serde.values;
