@@ -183,6 +183,24 @@ class JsonValuesTest {
         assertThat(dropped).containsExactly(List.of("steps", "env"));
     }
 
+    @Test
+    void anAddedFieldNestedDeeperThanAColumnCanBeIsRefusedNotACrash() {
+        assertFails(
+                "{" + REQUIRED + ",\"deep\":" + "{\"a\":".repeat(900) + "1" + "}".repeat(900) + "}",
+                "schema-refused",
+                "deep");
+        assertFails(
+                "{" + REQUIRED + ",\"deep\":" + "[".repeat(900) + "1" + "]".repeat(900) + "}",
+                "schema-refused",
+                "deep");
+        assertFails(
+                "{" + REQUIRED + ",\"deep\":" + "[".repeat(40) + "1" + "]".repeat(40) + "}",
+                "schema-refused",
+                "deeper than 32");
+        assertThat(read("{" + REQUIRED + ",\"nested\":" + "[".repeat(30) + "1" + "]".repeat(30) + "}"))
+                .containsKey("nested");
+    }
+
     private void assertFails(String json, String reason, String mentions) {
         assertThatThrownBy(() -> read(json))
                 .as(json.length() > 200 ? json.substring(0, 200) : json)
