@@ -64,9 +64,43 @@ public final class ProtoSchemas {
                 .setOptions(proto.getOptions().toBuilder().setJavaStringCheckUtf8(true))
                 .build();
         try {
-            return Descriptors.FileDescriptor.buildFrom(proto, dependencies.toArray(new Descriptors.FileDescriptor[0]));
+            Descriptors.FileDescriptor file = Descriptors.FileDescriptor.buildFrom(
+                    proto, dependencies.toArray(new Descriptors.FileDescriptor[0]));
+            requireWellFormedMaps(schemaId, file);
+            return file;
         } catch (Descriptors.DescriptorValidationException e) {
             throw unreadable(schemaId, e.getMessage(), e);
+        } catch (RuntimeException e) {
+            // protobuf-java trusts what protoc makes: a descriptor protoc never makes (a field without a type) can
+            // fail with another exception, and is as unreadable
+            throw unreadable(schemaId, "a descriptor protobuf-java cannot build: " + e, e);
+        }
+    }
+
+    /**
+     * A map's entry message as protoc makes it: a key (1) and a value (2), neither repeated. protobuf-java does not
+     * check a descriptor's (protoc refuses to write map_entry by hand), and readers of maps rely on both fields.
+     */
+    private static void requireWellFormedMaps(int schemaId, Descriptors.FileDescriptor file) {
+        java.util.ArrayDeque<Descriptors.Descriptor> messages = new java.util.ArrayDeque<>(file.getMessageTypes());
+        while (!messages.isEmpty()) {
+            Descriptors.Descriptor message = messages.pop();
+            messages.addAll(message.getNestedTypes());
+            if (!message.getOptions().getMapEntry()) {
+                continue;
+            }
+            Descriptors.FieldDescriptor key = message.findFieldByNumber(1);
+            Descriptors.FieldDescriptor value = message.findFieldByNumber(2);
+            if (message.getFields().size() != 2
+                    || key == null
+                    || value == null
+                    || key.isRepeated()
+                    || value.isRepeated()) {
+                throw unreadable(
+                        schemaId,
+                        "map entry " + message.getFullName() + " is not a key (1) and a value (2), as protoc makes it",
+                        null);
+            }
         }
     }
 

@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.avro.Schema;
+import org.apache.avro.SchemaParseException;
 
 /**
  * What one Protobuf message of one schema id maps to, made once and shared by every thread: each field's slot (the
@@ -19,7 +20,6 @@ import org.apache.avro.Schema;
  */
 final class ProtobufPlan {
     static final int CONTRACT = ContractField.ALL.length;
-    private static final int MAX_DEPTH = 32;
     private static final int SMALL_NUMBERS = 1024;
 
     final int schemaId;
@@ -66,6 +66,11 @@ final class ProtobufPlan {
                         types.add(avroOf(fd, 0));
                     } catch (SerdeException e) {
                         error = e;
+                    } catch (SchemaParseException e) {
+                        error = ValueErrors.of(
+                                "schema-refused",
+                                "field " + fd.getName() + " cannot be a column: " + e.getMessage(),
+                                e);
                     }
                 }
             }
@@ -185,6 +190,21 @@ final class ProtobufPlan {
     }
 
     /**
+     * A message's full name as an Avro record name: what Avro's names cannot hold (a package in a hand-made
+     * descriptor may) becomes '_'.
+     */
+    private static String recordName(String fullName) {
+        StringBuilder name = new StringBuilder(fullName.length() + 1);
+        for (char c : fullName.toCharArray()) {
+            name.append(c < 0x80 && (Character.isLetterOrDigit(c) || c == '_') ? c : '_');
+        }
+        if (name.length() == 0 || Character.isDigit(name.charAt(0))) {
+            name.insert(0, '_');
+        }
+        return name.toString();
+    }
+
+    /**
      * The Avro type an added field becomes: integers as int or long (unsigned 32-bit ones as long), enums as their
      * names, messages and groups as records, repeated fields as arrays, maps with string keys as maps (other maps as
      * arrays of key-value records), a field with presence as a union with null.
@@ -217,18 +237,17 @@ final class ProtobufPlan {
             case STRING, ENUM -> Schema.create(Schema.Type.STRING);
             case BYTES -> Schema.create(Schema.Type.BYTES);
             case MESSAGE, GROUP -> {
-                if (depth > MAX_DEPTH) {
+                if (depth > AddedFields.MAX_NESTING) {
                     throw ValueErrors.of(
                             "schema-refused",
-                            "field " + fd.getFullName() + " nests messages deeper than " + MAX_DEPTH
+                            "field " + fd.getFullName() + " nests messages deeper than " + AddedFields.MAX_NESTING
                                     + " (a recursive message cannot be a column)");
                 }
                 List<Schema.Field> fields = new ArrayList<>();
                 for (FieldDescriptor child : fd.getMessageType().getFields()) {
                     fields.add(new Schema.Field(child.getName(), avroOf(child, depth)));
                 }
-                yield Schema.createRecord(
-                        fd.getMessageType().getFullName().replace('.', '_'), null, null, false, fields);
+                yield Schema.createRecord(recordName(fd.getMessageType().getFullName()), null, null, false, fields);
             }
         };
     }

@@ -476,6 +476,29 @@ class ProtobufValuesTest {
         assertThat(read(contract, new int[0], message, true, metadataEntries)).isEqualTo(2);
     }
 
+    @Test
+    void aMessageNameAvroCannotTakeStillNamesItsAddedRecord() throws Exception {
+        // a package no protoc writes, in a base64 descriptor: protobuf-java builds it, Avro refuses the name
+        String base64 = Base64.getEncoder()
+                .encodeToString(ProtoSchemas.file(7, TIMESTAMPED).toProto().toBuilder()
+                        .setPackage("9test\nv1")
+                        .build()
+                        .toByteArray());
+        FileDescriptor file = ProtoSchemas.file(7, base64);
+        Descriptor step = file.getMessageTypes().get(1);
+        Descriptor env = step.findNestedTypeByName("Env");
+        byte[] message = wire(out -> {
+            required(out);
+            out.writeMessage(
+                    22,
+                    DynamicMessage.newBuilder(env)
+                            .setField(env.findFieldByName("name"), "maze")
+                            .build());
+        });
+        assertThat(read(file, new int[] {1}, message, true))
+                .containsEntry("env", Map.of("name", "maze", "seeds", List.of()));
+    }
+
     private static byte[] concat(byte[]... parts) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         for (byte[] part : parts) {
