@@ -59,7 +59,7 @@ final class ProtobufValues {
     private int[] lastSeen = new int[64];
     /** Per oneof, the slot of its member seen last (-1: none): the one that holds a value. */
     private int[] oneofWinner = new int[8];
-    /** Per contract field: its last integer value (bits of a float), or the range of its bytes. */
+    /** Per contract field: its last integer value, its last number, or the range of its bytes. */
     private final long[] integers = new long[CONTRACT];
 
     private final double[] numbers = new double[CONTRACT];
