@@ -141,6 +141,7 @@ final class ValueFormatBench {
                 true,
                 (id, f) -> {},
                 (id, f) -> {},
+                (id, f) -> {},
                 100);
         String topic = "rollouts-" + format;
         double rate = 0;

@@ -25,6 +25,8 @@ final class IngestMetrics {
     private final Counter pressureSeals;
     private final Counter droppedFieldRecords;
     private final Set<Integer> schemasWithDroppedFields = ConcurrentHashMap.newKeySet();
+    private final Counter protobufUnknownFields;
+    private final Set<Integer> schemasWithUnknownFields = ConcurrentHashMap.newKeySet();
 
     private final TableSeries tableSeries;
     private final Map<String, Counter> tableRows = new ConcurrentHashMap<>();
@@ -60,6 +62,10 @@ final class IngestMetrics {
         this.droppedFieldRecords = Counter.builder("rollout.ingest.dropped.fields.records")
                 .description(
                         "Records whose writer schema has fields the table lacks (values dropped by schema resolution)")
+                .register(registry);
+        this.protobufUnknownFields = Counter.builder("rollout.ingest.protobuf.unknown.fields")
+                .description("Field numbers Protobuf values carried that their schema lacks, skipped as Protobuf"
+                        + " skips them (once per record and number)")
                 .register(registry);
         // Visible at 0 from the start, so dashboards and alerts have the series before the first failure.
         for (String cause : new String[] {"storage", "data"}) {
@@ -145,6 +151,22 @@ final class IngestMetrics {
                             "{} carry fields the table does not have; their values are dropped: {}",
                             written(schemaId),
                             fields);
+        }
+    }
+
+    /**
+     * A Protobuf record carried field numbers its schema lacks (a producer's newer schema than the one it names):
+     * skipped, as Protobuf skips them; counted per record and number, the schema id named once in a WARN.
+     */
+    void protobufUnknownFields(int schemaId, List<String> numbers) {
+        protobufUnknownFields.increment(numbers.size());
+        if (schemasWithUnknownFields.add(schemaId)) {
+            LoggerFactory.getLogger(IngestMetrics.class)
+                    .warn(
+                            "{} carry field numbers {} their schema does not have (a producer's newer schema):"
+                                    + " skipped; rollout_ingest_protobuf_unknown_fields_total counts them",
+                            written(schemaId),
+                            numbers);
         }
     }
 

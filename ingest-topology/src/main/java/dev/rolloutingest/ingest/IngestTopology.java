@@ -88,6 +88,7 @@ final class IngestTopology {
                 config.schemaEvolution(),
                 metrics::addedFields,
                 metrics::droppedFields,
+                metrics::protobufUnknownFields,
                 serde.cacheCapacity());
     }
 

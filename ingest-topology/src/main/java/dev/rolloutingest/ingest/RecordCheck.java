@@ -60,10 +60,11 @@ final class RecordCheck {
 
     /** The app's check: the value decoded by {@code deserializer}, keys through the same registry. */
     static RecordCheck of(IngestConfig config, FieldsDeserializer deserializer, IngestMetrics metrics) {
+        SerdeConfig serde = SerdeConfig.from(config.serdeConfig());
         return new RecordCheck(
                 deserializer,
                 config.manyTables() ? config.tableRoute() : null,
-                new RecordKeys(new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig()))),
+                new RecordKeys(new SchemaRegistryClient(serde), serde.cacheCapacity()),
                 config.keylessAccepted(),
                 config.maxPayloadBytes(),
                 Duration.ofMillis(config.registryWaitMs()),

@@ -11,6 +11,10 @@ import dev.rolloutingest.serde.WireFormat;
 import dev.rolloutingest.serde.values.RolloutValues;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.testsupport.TestCluster;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,7 +41,8 @@ import org.junit.jupiter.api.Test;
  * Protobuf (its schema registered as .proto text and as a base64 FileDescriptorProto, as Confluent's Java and Python
  * serializers register it) land as the same rows on a topic read as {@code auto}; each format's bad inputs
  * (truncated, wrong types, a required field missing, too large) go to the DLQ with their reason; a topic set to one
- * format dead-letters the others as {@code wrong-format}.
+ * format dead-letters the others as {@code wrong-format}. JSON Schema and Protobuf schemas registered under the subject
+ * that held Avro, which Apicurio answers without {@code schemaType}, are read as the type their text shows.
  */
 class ValueFormatsIT {
     private record Sent(String what, byte[] key, byte[] value, String reason) {}
@@ -62,6 +67,21 @@ class ValueFormatsIT {
                     "rollouts-pb-bad",
                     "PROTOBUF",
                     RolloutValues.PROTO.replace("optional float reward", "optional string reward"));
+            // A JSON Schema or Protobuf producer on the default subject, which held Avro first: Apicurio answers
+            // these schemas without schemaType; they are read as the type their text shows.
+            registry.register("rollouts-value", null, Rollout.getClassSchema().toString());
+            String untypedProto = RolloutValues.PROTO.replace("package rollouts;", "package rollouts.untyped;");
+            List<Integer> untyped = List.of(
+                    registry.register(
+                            "rollouts-value",
+                            "JSON",
+                            "{\"$comment\":\"under an Avro subject\","
+                                    + RolloutValues.JSON_SCHEMA.substring(RolloutValues.JSON_SCHEMA.indexOf('{') + 1)),
+                    registry.register("rollouts-value", "PROTOBUF", untypedProto),
+                    registry.register("rollouts-value", "PROTOBUF", RolloutValues.protoDescriptorBase64(untypedProto)));
+            for (int id : untyped) {
+                assertThat(schemaAnswer(registry, id)).as("schema id " + id).doesNotContain("schemaType");
+            }
             ConfluentAvroSerializer<Rollout> avro = new ConfluentAvroSerializer<>();
             avro.configure(Map.of("schema.registry.url", registry.confluentUrl()), false);
 
@@ -81,6 +101,27 @@ class ValueFormatsIT {
                         };
                 sent.add(new Sent("good " + i, key(r.getRecordId()), value, null));
             }
+            for (int i = 0; i < untyped.size(); i++) {
+                Rollout r = generator.rollout(25 + i, 0);
+                good.put(r.getRecordId(), r);
+                byte[] value = i == 0
+                        ? RolloutValues.jsonSchemaFramed(untyped.get(i), r)
+                        : RolloutValues.protobufFramed(untyped.get(i), RolloutValues.protobuf(r));
+                sent.add(new Sent("untyped " + i, key(r.getRecordId()), value, null));
+            }
+            // a producer with a newer compiled class: a field number the schema lacks, skipped and counted
+            Rollout newer = generator.rollout(28, 0);
+            good.put(newer.getRecordId(), newer);
+            byte[] newerMessage =
+                    Arrays.copyOf(RolloutValues.protobuf(newer), RolloutValues.protobuf(newer).length + 3);
+            newerMessage[newerMessage.length - 3] = (byte) 0x98; // field 99, a varint
+            newerMessage[newerMessage.length - 2] = 0x06;
+            newerMessage[newerMessage.length - 1] = 1;
+            sent.add(new Sent(
+                    "newer producer",
+                    key(newer.getRecordId()),
+                    RolloutValues.protobufFramed(protoText, newerMessage),
+                    null));
             String required = "\"record_id\":\"bad\",\"experiment\":\"e\",\"rollout_id\":\"r\",\"sequence_order\":1,"
                     + "\"role\":\"user\",\"created_at\":\"2025-01-01T00:00:00Z\"";
             byte[] json = ("{" + required + "}").getBytes(StandardCharsets.UTF_8);
@@ -161,6 +202,11 @@ class ValueFormatsIT {
                     RolloutRow row = app.table().get(r.getRecordId()).orElseThrow();
                     assertThat(row.rollout()).as(r.getRecordId()).isEqualTo(r);
                 }
+                assertThat(app.registry()
+                                .find("rollout.ingest.protobuf.unknown.fields")
+                                .counter()
+                                .count())
+                        .isEqualTo(1.0);
             }
             List<String> expected =
                     sent.stream().map(Sent::reason).filter(r -> r != null).toList();
@@ -206,6 +252,16 @@ class ValueFormatsIT {
                 assertThat(app.table().get(r.getRecordId())).isPresent();
             }
         }
+    }
+
+    /** The registry's raw answer for a schema id. */
+    private static String schemaAnswer(ApicurioRegistry registry, int id) throws Exception {
+        return HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create(registry.confluentUrl() + "/schemas/ids/" + id))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
     }
 
     private static List<String[]> dlq(String bootstrap, int expected) {

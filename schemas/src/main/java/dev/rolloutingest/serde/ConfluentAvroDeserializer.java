@@ -187,7 +187,12 @@ public class ConfluentAvroDeserializer<T> implements Deserializer<T>, FieldsDese
                     "Record on topic '" + topic + "' written with schema id " + id
                             + " cannot be read with reader schema: " + e.getMessage(),
                     e);
-        } catch (IOException | AvroRuntimeException | IndexOutOfBoundsException | NegativeArraySizeException e) {
+        } catch (IOException
+                | AvroRuntimeException
+                | IndexOutOfBoundsException
+                | NegativeArraySizeException
+                | UnsupportedOperationException e) {
+            // Avro refuses a length or count past its limits (SystemLimitException) with UnsupportedOperationException
             throw new SerdeException.InvalidWireFormat(
                     "not-avro",
                     "Record on topic '" + topic + "' is truncated or not Avro for schema id " + id + ": " + e,

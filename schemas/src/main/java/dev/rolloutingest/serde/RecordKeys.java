@@ -2,13 +2,17 @@ package dev.rolloutingest.serde;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.Descriptors;
+import com.google.protobuf.DynamicMessage;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import org.apache.avro.Schema;
 import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
@@ -19,8 +23,10 @@ import org.apache.avro.io.DecoderFactory;
  * The record_id a Kafka record's key carries, in the forms producers send it: a plain UTF-8 string (Kafka's
  * StringSerializer), or the Confluent wire format (magic byte 0, 4-byte schema id) as Confluent's Avro, JSON Schema
  * and Protobuf serializers and Kafka Connect's converters write it: a string, or a record/object/message with a
- * {@code record_id} field. A framed key's schema comes from the registry; a registry that cannot answer is thrown
- * as such ({@link SerdeException#recordsFault()} false), so the record waits rather than being dead-lettered.
+ * {@code record_id} field. A framed key's schema comes from the registry and is made into a reader once per schema
+ * id (a bounded cache); a Protobuf key is read through its schema's descriptors, the message its indexes name,
+ * whichever form the schema was registered in. A registry that cannot answer is thrown as such
+ * ({@link SerdeException#recordsFault()} false), so the record waits rather than being dead-lettered.
  */
 public final class RecordKeys {
     /** The field a structured key carries the record_id in. */
@@ -28,14 +34,18 @@ public final class RecordKeys {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** {@code string record_id = 3;} in a .proto schema; the first message's field is the one read. */
-    private static final Pattern PROTO_FIELD =
-            Pattern.compile("\\bstring\\s+" + KEY_FIELD + "\\s*=\\s*(\\d+)\\s*[;\\[]");
-
     private final SchemaRegistryClient registry;
+    private final Map<Integer, KeyReader> readers;
 
-    public RecordKeys(SchemaRegistryClient registry) {
+    /** @param cacheCapacity how many schema ids keep their key reader */
+    public RecordKeys(SchemaRegistryClient registry, int cacheCapacity) {
         this.registry = registry;
+        this.readers = Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Integer, KeyReader> eldest) {
+                return size() > cacheCapacity;
+            }
+        });
     }
 
     /** A key that cannot carry a record_id: its bytes or schema are of a form this decoder does not read. */
@@ -43,6 +53,12 @@ public final class RecordKeys {
         public UnreadableKey(String message, Throwable cause) {
             super("key-unreadable", message, cause);
         }
+    }
+
+    /** Reads the record_id of a framed key of one schema id. */
+    @FunctionalInterface
+    private interface KeyReader {
+        String recordId(byte[] key);
     }
 
     /**
@@ -59,57 +75,74 @@ public final class RecordKeys {
             return utf8(key);
         }
         int schemaId = WireFormat.schemaId(topic, key);
-        SchemaRegistryClient.TypedSchema schema = registry.typedById(schemaId);
-        ByteBuffer body = ByteBuffer.wrap(key, WireFormat.HEADER_LENGTH, key.length - WireFormat.HEADER_LENGTH);
-        return switch (schema.type()) {
-            case "AVRO" -> avro(schemaId, schema.text(), body);
-            case "JSON" -> json(schemaId, body);
-            case "PROTOBUF" -> protobuf(schemaId, schema.text(), body);
-            default -> throw new UnreadableKey(
-                    "Key with schema id " + schemaId + " has schema type " + schema.type()
-                            + ", which keys cannot use here (AVRO, JSON or PROTOBUF)",
-                    null);
-        };
+        KeyReader reader = readers.get(schemaId);
+        if (reader == null) {
+            reader = readerOf(schemaId, registry.typedById(schemaId));
+            readers.put(schemaId, reader);
+        }
+        return reader.recordId(key);
     }
 
-    private static String avro(int schemaId, String text, ByteBuffer body) {
+    /** The reader of a schema's keys; a schema that cannot be read gives a reader that says why, for each key. */
+    private static KeyReader readerOf(int schemaId, SchemaRegistryClient.TypedSchema schema) {
+        try {
+            return switch (schema.type()) {
+                case "AVRO" -> avro(schemaId, schema.text());
+                case "JSON" -> key -> json(schemaId, key);
+                case "PROTOBUF" -> protobuf(schemaId, schema.text());
+                default -> throw new UnreadableKey(
+                        "Key with schema id " + schemaId + " has schema type " + schema.type()
+                                + ", which keys cannot use here (AVRO, JSON or PROTOBUF)",
+                        null);
+            };
+        } catch (SerdeException e) {
+            String why = e instanceof UnreadableKey ? e.getMessage() : "Key with schema id " + schemaId + ": " + e;
+            return key -> {
+                throw new UnreadableKey(why, null);
+            };
+        }
+    }
+
+    private static KeyReader avro(int schemaId, String text) {
         Schema schema;
         try {
             schema = new Schema.Parser().parse(text);
         } catch (RuntimeException e) {
             throw new UnreadableKey("Key schema " + schemaId + " is not a readable Avro schema: " + e.getMessage(), e);
         }
-        try {
-            BinaryDecoder decoder =
-                    DecoderFactory.get().binaryDecoder(body.array(), body.position(), body.remaining(), null);
-            Object value = new GenericDatumReader<>(schema).read(null, decoder);
-            if (!decoder.isEnd()) {
-                throw new UnreadableKey("Key with Avro schema " + schemaId + " has bytes after its value", null);
-            }
-            if (value instanceof CharSequence string) {
-                return string.toString();
-            }
-            if (value instanceof GenericRecord record
-                    && record.getSchema().getField(KEY_FIELD) != null
-                    && record.get(KEY_FIELD) instanceof CharSequence id) {
-                return id.toString();
-            }
-            throw new UnreadableKey(
-                    "Key with Avro schema " + schemaId + " is a " + schema.getType()
-                            + ", neither a string nor a record with a string field " + KEY_FIELD,
-                    null);
-        } catch (IOException | RuntimeException e) {
-            if (e instanceof UnreadableKey unreadable) {
+        GenericDatumReader<Object> reader = new GenericDatumReader<>(schema);
+        return key -> {
+            try {
+                BinaryDecoder decoder = DecoderFactory.get()
+                        .binaryDecoder(key, WireFormat.HEADER_LENGTH, key.length - WireFormat.HEADER_LENGTH, null);
+                Object value = reader.read(null, decoder);
+                if (!decoder.isEnd()) {
+                    throw new UnreadableKey("Key with Avro schema " + schemaId + " has bytes after its value", null);
+                }
+                if (value instanceof CharSequence string) {
+                    return string.toString();
+                }
+                if (value instanceof GenericRecord record
+                        && record.getSchema().getField(KEY_FIELD) != null
+                        && record.get(KEY_FIELD) instanceof CharSequence id) {
+                    return id.toString();
+                }
+                throw new UnreadableKey(
+                        "Key with Avro schema " + schemaId + " is a " + schema.getType()
+                                + ", neither a string nor a record with a string field " + KEY_FIELD,
+                        null);
+            } catch (UnreadableKey unreadable) {
                 throw unreadable;
+            } catch (IOException | RuntimeException e) {
+                throw new UnreadableKey("Key with Avro schema " + schemaId + " cannot be decoded: " + e, e);
             }
-            throw new UnreadableKey("Key with Avro schema " + schemaId + " cannot be decoded: " + e, e);
-        }
+        };
     }
 
-    private static String json(int schemaId, ByteBuffer body) {
+    private static String json(int schemaId, byte[] key) {
         JsonNode value;
         try {
-            value = JSON.readTree(body.array(), body.position(), body.remaining());
+            value = JSON.readTree(key, WireFormat.HEADER_LENGTH, key.length - WireFormat.HEADER_LENGTH);
         } catch (IOException e) {
             throw new UnreadableKey("Key with JSON schema " + schemaId + " is not JSON: " + e.getMessage(), e);
         }
@@ -125,62 +158,35 @@ public final class RecordKeys {
     }
 
     /**
-     * Confluent's Protobuf framing: after the header, the message indexes (a zigzag varint count, then that many
-     * zigzag varints; a single 0 byte for the first message), then the message. The record_id is the string field
-     * the schema names {@code record_id}.
+     * Confluent's Protobuf framing: after the header, the message indexes ({@link MessageIndexes}), then the message,
+     * read as protobuf-java reads it (the last value of the field wins, unknown fields are skipped). The record_id is
+     * the message's string field named {@code record_id}; unset, it is "" (proto3 leaves an empty string out).
      */
-    private static String protobuf(int schemaId, String text, ByteBuffer body) {
-        Matcher field = PROTO_FIELD.matcher(text);
-        if (!field.find()) {
-            throw new UnreadableKey(
-                    "Key with Protobuf schema " + schemaId + " has no field 'string " + KEY_FIELD + " = N;'", null);
-        }
-        int number = Integer.parseInt(field.group(1));
-        try {
-            long count = zigzag(varint(body));
-            for (long i = 0; i < count; i++) {
-                varint(body);
+    private static KeyReader protobuf(int schemaId, String text) {
+        Descriptors.FileDescriptor file = ProtoSchemas.file(schemaId, text);
+        return key -> {
+            MessageIndexes indexes = new MessageIndexes();
+            indexes.read(schemaId, key);
+            Descriptors.Descriptor message = ProtoSchemas.message(schemaId, file, indexes.indexes());
+            Descriptors.FieldDescriptor field = message.findFieldByName(KEY_FIELD);
+            if (field == null
+                    || field.isRepeated()
+                    || field.getJavaType() != Descriptors.FieldDescriptor.JavaType.STRING) {
+                throw new UnreadableKey(
+                        "Key with Protobuf schema " + schemaId + ": message " + message.getFullName()
+                                + " has no field 'string " + KEY_FIELD + "'",
+                        null);
             }
-            while (body.hasRemaining()) {
-                long tag = varint(body);
-                int wireType = (int) (tag & 7);
-                if (tag >>> 3 == number && wireType == 2) {
-                    byte[] bytes = new byte[(int) varint(body)];
-                    body.get(bytes);
-                    return utf8(bytes);
-                }
-                switch (wireType) {
-                    case 0 -> varint(body);
-                    case 1 -> body.position(body.position() + 8);
-                    case 2 -> body.position(body.position() + (int) varint(body));
-                    case 5 -> body.position(body.position() + 4);
-                    default -> throw new UnreadableKey(
-                            "Key with Protobuf schema " + schemaId + " has wire type " + wireType, null);
-                }
+            try {
+                return (String) DynamicMessage.newBuilder(message)
+                        .mergeFrom(CodedInputStream.newInstance(
+                                key, indexes.messageStart(), key.length - indexes.messageStart()))
+                        .buildPartial()
+                        .getField(field);
+            } catch (IOException | RuntimeException e) {
+                throw new UnreadableKey("Key with Protobuf schema " + schemaId + " cannot be decoded: " + e, e);
             }
-        } catch (RuntimeException e) {
-            if (e instanceof UnreadableKey unreadable) {
-                throw unreadable;
-            }
-            throw new UnreadableKey("Key with Protobuf schema " + schemaId + " cannot be decoded: " + e, e);
-        }
-        return ""; // proto3 leaves an empty string out: the field is present and empty
-    }
-
-    private static long varint(ByteBuffer in) {
-        long value = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            byte b = in.get();
-            value |= (long) (b & 0x7f) << shift;
-            if (b >= 0) {
-                return value;
-            }
-        }
-        throw new IllegalArgumentException("varint longer than 10 bytes");
-    }
-
-    private static long zigzag(long n) {
-        return (n >>> 1) ^ -(n & 1);
+        };
     }
 
     private static String utf8(byte[] bytes) {

@@ -113,12 +113,20 @@ public final class SchemaRegistryClient {
         if (cached != null) {
             return cached;
         }
-        Schema schema = parse(typedById(id).text(), "schema id " + id);
+        TypedSchema typed = typedById(id);
+        if (!typed.type().equals(SchemaTypes.AVRO)) {
+            throw new SerdeException(
+                    "wrong-format", "Schema id " + id + " is a " + typed.type() + " schema, not Avro", null);
+        }
+        Schema schema = parse(typed.text(), "schema id " + id);
         schemaById.put(id, schema);
         return schema;
     }
 
-    /** The schema of an id whatever its type (the registry omits schemaType for Avro). */
+    /**
+     * The schema of an id whatever its type. An answer without schemaType (Confluent's for Avro, Apicurio's for any
+     * schema registered under a subject that held Avro) has the type its text shows ({@link SchemaTypes}).
+     */
     public TypedSchema typedById(int id) {
         TypedSchema cached = typedById.get(id);
         if (cached != null) {
@@ -136,9 +144,13 @@ public final class SchemaRegistryClient {
             }
             throw e;
         }
+        String text = answer.path("schema").asText();
+        JsonNode type = answer.path("schemaType");
         TypedSchema schema = new TypedSchema(
-                answer.path("schemaType").asText("AVRO").toUpperCase(java.util.Locale.ROOT),
-                answer.path("schema").asText());
+                type.isTextual() && !type.asText().isBlank()
+                        ? type.asText().toUpperCase(java.util.Locale.ROOT)
+                        : SchemaTypes.of(text),
+                text);
         typedById.put(id, schema);
         return schema;
     }

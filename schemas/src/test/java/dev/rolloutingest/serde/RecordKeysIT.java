@@ -31,7 +31,8 @@ class RecordKeysIT {
     static void startRegistry() {
         registry = ApicurioRegistry.start(Path.of("target", "it-registry-keys"), Duration.ofSeconds(120));
         keys = new RecordKeys(
-                new SchemaRegistryClient(SerdeConfig.from(Map.of("schema.registry.url", registry.confluentUrl()))));
+                new SchemaRegistryClient(SerdeConfig.from(Map.of("schema.registry.url", registry.confluentUrl()))),
+                100);
     }
 
     @AfterAll

@@ -14,6 +14,9 @@ import org.apache.avro.SchemaParseException;
  * same name and type, so the batch finds its column once) or dropped and told (counted, logged once).
  */
 final class AddedFields {
+    /** How deep an added field's records and arrays nest at most: deeper (a recursive message) is refused. */
+    static final int MAX_NESTING = 32;
+
     /** The schema id of a value that has none (plain JSON), as the listeners are told. */
     static final int NO_SCHEMA_ID = -1;
 

@@ -33,7 +33,7 @@ final class JsonSchemas {
         }
         schema.path("properties").fields().forEachRemaining(p -> {
             if (ContractField.named(p.getKey()) == null) {
-                Schema type = simple(p.getValue());
+                Schema type = simple(p.getValue(), 0);
                 if (type != null) {
                     types.put(p.getKey(), type);
                 }
@@ -42,7 +42,10 @@ final class JsonSchemas {
         return types;
     }
 
-    private static Schema simple(JsonNode property) {
+    private static Schema simple(JsonNode property, int depth) {
+        if (depth >= AddedFields.MAX_NESTING) {
+            return null; // deeper than a column nests: the values say (and are refused)
+        }
         JsonNode type = property.path("type");
         String name = null;
         if (type.isTextual()) {
@@ -66,7 +69,7 @@ final class JsonSchemas {
             case "string" -> Schema.create(Schema.Type.STRING);
             case "boolean" -> Schema.create(Schema.Type.BOOLEAN);
             case "array" -> {
-                Schema item = simple(property.path("items"));
+                Schema item = simple(property.path("items"), depth + 1);
                 yield item == null ? null : Schema.createArray(item);
             }
             default -> null;

@@ -391,6 +391,16 @@ final class JsonValues {
 
     /** The Avro type of a JSON value that has no declared one. */
     static Schema infer(String path, JsonNode value) {
+        return infer(path, value, 0);
+    }
+
+    private static Schema infer(String path, JsonNode value, int depth) {
+        if ((value.isArray() || value.isObject()) && depth >= AddedFields.MAX_NESTING) {
+            throw ValueErrors.of(
+                    "schema-refused",
+                    "field " + path + " nests arrays and objects deeper than " + AddedFields.MAX_NESTING
+                            + " (a column cannot)");
+        }
         if (value.isTextual()) {
             return Schema.create(Schema.Type.STRING);
         }
@@ -414,7 +424,7 @@ final class JsonValues {
                     throw ValueErrors.wrongType(
                             path + "[" + i + "]", "a value (an added array holds no nulls)", "null");
                 }
-                Schema type = infer(path + "[" + i + "]", element);
+                Schema type = infer(path + "[" + i + "]", element, depth + 1);
                 if (item == null || item.equals(type)) {
                     item = type;
                 } else if (isNumber(item) && isNumber(type)) {
@@ -438,7 +448,7 @@ final class JsonValues {
                     throw ValueErrors.wrongType(child, "a value (a nested field needs a type)", "null");
                 }
                 try {
-                    fields.add(new Schema.Field(e.getKey(), infer(child, e.getValue())));
+                    fields.add(new Schema.Field(e.getKey(), infer(child, e.getValue(), depth + 1)));
                 } catch (org.apache.avro.SchemaParseException bad) {
                     throw ValueErrors.of(
                             "schema-refused", "field " + child + " cannot be a column: " + bad.getMessage());

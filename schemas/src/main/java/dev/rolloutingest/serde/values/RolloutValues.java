@@ -3,6 +3,7 @@ package dev.rolloutingest.serde.values;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.google.protobuf.CodedOutputStream;
 import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.ProtoSchemas;
 import dev.rolloutingest.serde.WireFormat;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -29,8 +30,15 @@ public final class RolloutValues {
 
     /** {@link #PROTO} as Confluent's Python serializer registers a schema: a base64-encoded FileDescriptorProto. */
     public static String protoDescriptorBase64() {
+        return protoDescriptorBase64(PROTO);
+    }
+
+    /** A {@code .proto} text as Confluent's Python serializer registers it: a base64-encoded FileDescriptorProto. */
+    public static String protoDescriptorBase64(String protoText) {
+        ProtoSchemas.file(0, protoText); // a text that does not build fails here
         return java.util.Base64.getEncoder()
-                .encodeToString(ProtoSchemas.file(0, PROTO).toProto().toByteArray());
+                .encodeToString(
+                        ProtoSchemas.descriptorOf("schema-0.proto", protoText).toByteArray());
     }
 
     /** Plain JSON: created_at as ISO-8601 (UTC, to the microsecond), binary_payload as base64. */

@@ -4,6 +4,8 @@ import com.google.protobuf.Descriptors;
 import dev.rolloutingest.serde.ConfluentAvroDeserializer.UnknownFieldsListener;
 import dev.rolloutingest.serde.FieldReader;
 import dev.rolloutingest.serde.FieldsDeserializer;
+import dev.rolloutingest.serde.MessageIndexes;
+import dev.rolloutingest.serde.ProtoSchemas;
 import dev.rolloutingest.serde.SchemaRegistryClient;
 import dev.rolloutingest.serde.SerdeException;
 import dev.rolloutingest.serde.WireFormat;
@@ -33,18 +35,17 @@ public final class ValueDeserializer implements FieldsDeserializer {
     private final Map<Integer, String> typeById = new ConcurrentHashMap<>();
     private final Map<Integer, Map<String, Schema>> jsonTypesById = new ConcurrentHashMap<>();
     private final Map<Integer, Descriptors.FileDescriptor> protoFileById = new ConcurrentHashMap<>();
-    private final Map<Integer, ProtobufValues.Plan> firstMessagePlans = new ConcurrentHashMap<>();
-    private final Map<String, ProtobufValues.Plan> nestedMessagePlans = new ConcurrentHashMap<>();
+    private final Map<Integer, ProtobufPlan> firstMessagePlans = new ConcurrentHashMap<>();
+    private final Map<String, ProtobufPlan> nestedMessagePlans = new ConcurrentHashMap<>();
     private final ThreadLocal<PerThread> threads;
 
     private static final class PerThread {
         final AvroTape tape = new AvroTape();
         final ProtobufValues protobuf;
-        int[] indexes = new int[0];
-        int bodyStart;
+        final MessageIndexes indexes = new MessageIndexes();
 
-        PerThread(AddedFields added) {
-            this.protobuf = new ProtobufValues(added);
+        PerThread(AddedFields added, UnknownFieldsListener unknownProtobufFields) {
+            this.protobuf = new ProtobufValues(added, unknownProtobufFields);
         }
     }
 
@@ -54,6 +55,8 @@ public final class ValueDeserializer implements FieldsDeserializer {
      * @param keepAddedFields fields beyond the contract become columns (true) or are dropped and told (false)
      * @param addedListener told of added fields kept, once per schema id and field (plain JSON: id -1)
      * @param droppedListener told of every record whose added fields are dropped
+     * @param unknownProtobufFields told of every Protobuf record with field numbers its schema lacks (skipped, as
+     *     Protobuf skips them), each number once as its decimal text
      * @param cacheCapacity schemas, plans and added fields kept per kind (the registry client's capacity)
      */
     public ValueDeserializer(
@@ -63,6 +66,7 @@ public final class ValueDeserializer implements FieldsDeserializer {
             boolean keepAddedFields,
             UnknownFieldsListener addedListener,
             UnknownFieldsListener droppedListener,
+            UnknownFieldsListener unknownProtobufFields,
             int cacheCapacity) {
         this.formats = formats;
         this.avro = avro;
@@ -70,7 +74,7 @@ public final class ValueDeserializer implements FieldsDeserializer {
         this.cacheCapacity = cacheCapacity;
         this.addedFields = new AddedFields(keepAddedFields, addedListener, droppedListener, cacheCapacity);
         this.json = new JsonValues(addedFields);
-        this.threads = ThreadLocal.withInitial(() -> new PerThread(addedFields));
+        this.threads = ThreadLocal.withInitial(() -> new PerThread(addedFields, unknownProtobufFields));
     }
 
     @Override
@@ -156,72 +160,34 @@ public final class ValueDeserializer implements FieldsDeserializer {
 
     private <R> R protobuf(int id, byte[] bytes, FieldReader<R> reader) {
         PerThread thread = threads.get();
-        readIndexes(id, bytes, thread);
-        ProtobufValues.Plan plan;
-        if (thread.indexes.length == 0 || thread.indexes.length == 1 && thread.indexes[0] == 0) {
+        thread.indexes.read(id, bytes);
+        ProtobufPlan plan;
+        if (thread.indexes.firstMessage()) {
             plan = firstMessagePlans.get(id);
             if (plan == null) {
                 plan = plan(id, new int[0]);
                 bounded(firstMessagePlans).put(id, plan);
             }
         } else {
-            String key = id + Arrays.toString(thread.indexes);
+            int[] indexes = thread.indexes.indexes();
+            String key = id + Arrays.toString(indexes);
             plan = nestedMessagePlans.get(key);
             if (plan == null) {
-                plan = plan(id, thread.indexes.clone());
+                plan = plan(id, indexes);
                 bounded(nestedMessagePlans).put(key, plan);
             }
         }
-        thread.protobuf.read(plan, bytes, thread.bodyStart, bytes.length, thread.tape);
+        thread.protobuf.read(plan, bytes, thread.indexes.messageStart(), bytes.length, thread.tape);
         return stage(thread.tape, reader);
     }
 
-    private ProtobufValues.Plan plan(int id, int[] indexes) {
+    private ProtobufPlan plan(int id, int[] indexes) {
         Descriptors.FileDescriptor file = protoFileById.get(id);
         if (file == null) {
             file = ProtoSchemas.file(id, registry.typedById(id).text());
             bounded(protoFileById).put(id, file);
         }
-        return ProtobufValues.plan(id, ProtoSchemas.message(id, file, indexes), addedFields);
-    }
-
-    /** Confluent's message indexes after the schema id: a zig-zag varint count, then as many zig-zag indexes. */
-    private static void readIndexes(int id, byte[] bytes, PerThread thread) {
-        int[] position = {WireFormat.HEADER_LENGTH};
-        long count = zigzag(varint(id, bytes, position));
-        if (count < 0 || count > 64) {
-            throw ValueErrors.of(
-                    ValueErrors.NOT_PROTOBUF,
-                    "the message indexes after schema id " + id + " count " + count
-                            + ": not Confluent's Protobuf framing");
-        }
-        if (thread.indexes.length != count) {
-            thread.indexes = new int[(int) count];
-        }
-        for (int i = 0; i < count; i++) {
-            thread.indexes[i] = (int) zigzag(varint(id, bytes, position));
-        }
-        thread.bodyStart = position[0];
-    }
-
-    private static long varint(int id, byte[] bytes, int[] position) {
-        long value = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (position[0] >= bytes.length) {
-                throw ValueErrors.of(
-                        ValueErrors.NOT_PROTOBUF, "the value ends within its message indexes (schema id " + id + ")");
-            }
-            byte b = bytes[position[0]++];
-            value |= (long) (b & 0x7f) << shift;
-            if (b >= 0) {
-                return value;
-            }
-        }
-        throw ValueErrors.of(ValueErrors.NOT_PROTOBUF, "a message index longer than 10 bytes (schema id " + id + ")");
-    }
-
-    private static long zigzag(long n) {
-        return (n >>> 1) ^ -(n & 1);
+        return ProtobufPlan.of(id, ProtoSchemas.message(id, file, indexes), addedFields);
     }
 
     /** The row on the tape, read by the same reader an Avro value is. */

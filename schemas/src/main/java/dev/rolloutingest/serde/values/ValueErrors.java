@@ -1,5 +1,6 @@
 package dev.rolloutingest.serde.values;
 
+import dev.rolloutingest.serde.ProtoSchemas;
 import dev.rolloutingest.serde.SerdeException;
 
 /**
@@ -10,7 +11,7 @@ final class ValueErrors {
     /** Plain JSON that does not parse, or is not an object. */
     static final String NOT_JSON = "not-json";
     /** A Protobuf body that does not parse with its schema. */
-    static final String NOT_PROTOBUF = "not-protobuf";
+    static final String NOT_PROTOBUF = ProtoSchemas.NOT_PROTOBUF;
     /** The value is in another format than its topic's setting says. */
     static final String WRONG_FORMAT = "wrong-format";
     /** A required field of the contract is absent or null. */
@@ -20,7 +21,7 @@ final class ValueErrors {
     /** A field comes twice in one JSON object. */
     static final String DUPLICATE_FIELD = "duplicate-field";
     /** The registry's schema of the value cannot be read (a Protobuf schema's import, a JSON Schema that is no JSON). */
-    static final String SCHEMA_UNREADABLE = "schema-unreadable";
+    static final String SCHEMA_UNREADABLE = ProtoSchemas.SCHEMA_UNREADABLE;
 
     private ValueErrors() {}
 

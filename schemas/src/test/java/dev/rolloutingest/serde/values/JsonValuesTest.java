@@ -27,6 +27,7 @@ class JsonValuesTest {
                 keepAdded,
                 (id, fields) -> added.add(fields),
                 (id, fields) -> dropped.add(fields),
+                (id, numbers) -> {},
                 100);
     }
 
@@ -180,6 +181,24 @@ class JsonValuesTest {
                         Rows.READER);
         assertThat(row).doesNotContainKeys("steps", "env").containsEntry("record_id", "r1");
         assertThat(dropped).containsExactly(List.of("steps", "env"));
+    }
+
+    @Test
+    void anAddedFieldNestedDeeperThanAColumnCanBeIsRefusedNotACrash() {
+        assertFails(
+                "{" + REQUIRED + ",\"deep\":" + "{\"a\":".repeat(900) + "1" + "}".repeat(900) + "}",
+                "schema-refused",
+                "deep");
+        assertFails(
+                "{" + REQUIRED + ",\"deep\":" + "[".repeat(900) + "1" + "]".repeat(900) + "}",
+                "schema-refused",
+                "deep");
+        assertFails(
+                "{" + REQUIRED + ",\"deep\":" + "[".repeat(40) + "1" + "]".repeat(40) + "}",
+                "schema-refused",
+                "deeper than 32");
+        assertThat(read("{" + REQUIRED + ",\"nested\":" + "[".repeat(30) + "1" + "]".repeat(30) + "}"))
+                .containsKey("nested");
     }
 
     private void assertFails(String json, String reason, String mentions) {

@@ -4,19 +4,26 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FileDescriptor;
 import com.google.protobuf.DynamicMessage;
 import com.google.protobuf.Timestamp;
+import com.google.protobuf.WireFormat;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.serde.FieldReader;
+import dev.rolloutingest.serde.ProtoSchemas;
 import dev.rolloutingest.serde.SerdeException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericDatumReader;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,6 +32,7 @@ import org.junit.jupiter.api.Test;
  */
 class ProtobufValuesTest {
     private final List<List<String>> dropped = new ArrayList<>();
+    private final List<List<String>> unknown = new ArrayList<>();
 
     private static final String TIMESTAMPED =
             """
@@ -56,15 +64,42 @@ class ProtobufValuesTest {
             """;
 
     private Map<String, Object> read(FileDescriptor file, int[] indexes, byte[] message, boolean keep) {
+        return read(file, indexes, message, keep, Rows.READER);
+    }
+
+    private <R> R read(FileDescriptor file, int[] indexes, byte[] message, boolean keep, FieldReader<R> reader) {
         AddedFields added = new AddedFields(keep, (id, f) -> {}, (id, f) -> dropped.add(f), 100);
-        ProtobufValues.Plan plan = ProtobufValues.plan(7, ProtoSchemas.message(7, file, indexes), added);
+        ProtobufPlan plan = ProtobufPlan.of(7, ProtoSchemas.message(7, file, indexes), added);
         AvroTape tape = new AvroTape();
-        new ProtobufValues(added).read(plan, message, 0, message.length, tape);
+        new ProtobufValues(added, (id, numbers) -> unknown.add(numbers)).read(plan, message, 0, message.length, tape);
         try {
-            return Rows.READER.read(tape.decoder(), tape.order());
+            return reader.read(tape.decoder(), tape.order());
         } catch (java.io.IOException e) {
             throw new AssertionError(e);
         }
+    }
+
+    /** Protobuf's encoding of what {@code write} writes, by protobuf-java's own writer. */
+    private static byte[] wire(ProtoWriter write) throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        CodedOutputStream out = CodedOutputStream.newInstance(bytes);
+        write.to(out);
+        out.flush();
+        return bytes.toByteArray();
+    }
+
+    private interface ProtoWriter {
+        void to(CodedOutputStream out) throws IOException;
+    }
+
+    /** The contract's required fields of the TIMESTAMPED message, as a start for hand-written messages. */
+    private static void required(CodedOutputStream out) throws IOException {
+        out.writeString(1, "r1");
+        out.writeString(2, "e");
+        out.writeString(3, "ro");
+        out.writeSInt64(5, 1);
+        out.writeString(6, "tool");
+        out.writeMessage(7, Timestamp.newBuilder().setSeconds(1).build());
     }
 
     /** The contract's .proto, filled by protobuf-java (not by this project's encoder). */
@@ -181,11 +216,10 @@ class ProtobufValuesTest {
                 () -> read(contract, new int[0], Arrays.copyOf(good, good.length - 3), true),
                 "not-protobuf",
                 "truncated");
-        byte[] unknownField = Arrays.copyOf(good, good.length + 3);
-        unknownField[good.length] = (byte) 0x98; // field 99, wire type 0, as a varint tag
-        unknownField[good.length + 1] = 0x06;
-        unknownField[good.length + 2] = 1;
-        assertFails(() -> read(contract, new int[0], unknownField, true), "not-protobuf", "field number 99");
+        assertFails(
+                () -> read(contract, new int[0], concat(good, new byte[] {(byte) 0xfc, 0x01}), true),
+                "not-protobuf",
+                "end-group"); // field 31's end without its start
         byte[] wrongWire = good.clone();
         wrongWire[0] = (byte) (1 << 3); // record_id as a varint
         assertFails(() -> read(contract, new int[0], wrongWire, true), "not-protobuf", "wire type");
@@ -209,6 +243,268 @@ class ProtobufValuesTest {
                 "other.proto");
         assertFails(() -> ProtoSchemas.file(12, "bm90IGEgZGVzY3JpcHRvcg=="), "schema-unreadable", "12");
         assertFails(() -> ProtoSchemas.file(13, "message A { string a = ; }"), "schema-unreadable", "line 1");
+    }
+
+    @Test
+    void fieldNumbersTheSchemaLacksAreSkippedAndCountedAsProtobufSkipsThem() throws Exception {
+        FileDescriptor contract = ProtoSchemas.file(7, RolloutValues.PROTO);
+        Rollout rollout = new RolloutGenerator("newer", 30, 1).rollout(1, 0);
+        byte[] newer = wire(out -> {
+            out.writeInt64(99, 5); // what a producer with a newer compiled class sends
+            out.writeString(100, "newer");
+            out.writeFixed64(101, 7);
+            out.writeFixed32(102, 7);
+            out.writeTag(103, WireFormat.WIRETYPE_START_GROUP);
+            out.writeInt32(1, 3);
+            out.writeTag(104, WireFormat.WIRETYPE_START_GROUP);
+            out.writeString(2, "nested");
+            out.writeTag(104, WireFormat.WIRETYPE_END_GROUP);
+            out.writeTag(103, WireFormat.WIRETYPE_END_GROUP);
+        });
+        byte[] message = concat(newer, RolloutValues.protobuf(rollout), wire(out -> out.writeInt64(99, 6)));
+        assertThat(read(contract, new int[0], message, true)).isEqualTo(Rows.avro(rollout));
+        assertThat(unknown)
+                .as("told once per record, each number once")
+                .containsExactly(List.of("99", "100", "101", "102", "103"));
+    }
+
+    private static final String GROUPS =
+            """
+            syntax = "proto2";
+            message Step {
+              required string record_id = 1;
+              required string experiment = 2;
+              required string rollout_id = 3;
+              required int32 sequence_order = 5;
+              required string role = 6;
+              required int64 created_at = 7;
+              optional group Tool = 20 { optional string name = 1; repeated int32 args = 2; }
+              repeated group Hit = 21 { optional int64 at = 1; }
+            }
+            """;
+
+    @Test
+    void groupsAreReadAsTheMessagesTheyAre() throws Exception {
+        FileDescriptor file = ProtoSchemas.file(7, GROUPS);
+        Descriptor step = file.getMessageTypes().get(0);
+        Descriptor tool = step.findNestedTypeByName("Tool");
+        Descriptor hit = step.findNestedTypeByName("Hit");
+        DynamicMessage message = DynamicMessage.newBuilder(step)
+                .setField(step.findFieldByName("record_id"), "r1")
+                .setField(step.findFieldByName("experiment"), "e")
+                .setField(step.findFieldByName("rollout_id"), "ro")
+                .setField(step.findFieldByName("sequence_order"), 2)
+                .setField(step.findFieldByName("role"), "tool")
+                .setField(step.findFieldByName("created_at"), 1700000000123L)
+                .setField(
+                        step.findFieldByName("tool"),
+                        DynamicMessage.newBuilder(tool)
+                                .setField(tool.findFieldByName("name"), "grep")
+                                .addRepeatedField(tool.findFieldByName("args"), 4)
+                                .build())
+                .addRepeatedField(
+                        step.findFieldByName("hit"),
+                        DynamicMessage.newBuilder(hit)
+                                .setField(hit.findFieldByName("at"), 1L)
+                                .build())
+                .addRepeatedField(
+                        step.findFieldByName("hit"),
+                        DynamicMessage.newBuilder(hit)
+                                .setField(hit.findFieldByName("at"), 2L)
+                                .build())
+                .build();
+        Map<String, Object> row = read(file, new int[0], message.toByteArray(), true);
+        assertThat(row)
+                .containsEntry("created_at", 1700000000123000L)
+                .containsEntry("tool", Map.of("name", "grep", "args", List.of(4)))
+                .containsEntry("hit", List.of(Map.of("at", 1L), Map.of("at", 2L)));
+    }
+
+    @Test
+    void textThatIsNotUtf8FailsTheRecordInAddedFieldsOfProto2Too() throws Exception {
+        FileDescriptor file = ProtoSchemas.file(7, GROUPS);
+        byte[] notUtf8 = {(byte) 0xC3, (byte) 0x28};
+        byte[] required = wire(out -> {
+            out.writeString(1, "r1");
+            out.writeString(2, "e");
+            out.writeString(3, "ro");
+            out.writeInt32(5, 1);
+            out.writeString(6, "user");
+            out.writeInt64(7, 1L);
+        });
+        byte[] nested = concat(required, wire(out -> {
+            out.writeTag(20, WireFormat.WIRETYPE_START_GROUP);
+            out.writeByteArray(1, notUtf8);
+            out.writeTag(20, WireFormat.WIRETYPE_END_GROUP);
+        }));
+        assertThatThrownBy(() -> read(file, new int[0], nested, true))
+                .isInstanceOf(SerdeException.class)
+                .hasMessageContaining("UTF-8");
+    }
+
+    private static final String ONEOF_CONTENT =
+            """
+            syntax = "proto3";
+            message Step {
+              string record_id = 1;
+              string experiment = 2;
+              string rollout_id = 3;
+              int32 sequence_order = 5;
+              string role = 6;
+              int64 created_at = 7;
+              oneof body { string content = 8; string summary = 30; }
+            }
+            """;
+
+    @Test
+    void ofAOneofsMembersTheLastOnTheWireWins() throws Exception {
+        FileDescriptor file = ProtoSchemas.file(7, TIMESTAMPED);
+        byte[] stepsThenNote = wire(out -> {
+            required(out);
+            out.writeInt32(20, 9);
+            out.writeString(21, "n");
+        });
+        assertThat(read(file, new int[] {1}, stepsThenNote, true))
+                .containsEntry("note", "n")
+                .doesNotContainKey("steps");
+        byte[] noteThenSteps = wire(out -> {
+            required(out);
+            out.writeString(21, "n");
+            out.writeInt32(20, 9);
+        });
+        assertThat(read(file, new int[] {1}, noteThenSteps, true))
+                .containsEntry("steps", 9)
+                .doesNotContainKey("note");
+
+        FileDescriptor contentInOneof = ProtoSchemas.file(8, ONEOF_CONTENT);
+        byte[] base = wire(out -> {
+            out.writeString(1, "r1");
+            out.writeString(2, "e");
+            out.writeString(3, "ro");
+            out.writeString(6, "user");
+            out.writeInt64(7, 1L);
+        });
+        assertThat(read(
+                        contentInOneof,
+                        new int[0],
+                        concat(base, wire(out -> {
+                            out.writeString(8, "c");
+                            out.writeString(30, "s");
+                        })),
+                        true))
+                .containsEntry("content", null)
+                .containsEntry("summary", "s");
+        assertThat(read(
+                        contentInOneof,
+                        new int[0],
+                        concat(base, wire(out -> {
+                            out.writeString(30, "s");
+                            out.writeString(8, "c");
+                        })),
+                        true))
+                .containsEntry("content", "c")
+                .doesNotContainKey("summary");
+    }
+
+    @Test
+    void aMessageFieldSeenTwiceIsMergedAsProtobufMergesIt() throws Exception {
+        FileDescriptor file = ProtoSchemas.file(7, TIMESTAMPED);
+        Descriptor step = file.getMessageTypes().get(1);
+        Descriptor env = step.findNestedTypeByName("Env");
+        byte[] twice = wire(out -> {
+            out.writeString(1, "r1");
+            out.writeString(2, "e");
+            out.writeString(3, "ro");
+            out.writeString(6, "tool");
+            out.writeMessage(7, Timestamp.newBuilder().setSeconds(1700000000L).build());
+            out.writeMessage(
+                    22,
+                    DynamicMessage.newBuilder(env)
+                            .setField(env.findFieldByName("name"), "maze")
+                            .addRepeatedField(env.findFieldByName("seeds"), 1L)
+                            .build());
+            out.writeMessage(7, Timestamp.newBuilder().setNanos(123456789).build());
+            out.writeMessage(
+                    22,
+                    DynamicMessage.newBuilder(env)
+                            .addRepeatedField(env.findFieldByName("seeds"), 2L)
+                            .build());
+        });
+        DynamicMessage merged = DynamicMessage.parseFrom(step, twice);
+        assertThat(merged.getField(step.findFieldByName("env")).toString())
+                .as("protobuf-java's own reading")
+                .contains("maze")
+                .contains("seeds: 1")
+                .contains("seeds: 2");
+        assertThat(read(file, new int[] {1}, twice, true))
+                .containsEntry("created_at", 1700000000123456L)
+                .containsEntry("env", Map.of("name", "maze", "seeds", List.of(1L, 2L)));
+    }
+
+    @Test
+    void aMapKeySeenTwiceKeepsItsLastValue() throws Exception {
+        FileDescriptor contract = ProtoSchemas.file(7, RolloutValues.PROTO);
+        Rollout rollout = new RolloutGenerator("maps", 30, 1).rollout(1, 0);
+        rollout.setMetadata(Map.of());
+        byte[] message = concat(RolloutValues.protobuf(rollout), wire(out -> {
+            for (String[] entry : new String[][] {{"k", "a"}, {"j", "c"}, {"k", "b"}}) {
+                out.writeTag(16, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+                out.writeUInt32NoTag(CodedOutputStream.computeStringSize(1, entry[0])
+                        + CodedOutputStream.computeStringSize(2, entry[1]));
+                out.writeString(1, entry[0]);
+                out.writeString(2, entry[1]);
+            }
+        }));
+        assertThat(read(contract, new int[0], message, true)).containsEntry("metadata", Map.of("k", "b", "j", "c"));
+        FieldReader<Integer> metadataEntries = (in, order) -> {
+            int entries = 0;
+            for (Schema.Field field : order) {
+                if (!field.name().equals("metadata")) {
+                    new GenericDatumReader<>(field.schema()).read(null, in);
+                    continue;
+                }
+                for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
+                    for (long i = 0; i < n; i++) {
+                        in.readString();
+                        in.readString();
+                        entries++;
+                    }
+                }
+            }
+            return entries;
+        };
+        assertThat(read(contract, new int[0], message, true, metadataEntries)).isEqualTo(2);
+    }
+
+    @Test
+    void aMessageNameAvroCannotTakeStillNamesItsAddedRecord() throws Exception {
+        // a package no protoc writes, in a base64 descriptor: protobuf-java builds it, Avro refuses the name
+        String base64 = Base64.getEncoder()
+                .encodeToString(ProtoSchemas.file(7, TIMESTAMPED).toProto().toBuilder()
+                        .setPackage("9test\nv1")
+                        .build()
+                        .toByteArray());
+        FileDescriptor file = ProtoSchemas.file(7, base64);
+        Descriptor step = file.getMessageTypes().get(1);
+        Descriptor env = step.findNestedTypeByName("Env");
+        byte[] message = wire(out -> {
+            required(out);
+            out.writeMessage(
+                    22,
+                    DynamicMessage.newBuilder(env)
+                            .setField(env.findFieldByName("name"), "maze")
+                            .build());
+        });
+        assertThat(read(file, new int[] {1}, message, true))
+                .containsEntry("env", Map.of("name", "maze", "seeds", List.of()));
+    }
+
+    private static byte[] concat(byte[]... parts) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (byte[] part : parts) {
+            out.writeBytes(part);
+        }
+        return out.toByteArray();
     }
 
     private static void assertFails(

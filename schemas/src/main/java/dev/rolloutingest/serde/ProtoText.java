@@ -1,4 +1,4 @@
-package dev.rolloutingest.serde.values;
+package dev.rolloutingest.serde;
 
 import com.google.protobuf.DescriptorProtos.DescriptorProto;
 import com.google.protobuf.DescriptorProtos.EnumDescriptorProto;
@@ -15,8 +15,9 @@ import java.util.Map;
 /**
  * A {@code .proto} file's text (what Confluent's Java serializer registers) as the {@link FileDescriptorProto} that
  * protoc would make of it, for protobuf-java to build descriptors from: syntax, package, imports, messages (nested,
- * with oneofs, maps and proto3 {@code optional}) and enums. Options, reserved ranges, extensions, services and
- * {@code extend} blocks are read past; type names are left for protobuf-java to resolve by protoc's scoping rules.
+ * with oneofs, maps, proto2 groups and proto3 {@code optional}) and enums. Options, reserved ranges, extensions,
+ * services and {@code extend} blocks are read past; type names are left for protobuf-java to resolve by protoc's
+ * scoping rules. Any text it cannot read, however cut or garbled, is an IllegalArgumentException naming the line.
  */
 final class ProtoText {
     private static final Map<String, FieldDescriptorProto.Type> SCALARS = Map.ofEntries(
@@ -35,6 +36,9 @@ final class ProtoText {
             Map.entry("sfixed64", FieldDescriptorProto.Type.TYPE_SFIXED64),
             Map.entry("sint32", FieldDescriptorProto.Type.TYPE_SINT32),
             Map.entry("sint64", FieldDescriptorProto.Type.TYPE_SINT64));
+
+    /** Messages nested deeper are refused: protobuf-java reads no deeper (its recursion limit is 100). */
+    static final int MAX_NESTING = 64;
 
     private final String text;
     private int pos;
@@ -66,7 +70,7 @@ final class ProtoText {
                 }
                 case "edition" -> throw error("editions are not read, only proto2 and proto3 syntax");
                 case "package" -> {
-                    file.setPackage(next());
+                    file.setPackage(word("a package name"));
                     expect(";");
                 }
                 case "import" -> {
@@ -78,10 +82,10 @@ final class ProtoText {
                     expect(";");
                 }
                 case "option" -> skipStatement();
-                case "message" -> file.addMessageType(message(next()));
-                case "enum" -> file.addEnumType(enumType(next()));
+                case "message" -> file.addMessageType(message(word("a message name"), 1));
+                case "enum" -> file.addEnumType(enumType(word("an enum name")));
                 case "service", "extend" -> {
-                    next();
+                    word("a name");
                     skipBlock();
                 }
                 case ";" -> {}
@@ -91,25 +95,35 @@ final class ProtoText {
         return file.build();
     }
 
-    private DescriptorProto message(String name) {
+    private DescriptorProto message(String name, int depth) {
         DescriptorProto.Builder message = DescriptorProto.newBuilder().setName(name);
         expect("{");
+        body(message, depth);
+        return message.build();
+    }
+
+    /** A message's statements, after its '{' up to its '}'. */
+    private void body(DescriptorProto.Builder message, int depth) {
+        if (depth > MAX_NESTING) {
+            throw error("messages nest deeper than " + MAX_NESTING);
+        }
+        String name = message.getName();
         List<Integer> optionalFields = new ArrayList<>(); // proto3 optional: their indexes among the fields
         for (String token = next(); !"}".equals(token); token = next()) {
             if (token == null) {
                 throw error("message " + name + " is not closed");
             }
             switch (token) {
-                case "message" -> message.addNestedType(message(next()));
-                case "enum" -> message.addEnumType(enumType(next()));
+                case "message" -> message.addNestedType(message(word("a message name"), depth + 1));
+                case "enum" -> message.addEnumType(enumType(word("an enum name")));
                 case "option", "reserved", "extensions" -> skipStatement();
                 case "extend" -> {
-                    next();
+                    word("a name");
                     skipBlock();
                 }
                 case "oneof" -> {
                     int index = message.getOneofDeclCount();
-                    message.addOneofDecl(OneofDescriptorProto.newBuilder().setName(next()));
+                    message.addOneofDecl(OneofDescriptorProto.newBuilder().setName(word("a oneof name")));
                     expect("{");
                     for (String t = next(); !"}".equals(t); t = next()) {
                         if (t == null) {
@@ -119,24 +133,32 @@ final class ProtoText {
                             skipStatement();
                             continue;
                         }
-                        message.addField(field(message, null, t).setOneofIndex(index));
+                        if (t.equals("group")) {
+                            message.addField(group(message, null, depth).setOneofIndex(index));
+                            continue;
+                        }
+                        message.addField(field(typeName(t)).setOneofIndex(index));
                     }
                 }
                 case ";" -> {}
                 case "map" -> message.addField(map(message));
-                case "group" -> throw error("proto2 groups are not read");
+                case "group" -> message.addField(group(message, null, depth));
                 default -> {
                     String label = null;
                     String type = token;
                     if (token.equals("optional") || token.equals("required") || token.equals("repeated")) {
                         label = token;
-                        type = next();
+                        type = word("a type");
                     }
                     if (type.equals("map")) {
                         message.addField(map(message));
                         continue;
                     }
-                    FieldDescriptorProto.Builder field = field(message, label, type);
+                    if (type.equals("group")) {
+                        message.addField(group(message, label, depth));
+                        continue;
+                    }
+                    FieldDescriptorProto.Builder field = field(typeName(type)).setLabel(label(label));
                     if (proto3 && "optional".equals(label)) {
                         field.setProto3Optional(true);
                         optionalFields.add(message.getFieldCount());
@@ -152,18 +174,55 @@ final class ProtoText {
             message.addOneofDecl(OneofDescriptorProto.newBuilder().setName("_" + optional.getName()));
             optional.setOneofIndex(index);
         }
-        return message.build();
     }
 
-    private FieldDescriptorProto.Builder field(DescriptorProto.Builder message, String label, String type) {
+    private static FieldDescriptorProto.Label label(String label) {
+        return "repeated".equals(label)
+                ? FieldDescriptorProto.Label.LABEL_REPEATED
+                : "required".equals(label)
+                        ? FieldDescriptorProto.Label.LABEL_REQUIRED
+                        : FieldDescriptorProto.Label.LABEL_OPTIONAL;
+    }
+
+    /** A type name where a field starts: a word, not a symbol. */
+    private String typeName(String token) {
+        if (!isWord(token)) {
+            throw error("unexpected '" + token + "'");
+        }
+        return token;
+    }
+
+    /**
+     * {@code group Name = N { ... }} as protoc writes it: a nested message Name and a field of type group named
+     * name in lower case.
+     */
+    private FieldDescriptorProto.Builder group(DescriptorProto.Builder message, String label, int depth) {
+        String name = word("a group name");
+        expect("=");
         FieldDescriptorProto.Builder field = FieldDescriptorProto.newBuilder()
-                .setName(next())
-                .setLabel(
-                        "repeated".equals(label)
-                                ? FieldDescriptorProto.Label.LABEL_REPEATED
-                                : "required".equals(label)
-                                        ? FieldDescriptorProto.Label.LABEL_REQUIRED
-                                        : FieldDescriptorProto.Label.LABEL_OPTIONAL);
+                .setName(name.toLowerCase(java.util.Locale.ROOT))
+                .setLabel(label(label))
+                .setType(FieldDescriptorProto.Type.TYPE_GROUP)
+                .setTypeName(name)
+                .setNumber(number());
+        String token = next();
+        if ("[".equals(token)) {
+            skipBracketed();
+            token = next();
+        }
+        if (!"{".equals(token)) {
+            throw error("expected '{' after group " + name + ", got '" + token + "'");
+        }
+        DescriptorProto.Builder type = DescriptorProto.newBuilder().setName(name);
+        body(type, depth + 1);
+        message.addNestedType(type);
+        return field;
+    }
+
+    private FieldDescriptorProto.Builder field(String type) {
+        FieldDescriptorProto.Builder field = FieldDescriptorProto.newBuilder()
+                .setName(word("a field name"))
+                .setLabel(FieldDescriptorProto.Label.LABEL_OPTIONAL);
         FieldDescriptorProto.Type scalar = SCALARS.get(type);
         if (scalar != null) {
             field.setType(scalar);
@@ -179,11 +238,11 @@ final class ProtoText {
     /** {@code map<K, V> name = N;} as protoc writes it: a repeated field of a nested NameEntry message. */
     private FieldDescriptorProto.Builder map(DescriptorProto.Builder message) {
         expect("<");
-        String key = next();
+        String key = word("a map key type");
         expect(",");
-        String value = next();
+        String value = word("a map value type");
         expect(">");
-        String name = next();
+        String name = word("a map name");
         StringBuilder entry = new StringBuilder();
         boolean upper = true;
         for (char c : name.toCharArray()) {
@@ -236,7 +295,8 @@ final class ProtoText {
                     depth--;
                 } else if (t.equals("packed") && depth == 1) {
                     expect("=");
-                    field.setOptions(FieldOptions.newBuilder().setPacked(next().equals("true")));
+                    field.setOptions(FieldOptions.newBuilder()
+                            .setPacked(word("true or false").equals("true")));
                 }
             }
             token = next();
@@ -262,10 +322,12 @@ final class ProtoText {
             }
             expect("=");
             int number = number();
-            type.addValue(EnumValueDescriptorProto.newBuilder().setName(token).setNumber(number));
+            type.addValue(EnumValueDescriptorProto.newBuilder()
+                    .setName(typeName(token))
+                    .setNumber(number));
             String t = next();
             if ("[".equals(t)) {
-                while (!"]".equals(next())) {}
+                skipBracketed();
                 t = next();
             }
             if (!";".equals(t)) {
@@ -281,13 +343,28 @@ final class ProtoText {
         if (negative) {
             token = next();
         }
+        if (token == null) {
+            throw error("expected a number, got the end of the text");
+        }
         try {
             long value = token.startsWith("0x") || token.startsWith("0X")
                     ? Long.parseLong(token.substring(2), 16)
                     : Long.parseLong(token);
             return Math.toIntExact(negative ? -value : value);
-        } catch (NumberFormatException | ArithmeticException | NullPointerException e) {
+        } catch (NumberFormatException | ArithmeticException e) {
             throw error("expected a number, got '" + token + "'");
+        }
+    }
+
+    /** Past the ']' that closes a '[' just read. */
+    private void skipBracketed() {
+        int depth = 1;
+        while (depth > 0) {
+            String t = next();
+            if (t == null) {
+                throw error("options are not closed");
+            }
+            depth += t.equals("[") ? 1 : t.equals("]") ? -1 : 0;
         }
     }
 
@@ -317,8 +394,25 @@ final class ProtoText {
     }
 
     private String skipWord() {
-        next(); // public or weak
+        word("public or weak");
         return null;
+    }
+
+    /** The next token, which must be a name (or a number, or true/false): an error names what was expected. */
+    private String word(String what) {
+        String token = next();
+        if (!isWord(token)) {
+            throw error("expected " + what + ", got " + (token == null ? "the end of the text" : "'" + token + "'"));
+        }
+        return token;
+    }
+
+    private static boolean isWord(String token) {
+        if (token == null || token.isEmpty()) {
+            return false;
+        }
+        char c = token.charAt(0);
+        return Character.isLetterOrDigit(c) || c == '_' || c == '.';
     }
 
     private void expect(String wanted) {
