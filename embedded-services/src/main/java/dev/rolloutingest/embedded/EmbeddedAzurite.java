@@ -24,6 +24,10 @@ import org.slf4j.LoggerFactory;
 /**
  * A real Azure Blob Storage API: Azurite's blob service as a child process (node), on a free loopback port, its
  * data in a folder, with one container created (Lance does not create containers). Killed with this JVM.
+ *
+ * <p>{@link #startWithEntraId} serves HTTPS (a certificate made for the run, trusted through {@link #trustStore})
+ * and also takes Entra ID bearer tokens: Azurite's "basic" OAuth checks a token's issuer, audience and lifetime but
+ * not its signature, so a test can hand out tokens of its own.
  */
 public final class EmbeddedAzurite implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(EmbeddedAzurite.class);
@@ -36,20 +40,29 @@ public final class EmbeddedAzurite implements AutoCloseable {
 
     private static final String API_VERSION = "2021-08-06";
 
+    /** The password of the run's certificate and trust store: made for one test run, guarding nothing. */
+    public static final String TRUST_STORE_PASSWORD = "azurite-test";
+
     private final Process process;
     private final Thread reaper;
     private final int port;
     private final String container;
     private final Path logFile;
-    private final HttpClient http =
-            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final Path trustStore;
+    private final HttpClient http;
 
-    private EmbeddedAzurite(Process process, int port, String container, Path logFile) {
+    private EmbeddedAzurite(Process process, int port, String container, Path logFile, Path trustStore) {
         this.process = process;
         this.reaper = ChildProcesses.reapOnExit(process, "azurite-reaper");
         this.port = port;
         this.container = container;
         this.logFile = logFile;
+        this.trustStore = trustStore;
+        HttpClient.Builder http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5));
+        if (trustStore != null) {
+            http.sslContext(trusting(trustStore));
+        }
+        this.http = http.build();
     }
 
     /**
@@ -59,33 +72,54 @@ public final class EmbeddedAzurite implements AutoCloseable {
      * @throws AzuriteInstall.Unavailable where node or npm is missing or the npm registry cannot be reached
      */
     public static EmbeddedAzurite start(Path dataDir, String container) {
+        return start(dataDir, container, false);
+    }
+
+    /**
+     * As {@link #start(Path, String)}, on HTTPS with a certificate made for this run for 127.0.0.1, taking Entra ID
+     * bearer tokens besides the account key (Azurite's {@code --oauth basic}).
+     */
+    public static EmbeddedAzurite startWithEntraId(Path dataDir, String container) {
+        return start(dataDir, container, true);
+    }
+
+    private static EmbeddedAzurite start(Path dataDir, String container, boolean entraId) {
         long started = System.nanoTime();
         Path main = AzuriteInstall.blobMain();
         int port = FreePorts.next();
         Path data = dataDir.toAbsolutePath();
         Path logFile = data.resolve("azurite.log");
+        Path trustStore = null;
         Process process;
         try {
             Files.createDirectories(data);
-            process = new ProcessBuilder(List.of(
-                            "node",
-                            main.toString(),
-                            "--blobHost",
-                            "127.0.0.1",
-                            "--blobPort",
-                            Integer.toString(port),
-                            "--location",
-                            data.resolve("blobs").toString(),
-                            // Lance's client and the Java SDK may name a newer API version than this Azurite knows.
-                            "--skipApiVersionCheck",
-                            "--silent"))
+            List<String> command = new java.util.ArrayList<>(List.of(
+                    "node",
+                    main.toString(),
+                    "--blobHost",
+                    "127.0.0.1",
+                    "--blobPort",
+                    Integer.toString(port),
+                    "--location",
+                    data.resolve("blobs").toString(),
+                    // Lance's client and the Java SDK may name a newer API version than this Azurite knows.
+                    "--skipApiVersionCheck",
+                    "--silent"));
+            if (entraId) {
+                Path certificate = data.resolve("azurite.pfx");
+                trustStore = data.resolve("azurite-trust.p12");
+                makeCertificate(certificate, trustStore);
+                command.addAll(
+                        List.of("--cert", certificate.toString(), "--pwd", TRUST_STORE_PASSWORD, "--oauth", "basic"));
+            }
+            process = new ProcessBuilder(command)
                     .redirectErrorStream(true)
                     .redirectOutput(logFile.toFile())
                     .start();
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start Azurite (" + main + ")", e);
         }
-        EmbeddedAzurite azurite = new EmbeddedAzurite(process, port, container, logFile);
+        EmbeddedAzurite azurite = new EmbeddedAzurite(process, port, container, logFile, trustStore);
         try {
             azurite.awaitReady(Duration.ofSeconds(60));
             azurite.createContainer(container);
@@ -167,9 +201,104 @@ public final class EmbeddedAzurite implements AutoCloseable {
         }
     }
 
-    /** The blob service URL, account included: {@code http://127.0.0.1:PORT/devstoreaccount1}. */
+    /** The blob service URL, account included: {@code http://127.0.0.1:PORT/devstoreaccount1} (https with TLS). */
     public String endpoint() {
-        return "http://127.0.0.1:" + port + "/" + ACCOUNT;
+        return (trustStore == null ? "http" : "https") + "://127.0.0.1:" + port + "/" + ACCOUNT;
+    }
+
+    /** The PKCS12 store (password {@link #TRUST_STORE_PASSWORD}) that trusts this server's certificate; null on HTTP. */
+    public Path trustStore() {
+        return trustStore;
+    }
+
+    /**
+     * A self-signed certificate for 127.0.0.1 (two days), as a PFX for Azurite and a trust store for its clients, made
+     * with the JDK's keytool.
+     */
+    private static void makeCertificate(Path certificate, Path trustStore) throws IOException {
+        Path keytool = Path.of(System.getProperty("java.home"), "bin", "keytool");
+        Path exported = certificate.resolveSibling("azurite.crt");
+        for (Path p : List.of(certificate, trustStore, exported)) {
+            Files.deleteIfExists(p);
+        }
+        String password = TRUST_STORE_PASSWORD;
+        runKeytool(List.of(
+                keytool.toString(),
+                "-genkeypair",
+                "-alias",
+                "azurite",
+                "-keyalg",
+                "RSA",
+                "-keysize",
+                "2048",
+                "-validity",
+                "2",
+                "-dname",
+                "CN=127.0.0.1",
+                "-ext",
+                "SAN=IP:127.0.0.1,DNS:localhost",
+                "-keystore",
+                certificate.toString(),
+                "-storetype",
+                "PKCS12",
+                "-storepass",
+                password));
+        runKeytool(List.of(
+                keytool.toString(),
+                "-exportcert",
+                "-rfc",
+                "-alias",
+                "azurite",
+                "-keystore",
+                certificate.toString(),
+                "-storepass",
+                password,
+                "-file",
+                exported.toString()));
+        runKeytool(List.of(
+                keytool.toString(),
+                "-importcert",
+                "-noprompt",
+                "-alias",
+                "azurite",
+                "-file",
+                exported.toString(),
+                "-keystore",
+                trustStore.toString(),
+                "-storetype",
+                "PKCS12",
+                "-storepass",
+                password));
+    }
+
+    private static void runKeytool(List<String> command) throws IOException {
+        Process keytool = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(keytool.getInputStream().readAllBytes());
+        try {
+            if (keytool.waitFor() != 0) {
+                throw new IllegalStateException("keytool failed: " + output);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static javax.net.ssl.SSLContext trusting(Path trustStore) {
+        try (java.io.InputStream in = Files.newInputStream(trustStore)) {
+            java.security.KeyStore store = java.security.KeyStore.getInstance("PKCS12");
+            store.load(in, TRUST_STORE_PASSWORD.toCharArray());
+            javax.net.ssl.TrustManagerFactory trust = javax.net.ssl.TrustManagerFactory.getInstance(
+                    javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+            trust.init(store);
+            javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+            context.init(null, trust.getTrustManagers(), null);
+            return context;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException("Cannot trust " + trustStore, e);
+        }
     }
 
     public String container() {

@@ -2,6 +2,7 @@ package dev.rolloutingest.table.storage;
 
 import com.azure.core.credential.AccessToken;
 import com.azure.core.credential.TokenCredential;
+import com.azure.core.exception.AzureException;
 import com.azure.core.http.HttpClient;
 import com.azure.core.http.jdk.httpclient.JdkHttpClientBuilder;
 import com.azure.core.util.BinaryData;
@@ -147,7 +148,7 @@ final class AzureObjectStore implements ObjectStore {
                     entries.putIfAbsent(name, new Entry(name, false));
                 }
             }
-        } catch (BlobStorageException e) {
+        } catch (AzureException e) {
             throw failure("listing " + folder, e);
         }
         return new ArrayList<>(entries.values());
@@ -163,7 +164,7 @@ final class AzureObjectStore implements ObjectStore {
                     paths.add(item.getName().substring(folderKey.length()));
                 }
             }
-        } catch (BlobStorageException e) {
+        } catch (AzureException e) {
             throw failure("listing " + folder, e);
         }
         return paths;
@@ -173,7 +174,7 @@ final class AzureObjectStore implements ObjectStore {
     public void put(String path, byte[] bytes) {
         try {
             container.getBlobClient(key(path)).upload(BinaryData.fromBytes(bytes), true);
-        } catch (BlobStorageException e) {
+        } catch (AzureException e) {
             throw failure("writing " + path, e);
         }
     }
@@ -186,6 +187,8 @@ final class AzureObjectStore implements ObjectStore {
             if (e.getErrorCode() == BlobErrorCode.BLOB_NOT_FOUND) {
                 return null;
             }
+            throw failure("reading " + path, e);
+        } catch (AzureException e) {
             throw failure("reading " + path, e);
         }
     }
@@ -211,7 +214,7 @@ final class AzureObjectStore implements ObjectStore {
             if (status != CopyStatusType.SUCCESS) {
                 throw new IllegalStateException("Copy of " + from + " to " + to + " ended " + status);
             }
-        } catch (BlobStorageException e) {
+        } catch (AzureException e) {
             throw failure("copying " + from + " to " + to, e);
         }
     }
@@ -230,7 +233,7 @@ final class AzureObjectStore implements ObjectStore {
             for (String name : names) {
                 container.getBlobClient(name).deleteIfExists();
             }
-        } catch (BlobStorageException e) {
+        } catch (AzureException e) {
             throw failure("deleting " + path, e);
         }
     }
@@ -239,7 +242,8 @@ final class AzureObjectStore implements ObjectStore {
         return (int) name.chars().filter(c -> c == '/').count();
     }
 
-    private RolloutTableException failure(String what, BlobStorageException e) {
+    /** A refused request or credential (the chain found none, its token was refused): the store's failure. */
+    private RolloutTableException failure(String what, AzureException e) {
         return new RolloutTableException.StorageAccess(tableUri, what, e);
     }
 
