@@ -15,9 +15,9 @@ public final class StorageErrors {
     private static final Pattern SAS_SIGNATURE = Pattern.compile("(?i)(sig=)[^&\\s\"']+");
 
     /** A typed error for {@code what} failing on the table at {@code uri}. */
-    public static RolloutTableException classify(String uri, String what, RuntimeException e) {
+    public static RolloutTableException classify(String uri, String what, Exception e) {
         String message = redact(String.valueOf(e.getMessage()));
-        RuntimeException cause = message.equals(String.valueOf(e.getMessage())) ? e : redacted(e, message);
+        Throwable cause = redactedChain(e);
         if (message.contains("403")
                 || message.contains("SignatureDoesNotMatch")
                 || message.contains("NoSuchBucket")
@@ -36,9 +36,20 @@ public final class StorageErrors {
         return SAS_SIGNATURE.matcher(text).replaceAll("$1REDACTED");
     }
 
-    /** The same failure, its text redacted, so no stack trace printed later shows the signature either. */
-    private static RuntimeException redacted(RuntimeException e, String message) {
-        RuntimeException copy = new RuntimeException(e.getClass().getName() + ": " + message, e.getCause());
+    /**
+     * The failure as it is when no text of its chain holds a signature; else copies of it whose texts are redacted,
+     * so no stack trace printed later shows the signature either.
+     */
+    private static Throwable redactedChain(Throwable e) {
+        if (e == null) {
+            return null;
+        }
+        Throwable cause = e.getCause() == e ? null : redactedChain(e.getCause());
+        String text = String.valueOf(e.getMessage());
+        if (redact(text).equals(text) && cause == e.getCause()) {
+            return e;
+        }
+        RuntimeException copy = new RuntimeException(e.getClass().getName() + ": " + redact(text), cause);
         copy.setStackTrace(e.getStackTrace());
         return copy;
     }

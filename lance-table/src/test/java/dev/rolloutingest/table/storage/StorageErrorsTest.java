@@ -21,6 +21,15 @@ class StorageErrorsTest {
     }
 
     @Test
+    void aSignatureInACauseOfTheFailureIsRedactedToo() {
+        Exception lance = new java.io.IOException(
+                "cleanup failed", new RuntimeException("POST http://h/c?comp=batch&sig=S3cr%2Bt%3D: 500"));
+        StringWriter trace = new StringWriter();
+        StorageErrors.classify("az://c/t", "cleaning up", lance).printStackTrace(new PrintWriter(trace));
+        assertThat(trace.toString()).contains("sig=REDACTED").doesNotContain("S3cr");
+    }
+
+    @Test
     void azuresAuthenticationFailuresAreStorageAccessErrors() {
         assertThat(StorageErrors.classify("az://c/t", "listing", new RuntimeException("AuthenticationFailed")))
                 .isInstanceOf(RolloutTableException.StorageAccess.class);
