@@ -40,9 +40,6 @@ public final class EmbeddedAzurite implements AutoCloseable {
 
     private static final String API_VERSION = "2021-08-06";
 
-    /** The password of the run's certificate and trust store: made for one test run, guarding nothing. */
-    public static final String TRUST_STORE_PASSWORD = "azurite-test";
-
     private final Process process;
     private final Thread reaper;
     private final int port;
@@ -51,7 +48,13 @@ public final class EmbeddedAzurite implements AutoCloseable {
     private final Path trustStore;
     private final HttpClient http;
 
-    private EmbeddedAzurite(Process process, int port, String container, Path logFile, Path trustStore) {
+    private EmbeddedAzurite(
+            Process process,
+            int port,
+            String container,
+            Path logFile,
+            SelfSignedCertificate certificate,
+            Path trustStore) {
         this.process = process;
         this.reaper = ChildProcesses.reapOnExit(process, "azurite-reaper");
         this.port = port;
@@ -59,8 +62,8 @@ public final class EmbeddedAzurite implements AutoCloseable {
         this.logFile = logFile;
         this.trustStore = trustStore;
         HttpClient.Builder http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5));
-        if (trustStore != null) {
-            http.sslContext(trusting(trustStore));
+        if (certificate != null) {
+            http.sslContext(certificate.trustingContext());
         }
         this.http = http.build();
     }
@@ -89,6 +92,7 @@ public final class EmbeddedAzurite implements AutoCloseable {
         int port = FreePorts.next();
         Path data = dataDir.toAbsolutePath();
         Path logFile = data.resolve("azurite.log");
+        SelfSignedCertificate certificate = null;
         Path trustStore = null;
         Process process;
         try {
@@ -106,11 +110,15 @@ public final class EmbeddedAzurite implements AutoCloseable {
                     "--skipApiVersionCheck",
                     "--silent"));
             if (entraId) {
-                Path certificate = data.resolve("azurite.pfx");
-                trustStore = data.resolve("azurite-trust.p12");
-                makeCertificate(certificate, trustStore);
-                command.addAll(
-                        List.of("--cert", certificate.toString(), "--pwd", TRUST_STORE_PASSWORD, "--oauth", "basic"));
+                certificate = SelfSignedCertificate.create(data.resolve("azurite.pfx"));
+                trustStore = certificate.writeTrustStore(data.resolve("azurite-trust.p12"));
+                command.addAll(List.of(
+                        "--cert",
+                        certificate.keystore().toString(),
+                        "--pwd",
+                        SelfSignedCertificate.PASSWORD,
+                        "--oauth",
+                        "basic"));
             }
             process = new ProcessBuilder(command)
                     .redirectErrorStream(true)
@@ -119,7 +127,7 @@ public final class EmbeddedAzurite implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start Azurite (" + main + ")", e);
         }
-        EmbeddedAzurite azurite = new EmbeddedAzurite(process, port, container, logFile, trustStore);
+        EmbeddedAzurite azurite = new EmbeddedAzurite(process, port, container, logFile, certificate, trustStore);
         try {
             azurite.awaitReady(Duration.ofSeconds(60));
             azurite.createContainer(container);
@@ -206,99 +214,9 @@ public final class EmbeddedAzurite implements AutoCloseable {
         return (trustStore == null ? "http" : "https") + "://127.0.0.1:" + port + "/" + ACCOUNT;
     }
 
-    /** The PKCS12 store (password {@link #TRUST_STORE_PASSWORD}) that trusts this server's certificate; null on HTTP. */
+    /** The PKCS12 store (password {@link SelfSignedCertificate#PASSWORD}) trusting this server; null on HTTP. */
     public Path trustStore() {
         return trustStore;
-    }
-
-    /**
-     * A self-signed certificate for 127.0.0.1 (two days), as a PFX for Azurite and a trust store for its clients, made
-     * with the JDK's keytool.
-     */
-    private static void makeCertificate(Path certificate, Path trustStore) throws IOException {
-        Path keytool = Path.of(System.getProperty("java.home"), "bin", "keytool");
-        Path exported = certificate.resolveSibling("azurite.crt");
-        for (Path p : List.of(certificate, trustStore, exported)) {
-            Files.deleteIfExists(p);
-        }
-        String password = TRUST_STORE_PASSWORD;
-        runKeytool(List.of(
-                keytool.toString(),
-                "-genkeypair",
-                "-alias",
-                "azurite",
-                "-keyalg",
-                "RSA",
-                "-keysize",
-                "2048",
-                "-validity",
-                "2",
-                "-dname",
-                "CN=127.0.0.1",
-                "-ext",
-                "SAN=IP:127.0.0.1,DNS:localhost",
-                "-keystore",
-                certificate.toString(),
-                "-storetype",
-                "PKCS12",
-                "-storepass",
-                password));
-        runKeytool(List.of(
-                keytool.toString(),
-                "-exportcert",
-                "-rfc",
-                "-alias",
-                "azurite",
-                "-keystore",
-                certificate.toString(),
-                "-storepass",
-                password,
-                "-file",
-                exported.toString()));
-        runKeytool(List.of(
-                keytool.toString(),
-                "-importcert",
-                "-noprompt",
-                "-alias",
-                "azurite",
-                "-file",
-                exported.toString(),
-                "-keystore",
-                trustStore.toString(),
-                "-storetype",
-                "PKCS12",
-                "-storepass",
-                password));
-    }
-
-    private static void runKeytool(List<String> command) throws IOException {
-        Process keytool = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String output = new String(keytool.getInputStream().readAllBytes());
-        try {
-            if (keytool.waitFor() != 0) {
-                throw new IllegalStateException("keytool failed: " + output);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
-    }
-
-    private static javax.net.ssl.SSLContext trusting(Path trustStore) {
-        try (java.io.InputStream in = Files.newInputStream(trustStore)) {
-            java.security.KeyStore store = java.security.KeyStore.getInstance("PKCS12");
-            store.load(in, TRUST_STORE_PASSWORD.toCharArray());
-            javax.net.ssl.TrustManagerFactory trust = javax.net.ssl.TrustManagerFactory.getInstance(
-                    javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
-            trust.init(store);
-            javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
-            context.init(null, trust.getTrustManagers(), null);
-            return context;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } catch (java.security.GeneralSecurityException e) {
-            throw new IllegalStateException("Cannot trust " + trustStore, e);
-        }
     }
 
     public String container() {

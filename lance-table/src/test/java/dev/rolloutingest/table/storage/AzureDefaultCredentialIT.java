@@ -6,6 +6,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.rolloutingest.embedded.AzuriteInstall;
 import dev.rolloutingest.embedded.ChildJvm;
 import dev.rolloutingest.embedded.EmbeddedAzurite;
+import dev.rolloutingest.embedded.SelfSignedCertificate;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -96,7 +97,7 @@ class AzureDefaultCredentialIT {
                 env,
                 log,
                 "-Djavax.net.ssl.trustStore=" + azurite.trustStore(),
-                "-Djavax.net.ssl.trustStorePassword=" + EmbeddedAzurite.TRUST_STORE_PASSWORD,
+                "-Djavax.net.ssl.trustStorePassword=" + SelfSignedCertificate.PASSWORD,
                 "-Djavax.net.ssl.trustStoreType=PKCS12")) {
             int exit = jvm.waitFor(180);
             return Map.entry(exit, Files.readString(log));
