@@ -25,12 +25,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Azure store with no key, SAS or token in its options takes its credential from the default Azure chain: here
- * the managed identity an App Service or Functions host offers its apps (IDENTITY_ENDPOINT, IDENTITY_HEADER), served
- * on loopback, its Entra ID token checked by Azurite on HTTPS. Each run is a JVM of its own: the chain reads the
- * process environment.
+ * Entra ID on Azurite over HTTPS (Azurite checks each token's issuer, audience and lifetime): the Azure store with no
+ * key, SAS or token in its options takes its credential from the default Azure chain, here the managed identity an
+ * App Service or Functions host offers its apps (IDENTITY_ENDPOINT, IDENTITY_HEADER) served on loopback; a token given
+ * as azure_storage_token carries a whole table cycle, lance-core included. Each run is a JVM of its own: the chain
+ * reads the process environment, and the JVM's trust store is set at its start.
  */
-class AzureDefaultCredentialIT {
+class AzureEntraIdIT {
     private static final Path ROOT = Path.of("target", "it-azure-entra").toAbsolutePath();
     private static final String IDENTITY_HEADER = "identity-header-" + UUID.randomUUID();
 
@@ -89,13 +90,19 @@ class AzureDefaultCredentialIT {
 
     /** Runs {@link AzureStoreProbe} in a JVM of its own with {@code env}; returns its exit code and output. */
     private static Map.Entry<Integer, String> probe(String name, Map<String, String> env) throws Exception {
+        return run(AzureStoreProbe.class, name, List.of(azurite.endpoint(), "az://rollouts/" + name), env);
+    }
+
+    private static Map.Entry<Integer, String> run(
+            Class<?> main, String name, List<String> args, Map<String, String> env) throws Exception {
         Path log = ROOT.resolve(name + ".log");
         Files.deleteIfExists(log);
         try (ChildJvm jvm = ChildJvm.start(
-                AzureStoreProbe.class,
-                List.of(azurite.endpoint(), "az://rollouts/" + name),
+                main,
+                args,
                 env,
                 log,
+                "-Djava.io.tmpdir=" + System.getProperty("java.io.tmpdir"),
                 "-Djavax.net.ssl.trustStore=" + azurite.trustStore(),
                 "-Djavax.net.ssl.trustStorePassword=" + SelfSignedCertificate.PASSWORD,
                 "-Djavax.net.ssl.trustStoreType=PKCS12")) {
@@ -117,6 +124,19 @@ class AzureDefaultCredentialIT {
         assertThat(run.getValue()).contains("probe read [1, 2], left [data/copied]");
         assertThat(tokenRequests).as("the token was asked for Azure Storage").anySatisfy(q -> assertThat(q)
                 .contains("resource=https://storage.azure.com"));
+    }
+
+    /** A token given in the options (azure_storage_token) carries lance-core and the project's files alike. */
+    @Test
+    void aBearerTokenInTheOptionsCarriesAWholeTableCycleOnHttps() throws Exception {
+        String name = "token-" + UUID.randomUUID();
+        Map.Entry<Integer, String> run = run(
+                dev.rolloutingest.table.AzureTableProbe.class,
+                name,
+                List.of(azurite.endpoint(), "az://rollouts/" + name, entraToken(System.currentTimeMillis() / 1000)),
+                Map.of());
+        assertThat(run.getKey()).as(run.getValue()).isZero();
+        assertThat(run.getValue()).contains("probe rows 15, pending 0, collected 3");
     }
 
     /**
