@@ -47,6 +47,9 @@ final class AzureObjectStore implements ObjectStore {
 
     private static final Duration COPY_WAIT = Duration.ofMinutes(5);
 
+    /** One JDK HTTP client (thread-safe, one selector thread) for every table's store and credential in the JVM. */
+    private static final HttpClient HTTP = new JdkHttpClientBuilder().build();
+
     private final BlobContainerClient container;
     private final AzureOptions options;
     private final String tableUri;
@@ -54,9 +57,8 @@ final class AzureObjectStore implements ObjectStore {
     AzureObjectStore(AzureOptions options, String tableUri) {
         this.options = options;
         this.tableUri = tableUri;
-        HttpClient http = new JdkHttpClientBuilder().build();
         BlobServiceClientBuilder builder =
-                new BlobServiceClientBuilder().endpoint(options.endpoint()).httpClient(http);
+                new BlobServiceClientBuilder().endpoint(options.endpoint()).httpClient(HTTP);
         AzureOptions.Credential credential = options.credential();
         if (credential instanceof AzureOptions.AccountKey key) {
             builder.credential(new StorageSharedKeyCredential(options.account(), key.key()));
@@ -65,7 +67,7 @@ final class AzureObjectStore implements ObjectStore {
         } else if (credential instanceof AzureOptions.BearerToken token) {
             builder.credential(staticToken(token.token()));
         } else {
-            builder.credential(entraId((AzureOptions.EntraId) credential, http));
+            builder.credential(entraId((AzureOptions.EntraId) credential, HTTP));
         }
         this.container = builder.buildClient().getBlobContainerClient(options.container());
     }
