@@ -70,7 +70,8 @@ public final class CommonKeys {
                         "",
                         null,
                         HIGH,
-                        "Lance table of a one-table deployment: a local path or s3://bucket/prefix; storage options as"
+                        "Lance table of a one-table deployment: a local path, s3://bucket/prefix, az://container/prefix or"
+                                + " abfss://container@account.dfs.core.windows.net/prefix; storage options as"
                                 + " rollout.table.storage.<option>. Set this or " + TABLES_ROOT)
                 .define(
                         TABLES_ROOT,
@@ -78,8 +79,8 @@ public final class CommonKeys {
                         "",
                         null,
                         HIGH,
-                        "Root of a catalog of many tables (a local path or s3://bucket/prefix): table NAME is the Lance"
-                                + " dataset at <root>/NAME, created on its first record; records are routed to tables by"
+                        "Root of a catalog of many tables (a local path, s3://bucket/prefix, az:// or abfss://): table"
+                                + " NAME is the Lance dataset at <root>/NAME, created on its first record; records are routed to tables by"
                                 + " rollout.table.route. Set this or " + TABLE_URI)
                 .define(
                         TABLES_MAX,

@@ -112,6 +112,11 @@ class IngestConfigTest {
         assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("ROLLOUT_TABLE_URI", "gs://bucket/t")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("rollout.table.uri");
+        assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("ROLLOUT_TABLE_URI", "az://container/t")))
+                .as("an Azure table whose account nothing names")
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.table.uri")
+                .hasMessageContaining("azure_storage_account_name");
         assertThatThrownBy(() -> IngestConfig.load(required(), Map.of("SCHEMA_REGISTRY_URL", "registry:8081")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("schema.registry.url");

@@ -268,7 +268,7 @@ public final class TableSettings {
                         MEDIUM,
                         "A generation all of whose rows are appended (every key new to the base and to the round)"
                                 + " becomes a base fragment as it is: its data files are hard-linked (local disk) or"
-                                + " copied server-side (S3) into the base instead of written again. false = its rows"
+                                + " copied server-side (S3, Azure) into the base instead of written again. false = its rows"
                                 + " are written")
                 .define(
                         MERGE_ADOPT_MIN_ROWS,

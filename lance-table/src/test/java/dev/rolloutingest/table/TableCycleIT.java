@@ -39,14 +39,21 @@ class TableCycleIT {
     }
 
     static Stream<String> stores() {
-        return Stream.of("local", "s3");
+        return Stream.of("local", "s3", "s3-temporary-credentials");
     }
 
     private static TableLocation location(String store) {
         String name = "cycle-" + UUID.randomUUID();
-        return store.equals("s3")
-                ? new TableLocation(s3.uri(name), s3.lanceStorageOptions())
-                : TableLocation.local(freshDir(name));
+        return switch (store) {
+            case "s3" -> new TableLocation(s3.uri(name), s3.lanceStorageOptions());
+            case "s3-temporary-credentials" -> {
+                // S3Proxy checks the signature, which covers the token (S3CredentialsTest shows it is sent).
+                Map<String, String> temporary = new HashMap<>(s3.lanceStorageOptions());
+                temporary.put("aws_session_token", "session-token-of-an-assumed-role");
+                yield new TableLocation(s3.uri(name), temporary);
+            }
+            default -> TableLocation.local(freshDir(name));
+        };
     }
 
     @ParameterizedTest

@@ -1,6 +1,7 @@
 package dev.rolloutingest.launcher;
 
 import dev.rolloutingest.embedded.ApicurioRegistry;
+import dev.rolloutingest.embedded.EmbeddedAzurite;
 import dev.rolloutingest.embedded.EmbeddedKafka;
 import dev.rolloutingest.embedded.EmbeddedS3;
 import dev.rolloutingest.embedded.FileTrees;
@@ -32,7 +33,7 @@ import picocli.CommandLine.Option;
 
 /**
  * The embedded default: a real KRaft broker, a real schema registry (Apicurio, child process) and a table
- * store (local disk, or a real S3 API with --s3), both apps and the read API, all on loopback; publishes
+ * store (local disk, a real S3 API with --s3, or Azure's blob API on Azurite with --azure), both apps and the read API, all on loopback; publishes
  * rollouts and shows them land, merge and become readable.
  *
  * <p>Over 300 lines because it is the embedded default's whole script: services, apps, producer, progress, summary.
@@ -72,6 +73,12 @@ final class DemoCommand implements Callable<Integer> {
     boolean s3;
 
     @Option(
+            names = "--azure",
+            description = "Keep the table in an embedded Azure Blob Storage emulator (Azurite, installed from npm on"
+                    + " first use; needs node and npm) instead of on local disk")
+    boolean azure;
+
+    @Option(
             names = "--tables",
             defaultValue = "1",
             description = "Route rollouts of this many experiments (demo-0, demo-1, ...) to a table each under one root"
@@ -94,6 +101,9 @@ final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException(
                     "--records, --partitions and --tables must be >= 1, --payload-bytes >= 0");
         }
+        if (s3 && azure) {
+            throw new IllegalArgumentException("--s3 and --azure each choose the table's store: give one");
+        }
         boolean many = tables > 1;
         Path dir = prepare(dataDir.toAbsolutePath());
         List<AutoCloseable> open = new ArrayList<>();
@@ -112,6 +122,12 @@ final class DemoCommand implements Callable<Integer> {
                 table.put(where, store.uri(folder));
                 store.lanceStorageOptions().forEach((k, v) -> table.put("rollout.table.storage." + k, v));
                 say("%s on the S3 API at %s: %s", folder, store.endpoint(), store.uri(folder));
+            } else if (azure) {
+                say("starting Azurite (Azure Blob Storage emulator; installed from npm on first use) ...");
+                EmbeddedAzurite store = remember(open, EmbeddedAzurite.start(dir.resolve("azure"), "rollouts"));
+                table.put(where, store.uri(folder));
+                store.lanceStorageOptions().forEach((k, v) -> table.put("rollout.table.storage." + k, v));
+                say("%s on the Azure Blob API at %s: %s", folder, store.endpoint(), store.uri(folder));
             } else {
                 table.put(where, dir.resolve(folder).toString());
                 say("%s on local disk: %s", folder, dir.resolve(folder));

@@ -18,7 +18,9 @@ final class TableOptions {
     @Option(
             names = "--table",
             required = true,
-            description = "The table: its URI (a local path or s3://bucket/prefix), or its name under --root")
+            description =
+                    "The table: its URI (a local path, s3://bucket/prefix, az://container/prefix or abfss://...), or its"
+                            + " name under --root")
     String table;
 
     @Option(

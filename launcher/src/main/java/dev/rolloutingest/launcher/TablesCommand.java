@@ -21,7 +21,8 @@ final class TablesCommand implements Callable<Integer> {
     @Option(
             names = "--root",
             required = true,
-            description = "The root of the tables: a local path or s3://bucket/prefix")
+            description =
+                    "The root of the tables: a local path, s3://bucket/prefix, az://container/prefix or abfss://...")
     String root;
 
     @Option(names = "--storage", description = "Lance storage option, repeatable: aws_endpoint=http://...")

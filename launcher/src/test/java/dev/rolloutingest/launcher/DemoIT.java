@@ -2,6 +2,7 @@ package dev.rolloutingest.launcher;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.rolloutingest.embedded.AzuriteInstall;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -10,6 +11,7 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
 
@@ -103,6 +105,21 @@ class DemoIT {
     void theDemoRunsWithTheTableOnTheEmbeddedS3Api() throws Exception {
         Map<String, String> summary = runDemo("s3", "--s3");
         assertThat(summary.get("table")).startsWith("s3://rollouts/");
+        assertThat(summary)
+                .containsEntry("readable", "400")
+                .containsEntry("pending", "0")
+                .containsEntry("base_rows", "400");
+    }
+
+    @Test
+    void theDemoRunsWithTheTableOnAzuriteFromNpm() throws Exception {
+        try {
+            AzuriteInstall.blobMain(); // installed here, so the demo's own start measures only its run
+        } catch (AzuriteInstall.Unavailable e) {
+            Assumptions.abort("Azure demo skipped: " + e.getMessage());
+        }
+        Map<String, String> summary = runDemo("azure", "--azure");
+        assertThat(summary.get("table")).startsWith("az://rollouts/");
         assertThat(summary)
                 .containsEntry("readable", "400")
                 .containsEntry("pending", "0")

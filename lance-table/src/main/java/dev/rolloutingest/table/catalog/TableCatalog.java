@@ -215,7 +215,9 @@ public final class TableCatalog implements AutoCloseable {
         if (tableUri == null) {
             return Optional.empty();
         }
-        String uri = new TableLocation(tableUri, Map.of()).uri();
+        // The catalog's own options: a URI alone may not name its store's account (az://container/...).
+        Map<String, String> options = isSingle() ? open.get(SINGLE).location().storageOptions() : root.storageOptions();
+        String uri = new TableLocation(tableUri, options).uri();
         if (isSingle()) {
             return uri.equals(uri()) ? Optional.of(SINGLE) : Optional.empty();
         }

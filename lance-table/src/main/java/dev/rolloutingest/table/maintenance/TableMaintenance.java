@@ -12,6 +12,7 @@ import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
+import dev.rolloutingest.table.storage.StorageErrors;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -369,6 +370,8 @@ public final class TableMaintenance {
                     .withErrorIfTaggedOldVersions(false)
                     .build());
             return removed.getOldVersions();
+        } catch (Exception e) { // lance-core throws its store errors as undeclared IOExceptions too
+            throw StorageErrors.classify(lance.location().uri(), "cleaning up old versions", e);
         }
     }
 

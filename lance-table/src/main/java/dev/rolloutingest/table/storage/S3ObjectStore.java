@@ -8,6 +8,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.sync.RequestBody;
@@ -25,7 +27,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
  * The S3 object store, configured from the same storage options Lance takes, so one set of settings
- * serves both. A non-recursive listing is one LIST request per 1,000 children.
+ * serves both: static keys (with {@code aws_session_token} for temporary ones) or the default AWS chain. A non-recursive listing is one LIST request per 1,000 children.
  */
 final class S3ObjectStore implements ObjectStore {
     private final S3Client s3;
@@ -48,13 +50,36 @@ final class S3ObjectStore implements ObjectStore {
         if (options.containsKey("aws_endpoint")) {
             builder.endpointOverride(URI.create(options.get("aws_endpoint")));
         }
-        if (options.containsKey("aws_access_key_id")) {
-            builder.credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(
-                    options.get("aws_access_key_id"), options.getOrDefault("aws_secret_access_key", ""))));
-        } else {
-            builder.credentialsProvider(DefaultCredentialsProvider.builder().build());
-        }
+        builder.credentialsProvider(credentials(options));
         this.s3 = builder.build();
+    }
+
+    /**
+     * The keys the options give (with a session token for temporary credentials), else the default AWS chain: env,
+     * system properties, web identity (IRSA, through STS), profiles, container and instance roles. Option names and
+     * aliases are Lance's (object_store's).
+     */
+    static AwsCredentialsProvider credentials(Map<String, String> options) {
+        String keyId = first(options, "aws_access_key_id", "access_key_id");
+        if (keyId == null) {
+            return DefaultCredentialsProvider.builder().build();
+        }
+        String secret = first(options, "aws_secret_access_key", "secret_access_key");
+        String token = first(options, "aws_session_token", "aws_token", "session_token", "token");
+        return StaticCredentialsProvider.create(
+                token == null
+                        ? AwsBasicCredentials.create(keyId, secret == null ? "" : secret)
+                        : AwsSessionCredentials.create(keyId, secret == null ? "" : secret, token));
+    }
+
+    private static String first(Map<String, String> options, String... names) {
+        for (String name : names) {
+            String value = options.get(name);
+            if (value != null && !value.isBlank()) {
+                return value.trim();
+            }
+        }
+        return null;
     }
 
     private String key(String path) {
