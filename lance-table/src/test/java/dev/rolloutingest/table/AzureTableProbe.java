@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import dev.rolloutingest.table.merge.MergeRequest;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.Map;
@@ -30,13 +31,13 @@ public final class AzureTableProbe {
                 TableFixtures.write(table, 0, g * 10L, g * 10L + 9, 15);
             }
             String shard = ShardId.of(TableFixtures.TOPIC, 0);
-            while (table.mergePass(shard, 2, 0).mergedAnything()) {
+            while (table.merges().pass(MergeRequest.of(shard).limits(2, 0)).mergedAnything()) {
                 // drain in bounded passes
             }
             Thread.sleep(50);
             int collected = table.collectGarbage(Duration.ofMillis(10)).deletedGenerations();
             System.out.println("probe rows " + table.countRows() + ", pending "
-                    + table.pendingGenerations(shard).size() + ", collected " + collected);
+                    + table.generations().pending(shard).size() + ", collected " + collected);
         } catch (Exception e) {
             e.printStackTrace(System.out);
             System.exit(1);

@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import dev.rolloutingest.table.merge.MergeRequest;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.rows;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -96,7 +97,7 @@ class TableOnAzureIT {
             for (int g = 0; g < 5; g++) {
                 var rows = rows(p, g * 20L, g * 20L + 19, 30);
                 rows.forEach(r -> r.rollout().setRecordId(r.rollout().getRecordId() + "-p" + r.sourcePartition()));
-                table.writeGeneration(TOPIC, p, g * 20L, g * 20L + 19, rows, 2000);
+                table.generations().write(TOPIC, p, g * 20L, g * 20L + 19, rows, 2000);
             }
         }
     }
@@ -114,28 +115,28 @@ class TableOnAzureIT {
                     .as("seal files on the server")
                     .filteredOn(n -> n.startsWith(SealedGeneration.SEALS_DIR + "/"))
                     .hasSize(10);
-            assertThat(table.shards()).containsExactlyInAnyOrder(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
-            assertThat(table.pendingGenerations(ShardId.of(TOPIC, 0))).hasSize(5);
+            assertThat(table.generations().shards()).containsExactlyInAnyOrder(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
+            assertThat(table.generations().pending(ShardId.of(TOPIC, 0))).hasSize(5);
             assertThat(table.countRows()).isEqualTo(60);
             assertThat(table.get("exp-5-p1").orElseThrow().sourceOffset()).isEqualTo(95);
 
-            table.mergePass(ShardId.of(TOPIC, 0), 1, 0); // the first generation of a shard: every key new
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(1, 0)); // the first generation of a shard: every key new
             assertThat(meters.get("rollout.merge.rows")
                             .tag("path", "adopt")
                             .counter()
                             .count())
                     .as("a whole generation became a base fragment by a server-side copy")
                     .isGreaterThan(0);
-            for (String shard : table.shards()) {
-                while (table.mergePass(shard, 3, 0).mergedAnything()) {
+            for (String shard : table.generations().shards()) {
+                while (table.merges().pass(MergeRequest.of(shard).limits(3, 0)).mergedAnything()) {
                     // drain in bounded passes
                 }
             }
-            var snapshot = table.snapshots().create("train-1", Cut.everythingSealed(TOPIC), 8, 0);
+            var snapshot = table.snapshots().create("train-1", Cut.everythingSealed(TOPIC));
             assertThat(snapshot.rows()).isEqualTo(60);
 
             write(table, 0, 100, 119, "late-");
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             table.compact(1_000_000);
             table.optimizeKeyIndex();
         }
@@ -149,8 +150,8 @@ class TableOnAzureIT {
                 .noneMatch(n -> n.startsWith(SealedGeneration.SEALS_DIR + "/"))
                 .noneMatch(n -> n.startsWith(SealedGeneration.MEM_WAL_DIR + "/"));
         try (RolloutTable table = RolloutTable.open(location, settings(), new SimpleMeterRegistry())) {
-            for (String shard : table.shards()) {
-                assertThat(table.pendingGenerations(shard)).isEmpty();
+            for (String shard : table.generations().shards()) {
+                assertThat(table.generations().pending(shard)).isEmpty();
             }
             assertThat(table.get("exp-5-p1").orElseThrow().sourceOffset()).isEqualTo(95);
             assertThat(table.list(ListQuery.all(100))).hasSize(80);
@@ -178,7 +179,7 @@ class TableOnAzureIT {
     private static void write(RolloutTable table, int partition, long first, long last, String idPrefix) {
         var rows = rows(partition, first, last, 1_000);
         rows.forEach(r -> r.rollout().setRecordId(idPrefix + r.sourceOffset()));
-        table.writeGeneration(TOPIC, partition, first, last, rows, 2000);
+        table.generations().write(TOPIC, partition, first, last, rows, 2000);
     }
 
     /** Every blob name below a table, as the server lists them. */
@@ -224,7 +225,7 @@ class TableOnAzureIT {
                 options);
         try (RolloutTable table = RolloutTable.createOrOpen(adls, settings(), new SimpleMeterRegistry())) {
             writeTwoShards(table);
-            table.mergePass(ShardId.of(TOPIC, 0), 8, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             assertThat(table.countRows()).isEqualTo(60);
         }
         // The same table through az://: one container, one path.
@@ -233,7 +234,7 @@ class TableOnAzureIT {
                 settings(),
                 new SimpleMeterRegistry())) {
             assertThat(same.countRows()).isEqualTo(60);
-            assertThat(same.pendingGenerations(ShardId.of(TOPIC, 1))).hasSize(5);
+            assertThat(same.generations().pending(ShardId.of(TOPIC, 1))).hasSize(5);
         }
     }
 
