@@ -3,7 +3,7 @@ package dev.rolloutingest.bench;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.TableLocation;
-import dev.rolloutingest.table.maintenance.TableMaintenance;
+import dev.rolloutingest.table.maintenance.KeyIndex;
 import dev.rolloutingest.table.merge.MergeJoin;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.RolloutRow;
@@ -98,7 +98,7 @@ public final class MergeJoinBench {
             }
         }
         try (Dataset base = Dataset.open(uri, allocator)) {
-            TableMaintenance.createKeyIndex(base, true);
+            KeyIndex.create(base, true);
         }
     }
 

@@ -6,14 +6,14 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.maintenance.TableMaintenance;
+import dev.rolloutingest.table.maintenance.KeyIndex;
 import dev.rolloutingest.table.merge.BaseKeys;
-import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.TableMerges;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.storage.BatchReader;
+import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -92,7 +92,7 @@ public final class MergeRoundBench {
                     .close();
             writeBase(location, baseRows);
             try (Dataset base = Dataset.open(location.uri(), allocator)) {
-                TableMaintenance.createKeyIndex(base, true);
+                KeyIndex.create(base, true);
             }
             out.printf(
                     "base of %,d rows written and indexed in %d s%n",
@@ -114,10 +114,10 @@ public final class MergeRoundBench {
                         for (int r = 0; r < rounds; r++) {
                             floorMs.add(plainAppend(location));
                         }
-                        table.optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
+                        table.maintenance().optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
                         round(table, baseRows, present);
-                        table.optimizeKeyIndex();
+                        table.maintenance().optimizeKeyIndex();
                         io.micrometer.core.instrument.Timer appendTimer = meters.get("rollout.merge.phase")
                                 .tag("phase", "append")
                                 .timer();
@@ -126,7 +126,8 @@ public final class MergeRoundBench {
                         List<Long> roundMs = new ArrayList<>();
                         List<Long> commitMs = new ArrayList<>();
                         for (int r = 0; r < rounds; r++) {
-                            table.optimizeKeyIndex(); // not timed: the merge-worker's upkeep, between rounds
+                            table.maintenance()
+                                    .optimizeKeyIndex(); // not timed: the merge-worker's upkeep, between rounds
                             long[] timed = round(table, baseRows, present);
                             roundMs.add(timed[0]);
                             commitMs.add(timed[1]);

@@ -124,7 +124,7 @@ final class ReadBench {
             }
         }
         table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
-        table.optimizeKeyIndex();
+        table.maintenance().optimizeKeyIndex();
         System.err.printf("built a %,d-row base in %.1f s%n", baseRows, (System.nanoTime() - started) / 1e9);
     }
 
@@ -154,7 +154,7 @@ final class ReadBench {
         for (int partition = 0; partition < shards; partition++) {
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, partition)).limits(0, 0));
         }
-        table.optimizeKeyIndex();
+        table.maintenance().optimizeKeyIndex();
     }
 
     /** Lookup latencies (ms) of random existing keys, after a warm-up; [0] and [1] = p50, p99; [2] = S3 ops per get. */

@@ -130,7 +130,7 @@ final class ScanBench {
             }
         }
         table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
-        table.compact(1_000_000);
+        table.maintenance().compact(1_000_000);
         System.err.printf("built a %,d-row base in %.1f s%n", baseRows, (System.nanoTime() - started) / 1e9);
     }
 

@@ -3,7 +3,6 @@ package dev.rolloutingest.table;
 import dev.rolloutingest.retry.Retry;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.GenerationWriter;
-import dev.rolloutingest.table.maintenance.KeyIndexTiers;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergeRound;
@@ -73,13 +72,11 @@ public final class RolloutTable implements AutoCloseable {
     private final TableMaintenance maintenance;
     private final LanceIo lance;
     private final TableSnapshots snapshots;
-    private final int mergeConflictRetries;
-    private volatile long lastUsedNanos = System.nanoTime();
+    private final ResidentMemory resident;
 
     private RolloutTable(TableLocation location, TableSettings settings, MeterRegistry meters, SharedByTables shared) {
         SharedLanceCache sharedCache = shared == null ? null : shared.cache();
         this.location = location;
-        this.mergeConflictRetries = settings.mergeConflictRetries();
         this.allocator = new RootAllocator();
         this.store = ObjectStores.open(location);
         this.lance = sharedCache == null
@@ -94,14 +91,16 @@ public final class RolloutTable implements AutoCloseable {
                 settings.readOpenGenerations(),
                 settings.readGenerationKeysBytes(),
                 settings.readGenerationColumnsBytes());
+        this.merge = new MergeRound(lance, store, catalog, settings, meters);
+        this.resident = new ResidentMemory(merge, readCatalog);
         this.generations = new TableGenerations(
-                lance, allocator, catalog, writer, readCatalog, settings.readRefreshMs(), this::touch);
+                lance, allocator, catalog, writer, readCatalog, settings.readRefreshMs(), resident::touch);
         this.reader = new LsmReader(lance, readCatalog, settings, meters);
         this.bulk = new BulkReads(lance, readCatalog, store, settings);
-        this.merge = new MergeRound(lance, store, catalog, settings, meters);
-        this.maintenance = new TableMaintenance(lance, store, catalog);
+        this.maintenance = new TableMaintenance(
+                lance, store, catalog, settings.mergeConflictRetries() + 1, readCatalog::invalidate);
         this.merges = TableMerges.of(location.uri(), merge, shared == null ? null : shared.merges(), settings, () -> {
-            touch();
+            resident.touch();
             readCatalog.invalidate();
         });
         this.snapshots = new TableSnapshots(lance, catalog, merges);
@@ -278,7 +277,7 @@ public final class RolloutTable implements AutoCloseable {
      * {@code topic}) is where a {@link #tail} goes on from.
      */
     public RowStream scan(ScanQuery query, String topic) {
-        touch();
+        resident.touch();
         return bulk.scan(query, topic);
     }
 
@@ -293,7 +292,7 @@ public final class RolloutTable implements AutoCloseable {
      * stream's cursor is the next one. See {@link BulkReads#tail}.
      */
     public RowStream tail(TailCursor from, String topic, ScanQuery query, long maxOffsets) {
-        touch();
+        resident.touch();
         return bulk.tail(from, topic, query, maxOffsets);
     }
 
@@ -303,12 +302,12 @@ public final class RolloutTable implements AutoCloseable {
     }
 
     public Optional<RolloutRow> get(String recordId) {
-        touch();
+        resident.touch();
         return reader.get(recordId);
     }
 
     public List<RolloutRow> list(ListQuery query) {
-        touch();
+        resident.touch();
         return reader.list(query);
     }
 
@@ -324,7 +323,7 @@ public final class RolloutTable implements AutoCloseable {
         }
     }
 
-    /** Deletes the base keeps as rows until no older value can merge ({@link #dropDeletes}). */
+    /** Deletes the base keeps as rows until no older value can merge ({@link TableMaintenance#dropDeletes}). */
     public long countBaseDeletes() {
         try (Dataset base = lance.openBase()) {
             return Tombstones.count(base);
@@ -341,47 +340,9 @@ public final class RolloutTable implements AutoCloseable {
         return merge;
     }
 
-    public TableMaintenance.CompactionResult compact(long targetRowsPerFragment) {
-        return compact(targetRowsPerFragment, () -> {}, () -> {});
-    }
-
-    /**
-     * The seam of the tests of compaction beside other commits: {@code beforeCommit} runs once the fragments are
-     * rewritten, before the compaction commits; {@code beforeKeyIndexRebuild} once the index rebuild read the table.
-     */
-    TableMaintenance.CompactionResult compact(
-            long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
-        try {
-            return maintenance.compact(targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);
-        } finally {
-            readCatalog.invalidate();
-        }
-    }
-
-    /** Brings the record_id index up to date with every fragment merges added (a rebuild after a compaction). */
-    public TableMaintenance.IndexResult optimizeKeyIndex() {
-        return optimizeKeyIndex(KeyIndexTiers.DEFAULT);
-    }
-
-    /** Brings the record_id index up to date once more rows wait for it than {@code tiers} allows. */
-    public TableMaintenance.IndexResult optimizeKeyIndex(KeyIndexTiers tiers) {
-        try {
-            return maintenance.optimizeKeyIndex(tiers);
-        } finally {
-            readCatalog.invalidate();
-        }
-    }
-
-    /**
-     * Drops the deletes older than {@code retention} that no pending value can reach (see {@link
-     * TableMaintenance#dropDeletes}).
-     */
-    public TableMaintenance.DropResult dropDeletes(Duration retention) {
-        try {
-            return maintenance.dropDeletes(retention, mergeConflictRetries + 1);
-        } finally {
-            readCatalog.invalidate();
-        }
+    /** The table's upkeep: compaction, the key index, the drop of old deletes, garbage collection. */
+    public TableMaintenance maintenance() {
+        return maintenance;
     }
 
     /** The base table's latest version: its number, when it was committed, and its data files' bytes. */
@@ -394,48 +355,9 @@ public final class RolloutTable implements AutoCloseable {
         }
     }
 
-    /** The base table's latest version. */
-    public long baseVersion() {
-        try (Dataset base = lance.openBase()) {
-            return base.version();
-        }
-    }
-
-    public TableMaintenance.GcResult collectGarbage(Duration grace) {
-        try {
-            return maintenance.collectGarbage(grace);
-        } finally {
-            readCatalog.invalidate();
-        }
-    }
-
-    private void touch() {
-        lastUsedNanos = System.nanoTime();
-    }
-
-    /** How long since this table was last written, read or merged through this handle. */
-    public Duration idleFor() {
-        return Duration.ofNanos(System.nanoTime() - lastUsedNanos);
-    }
-
-    /**
-     * Memory this table keeps between uses: the merge committer's filter of base keys (~1.8 bytes per key, at least
-     * a million keys' worth once it merged) and what the read catalog keeps (pending seals' key filters, generations'
-     * key positions). Its lance-core caches are the catalog's shared ones when it has a catalog.
-     */
-    public long residentBytes() {
-        return merge.baseKeys().sizeBytes() + readCatalog.residentBytes();
-    }
-
-    /**
-     * Lets go of {@link #residentBytes} and of the open base and generation handles (an idle table, or one over the
-     * catalog's memory budget); the next merge or read builds them again. Returns the bytes released.
-     */
-    public long releaseResident() {
-        long held = residentBytes();
-        merge.baseKeys().release();
-        readCatalog.release();
-        return held;
+    /** What this table keeps in memory between uses, and how long it has been idle. */
+    public ResidentMemory resident() {
+        return resident;
     }
 
     @Override

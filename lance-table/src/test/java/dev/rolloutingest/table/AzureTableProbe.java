@@ -35,7 +35,8 @@ public final class AzureTableProbe {
                 // drain in bounded passes
             }
             Thread.sleep(50);
-            int collected = table.collectGarbage(Duration.ofMillis(10)).deletedGenerations();
+            int collected =
+                    table.maintenance().collectGarbage(Duration.ofMillis(10)).deletedGenerations();
             System.out.println("probe rows " + table.countRows() + ", pending "
                     + table.generations().pending(shard).size() + ", collected " + collected);
         } catch (Exception e) {

@@ -91,11 +91,12 @@ class DeletesTest {
             assertThat(baseRows(location)).containsEntry("key-3", "0@13").hasSize(12);
 
             // nothing older is pending: maintenance drops them
-            assertThat(table.dropDeletes(Duration.between(T0, Instant.now()).plusDays(1))
+            assertThat(table.maintenance()
+                            .dropDeletes(Duration.between(T0, Instant.now()).plusDays(1))
                             .dropped())
                     .as("younger than the retention")
                     .isZero();
-            assertThat(table.dropDeletes(Duration.ZERO).dropped()).isEqualTo(2);
+            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(2);
             assertThat(baseRows(location)).hasSize(10).doesNotContainKeys("key-3", "nope");
             assertThat(table.get("key-3")).isEmpty();
             assertThat(table.countRows()).isEqualTo(10);
@@ -118,12 +119,12 @@ class DeletesTest {
                             now.minusSeconds(60)))); // ingested a minute ago, pending
             write(table, 0, List.of(new RolloutRow(Tombstones.of("x", now), 0, 0, now.minusSeconds(30))));
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
-            assertThat(table.dropDeletes(Duration.ZERO).dropped())
+            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped())
                     .as("an older put of x is pending")
                     .isZero();
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
             assertThat(table.get("x")).isEmpty();
-            assertThat(table.dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
+            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
             assertThat(baseRows(location)).isEmpty();
         }
     }
@@ -183,7 +184,7 @@ class DeletesTest {
             table.snapshots().create("before", TableSnapshots.Cut.everythingSealed(TOPIC));
             write(table, 0, List.of(delete(0, 5, "key-2", 1)));
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            table.dropDeletes(Duration.ZERO);
+            table.maintenance().dropDeletes(Duration.ZERO);
             assertThat(baseRows(location)).doesNotContainKey("key-2");
             assertThat(baseRows(location, "before")).containsKey("key-2");
             assertThat(table.get("key-2", "before")).isPresent();

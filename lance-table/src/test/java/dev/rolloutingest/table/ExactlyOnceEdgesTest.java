@@ -227,7 +227,8 @@ class ExactlyOnceEdgesTest {
             write(table, 0, List.of(delete(0, 2, "k", 1)));
             table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             // nothing older than the delete is pending: it leaves the base
-            assertThat(table.dropDeletes(java.time.Duration.ZERO).dropped()).isEqualTo(1);
+            assertThat(table.maintenance().dropDeletes(java.time.Duration.ZERO).dropped())
+                    .isEqualTo(1);
         }
         // a committer started after the delete builds its filter from a base without k
         try (RolloutTable table =

@@ -8,6 +8,7 @@ import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.maintenance.KeyIndex;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.MergeCommitter;
 import dev.rolloutingest.table.merge.MergeMemory;
@@ -162,7 +163,7 @@ class LancePitfallsTest {
     void compactionWithMemWalKeepsReadsAndMergesWorking() {
         try (RolloutTable table = localTable("compact", meters)) {
             mergeFourGenerations(table);
-            TableMaintenance.CompactionResult compacted = table.compact(1_000_000);
+            TableMaintenance.CompactionResult compacted = table.maintenance().compact(1_000_000);
             assertThat(compacted.fragmentsAfter()).isLessThan(compacted.fragmentsBefore());
             write(table, 0, 40, 49, 40);
             assertThat(table.get("exp-5").orElseThrow().sourceOffset()).isEqualTo(45);
@@ -180,12 +181,17 @@ class LancePitfallsTest {
             // The merge-worker's index upkeep sees the compaction too and rebuilds the index first: lance-core then
             // refuses the compaction's own CreateIndex as a retryable conflict.
             List<TableMaintenance.IndexResult> other = new ArrayList<>();
-            TableMaintenance.CompactionResult compacted =
-                    TableSeams.compact(table, 1_000_000, () -> {}, () -> other.add(table.optimizeKeyIndex()));
+            TableMaintenance.CompactionResult compacted = TableSeams.compact(
+                    table,
+                    1_000_000,
+                    () -> {},
+                    () -> other.add(table.maintenance().optimizeKeyIndex()));
             assertThat(other).singleElement().satisfies(r -> assertThat(r.rebuilt())
                     .isTrue());
             assertThat(compacted.fragmentsAfter()).isLessThan(compacted.fragmentsBefore());
-            assertThat(table.optimizeKeyIndex().rebuilt()).as("rebuilt again").isFalse();
+            assertThat(table.maintenance().optimizeKeyIndex().rebuilt())
+                    .as("rebuilt again")
+                    .isFalse();
             assertThat(table.get("exp-5").orElseThrow().sourceOffset()).isEqualTo(5);
             assertThat(table.countBaseRows()).isEqualTo(40);
         }
@@ -260,7 +266,7 @@ class LancePitfallsTest {
             for (long g = 0; g < 2; g++) {
                 table.generations().write(TOPIC, 0, g, g, List.of(row("seg-" + g, "exp", g)), 100);
                 table.merges().pass(MergeRequest.of(shard).limits(0, 0));
-                table.optimizeKeyIndex();
+                table.maintenance().optimizeKeyIndex();
             }
             table.generations().write(TOPIC, 0, 2, 2, List.of(row("seg-2", "exp", 2)), 100);
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
@@ -269,14 +275,14 @@ class LancePitfallsTest {
                             .allocator(allocator)
                             .uri(table.location().uri())
                             .build()) {
-                assertThat(base.getIndexes().stream().filter(i -> TableMaintenance.KEY_INDEX.equals(i.name())))
+                assertThat(base.getIndexes().stream().filter(i -> KeyIndex.NAME.equals(i.name())))
                         .hasSize(2);
                 assertThatThrownBy(() -> base.optimizeIndices(org.lance.index.OptimizeOptions.builder()
-                                .indexNames(List.of(TableMaintenance.KEY_INDEX))
+                                .indexNames(List.of(KeyIndex.NAME))
                                 .build()))
                         .hasMessageContaining("does not exist");
             }
-            assertThat(table.optimizeKeyIndex().segments()).isEqualTo(3);
+            assertThat(table.maintenance().optimizeKeyIndex().segments()).isEqualTo(3);
             assertThat(table.get("seg-2")).isPresent();
         }
         try (Stream<Path> sources = Files.walk(Path.of("src/main/java"))) {
@@ -340,7 +346,7 @@ class LancePitfallsTest {
                 generation(table, p, 0, 1_000, "base-");
                 table.merges().pass(MergeRequest.of(shards.get(p)).limits(8, 0));
             }
-            table.optimizeKeyIndex();
+            table.maintenance().optimizeKeyIndex();
             for (int p = 0; p < 2; p++) {
                 generation(table, p, 1_000, 80_000, "new-");
             }

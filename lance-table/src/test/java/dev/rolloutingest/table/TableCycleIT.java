@@ -78,9 +78,9 @@ class TableCycleIT {
                     // drain in bounded passes
                 }
             }
-            table.compact(1_000_000);
+            table.maintenance().compact(1_000_000);
             Thread.sleep(50);
-            assertThat(table.collectGarbage(Duration.ofMillis(10)).deletedGenerations())
+            assertThat(table.maintenance().collectGarbage(Duration.ofMillis(10)).deletedGenerations())
                     .isEqualTo(10);
             for (String shard : table.generations().shards()) {
                 assertThat(table.generations().pending(shard)).isEmpty();

@@ -1,6 +1,5 @@
 package dev.rolloutingest.table;
 
-import dev.rolloutingest.table.merge.MergeRequest;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.rows;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -19,6 +18,7 @@ import com.azure.storage.common.sas.AccountSasSignatureValues;
 import dev.rolloutingest.embedded.AzuriteInstall;
 import dev.rolloutingest.embedded.EmbeddedAzurite;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.snapshots.TableSnapshots.Cut;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
@@ -115,12 +115,15 @@ class TableOnAzureIT {
                     .as("seal files on the server")
                     .filteredOn(n -> n.startsWith(SealedGeneration.SEALS_DIR + "/"))
                     .hasSize(10);
-            assertThat(table.generations().shards()).containsExactlyInAnyOrder(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
+            assertThat(table.generations().shards())
+                    .containsExactlyInAnyOrder(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             assertThat(table.generations().pending(ShardId.of(TOPIC, 0))).hasSize(5);
             assertThat(table.countRows()).isEqualTo(60);
             assertThat(table.get("exp-5-p1").orElseThrow().sourceOffset()).isEqualTo(95);
 
-            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(1, 0)); // the first generation of a shard: every key new
+            table.merges()
+                    .pass(MergeRequest.of(ShardId.of(TOPIC, 0))
+                            .limits(1, 0)); // the first generation of a shard: every key new
             assertThat(meters.get("rollout.merge.rows")
                             .tag("path", "adopt")
                             .counter()
@@ -137,12 +140,12 @@ class TableOnAzureIT {
 
             write(table, 0, 100, 119, "late-");
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
-            table.compact(1_000_000);
-            table.optimizeKeyIndex();
+            table.maintenance().compact(1_000_000);
+            table.maintenance().optimizeKeyIndex();
         }
         Thread.sleep(50);
         try (RolloutTable table = RolloutTable.open(gcLocation, settings(), new SimpleMeterRegistry())) {
-            assertThat(table.collectGarbage(Duration.ofMillis(10)).deletedGenerations())
+            assertThat(table.maintenance().collectGarbage(Duration.ofMillis(10)).deletedGenerations())
                     .isEqualTo(11);
         }
         assertThat(blobsOf(name))

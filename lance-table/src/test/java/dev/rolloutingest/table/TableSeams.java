@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import dev.rolloutingest.table.maintenance.MaintenanceSeams;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergeRound;
@@ -28,7 +29,8 @@ public final class TableSeams {
     /** A compaction that runs {@code beforeCommit} before it commits and {@code beforeKeyIndexRebuild} before its index. */
     public static TableMaintenance.CompactionResult compact(
             RolloutTable table, long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
-        return table.compact(targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);
+        return MaintenanceSeams.compact(
+                table.maintenance(), targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);
     }
 
     /** The table's merge rounds, whose steps a test drives one at a time. */

@@ -139,8 +139,8 @@ class SnapshotIT {
                         .isZero();
             }
             try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
-                table.compact(1_000_000);
-                table.collectGarbage(Duration.ZERO);
+                table.maintenance().compact(1_000_000);
+                table.maintenance().collectGarbage(Duration.ZERO);
                 assertThat(table.get("snap-7").orElseThrow().sourceOffset())
                         .isGreaterThan(table.get("snap-7", "mid").orElseThrow().sourceOffset());
                 assertThat(table.list(ListQuery.all(1000), "mid")).containsExactlyInAnyOrderElementsOf(listed);

@@ -199,7 +199,7 @@ class TrainingTailIT {
     private static void compact(RolloutTable table) throws InterruptedException {
         for (int attempt = 0; ; attempt++) {
             try {
-                table.compact(1_000_000);
+                table.maintenance().compact(1_000_000);
                 return;
             } catch (RolloutTableException e) {
                 if (attempt >= 5) {

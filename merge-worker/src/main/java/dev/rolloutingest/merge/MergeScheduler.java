@@ -480,10 +480,16 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                 continue;
             }
             maintenance.submit(merging.name(), target, kind, () -> switch (kind) {
-                case "compact" -> table.compact(config.compactionTargetRows()).toString();
-                case "index" -> table.optimizeKeyIndex(config.keyIndexTiers()).toString();
-                case "deletes" -> table.dropDeletes(config.deleteRetention()).toString();
-                default -> table.collectGarbage(config.gcGrace()).toString();
+                case "compact" -> table.maintenance()
+                        .compact(config.compactionTargetRows())
+                        .toString();
+                case "index" -> table.maintenance()
+                        .optimizeKeyIndex(config.keyIndexTiers())
+                        .toString();
+                case "deletes" -> table.maintenance()
+                        .dropDeletes(config.deleteRetention())
+                        .toString();
+                default -> table.maintenance().collectGarbage(config.gcGrace()).toString();
             });
         }
     }

@@ -19,7 +19,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keeps the memory the open tables of a catalog hold between uses ({@link RolloutTable#residentBytes}: merge key
+ * Keeps the memory the open tables of a catalog hold between uses ({@link ResidentMemory#bytes}: merge key
  * filters, read catalogs) under one budget, so a process that has served many tables does not keep every one of them
  * built: a table unused for the idle release lets go of it, and over the budget the least recently used tables that
  * are idle for two checks let go of theirs, until the rest fits. A released table builds what it needs again on its
@@ -97,9 +97,12 @@ final class ResidentBudget implements AutoCloseable {
         List<Held> held = new ArrayList<>();
         MemoryBudget resident = resident();
         for (Map.Entry<String, RolloutTable> open : tables.get().entrySet()) {
-            long bytes = open.getValue().residentBytes();
+            long bytes = open.getValue().resident().bytes();
             held.add(new Held(
-                    open.getKey(), open.getValue(), bytes, open.getValue().idleFor()));
+                    open.getKey(),
+                    open.getValue(),
+                    bytes,
+                    open.getValue().resident().idleFor()));
             resident.count(bytes);
         }
         held.sort(Comparator.comparing(Held::idle).reversed()); // least recently used first
@@ -109,7 +112,7 @@ final class ResidentBudget implements AutoCloseable {
             boolean idle = !idleRelease.isZero() && table.idle().compareTo(idleRelease) >= 0;
             boolean over = resident.over() && table.idle().compareTo(idleEnough) >= 0;
             if (table.bytes() > 0 && (idle || over)) {
-                table.table().releaseResident();
+                table.table().resident().release();
                 resident.release(table.bytes());
                 released++;
                 log.debug(

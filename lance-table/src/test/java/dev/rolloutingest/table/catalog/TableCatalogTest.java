@@ -101,20 +101,20 @@ class TableCatalogTest {
                 TableCatalog.under(TableLocation.local(dir), settings, new SimpleMeterRegistry(), 10)) {
             RolloutTable a = used(tables, "a", 0);
             // right after its use: on a loaded machine, using the next table can take longer than the idle release
-            assertThat(a.residentBytes())
+            assertThat(a.resident().bytes())
                     .as("a merge key filter, at least a million keys' worth")
                     .isGreaterThan(1 << 20);
             RolloutTable b = used(tables, "b", 0);
             Thread.sleep(1_500);
             tables.releaseIdleTables();
-            assertThat(a.residentBytes()).isZero();
-            assertThat(b.residentBytes()).isZero();
+            assertThat(a.resident().bytes()).isZero();
+            assertThat(b.resident().bytes()).isZero();
 
             // used again: the filter is built anew from the base, and reads and merges are right
             used(tables, "a", 10);
             assertThat(a.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(13);
             assertThat(a.countRows()).isEqualTo(10);
-            assertThat(a.residentBytes()).isGreaterThan(1 << 20);
+            assertThat(a.resident().bytes()).isGreaterThan(1 << 20);
             assertThat(b.get("exp-3").orElseThrow().sourceOffset()).isEqualTo(3);
         }
     }
@@ -133,14 +133,14 @@ class TableCatalogTest {
             Thread.sleep(150);
             RolloutTable c = used(tables, "c", 0);
             Thread.sleep(250);
-            long one = c.residentBytes();
+            long one = c.resident().bytes();
             try (ResidentBudget budget =
                     new ResidentBudget(tables::opened, one + one / 2, Duration.ZERO, Duration.ofMillis(100), meters)) {
                 assertThat(budget.check()).isEqualTo(2);
             }
-            assertThat(a.residentBytes()).as("least recently used").isZero();
-            assertThat(b.residentBytes()).isZero();
-            assertThat(c.residentBytes()).as("the rest fits the budget").isEqualTo(one);
+            assertThat(a.resident().bytes()).as("least recently used").isZero();
+            assertThat(b.resident().bytes()).isZero();
+            assertThat(c.resident().bytes()).as("the rest fits the budget").isEqualTo(one);
             assertThat(meters.get("rollout.tables.releases").counter().count()).isEqualTo(2);
         }
     }

@@ -37,13 +37,13 @@ class MaintenanceAndErrorsTest {
             SealedGeneration merged = write(table, 0, 0, 9, 10);
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             SealedGeneration pending = write(table, 0, 10, 19, 10);
-            assertThat(table.collectGarbage(Duration.ofHours(1)).deletedGenerations())
+            assertThat(table.maintenance().collectGarbage(Duration.ofHours(1)).deletedGenerations())
                     .isZero();
             Path root = Path.of(table.location().uri());
             assertThat(root.resolve(merged.datasetPath())).exists();
 
             Thread.sleep(50);
-            TableMaintenance.GcResult gc = table.collectGarbage(Duration.ofMillis(10));
+            TableMaintenance.GcResult gc = table.maintenance().collectGarbage(Duration.ofMillis(10));
             assertThat(gc.deletedGenerations()).isEqualTo(1);
             assertThat(root.resolve(merged.datasetPath())).doesNotExist();
             assertThat(root.resolve(merged.sealPath())).doesNotExist();
@@ -65,7 +65,7 @@ class MaintenanceAndErrorsTest {
                 before = base.listVersions().size();
             }
             Thread.sleep(100);
-            TableMaintenance.GcResult gc = table.collectGarbage(Duration.ofMillis(20));
+            TableMaintenance.GcResult gc = table.maintenance().collectGarbage(Duration.ofMillis(20));
             try (Dataset base = Dataset.open(table.location().uri())) {
                 assertThat(base.listVersions().size()).isLessThan(before);
                 assertThat(gc.oldBaseVersionsRemoved())
@@ -91,7 +91,7 @@ class MaintenanceAndErrorsTest {
             Files.createDirectories(above);
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             Thread.sleep(50);
-            TableMaintenance.GcResult gc = table.collectGarbage(Duration.ofMillis(10));
+            TableMaintenance.GcResult gc = table.maintenance().collectGarbage(Duration.ofMillis(10));
             assertThat(gc.deletedUnsealedFolders()).isEqualTo(1);
             assertThat(below).doesNotExist();
             assertThat(above).exists();

@@ -144,7 +144,7 @@ class AppendPathTest {
             assertThat(Files.isSameFile(genFile, baseFile)).isTrue();
 
             // GC removes the generation folders; the base keeps reading the adopted rows, every column intact
-            table.collectGarbage(Duration.ZERO);
+            table.maintenance().collectGarbage(Duration.ZERO);
             assertThat(Files.exists(genData)).isFalse();
             Map<String, String> base = baseRows(location);
             assertThat(base).hasSize(200);
@@ -155,8 +155,8 @@ class AppendPathTest {
                                 .rollout())
                         .isEqualTo(written.rollout());
             }
-            table.compact(1_000_000);
-            table.optimizeKeyIndex();
+            table.maintenance().compact(1_000_000);
+            table.maintenance().optimizeKeyIndex();
             assertThat(baseRows(location)).hasSize(200);
             assertThat(table.get("key-42").orElseThrow().sourceOffset()).isEqualTo(42);
         }
@@ -177,7 +177,7 @@ class AppendPathTest {
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, 100, 100, 100, 1);
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            table.optimizeKeyIndex();
+            table.maintenance().optimizeKeyIndex();
             int highest;
             try (RootAllocator allocator = new RootAllocator();
                     Dataset base = Dataset.open()
@@ -689,9 +689,9 @@ class AppendPathTest {
                 write(table, 0, g * 100L, g * 100, 100, g); // key-0..399, 4 fragments
                 table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             }
-            table.compact(1_000_000);
-            table.optimizeKeyIndex();
-            table.collectGarbage(Duration.ZERO);
+            table.maintenance().compact(1_000_000);
+            table.maintenance().optimizeKeyIndex();
+            table.maintenance().collectGarbage(Duration.ZERO);
             write(table, 0, 400, 350, 100, 10); // key-350..449: 50 rewritten, 50 new
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(newRows(meters)).isEqualTo(450);

@@ -58,7 +58,7 @@ class MergeJoinTest {
                 for (String shard : shards) {
                     table.merges().pass(MergeRequest.of(shard).limits(8, 0));
                 }
-                table.optimizeKeyIndex();
+                table.maintenance().optimizeKeyIndex();
             }
             Map<String, String> contents = new TreeMap<>();
             for (int k = 0; k < 400; k++) {
@@ -146,7 +146,7 @@ class MergeJoinTest {
                 RootAllocator allocator = new RootAllocator()) {
             TableFixtures.write(table, 0, 0, 999, 1000);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
-            table.optimizeKeyIndex();
+            table.maintenance().optimizeKeyIndex();
             TableFixtures.write(table, 0, 1000, 1099, 2000); // 100 more keys, not indexed yet
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             List<String> keys = new java.util.ArrayList<>();

@@ -201,7 +201,7 @@ class BulkReadsTest {
             // the same cursor after everything merged and the base compacted: the same answer
             table.merges().pass(MergeRequest.of(shard(0)).limits(100, Long.MAX_VALUE));
             assertThat(table.generations().pending(shard(0))).isEmpty();
-            table.compact(1_000_000);
+            table.maintenance().compact(1_000_000);
             RowStream merged = table.tail(cursor, TOPIC, ScanQuery.all(), 0);
             Read afterMerge = drain(merged);
             assertThat(afterMerge.offsets()).isEqualTo(pendingOnly.offsets());
@@ -274,7 +274,7 @@ class BulkReadsTest {
             RowStream caughtUp = table.tail(before, TOPIC, ScanQuery.all(), 0);
             drain(caughtUp);
             table.merges().pass(MergeRequest.of(shard(0)).limits(100, Long.MAX_VALUE));
-            assertThat(table.dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
+            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
             assertThatThrownBy(() -> table.tail(upTo105.cursor(), TOPIC, ScanQuery.all(), 0))
                     .isInstanceOf(RolloutTableException.StaleCursor.class)
                     .hasMessageContaining("deletes up to offset 110 of partition 0 were dropped");

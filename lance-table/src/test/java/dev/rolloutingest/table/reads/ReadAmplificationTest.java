@@ -83,7 +83,9 @@ class ReadAmplificationTest {
             write(table, 0, 0, 0, 5);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             Thread.sleep(50);
-            assertThat(table.collectGarbage(java.time.Duration.ofMillis(10)).deletedGenerations())
+            assertThat(table.maintenance()
+                            .collectGarbage(java.time.Duration.ofMillis(10))
+                            .deletedGenerations())
                     .isEqualTo(1);
             table.get("exp-0");
             var summary = meters.get("rollout.wal.pending.generations").summary();

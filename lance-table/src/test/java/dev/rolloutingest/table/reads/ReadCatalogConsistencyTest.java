@@ -41,7 +41,9 @@ class ReadCatalogConsistencyTest {
                 public List<String> listRecursive(String folder) {
                     if (mergeDuringListing.getAndSet(false)) {
                         table.merges().pass(MergeRequest.of(shard).limits(1, 0)); // the first generation only
-                        assertThat(table.collectGarbage(Duration.ZERO).deletedGenerations())
+                        assertThat(table.maintenance()
+                                        .collectGarbage(Duration.ZERO)
+                                        .deletedGenerations())
                                 .isEqualTo(1);
                     }
                     return super.listRecursive(folder);

@@ -74,7 +74,7 @@ class ReadPathOnS3IT {
         try (RolloutTable table = table(meters)) {
             write(table, 0, 0, 199, 200);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
-            table.optimizeKeyIndex();
+            table.maintenance().optimizeKeyIndex();
             // 4 shards with one pending generation each (keys no lookup asks for)...
             for (int p = 1; p <= 4; p++) {
                 pendingOfOtherKeys(table, p);

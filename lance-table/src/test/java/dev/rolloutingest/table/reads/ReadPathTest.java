@@ -17,6 +17,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.maintenance.KeyIndex;
 import dev.rolloutingest.table.maintenance.KeyIndexTiers;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.MergeRequest;
@@ -179,14 +180,14 @@ class ReadPathTest {
                 write(table, 0, g * 100, g * 100 + 99, 1_000_000);
                 table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
-            TableMaintenance.IndexResult optimized = table.optimizeKeyIndex();
+            TableMaintenance.IndexResult optimized = table.maintenance().optimizeKeyIndex();
             assertThat(optimized.rebuilt())
                     .as("a new table's index covers no fragment: built whole")
                     .isTrue();
             assertThat(optimized.unindexedRowsBefore())
                     .as("merges add fragments the index does not cover yet")
                     .isEqualTo(600);
-            assertThat(table.optimizeKeyIndex().optimized())
+            assertThat(table.maintenance().optimizeKeyIndex().optimized())
                     .as("nothing left to take up")
                     .isFalse();
             try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
@@ -194,13 +195,13 @@ class ReadPathTest {
                             .allocator(allocator)
                             .uri(table.location().uri())
                             .build()) {
-                assertThat(TableMaintenance.keyIndex(base)).isPresent();
+                assertThat(KeyIndex.find(base)).isPresent();
                 assertThat(explain(base, "exp-250"))
                         .contains("ScalarIndexQuery")
-                        .contains(TableMaintenance.KEY_INDEX);
+                        .contains(KeyIndex.NAME);
             }
-            table.compact(1_000_000);
-            TableMaintenance.IndexResult afterCompaction = table.optimizeKeyIndex();
+            table.maintenance().compact(1_000_000);
+            TableMaintenance.IndexResult afterCompaction = table.maintenance().optimizeKeyIndex();
             assertThat(afterCompaction.rebuilt())
                     .as("compact() rebuilt it already")
                     .isFalse();
@@ -212,15 +213,19 @@ class ReadPathTest {
             }
             write(table, 0, 600, 699, 1_000_000);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
-            assertThat(table.optimizeKeyIndex(new KeyIndexTiers(100, 8, 2_000_000))
+            assertThat(table.maintenance()
+                            .optimizeKeyIndex(new KeyIndexTiers(100, 8, 2_000_000))
                             .optimized())
                     .as("100 unindexed rows: not over the bound")
                     .isFalse();
-            assertThat(table.optimizeKeyIndex(new KeyIndexTiers(99, 8, 2_000_000))
+            assertThat(table.maintenance()
+                            .optimizeKeyIndex(new KeyIndexTiers(99, 8, 2_000_000))
                             .optimized())
                     .isTrue();
             assertThat(table.get("exp-650")).isPresent();
-            assertThat(table.collectGarbage(java.time.Duration.ZERO).deletedGenerations())
+            assertThat(table.maintenance()
+                            .collectGarbage(java.time.Duration.ZERO)
+                            .deletedGenerations())
                     .isPositive();
             assertThat(table.get("exp-5")).isPresent();
         }
@@ -234,13 +239,13 @@ class ReadPathTest {
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
             // open segments: under 50 rows; at 3 open ones a take-up merges them, up to 100 rows
             KeyIndexTiers tiers = new KeyIndexTiers(0, 3, 100);
-            assertThat(table.optimizeKeyIndex(tiers).segments()).isEqualTo(1);
+            assertThat(table.maintenance().optimizeKeyIndex(tiers).segments()).isEqualTo(1);
             UUID full = keySegments(table).get(0).uuid();
             List<Integer> segments = new ArrayList<>();
             for (long g = 1; g <= 6; g++) {
                 write(table, 0, 1000 + g * 10, 1009 + g * 10, 1_000_000);
                 table.merges().pass(MergeRequest.of(shard).limits(0, 0));
-                TableMaintenance.IndexResult result = table.optimizeKeyIndex(tiers);
+                TableMaintenance.IndexResult result = table.maintenance().optimizeKeyIndex(tiers);
                 assertThat(result.optimized()).isTrue();
                 assertThat(result.rebuilt()).isFalse();
                 assertThat(result.unindexedRowsBefore()).isEqualTo(10);
@@ -252,7 +257,7 @@ class ReadPathTest {
             assertThat(keySegments(table).stream().map(Index::uuid))
                     .as("the full segment (1,000 rows, over half the cap) is never rebuilt")
                     .contains(full);
-            assertThat(table.optimizeKeyIndex(tiers).optimized())
+            assertThat(table.maintenance().optimizeKeyIndex(tiers).optimized())
                     .as("every fragment is covered")
                     .isFalse();
             for (int i = 0; i < 1000; i += 41) {
@@ -265,7 +270,7 @@ class ReadPathTest {
             // merge only the two smallest (60 + 20 <= 100); the full segment stays as it was.
             write(table, 0, 2000, 2059, 1_000_000);
             table.merges().pass(MergeRequest.of(shard).limits(0, 0));
-            TableMaintenance.IndexResult capped = table.optimizeKeyIndex(tiers);
+            TableMaintenance.IndexResult capped = table.maintenance().optimizeKeyIndex(tiers);
             assertThat(capped.rebuilt()).isFalse();
             assertThat(capped.segments()).isEqualTo(3);
             assertThat(keySegments(table).stream().map(Index::uuid)).contains(full);
@@ -288,7 +293,7 @@ class ReadPathTest {
                         .uri(table.location().uri())
                         .build()) {
             return base.getIndexes().stream()
-                    .filter(i -> TableMaintenance.KEY_INDEX.equals(i.name()))
+                    .filter(i -> KeyIndex.NAME.equals(i.name()))
                     .toList();
         }
     }
@@ -300,7 +305,7 @@ class ReadPathTest {
                 write(table, 0, g * 100, g * 100 + 99, 1_000_000);
                 table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             }
-            table.optimizeKeyIndex();
+            table.maintenance().optimizeKeyIndex();
             // A compaction whose process died before it rebuilt the index.
             try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
                     Dataset base = Dataset.open()
@@ -312,11 +317,11 @@ class ReadPathTest {
             write(table, 0, 500, 599, 1_000_000);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             // lance-format/lance#9270: optimizing now would silently drop the compacted rows from the index.
-            assertThat(table.optimizeKeyIndex().rebuilt()).isTrue();
+            assertThat(table.maintenance().optimizeKeyIndex().rebuilt()).isTrue();
             for (int i = 0; i < 600; i += 7) {
                 assertThat(table.get("exp-" + i)).as("exp-%d", i).isPresent();
             }
-            assertThat(table.optimizeKeyIndex().rebuilt())
+            assertThat(table.maintenance().optimizeKeyIndex().rebuilt())
                     .as("once rebuilt, optimizing is safe again")
                     .isFalse();
         }

@@ -79,9 +79,9 @@ class TableSnapshotsTest {
             write(table, 1, 50, 50, 50, 11);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
-            table.compact(1_000_000);
-            table.optimizeKeyIndex();
-            table.collectGarbage(Duration.ZERO);
+            table.maintenance().compact(1_000_000);
+            table.maintenance().optimizeKeyIndex();
+            table.maintenance().collectGarbage(Duration.ZERO);
             assertThat(table.get("p0-key-150").orElseThrow().sourceOffset()).isEqualTo(200);
 
             assertThat(baseRows(location, "run-1")).isEqualTo(first); // lance-core alone, at the tag
@@ -211,13 +211,13 @@ class TableSnapshotsTest {
                     .version();
             write(table, 0, 100, 0, 100, 1); // every key rewritten: the tagged rows live only in old files
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            table.compact(1_000_000);
-            table.collectGarbage(Duration.ZERO); // lance's default cleanup would fail here on the tag
+            table.maintenance().compact(1_000_000);
+            table.maintenance().collectGarbage(Duration.ZERO); // lance's default cleanup would fail here on the tag
             assertThat(versions(location)).contains(version);
             assertThat(baseRows(location, "keep")).hasSize(100).containsEntry("p0-key-5", "0@5");
 
             table.snapshots().drop("keep");
-            table.collectGarbage(Duration.ZERO);
+            table.maintenance().collectGarbage(Duration.ZERO);
             assertThat(versions(location)).doesNotContain(version);
             assertThat(table.snapshots().list()).isEmpty();
         }
