@@ -300,7 +300,7 @@ class ManyTablesMergeTopologyTest {
         };
         upkeep.start();
         org.apache.logging.log4j.core.Logger logger = ((LoggerContext) LogManager.getContext(false))
-                .getLogger(dev.rolloutingest.table.maintenance.TableMaintenance.class.getName());
+                .getLogger(dev.rolloutingest.table.maintenance.KeyIndex.class.getName());
         logger.addAppender(upkeep);
         org.apache.logging.log4j.Level level = logger.getLevel();
         logger.setLevel(Level.INFO);
