@@ -37,9 +37,7 @@ public final class FleetFairnessBench {
     private final int parallel;
     private final int threads;
     private final NewKeyGenerations newKeys;
-    private final TableSettings settings = TableSettings.DEFAULTS
-            .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
-            .with(TableSettings.PENDING_MAX_GENERATIONS, 0);
+    private final TableSettings settings = NewKeyGenerations.UNBOUNDED_PENDING;
 
     public FleetFairnessBench(
             Path dir,

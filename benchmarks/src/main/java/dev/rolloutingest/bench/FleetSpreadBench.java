@@ -30,9 +30,7 @@ public final class FleetSpreadBench {
     private final int parallel;
     private final int threads;
     private final NewKeyGenerations newKeys;
-    private final TableSettings settings = TableSettings.DEFAULTS
-            .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
-            .with(TableSettings.PENDING_MAX_GENERATIONS, 0);
+    private final TableSettings settings = NewKeyGenerations.UNBOUNDED_PENDING;
 
     public FleetSpreadBench(Path dir, int[] tableCounts, int totalGenerations, int rows, int parallel, int threads) {
         this.dir = dir;

@@ -3,6 +3,7 @@ package dev.rolloutingest.bench;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.RolloutRow;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -10,6 +11,11 @@ import java.util.List;
 
 /** Generations of new keys for the fleet benchmarks: generation g of table t holds keys t{t}-{offset}, partition 0. */
 final class NewKeyGenerations {
+    /** Table settings for a bench that builds a backlog on purpose: no warning, no refusal at any pending count. */
+    static final TableSettings UNBOUNDED_PENDING = TableSettings.DEFAULTS
+            .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
+            .with(TableSettings.PENDING_MAX_GENERATIONS, 0);
+
     private final String topic;
     private final int rows;
     private final RolloutGenerator generator;

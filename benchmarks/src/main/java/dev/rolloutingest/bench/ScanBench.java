@@ -40,6 +40,16 @@ import org.lance.ipc.ScanOptions;
  * then a tail's lag from seal to delivery at a steady producer. Prints Markdown.
  */
 final class ScanBench {
+    /** What a trainer reads: ids, tokens, logprobs, reward, advantage, policy version. */
+    private static final List<String> TRAINING_COLUMNS = List.of(
+            RolloutSchema.RECORD_ID,
+            RolloutSchema.INPUT_TOKENS,
+            RolloutSchema.OUTPUT_TOKENS,
+            RolloutSchema.OUTPUT_LOGPROBS,
+            RolloutSchema.REWARD,
+            RolloutSchema.ADVANTAGE,
+            RolloutSchema.POLICY_VERSION);
+
     private static final String TOPIC = "bench";
     private static final String EXPERIMENT = "bench";
 
@@ -86,33 +96,11 @@ final class ScanBench {
             System.out.println("| projection | rounds | plain lance-core scan of the base | table scan (base + pending)"
                     + " | ratio | table scan written as Arrow IPC | ratio | rows |");
             System.out.println("|---|---|---|---|---|---|---|---|");
-            compare(
-                    table,
-                    path,
-                    "training (7 columns)",
-                    List.of(
-                            RolloutSchema.RECORD_ID,
-                            RolloutSchema.INPUT_TOKENS,
-                            RolloutSchema.OUTPUT_TOKENS,
-                            RolloutSchema.OUTPUT_LOGPROBS,
-                            RolloutSchema.REWARD,
-                            RolloutSchema.ADVANTAGE,
-                            RolloutSchema.POLICY_VERSION));
+            compare(table, path, "training (7 columns)", TRAINING_COLUMNS);
             compare(table, path, "every column", RolloutSchema.allColumns());
             compare(table, path, "narrow (record_id, reward)", List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD));
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
-            compare(
-                    table,
-                    path,
-                    "training, nothing pending (all merged)",
-                    List.of(
-                            RolloutSchema.RECORD_ID,
-                            RolloutSchema.INPUT_TOKENS,
-                            RolloutSchema.OUTPUT_TOKENS,
-                            RolloutSchema.OUTPUT_LOGPROBS,
-                            RolloutSchema.REWARD,
-                            RolloutSchema.ADVANTAGE,
-                            RolloutSchema.POLICY_VERSION));
+            compare(table, path, "training, nothing pending (all merged)", TRAINING_COLUMNS);
             tailLag(table, path, generator, settings);
         }
     }

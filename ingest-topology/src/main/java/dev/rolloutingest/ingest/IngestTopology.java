@@ -92,29 +92,6 @@ final class IngestTopology {
                 serde.cacheCapacity());
     }
 
-    /** For tests: any serdes and re-reader, no fault injection, generations written on the stream thread. */
-    public static Topology build(
-            IngestConfig config,
-            TableCatalog tables,
-            IngestMetrics metrics,
-            InflightBudget budget,
-            FieldsDeserializer rollouts,
-            Serializer<GenerationSealed> events,
-            Function<TopicPartition, Consumer<byte[], byte[]>> recoveryReader) {
-        return build(
-                config,
-                tables,
-                metrics,
-                budget,
-                rollouts,
-                events,
-                recoveryReader,
-                new IngestHealth(),
-                IngestFaults.NONE,
-                new SealWriters(0),
-                (tp, offset) -> {});
-    }
-
     static Topology build(
             IngestConfig config,
             TableCatalog tables,

@@ -82,7 +82,11 @@ class ManyTablesTopologyTest {
                 budget,
                 FixedSchemaSerde.rollouts(),
                 FixedSchemaSerde.sealedEvents(),
-                this::pipedRecords);
+                this::pipedRecords,
+                new IngestHealth(),
+                IngestFaults.NONE,
+                new SealWriters(0), // generations written on the stream thread
+                (tp, offset) -> {});
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props, Instant.now());

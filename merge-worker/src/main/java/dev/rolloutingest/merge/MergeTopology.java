@@ -23,17 +23,6 @@ final class MergeTopology {
 
     private MergeTopology() {}
 
-    static Topology build(
-            MergeConfig config,
-            MergeTables tables,
-            TableMaintenanceRunner maintenance,
-            MergeMetrics metrics,
-            int eventPartitions,
-            Deserializer<GenerationSealed> events,
-            Serializer<GenerationsMerged> merges) {
-        return build(config, tables, maintenance, metrics, eventPartitions, events, merges, (tp, offset) -> {});
-    }
-
     /** @param mergedPositions told, per input partition, the first offset not yet in the base table */
     static Topology build(
             MergeConfig config,

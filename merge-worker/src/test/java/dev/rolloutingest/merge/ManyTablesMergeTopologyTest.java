@@ -106,7 +106,8 @@ class ManyTablesMergeTopologyTest {
                 metrics,
                 eventPartitions,
                 (topic, bytes) -> decode(() -> GenerationSealed.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))),
-                (topic, event) -> decode(() -> event.toByteBuffer().array()));
+                (topic, event) -> decode(() -> event.toByteBuffer().array()),
+                (tp, offset) -> {});
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props);

@@ -84,7 +84,8 @@ class MergeTopologyTest {
                 metrics,
                 1,
                 (topic, bytes) -> decode(() -> GenerationSealed.fromByteBuffer(java.nio.ByteBuffer.wrap(bytes))),
-                (topic, event) -> decode(() -> event.toByteBuffer().array()));
+                (topic, event) -> decode(() -> event.toByteBuffer().array()),
+                (tp, offset) -> {});
         Properties props = config.streamsProperties();
         props.put(StreamsConfig.STATE_DIR_CONFIG, dir.resolve("state").toString());
         driver = new TopologyTestDriver(topology, props);

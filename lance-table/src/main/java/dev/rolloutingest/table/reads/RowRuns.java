@@ -9,6 +9,7 @@ import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.BitVectorHelper;
 import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VariableWidthFieldVector;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.StructVector;
 
@@ -69,10 +70,10 @@ final class RowRuns {
         } else if (from instanceof BaseFixedWidthVector fixed && to instanceof BaseFixedWidthVector out) {
             copyFixed(fixed, out);
         } else if (from instanceof BaseVariableWidthVector variable && to instanceof BaseVariableWidthVector out) {
-            copyVariable(variable, out);
+            copyVariable(variable, out, 4);
         } else if (from instanceof BaseLargeVariableWidthVector large
                 && to instanceof BaseLargeVariableWidthVector out) {
-            copyLargeVariable(large, out);
+            copyVariable(large, out, 8);
         } else if (from instanceof ListVector list && to instanceof ListVector out) {
             copyList(list, out);
         } else if (from instanceof StructVector struct && to instanceof StructVector out) {
@@ -109,23 +110,24 @@ final class RowRuns {
         to.setValueCount(rows);
     }
 
-    private void copyVariable(BaseVariableWidthVector from, BaseVariableWidthVector to) {
+    /** Strings and binaries, with 4-byte offsets or ({@code width} 8) large ones. */
+    private void copyVariable(VariableWidthFieldVector from, VariableWidthFieldVector to, int width) {
         ArrowBuf offsets = from.getOffsetBuffer();
         long bytes = 0;
         for (int r = 0; r < count; r++) {
-            bytes += offsets.getInt((long) (starts[r] + lengths[r]) * 4) - offsets.getInt((long) starts[r] * 4);
+            bytes += offsetAt(offsets, starts[r] + lengths[r], width) - offsetAt(offsets, starts[r], width);
         }
         to.allocateNew(Math.max(bytes, 1), rows);
         ArrowBuf targetOffsets = to.getOffsetBuffer();
         ArrowBuf target = to.getDataBuffer();
         int at = 0;
-        int written = 0;
-        targetOffsets.setInt(0, 0);
+        long written = 0;
+        targetOffsets.setZero(0, width);
         for (int r = 0; r < count; r++) {
-            int first = offsets.getInt((long) starts[r] * 4);
-            int end = offsets.getInt((long) (starts[r] + lengths[r]) * 4);
+            long first = offsetAt(offsets, starts[r], width);
+            long end = offsetAt(offsets, starts[r] + lengths[r], width);
             target.setBytes(written, from.getDataBuffer(), first, end - first);
-            shiftOffsets(offsets, starts[r], targetOffsets, at, lengths[r], written - first);
+            shiftOffsets(offsets, starts[r], targetOffsets, at, lengths[r], written - first, width);
             written += end - first;
             at += lengths[r];
         }
@@ -134,29 +136,8 @@ final class RowRuns {
         to.setValueCount(rows);
     }
 
-    private void copyLargeVariable(BaseLargeVariableWidthVector from, BaseLargeVariableWidthVector to) {
-        ArrowBuf offsets = from.getOffsetBuffer();
-        long bytes = 0;
-        for (int r = 0; r < count; r++) {
-            bytes += offsets.getLong((long) (starts[r] + lengths[r]) * 8) - offsets.getLong((long) starts[r] * 8);
-        }
-        to.allocateNew(Math.max(bytes, 1), rows);
-        ArrowBuf targetOffsets = to.getOffsetBuffer();
-        ArrowBuf target = to.getDataBuffer();
-        int at = 0;
-        long written = 0;
-        targetOffsets.setLong(0, 0);
-        for (int r = 0; r < count; r++) {
-            long first = offsets.getLong((long) starts[r] * 8);
-            long end = offsets.getLong((long) (starts[r] + lengths[r]) * 8);
-            target.setBytes(written, from.getDataBuffer(), first, end - first);
-            shiftLargeOffsets(offsets, starts[r], targetOffsets, at, lengths[r], written - first);
-            written += end - first;
-            at += lengths[r];
-        }
-        copyValidity(from, to.getValidityBuffer());
-        to.setLastSet(rows - 1);
-        to.setValueCount(rows);
+    private static long offsetAt(ArrowBuf offsets, int index, int width) {
+        return width == 4 ? offsets.getInt((long) index * 4) : offsets.getLong((long) index * 8);
     }
 
     private void copyList(ListVector from, ListVector to) {
@@ -172,7 +153,7 @@ final class RowRuns {
             int first = offsets.getInt((long) starts[r] * 4);
             int end = offsets.getInt((long) (starts[r] + lengths[r]) * 4);
             values.add(first, end - first);
-            shiftOffsets(offsets, starts[r], targetOffsets, at, lengths[r], written - first);
+            shiftOffsets(offsets, starts[r], targetOffsets, at, lengths[r], written - first, 4);
             written += end - first;
             at += lengths[r];
         }
@@ -186,23 +167,19 @@ final class RowRuns {
      * Offsets {@code from[start + 1 .. start + n]} plus {@code shift} into {@code to[at + 1 .. at + n]}: bounds checked
      * once per run, then read and written by address (checked reads and writes per row cost several times the copy).
      */
-    private static void shiftOffsets(ArrowBuf from, int start, ArrowBuf to, int at, int n, int shift) {
-        checkCovers(from, (long) (start + n + 1) * 4);
-        checkCovers(to, (long) (at + n + 1) * 4);
-        long source = from.memoryAddress() + (long) (start + 1) * 4;
-        long target = to.memoryAddress() + (long) (at + 1) * 4;
-        for (long i = 0; i < n * 4L; i += 4) {
-            MemoryUtil.putInt(target + i, MemoryUtil.getInt(source + i) + shift);
-        }
-    }
-
-    private static void shiftLargeOffsets(ArrowBuf from, int start, ArrowBuf to, int at, int n, long shift) {
-        checkCovers(from, (long) (start + n + 1) * 8);
-        checkCovers(to, (long) (at + n + 1) * 8);
-        long source = from.memoryAddress() + (long) (start + 1) * 8;
-        long target = to.memoryAddress() + (long) (at + 1) * 8;
-        for (long i = 0; i < n * 8L; i += 8) {
-            MemoryUtil.putLong(target + i, MemoryUtil.getLong(source + i) + shift);
+    private static void shiftOffsets(ArrowBuf from, int start, ArrowBuf to, int at, int n, long shift, int width) {
+        checkCovers(from, (long) (start + n + 1) * width);
+        checkCovers(to, (long) (at + n + 1) * width);
+        long source = from.memoryAddress() + (long) (start + 1) * width;
+        long target = to.memoryAddress() + (long) (at + 1) * width;
+        if (width == 4) {
+            for (long i = 0; i < n * 4L; i += 4) {
+                MemoryUtil.putInt(target + i, (int) (MemoryUtil.getInt(source + i) + shift));
+            }
+        } else {
+            for (long i = 0; i < n * 8L; i += 8) {
+                MemoryUtil.putLong(target + i, MemoryUtil.getLong(source + i) + shift);
+            }
         }
     }
 

@@ -5,6 +5,7 @@ import dev.rolloutingest.table.rows.RolloutSchema;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * A bulk read for training: which columns, which rows (filters pushed down to lance as SQL), how many rows at most,
@@ -67,123 +68,91 @@ public record ScanQuery(
     }
 
     public ScanQuery withColumns(List<String> value) {
-        return new ScanQuery(
-                value,
-                experiment,
-                minPolicyVersion,
-                maxPolicyVersion,
-                minReward,
-                maxReward,
-                includeInTraining,
-                createdFrom,
-                createdBefore,
-                limit,
-                batchRows);
+        return with(q -> q.columns = value);
     }
 
     public ScanQuery withExperiment(String value) {
-        return new ScanQuery(
-                columns,
-                value,
-                minPolicyVersion,
-                maxPolicyVersion,
-                minReward,
-                maxReward,
-                includeInTraining,
-                createdFrom,
-                createdBefore,
-                limit,
-                batchRows);
+        return with(q -> q.experiment = value);
     }
 
     public ScanQuery withPolicyVersions(Long min, Long max) {
-        return new ScanQuery(
-                columns,
-                experiment,
-                min,
-                max,
-                minReward,
-                maxReward,
-                includeInTraining,
-                createdFrom,
-                createdBefore,
-                limit,
-                batchRows);
+        return with(q -> {
+            q.minPolicyVersion = min;
+            q.maxPolicyVersion = max;
+        });
     }
 
     public ScanQuery withRewards(Double min, Double max) {
-        return new ScanQuery(
-                columns,
-                experiment,
-                minPolicyVersion,
-                maxPolicyVersion,
-                min,
-                max,
-                includeInTraining,
-                createdFrom,
-                createdBefore,
-                limit,
-                batchRows);
+        return with(q -> {
+            q.minReward = min;
+            q.maxReward = max;
+        });
     }
 
     public ScanQuery withIncludeInTraining(Boolean value) {
-        return new ScanQuery(
-                columns,
-                experiment,
-                minPolicyVersion,
-                maxPolicyVersion,
-                minReward,
-                maxReward,
-                value,
-                createdFrom,
-                createdBefore,
-                limit,
-                batchRows);
+        return with(q -> q.includeInTraining = value);
     }
 
     public ScanQuery withCreated(Instant from, Instant before) {
-        return new ScanQuery(
-                columns,
-                experiment,
-                minPolicyVersion,
-                maxPolicyVersion,
-                minReward,
-                maxReward,
-                includeInTraining,
-                from,
-                before,
-                limit,
-                batchRows);
+        return with(q -> {
+            q.createdFrom = from;
+            q.createdBefore = before;
+        });
     }
 
     public ScanQuery withLimit(long value) {
-        return new ScanQuery(
-                columns,
-                experiment,
-                minPolicyVersion,
-                maxPolicyVersion,
-                minReward,
-                maxReward,
-                includeInTraining,
-                createdFrom,
-                createdBefore,
-                value,
-                batchRows);
+        return with(q -> q.limit = value);
     }
 
     public ScanQuery withBatchRows(int value) {
+        return with(q -> q.batchRows = value);
+    }
+
+    /** A copy of this query with some of its parts changed: each wither names only what it changes. */
+    private ScanQuery with(Consumer<Parts> change) {
+        Parts q = new Parts(this);
+        change.accept(q);
         return new ScanQuery(
-                columns,
-                experiment,
-                minPolicyVersion,
-                maxPolicyVersion,
-                minReward,
-                maxReward,
-                includeInTraining,
-                createdFrom,
-                createdBefore,
-                limit,
-                value);
+                q.columns,
+                q.experiment,
+                q.minPolicyVersion,
+                q.maxPolicyVersion,
+                q.minReward,
+                q.maxReward,
+                q.includeInTraining,
+                q.createdFrom,
+                q.createdBefore,
+                q.limit,
+                q.batchRows);
+    }
+
+    /** The parts of a query while a copy of it is changed. */
+    private static final class Parts {
+        List<String> columns;
+        String experiment;
+        Long minPolicyVersion;
+        Long maxPolicyVersion;
+        Double minReward;
+        Double maxReward;
+        Boolean includeInTraining;
+        Instant createdFrom;
+        Instant createdBefore;
+        long limit;
+        int batchRows;
+
+        Parts(ScanQuery query) {
+            columns = query.columns;
+            experiment = query.experiment;
+            minPolicyVersion = query.minPolicyVersion;
+            maxPolicyVersion = query.maxPolicyVersion;
+            minReward = query.minReward;
+            maxReward = query.maxReward;
+            includeInTraining = query.includeInTraining;
+            createdFrom = query.createdFrom;
+            createdBefore = query.createdBefore;
+            limit = query.limit;
+            batchRows = query.batchRows;
+        }
     }
 
     /** The filters as one Lance SQL predicate; null when there is none. */
