@@ -4,11 +4,9 @@ import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.schemas.GenerationsMerged;
 import dev.rolloutingest.schemas.MergeTrigger;
 import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.generations.PendingShard;
 import dev.rolloutingest.table.merge.MergeResult;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -20,7 +18,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.ObjLongConsumer;
-import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -66,6 +63,8 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
     private ProcessorContext<String, GenerationsMerged> context;
     private KeyValueStore<String, OwnedShard> shards;
     private CooldownBook cooldowns;
+    private TableUpkeep upkeep;
+    private TaskPartition taskPartition;
     private int partition;
     private boolean reconciled;
 
@@ -91,33 +90,12 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         this.shards = MergeStores.shards(context);
         this.cooldowns = new CooldownBook(MergeStores.cooldowns(context), policy, metrics);
         this.partition = context.taskId().partition();
+        this.taskPartition = new TaskPartition(partition, eventPartitions);
+        this.upkeep = new TableUpkeep(config, tables, maintenance, cooldowns, taskPartition);
         context.schedule(Duration.ofMillis(config.checkIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::tick);
         context.schedule(
                 Duration.ofMillis(config.reconcileIntervalMs()), PunctuationType.WALL_CLOCK_TIME, this::reconcile);
-        // Compaction, index upkeep and GC are table-wide: each table's run on one task, the one its name hashes to
-        // (maintain), so merge-worker instances share the upkeep of a root's tables out as they share its merges.
-        if (config.compactionIntervalMs() > 0) {
-            context.schedule(
-                    Duration.ofMillis(config.compactionIntervalMs()),
-                    PunctuationType.WALL_CLOCK_TIME,
-                    now -> maintain("compact", now));
-        }
-        if (config.indexOptimizeIntervalMs() > 0) {
-            context.schedule(
-                    Duration.ofMillis(config.indexOptimizeIntervalMs()),
-                    PunctuationType.WALL_CLOCK_TIME,
-                    now -> maintain("index", now));
-        }
-        if (config.gcIntervalMs() > 0) {
-            context.schedule(
-                    Duration.ofMillis(config.gcIntervalMs()),
-                    PunctuationType.WALL_CLOCK_TIME,
-                    now -> maintain("gc", now));
-            context.schedule(
-                    Duration.ofMillis(config.gcIntervalMs()),
-                    PunctuationType.WALL_CLOCK_TIME,
-                    now -> maintain("deletes", now));
-        }
+        upkeep.schedule(context);
     }
 
     @Override
@@ -139,7 +117,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         String key = tables.key(table.get(), shard);
         // Kafka's partitioner brought the event here by its key: the shard is this task's. An event keyed otherwise
         // (by the shard alone, as before tables had keys of their own) is this task's only where its key's would be.
-        if (!key.equals(record.key()) && !kafkaPartitionOf(key)) {
+        if (!key.equals(record.key()) && !taskPartition.owns(key)) {
             log.debug("Generation {} of {} belongs to another task; left to its owner", event.getGeneration(), key);
             return;
         }
@@ -230,21 +208,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
         }
         metrics.backlog(partition, total);
         metrics.tableBacklog(partition, byTable);
-        for (TableMaintenanceRunner.Outcome outcome : maintenance.drain(o -> kafkaPartitionOf(o.table()))) {
-            String target = outcome.tableUri();
-            if (outcome.error() == null) {
-                cooldowns.clear(outcome.kind(), target);
-            } else if (RolloutTableException.isStorageFailure(outcome.error())) {
-                // The store is down or refusing: the next run retries; a cooldown would outlast the outage.
-                log.info(
-                        "{} of {} waits for the table's store: {}",
-                        outcome.kind(),
-                        target,
-                        outcome.error().getMessage());
-            } else {
-                cooldowns.recordFailure(outcome.kind(), target, "table " + target, outcome.error(), now);
-            }
-        }
+        upkeep.applyOutcomes(now);
         cooldowns.expire(now);
     }
 
@@ -429,7 +393,7 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
                 partitionOf.putIfAbsent(shard, new TopicPartition(pending.topic(), pending.partition()));
             }
             if (!keys.contains(key)) {
-                if (pending.count() == 0 || !kafkaPartitionOf(key)) {
+                if (pending.count() == 0 || !taskPartition.owns(key)) {
                     continue; // nothing to merge, or another task's
                 }
                 log.info(
@@ -461,37 +425,6 @@ final class MergeScheduler implements Processor<String, GenerationSealed, String
             all.forEachRemaining(kv -> keys.add(kv.key));
         }
         return keys;
-    }
-
-    /**
-     * Whether Kafka's partitioner puts a record keyed {@code key} in this task's partition of the events topic: for a
-     * shard no event brought to any task, and for a table's upkeep (keyed by its name), so instances share them out.
-     */
-    private boolean kafkaPartitionOf(String key) {
-        return BuiltInPartitioner.partitionForKey(key.getBytes(StandardCharsets.UTF_8), eventPartitions) == partition;
-    }
-
-    /** Upkeep of every table this process has merged or reconciled; each table's cooldown gates its own. */
-    private void maintain(String kind, long now) {
-        for (MergeTables.Merging merging : tables.active()) {
-            RolloutTable table = merging.table();
-            String target = table.location().uri();
-            if (!kafkaPartitionOf(merging.name()) || cooldowns.gates(kind, target, now)) {
-                continue;
-            }
-            maintenance.submit(merging.name(), target, kind, () -> switch (kind) {
-                case "compact" -> table.maintenance()
-                        .compact(config.compactionTargetRows())
-                        .toString();
-                case "index" -> table.maintenance()
-                        .optimizeKeyIndex(config.keyIndexTiers())
-                        .toString();
-                case "deletes" -> table.maintenance()
-                        .dropDeletes(config.deleteRetention())
-                        .toString();
-                default -> table.maintenance().collectGarbage(config.gcGrace()).toString();
-            });
-        }
     }
 
     private OwnedShard owned(String key) {
