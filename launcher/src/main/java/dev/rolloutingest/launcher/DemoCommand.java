@@ -170,7 +170,7 @@ final class DemoCommand implements Callable<Integer> {
                             catalog,
                             null,
                             Duration.ZERO,
-                            IngestConfig.of(ingestProps).inputTopic())
+                            IngestConfig.of(ingestProps).input().inputTopic())
                     .mount(readApi);
             readApi.route(
                     "/health",
