@@ -283,14 +283,14 @@ final class BenchCommand implements Callable<Integer> {
             System.out.printf(
                     "machine: %d cores, java %s%n",
                     Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
-            SustainedBench bench = new SustainedBench(dir, seconds, partitions, payloadBytes, sustainedTables);
+            SustainedRig rig = SustainedRig.under(dir, seconds, partitions, payloadBytes, sustainedTables);
             if (suite.equals("capacity")) {
-                bench.runAlone();
+                new CapacityBench(rig).run();
             } else if (suite.equals("merge-instances")) {
-                bench.runInstances(
-                        mergeInstances.stream().mapToInt(Integer::intValue).toArray(), pinCpus);
+                new MergeInstancesBench(rig)
+                        .run(mergeInstances.stream().mapToInt(Integer::intValue).toArray(), pinCpus);
             } else {
-                bench.run();
+                new SustainedBench(rig).run();
             }
             return 0;
         }
