@@ -1,20 +1,7 @@
 package dev.rolloutingest.bench;
 
-import dev.rolloutingest.embedded.FileTrees;
-import dev.rolloutingest.schemas.RolloutGenerator;
-import dev.rolloutingest.table.RolloutTable;
-import dev.rolloutingest.table.ShardId;
-import dev.rolloutingest.table.TableLocation;
-import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.merge.MergeRequest;
-import dev.rolloutingest.table.merge.MergeResult;
-import dev.rolloutingest.table.reads.ListQuery;
-import dev.rolloutingest.table.rows.RolloutRow;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,19 +10,18 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Measures the table's costs on this machine and prints them as Markdown: generation writes, point
- * lookups and scans against the number of pending generations, and one bounded merge pass. A harness,
- * not a test: numbers are recorded in docs/benchmarks.md with the command that produced them.
+ * Measures costs on this machine and prints them as Markdown, one suite per run: the default, table ({@link
+ * TableBench}), is generation writes, point lookups and scans against the number of pending generations, and one
+ * bounded merge pass; every other suite is a class of its own. A harness, not a test: numbers are recorded in
+ * docs/benchmarks.md with the command that produced them.
  *
- * <p>Over 300 lines because it holds every suite's options, as one command.
+ * <p>Over 300 lines because it holds every suite's options, as one command (the commands docs/benchmarks.md records).
  */
 @Command(
         name = "bench",
         mixinStandardHelpOptions = true,
         description = "Measure generation writes, reads vs pending generations, and merge passes on a local table.")
 final class BenchCommand implements Callable<Integer> {
-    private static final String TOPIC = "bench";
-
     @Option(names = "--dir", defaultValue = "data/bench", description = "Scratch directory (emptied)")
     Path dir;
 
@@ -297,14 +283,14 @@ final class BenchCommand implements Callable<Integer> {
             System.out.printf(
                     "machine: %d cores, java %s%n",
                     Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
-            SustainedBench bench = new SustainedBench(dir, seconds, partitions, payloadBytes, sustainedTables);
+            SustainedRig rig = SustainedRig.under(dir, seconds, partitions, payloadBytes, sustainedTables);
             if (suite.equals("capacity")) {
-                bench.runAlone();
+                new CapacityBench(rig).run();
             } else if (suite.equals("merge-instances")) {
-                bench.runInstances(
-                        mergeInstances.stream().mapToInt(Integer::intValue).toArray(), pinCpus);
+                new MergeInstancesBench(rig)
+                        .run(mergeInstances.stream().mapToInt(Integer::intValue).toArray(), pinCpus);
             } else {
-                bench.run();
+                new SustainedBench(rig).run();
             }
             return 0;
         }
@@ -389,101 +375,7 @@ final class BenchCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "unknown suite " + suite);
         }
         printMachine("%n");
-        System.out.println("| measurement | median | samples |");
-        System.out.println("|---|---|---|");
-        writes();
-        reads();
-        merges();
+        new TableBench(dir, repeat).run();
         return 0;
-    }
-
-    private RolloutTable fresh(String name) throws Exception {
-        Path path = dir.toAbsolutePath().resolve(name);
-        FileTrees.deleteRecursively(path);
-        return RolloutTable.createOrOpen(
-                TableLocation.local(path),
-                TableSettings.DEFAULTS
-                        .with(TableSettings.PENDING_WARN_GENERATIONS, 0)
-                        .with(TableSettings.PENDING_MAX_GENERATIONS, 0),
-                new SimpleMeterRegistry());
-    }
-
-    private static List<RolloutRow> rows(long first, int count, int keys, int payload) {
-        RolloutGenerator generator = new RolloutGenerator("bench", payload, 1);
-        List<RolloutRow> rows = new ArrayList<>(count);
-        for (long o = first; o < first + count; o++) {
-            rows.add(new RolloutRow(generator.rollout(o % keys, (int) o), 0, o, Instant.now()));
-        }
-        return rows;
-    }
-
-    private void writes() throws Exception {
-        try (RolloutTable table = fresh("writes")) {
-            double[] ms = new double[repeat];
-            for (int i = 0; i < repeat; i++) {
-                List<RolloutRow> batch = rows(i * 1000L, 1000, 1_000_000, 1024);
-                long t = System.nanoTime();
-                table.generations().write(TOPIC, 0, i * 1000L, i * 1000L + 999, batch, 1000L * 1100);
-                ms[i] = (System.nanoTime() - t) / 1e6;
-            }
-            print("write one generation, 1,000 rows x 1 KiB payload", ms);
-        }
-    }
-
-    private void reads() throws Exception {
-        for (int pending : new int[] {0, 10, 50, 200}) {
-            try (RolloutTable table = fresh("reads-" + pending)) {
-                // 10,000 rows merged into the base, then `pending` generations of 50 rows on top.
-                table.generations().write(TOPIC, 0, 0, 9_999, rows(0, 10_000, 10_000, 256), 10_000L * 300);
-                table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
-                long offset = 10_000;
-                for (int g = 0; g < pending; g++) {
-                    table.generations().write(TOPIC, 0, offset, offset + 49, rows(offset, 50, 10_000, 256), 50L * 300);
-                    offset += 50;
-                }
-                double[] lookups = new double[repeat];
-                for (int i = 0; i < repeat; i++) {
-                    String id = RolloutGenerator.recordId("bench", (i * 7919L) % 10_000);
-                    long t = System.nanoTime();
-                    table.get(id).orElseThrow();
-                    lookups[i] = (System.nanoTime() - t) / 1e6;
-                }
-                print("point lookup, 10k-row base + " + pending + " pending generations", lookups);
-                double[] scans = new double[Math.max(3, repeat / 5)];
-                for (int i = 0; i < scans.length; i++) {
-                    long t = System.nanoTime();
-                    table.list(ListQuery.all(10_000));
-                    scans[i] = (System.nanoTime() - t) / 1e6;
-                }
-                print("list all 10k rows, + " + pending + " pending generations", scans);
-            }
-        }
-    }
-
-    private void merges() throws Exception {
-        try (RolloutTable table = fresh("merges")) {
-            String shard = ShardId.of(TOPIC, 0);
-            double[] read = new double[repeat];
-            double[] commit = new double[repeat];
-            long offset = 0;
-            for (int i = 0; i < repeat; i++) {
-                for (int g = 0; g < 8; g++) {
-                    table.generations()
-                            .write(TOPIC, 0, offset, offset + 999, rows(offset, 1000, 20_000, 1024), 1000L * 1100);
-                    offset += 1000;
-                }
-                MergeResult result = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-                read[i] = result.readDuration().toNanos() / 1e6;
-                commit[i] = result.commitDuration().toNanos() / 1e6;
-            }
-            print("merge pass of 8 generations x 1,000 rows: read phase", read);
-            print("merge pass of 8 generations x 1,000 rows: commit phase", commit);
-        }
-    }
-
-    private static void print(String what, double[] samples) {
-        double[] sorted = samples.clone();
-        Arrays.sort(sorted);
-        System.out.printf("| %s | %.1f ms | %d |%n", what, sorted[sorted.length / 2], sorted.length);
     }
 }

@@ -33,7 +33,7 @@ public final class IngestApp extends RolloutApp {
                 config);
         Supplier<List<String>> stuck = () -> health.stuck(
                 runtime().assignedPartitions().stream()
-                        .filter(config::isInputTopic)
+                        .filter(config.input()::isInputTopic)
                         .collect(Collectors.toSet()),
                 runtime().state() == KafkaStreams.State.RUNNING,
                 System.currentTimeMillis(),

@@ -6,7 +6,6 @@ import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
 import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
 import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
-import static org.apache.kafka.common.config.ConfigDef.Type.LIST;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
 import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
@@ -14,34 +13,29 @@ import dev.rolloutingest.runtime.AppConfig;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
 import dev.rolloutingest.serde.values.ValueFormats;
-import dev.rolloutingest.table.catalog.TableCatalog;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigDef;
-import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * Every setting of ingest-topology: key, type, default, doc. Each key is also an env var (upper case,
- * dots as underscores), which wins over the properties file. A bad value fails at start naming the key.
+ * dots as underscores), which wins over the properties file. A bad value fails at start naming the key. The input's
+ * keys (topics, routes, tables) are declared, read and checked by {@link InputSettings}; every key is named here.
  *
- * <p>Over 300 lines because it declares every setting of the ingest app, one define each with its doc, default and
- * range.
+ * <p>Over 300 lines because it declares every other setting of the ingest app (seals, dead letters, records, lag,
+ * health), one define each with its doc, default and range.
  */
 public final class IngestConfig extends AppConfig {
-    public static final String INPUT_TOPIC = "rollout.input.topic";
-    public static final String INPUT_TOPICS = "rollout.input.topics";
-    public static final String INPUT_TOPIC_PATTERN = "rollout.input.topic.pattern";
-    public static final String INPUT_TOPIC_REFRESH_MS = "rollout.input.topic.refresh.ms";
-    public static final String TABLE_ROUTE = "rollout.table.route";
-    public static final String TABLE_NAME_ALLOW = "rollout.table.name.allow";
-    public static final String TABLES_DECLARED = "rollout.tables";
+    public static final String INPUT_TOPIC = InputSettings.INPUT_TOPIC;
+    public static final String INPUT_TOPICS = InputSettings.INPUT_TOPICS;
+    public static final String INPUT_TOPIC_PATTERN = InputSettings.INPUT_TOPIC_PATTERN;
+    public static final String INPUT_TOPIC_REFRESH_MS = InputSettings.INPUT_TOPIC_REFRESH_MS;
+    public static final String TABLE_ROUTE = InputSettings.TABLE_ROUTE;
+    public static final String TABLE_NAME_ALLOW = InputSettings.TABLE_NAME_ALLOW;
+    public static final String TABLES_DECLARED = InputSettings.TABLES_DECLARED;
     /** A record header naming the record's table outright (how a delete, which has no fields, names it). */
     public static final String TABLE_HEADER = "rollout-table";
 
@@ -67,63 +61,8 @@ public final class IngestConfig extends AppConfig {
     public static final String VALUE_FORMAT = ValueFormats.FORMAT;
     public static final String VALUE_FORMATS = ValueFormats.FORMATS;
 
-    public static final ConfigDef DEFINITION = ValueFormats.define(
-                    CommonKeys.define("rollout-ingest", "data/ingest-state", 8090, "/metrics, /health"))
-            .define(
-                    INPUT_TOPIC,
-                    STRING,
-                    "rollouts",
-                    new ConfigDef.NonEmptyString(),
-                    MEDIUM,
-                    "Topic of Rollout records, key = record_id (one topic; see " + INPUT_TOPICS + " and "
-                            + INPUT_TOPIC_PATTERN + " for more)")
-            .define(
-                    INPUT_TOPICS,
-                    LIST,
-                    "",
-                    MEDIUM,
-                    "Several input topics (comma-separated); when set, " + INPUT_TOPIC + " is not read")
-            .define(
-                    INPUT_TOPIC_PATTERN,
-                    STRING,
-                    "",
-                    null,
-                    MEDIUM,
-                    "A regex of input topics (whole name): every matching topic is read, also one created later"
-                            + " (found within " + INPUT_TOPIC_REFRESH_MS + "); its groups can name tables"
-                            + " (${topic.1} in " + TABLE_ROUTE + "). Not with " + INPUT_TOPICS)
-            .define(
-                    INPUT_TOPIC_REFRESH_MS,
-                    LONG,
-                    30_000L,
-                    ConfigDef.Range.between(1_000, 3_600_000),
-                    LOW,
-                    "How soon a new topic matching " + INPUT_TOPIC_PATTERN + " is read (the consumers' metadata"
-                            + " refresh)")
-            .define(
-                    TABLE_ROUTE,
-                    STRING,
-                    "${topic}",
-                    new ConfigDef.NonEmptyString(),
-                    HIGH,
-                    "With rollout.tables.root: the table of a record, a name template of text and ${topic},"
-                            + " ${topic.N} (group N of " + INPUT_TOPIC_PATTERN + "), ${header.NAME}, ${experiment},"
-                            + " ${rollout_id}, ${problem_id} or ${role}; a record with the header rollout-table goes to"
-                            + " the table it names. A record routed nowhere goes to the DLQ (no-route)")
-            .define(
-                    TABLE_NAME_ALLOW,
-                    STRING,
-                    ".*",
-                    null,
-                    MEDIUM,
-                    "A regex every routed table name must match (besides being one path segment of letters, digits,"
-                            + " '.', '_', '-'); others go to the DLQ (table-name-refused)")
-            .define(
-                    TABLES_DECLARED,
-                    LIST,
-                    "",
-                    MEDIUM,
-                    "With rollout.tables.root: tables created at start, before their first record")
+    public static final ConfigDef DEFINITION = InputSettings.define(ValueFormats.define(
+                    CommonKeys.define("rollout-ingest", "data/ingest-state", 8090, "/metrics, /health")))
             .define(
                     DLQ_TOPIC,
                     STRING,
@@ -260,47 +199,12 @@ public final class IngestConfig extends AppConfig {
                     "/health answers 503 when a partition has held unsealed records longer than this (0 = three times "
                             + SEAL_MAX_AGE_MS + ")");
 
-    private final Pattern inputPattern;
-    private final TableRoute tableRoute;
+    private final InputSettings input;
 
     private IngestConfig(Map<String, Object> raw) {
         super(DEFINITION, raw);
         requireWithinMergeMemory(SEAL_MAX_BYTES);
-        String pattern = parsed.getString(INPUT_TOPIC_PATTERN).trim();
-        if (!pattern.isEmpty() && !parsed.getList(INPUT_TOPICS).isEmpty()) {
-            throw new ConfigException(INPUT_TOPIC_PATTERN, pattern, "set " + INPUT_TOPICS + " or this, not both");
-        }
-        this.inputPattern = pattern.isEmpty() ? null : compile(INPUT_TOPIC_PATTERN, pattern);
-        Pattern allowed = compile(TABLE_NAME_ALLOW, parsed.getString(TABLE_NAME_ALLOW));
-        this.tableRoute = TableRoute.parse(parsed.getString(TABLE_ROUTE), inputPattern, allowed, TABLE_ROUTE);
-        if (!manyTables()) {
-            if (!parsed.getString(TABLE_ROUTE).equals("${topic}")) {
-                throw new ConfigException(
-                        TABLE_ROUTE,
-                        parsed.getString(TABLE_ROUTE),
-                        "routes need many tables: set " + CommonKeys.TABLES_ROOT);
-            }
-            if (!parsed.getList(TABLES_DECLARED).isEmpty()) {
-                throw new ConfigException(
-                        TABLES_DECLARED,
-                        parsed.getList(TABLES_DECLARED),
-                        "declared tables need many tables: set " + CommonKeys.TABLES_ROOT);
-            }
-        }
-        for (String name : parsed.getList(TABLES_DECLARED)) {
-            String problem = TableCatalog.nameProblem(name);
-            if (problem != null) {
-                throw new ConfigException(TABLES_DECLARED, name, problem);
-            }
-        }
-    }
-
-    private static Pattern compile(String key, String regex) {
-        try {
-            return Pattern.compile(regex);
-        } catch (PatternSyntaxException e) {
-            throw new ConfigException(key, regex, "not a regex: " + e.getDescription());
-        }
+        this.input = new InputSettings(parsed, manyTables());
     }
 
     public static IngestConfig load(Properties file, Map<String, String> env) {
@@ -311,60 +215,19 @@ public final class IngestConfig extends AppConfig {
         return new IngestConfig(new HashMap<>(values));
     }
 
-    /** The input topics by name; empty when they are a pattern ({@link #inputPattern}). */
-    public List<String> inputTopics() {
-        if (inputPattern != null) {
-            return List.of();
-        }
-        List<String> topics = parsed.getList(INPUT_TOPICS);
-        return topics.isEmpty() ? List.of(parsed.getString(INPUT_TOPIC)) : List.copyOf(topics);
-    }
-
-    /** The regex of the input topics, or null when they are named. */
-    public Pattern inputPattern() {
-        return inputPattern;
-    }
-
-    /** One input topic, named by {@link #INPUT_TOPIC}: the way every deployment was configured before many topics. */
-    public boolean oneInputTopic() {
-        return inputPattern == null && parsed.getList(INPUT_TOPICS).isEmpty();
-    }
-
-    /** The one input topic of {@link #oneInputTopic}; fails otherwise. */
-    public String inputTopic() {
-        if (!oneInputTopic()) {
-            throw new IllegalStateException("this deployment reads several input topics: " + describeInput());
-        }
-        return parsed.getString(INPUT_TOPIC);
-    }
-
-    public boolean isInputTopic(TopicPartition partition) {
-        return inputPattern != null
-                ? inputPattern.matcher(partition.topic()).matches()
-                : inputTopics().contains(partition.topic());
-    }
-
-    /** The input topics as the logs and errors name them. */
-    public String describeInput() {
-        return inputPattern != null ? "topics matching " + inputPattern.pattern() : String.join(",", inputTopics());
-    }
-
-    public TableRoute tableRoute() {
-        return tableRoute;
-    }
-
-    public List<String> declaredTables() {
-        return parsed.getList(TABLES_DECLARED);
+    /** Which topics are read, and which table each record goes to. */
+    public InputSettings input() {
+        return input;
     }
 
     /** New topics of the pattern are found at the consumers' metadata refresh. */
     @Override
     public Properties streamsProperties() {
         Properties props = super.streamsProperties();
-        if (inputPattern != null) {
+        if (input.inputPattern() != null) {
             props.putIfAbsent(
                     StreamsConfig.consumerPrefix(ConsumerConfig.METADATA_MAX_AGE_CONFIG),
-                    Long.toString(parsed.getLong(INPUT_TOPIC_REFRESH_MS)));
+                    Long.toString(input.refreshMs()));
         }
         return props;
     }

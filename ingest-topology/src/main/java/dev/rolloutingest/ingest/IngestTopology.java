@@ -106,24 +106,25 @@ final class IngestTopology {
             ObjLongConsumer<TopicPartition> sealedPositions) {
         RecordCheck check = RecordCheck.of(config, rollouts, metrics);
         InputRereader rereader = new InputRereader(recoveryReader, metrics, Duration.ofMinutes(2));
-        for (String name : config.declaredTables()) {
+        InputSettings input = config.input();
+        for (String name : input.declaredTables()) {
             tables.createOrOpen(name);
         }
         Topology topology = new Topology();
-        if (config.inputPattern() != null) {
+        if (input.inputPattern() != null) {
             topology.addSource(
                     Topology.AutoOffsetReset.EARLIEST,
                     SOURCE,
                     new ByteArrayDeserializer(),
                     new ByteArrayDeserializer(),
-                    config.inputPattern());
+                    input.inputPattern());
         } else {
             topology.addSource(
                     Topology.AutoOffsetReset.EARLIEST,
                     SOURCE,
                     new ByteArrayDeserializer(),
                     new ByteArrayDeserializer(),
-                    config.inputTopics().toArray(String[]::new));
+                    input.inputTopics().toArray(String[]::new));
         }
         TaskBatchers.Factory batchers = (context, partition, keys) -> new PartitionBatcher(
                 context,
@@ -142,7 +143,7 @@ final class IngestTopology {
         topology.addProcessor(
                 BATCHER,
                 () -> new TaskBatchers(
-                        config.oneInputTopic() ? config.inputTopic() : null, config.sealCheckIntervalMs(), batchers),
+                        input.oneInputTopic() ? input.inputTopic() : null, config.sealCheckIntervalMs(), batchers),
                 SOURCE);
         // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
         topology.addStateStore(

@@ -1,27 +1,20 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.retry.Retry;
-import dev.rolloutingest.schemas.GenerationSealed;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.catalog.TableCatalog;
-import dev.rolloutingest.table.generations.SealedGeneration;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.ObjLongConsumer;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
-import org.apache.kafka.streams.state.KeyValueStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * Batches one input partition (one task, one MemWAL shard) into sealed generations, exactly once.
  *
  * <p>How nothing is lost or duplicated although Kafka Streams commits input offsets on its own
- * schedule: the changelogged progress store holds {@code sealed} (the first offset not yet in a durable
+ * schedule: the changelogged progress store ({@link PartitionProgress}) holds {@code sealed} (the first offset not yet in a durable
  * generation) and {@code processed} (the next offset to process), committed in the same exactly-once
  * transaction as the input offsets and the GenerationSealed events. Buffered records are therefore
  * never the only copy: after a crash or rebalance, the new owner re-reads [sealed, processed) from the
@@ -47,13 +40,14 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One per input partition; the Streams task's processor ({@link TaskBatchers}) hands it its records.
  *
- * <p>Over 300 lines because the partition's state moves in one place: accept a record, seal on a trigger, apply
- * the finished write (dead letters, announcement, committed position), recover after a restart.
+ * <p>What the partition sends on (dead letters, GenerationSealed events) goes through {@link PartitionOutput}.
+ *
+ * <p>Over 300 lines because the partition's batch (its range, size, age and the write in flight) moves in one place:
+ * accept a record, seal on a trigger, apply the finished write and move the committed position, recover after a
+ * restart.
  */
 final class PartitionBatcher {
     private static final Logger log = LoggerFactory.getLogger(PartitionBatcher.class);
-    static final String SEALED = "sealed";
-    static final String PROCESSED = "processed";
 
     private final IngestConfig config;
     /** Read once: a config getter per record was ~1 % of the stream thread. */
@@ -66,16 +60,12 @@ final class PartitionBatcher {
     private final RecordCheck check;
     private final IngestMetrics metrics;
     private final InflightBudget budget;
-    private final InputRereader rereader;
     private final IngestHealth health;
-    private final IngestFaults faults;
     private final SealWriters writers;
-    private final ObjLongConsumer<TopicPartition> sealedPositions;
 
     private final ProcessorContext<Object, Object> context;
-    private final KeyValueStore<String, Long> progress;
-    private final String sealedKey;
-    private final String processedKey;
+    private final PartitionProgress progress;
+    private final PartitionOutput output;
     private final String topic;
     private final int partition;
     private final TopicPartition topicPartition;
@@ -92,10 +82,7 @@ final class PartitionBatcher {
     private SealWrite inFlight;
     private final SealWrite.Target target;
 
-    /**
-     * @param progressKeys the progress store keys' suffix: empty for the one input topic of a deployment configured
-     *     with {@code rollout.input.topic} (the keys it always had), else the topic (a task holds a partition of each)
-     */
+    /** @param progressKeys the progress store keys' suffix ({@link PartitionProgress}) */
     PartitionBatcher(
             ProcessorContext<Object, Object> context,
             TopicPartition topicPartition,
@@ -120,28 +107,22 @@ final class PartitionBatcher {
         this.check = check;
         this.metrics = metrics;
         this.budget = budget;
-        this.rereader = rereader;
         this.health = health;
-        this.faults = faults;
         this.writers = writers;
-        this.sealedPositions = sealedPositions;
         this.context = context;
-        this.progress = context.getStateStore(IngestTopology.PROGRESS_STORE);
-        this.sealedKey = progressKeys.isEmpty() ? SEALED : SEALED + ":" + progressKeys;
-        this.processedKey = progressKeys.isEmpty() ? PROCESSED : PROCESSED + ":" + progressKeys;
+        this.progress = new PartitionProgress(
+                context.getStateStore(IngestTopology.PROGRESS_STORE), progressKeys, topicPartition, sealedPositions);
+        this.output = new PartitionOutput(context, topicPartition, tables, check, metrics, rereader, faults);
         this.topicPartition = topicPartition;
         this.topic = topicPartition.topic();
         this.partition = topicPartition.partition();
         this.shard = ShardId.of(topic, partition);
-        this.sealedUpTo = progress.get(sealedKey);
+        this.sealedUpTo = progress.restoreSealed();
         this.batchStart = sealedUpTo == null ? 0 : sealedUpTo;
         this.recovered = false;
         this.recovery = new PartitionRecovery(tables, rereader, metrics, topicPartition);
         this.batch = new RoutedBatch(tables);
         this.target = new SealWrite.Target(topic, partition, metrics, health, faults, sealWriteRetry);
-        if (sealedUpTo != null) {
-            sealedPositions.accept(topicPartition, sealedUpTo);
-        }
     }
 
     void process(Record<byte[], byte[]> record, long offset) {
@@ -152,8 +133,7 @@ final class PartitionBatcher {
             // seal would leave no position to re-read from.
             sealedUpTo = offset;
             batchStart = offset;
-            progress.put(sealedKey, offset);
-            sealedPositions.accept(topicPartition, offset);
+            progress.sealedUpTo(offset);
         }
         if (offset < sealedUpTo || offset <= lastOffset) {
             metrics.skippedReplay();
@@ -161,7 +141,7 @@ final class PartitionBatcher {
         }
         metrics.recordIn();
         accept(record.key(), record.value(), record.headers(), record.timestamp(), offset, true);
-        progress.put(processedKey, offset + 1);
+        progress.processedUpTo(offset + 1);
         if (batch.largestPartRows() >= sealMaxRows) {
             seal("rows");
         } else if (batchBytes >= sealMaxBytes) {
@@ -198,7 +178,7 @@ final class PartitionBatcher {
         if (dead != null) {
             // While re-reading, the dead letter was sent in the transaction that first processed the record.
             if (live) {
-                deadLetter(key, value, headers, timestamp, offset, dead);
+                output.deadLetter(key, value, headers, timestamp, offset, dead);
             }
             return;
         }
@@ -223,18 +203,6 @@ final class PartitionBatcher {
         batchBytes += bytes;
         batch.added(checked.table(), bytes);
         budget.count(topicPartition, bytes);
-    }
-
-    private void deadLetter(byte[] key, byte[] value, Headers headers, long timestamp, long offset, DeadLetter dead) {
-        metrics.dlq(dead.reason());
-        check.deadLetterLog()
-                .deadLettered(
-                        dead.reason(),
-                        () -> "Shard " + shard + ": " + topic + "/" + partition + "@" + offset + " to the DLQ ("
-                                + dead.reason() + "): " + dead.error());
-        context.forward(
-                new Record<Object, Object>(key, value, timestamp, dead.headers(headers, topic, partition, offset)),
-                IngestTopology.DLQ_SINK);
     }
 
     void tick(long now) {
@@ -309,87 +277,15 @@ final class PartitionBatcher {
             throw new IllegalStateException("Interrupted while waiting for a generation write", e);
         }
         write.batches.close();
-        deadLetterRefused(write.refused);
-        long millis = (System.nanoTime() - write.startedNanos) / 1_000_000;
-        if (!sealed.isEmpty()) {
-            faults.afterGenerationWrite();
-            long rows = 0;
-            long bytes = 0;
-            for (SealWrite.Written written : sealed) {
-                deadLetterRefused(written.generation().deadLettered());
-                announce(written);
-                rows += written.generation().rows();
-                bytes += written.generation().bytes();
-            }
-            metrics.seal(write.trigger, "success", Duration.ofNanos(System.nanoTime() - write.startedNanos));
-            log.info(
-                    "Shard {} ({}/{}): sealed generation {} [{}..{}] in {} table(s), {} rows, {} bytes ({}) in {} ms",
-                    shard,
-                    topic,
-                    partition,
-                    write.last + 1,
-                    write.first,
-                    write.last,
-                    sealed.size(),
-                    rows,
-                    bytes,
-                    write.trigger,
-                    millis);
-        } else {
-            metrics.seal(write.trigger, "empty", Duration.ofNanos(System.nanoTime() - write.startedNanos));
-        }
+        output.written(write, sealed);
         budget.release(topicPartition, write.bytes);
         advanceTo(write.last + 1);
-    }
-
-    /** Sends the refused records' original bytes, fetched from the input topic, to the DLQ. */
-    private void deadLetterRefused(List<SealedGeneration.DeadLettered> refused) {
-        if (refused.isEmpty()) {
-            return;
-        }
-        Set<Long> offsets = new TreeSet<>();
-        refused.forEach(r -> offsets.add(r.offset()));
-        Map<Long, ConsumerRecord<byte[], byte[]>> originals = new HashMap<>();
-        rereader.fetch(topicPartition, offsets).forEach(r -> originals.put(r.offset(), r));
-        for (SealedGeneration.DeadLettered r : refused) {
-            ConsumerRecord<byte[], byte[]> original = originals.get(r.offset());
-            DeadLetter dead = new DeadLetter(r.reason(), r.error());
-            if (original == null) {
-                // Gone from the topic: the dead letter still names the record, so nothing vanishes without a trace.
-                deadLetter(null, null, null, System.currentTimeMillis(), r.offset(), dead);
-            } else {
-                long timestamp = original.timestamp() >= 0 ? original.timestamp() : System.currentTimeMillis();
-                deadLetter(original.key(), original.value(), original.headers(), timestamp, r.offset(), dead);
-            }
-        }
-    }
-
-    private void announce(SealWrite.Written written) {
-        SealedGeneration sealed = written.generation();
-        GenerationSealed event = GenerationSealed.newBuilder()
-                .setShardId(sealed.shard())
-                .setTopic(sealed.topic())
-                .setPartition(sealed.partition())
-                .setGeneration(sealed.generation())
-                .setFolder(sealed.folder())
-                .setFirstOffset(sealed.firstOffset())
-                .setLastOffset(sealed.lastOffset())
-                .setRows(sealed.rows())
-                .setBytes(sealed.bytes())
-                .setSealedAt(sealed.sealedAt())
-                .setTableUri(written.tableUri())
-                .build();
-        context.forward(
-                new Record<Object, Object>(
-                        tables.shardKey(written.table(), sealed.shard()), event, System.currentTimeMillis()),
-                IngestTopology.GENERATIONS_SINK);
     }
 
     /** The committed position: everything below {@code next} is in an announced generation or the DLQ. */
     private void advanceTo(long next) {
         sealedUpTo = next;
-        progress.put(sealedKey, next);
-        sealedPositions.accept(topicPartition, next); // the sealed lag: standard tools show what is not in the table
+        progress.sealedUpTo(next);
         if (batchStart < next) {
             batchStart = next;
         }
@@ -417,7 +313,7 @@ final class PartitionBatcher {
         if (sealedUpTo == null) {
             return;
         }
-        Long committed = progress.get(processedKey);
+        Long committed = progress.processed();
         long processed = committed == null ? sealedUpTo : committed;
         Map<String, SealWrite.Written> orphans;
         while (!(orphans = recovery.orphansAt(sealedUpTo)).isEmpty()) {

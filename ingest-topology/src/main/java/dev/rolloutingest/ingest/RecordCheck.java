@@ -63,7 +63,7 @@ final class RecordCheck {
         SerdeConfig serde = SerdeConfig.from(config.serdeConfig());
         return new RecordCheck(
                 deserializer,
-                config.manyTables() ? config.tableRoute() : null,
+                config.manyTables() ? config.input().tableRoute() : null,
                 new RecordKeys(new SchemaRegistryClient(serde), serde.cacheCapacity()),
                 config.keylessAccepted(),
                 config.maxPayloadBytes(),

@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * same offset range, off the stream thread. Each table's generation is retried with backoff;
  * from the second attempt a failure tells the data's fault from the store's, and rows that fail on their own
  * leave the batch for the dead-letter topic (found by writing to memory, halving down to single rows) while the
- * rest is written. The stream thread applies the outcome ({@link PartitionBatcher}).
+ * rest is written. The stream thread applies the outcome ({@link PartitionBatcher}, {@link PartitionOutput}).
  */
 final class SealWrite {
     // the partition's logger: a seal's lines read in order with the batcher's, under one name operators filter on

@@ -65,9 +65,9 @@ final class TaskBatchers implements Processor<byte[], byte[], Object, Object> {
     /** The topic a progress key's "sealed" position belongs to, or null for other keys. */
     private String topicOfKey(String key) {
         if (oneTopic != null) {
-            return key.equals(PartitionBatcher.SEALED) ? oneTopic : null;
+            return key.equals(PartitionProgress.SEALED) ? oneTopic : null;
         }
-        String prefix = PartitionBatcher.SEALED + ":";
+        String prefix = PartitionProgress.SEALED + ":";
         return key.startsWith(prefix) ? key.substring(prefix.length()) : null;
     }
 

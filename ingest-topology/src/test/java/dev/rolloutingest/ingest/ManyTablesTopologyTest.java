@@ -266,11 +266,13 @@ class ManyTablesTopologyTest {
                 "rollout.tables.root", dir.toString(),
                 "rollout.input.topic.pattern", "rl-(.+)",
                 "rollout.table.route", "${topic.1}"));
-        assertThat(pattern.tableRoute()
+        assertThat(pattern.input()
+                        .tableRoute()
                         .route("rl-grpo", new RecordHeaders(), null)
                         .table())
                 .isEqualTo("grpo");
-        assertThat(pattern.isInputTopic(new TopicPartition("rl-ppo", 3))).isTrue();
-        assertThat(pattern.isInputTopic(new TopicPartition("other", 3))).isFalse();
+        assertThat(pattern.input().isInputTopic(new TopicPartition("rl-ppo", 3)))
+                .isTrue();
+        assertThat(pattern.input().isInputTopic(new TopicPartition("other", 3))).isFalse();
     }
 }

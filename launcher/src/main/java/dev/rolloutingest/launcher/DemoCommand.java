@@ -1,9 +1,7 @@
 package dev.rolloutingest.launcher;
 
 import dev.rolloutingest.embedded.ApicurioRegistry;
-import dev.rolloutingest.embedded.EmbeddedAzurite;
 import dev.rolloutingest.embedded.EmbeddedKafka;
-import dev.rolloutingest.embedded.EmbeddedS3;
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.ingest.IngestApp;
 import dev.rolloutingest.ingest.IngestConfig;
@@ -11,9 +9,7 @@ import dev.rolloutingest.merge.MergeApp;
 import dev.rolloutingest.merge.MergeConfig;
 import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpEndpoint;
-import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.catalog.TableCatalog;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,8 +20,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.NewTopic;
 import picocli.CommandLine.Command;
@@ -34,9 +28,9 @@ import picocli.CommandLine.Option;
 /**
  * The embedded default: a real KRaft broker, a real schema registry (Apicurio, child process) and a table
  * store (local disk, a real S3 API with --s3, or Azure's blob API on Azurite with --azure), both apps and the read API, all on loopback; publishes
- * rollouts and shows them land, merge and become readable.
- *
- * <p>Over 300 lines because it is the embedded default's whole script: services, apps, producer, progress, summary.
+ * rollouts and shows them land, merge and become readable. This is the script (services, apps, progress, summary);
+ * the table's store is {@link DemoStore}'s, the producer {@link DemoPublisher}, each second's counts {@link
+ * DemoProgress}.
  */
 @Command(
         name = "demo",
@@ -114,24 +108,7 @@ final class DemoCommand implements Callable<Integer> {
             say("starting the schema registry (Apicurio) ...");
             ApicurioRegistry registry =
                     remember(open, ApicurioRegistry.start(dir.resolve("registry"), Duration.ofSeconds(180)));
-            Map<String, String> table = new HashMap<>();
-            String where = many ? "rollout.tables.root" : "rollout.table.uri";
-            String folder = many ? "tables" : "table";
-            if (s3) {
-                EmbeddedS3 store = remember(open, EmbeddedS3.start(dir.resolve("s3"), "rollouts"));
-                table.put(where, store.uri(folder));
-                store.lanceStorageOptions().forEach((k, v) -> table.put("rollout.table.storage." + k, v));
-                say("%s on the S3 API at %s: %s", folder, store.endpoint(), store.uri(folder));
-            } else if (azure) {
-                say("starting Azurite (Azure Blob Storage emulator; installed from npm on first use) ...");
-                EmbeddedAzurite store = remember(open, EmbeddedAzurite.start(dir.resolve("azure"), "rollouts"));
-                table.put(where, store.uri(folder));
-                store.lanceStorageOptions().forEach((k, v) -> table.put("rollout.table.storage." + k, v));
-                say("%s on the Azure Blob API at %s: %s", folder, store.endpoint(), store.uri(folder));
-            } else {
-                table.put(where, dir.resolve(folder).toString());
-                say("%s on local disk: %s", folder, dir.resolve(folder));
-            }
+            Map<String, String> table = DemoStore.start(dir, s3, azure, many, open);
             if (many) {
                 table.put("rollout.table.route", "${experiment}");
                 say(
@@ -170,7 +147,7 @@ final class DemoCommand implements Callable<Integer> {
                             catalog,
                             null,
                             Duration.ZERO,
-                            IngestConfig.of(ingestProps).inputTopic())
+                            IngestConfig.of(ingestProps).input().inputTopic())
                     .mount(readApi);
             readApi.route(
                     "/health",
@@ -183,47 +160,29 @@ final class DemoCommand implements Callable<Integer> {
                     merge.http().baseUrl());
             say("read API %s  %s", many ? "/tables /tables/{table}/rollouts" : "/rollouts", readApi.baseUrl());
 
-            AtomicLong acked = new AtomicLong();
-            AtomicReference<Throwable> publishError = new AtomicReference<>();
-            Thread publisher = new Thread(
-                    () -> {
-                        try {
-                            RolloutPublisher rollouts =
-                                    new RolloutPublisher(kafka.bootstrapServers(), registry.confluentUrl());
-                            if (!many) {
-                                rollouts.publish("rollouts", EXPERIMENT, records, records, payloadBytes, 0, acked);
-                            }
-                            for (int t = 0; many && t < tables; t++) {
-                                long share = records / tables + (t < records % tables ? 1 : 0);
-                                rollouts.publish(
-                                        "rollouts", EXPERIMENT + "-" + t, share, share, payloadBytes, 0, acked);
-                            }
-                        } catch (Throwable e) {
-                            publishError.set(e);
-                        }
-                    },
-                    "demo-publisher");
+            DemoPublisher publisher = new DemoPublisher(
+                    kafka.bootstrapServers(), registry.confluentUrl(), EXPERIMENT, records, tables, payloadBytes);
             long pipelineStart = System.nanoTime();
             say("publishing %d rollouts (%d-byte payloads) to %d partitions", records, payloadBytes, partitions);
             publisher.start();
 
-            Progress last = null;
+            DemoProgress last = null;
             long deadline =
                     System.nanoTime() + Duration.ofSeconds(timeoutSeconds).toNanos();
             while (true) {
                 Thread.sleep(1000);
-                if (publishError.get() != null) {
-                    throw new IllegalStateException("publishing failed: " + publishError.get(), publishError.get());
+                if (publisher.error() != null) {
+                    throw new IllegalStateException("publishing failed: " + publisher.error(), publisher.error());
                 }
-                Progress now = Progress.read(
-                        acked.get(),
+                DemoProgress now = DemoProgress.read(
+                        publisher.acked(),
                         ingest.registry(),
                         merge.registry(),
                         catalog.opened().values(),
                         pipelineStart);
                 System.out.println(now.line(last, records));
                 last = now;
-                if (now.produced == records && now.readable == records && now.pending == 0) {
+                if (now.produced() == records && now.readable() == records && now.pending() == 0) {
                     break;
                 }
                 if (System.nanoTime() > deadline) {
@@ -235,17 +194,17 @@ final class DemoCommand implements Callable<Integer> {
             System.out.printf(
                     "%ndone: %d rollouts published, sealed into %d generations, merged, and readable in %.1f s"
                             + " (%.0f rollouts/s end to end)%n",
-                    records, last.generations, seconds, records / seconds);
+                    records, last.generations(), seconds, records / seconds);
             System.out.printf(
                     "summary: produced=%d sealed_rows=%d generations=%d merged_generations=%d base_rows=%d "
                             + "readable=%d pending=%d seconds=%.1f throughput=%.0f table=%s%n",
-                    last.produced,
-                    last.sealedRows,
-                    last.generations,
-                    last.mergedGenerations,
-                    last.baseRows,
-                    last.readable,
-                    last.pending,
+                    last.produced(),
+                    last.sealedRows(),
+                    last.generations(),
+                    last.mergedGenerations(),
+                    last.baseRows(),
+                    last.readable(),
+                    last.pending(),
                     seconds,
                     records / seconds,
                     catalog.uri());
@@ -260,15 +219,7 @@ final class DemoCommand implements Callable<Integer> {
                         readApi.baseUrl(), EXPERIMENT, readApi.baseUrl(), EXPERIMENT);
             }
             if (keepRunning) {
-                StringBuilder storage = new StringBuilder();
-                table.forEach((k, v) -> {
-                    if (k.startsWith("rollout.table.storage.")) {
-                        storage.append(" --storage ")
-                                .append(k.substring("rollout.table.storage.".length()))
-                                .append('=')
-                                .append(v);
-                    }
-                });
+                String storage = DemoStore.storageArgs(table);
                 say("the broker, registry and table stay up; point other commands at them from another terminal:");
                 System.out.printf(
                         "  ./rollout-ingest produce --bootstrap-servers %s --schema-registry-url %s --count 1000%n",
@@ -299,74 +250,6 @@ final class DemoCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** Counts the demo shows each second. */
-    record Progress(
-            long produced,
-            long sealedRows,
-            long generations,
-            long mergedGenerations,
-            long baseRows,
-            long readable,
-            long pending,
-            double seconds) {
-        static Progress read(
-                long produced,
-                MeterRegistry ingest,
-                MeterRegistry merge,
-                java.util.Collection<RolloutTable> tables,
-                long start) {
-            long pending = 0;
-            long baseRows = 0;
-            long readable = 0;
-            for (RolloutTable table : tables) {
-                Map<String, Long> watermarks = table.generations().watermarks();
-                for (String shard : table.generations().shards()) {
-                    pending += table.generations().pendingCount(shard, watermarks.getOrDefault(shard, 0L));
-                }
-                baseRows += table.countBaseRows();
-                readable += table.countRows();
-            }
-            return new Progress(
-                    produced,
-                    (long) count(ingest, "rollout.generation.rows"),
-                    // generations written (a seal writes one per table of its rows)
-                    ingest.find("rollout.generation.write").timers().stream()
-                            .mapToLong(t -> t.count())
-                            .sum(),
-                    (long) count(merge, "rollout.merge.generations"),
-                    baseRows,
-                    readable,
-                    pending,
-                    (System.nanoTime() - start) / 1e9);
-        }
-
-        private static double count(MeterRegistry registry, String name) {
-            return registry.find(name).counters().stream()
-                    .mapToDouble(c -> c.count())
-                    .sum();
-        }
-
-        String line(Progress previous, long target) {
-            double dt = previous == null ? seconds : Math.max(0.001, seconds - previous.seconds);
-            long producedRate = (long) ((produced - (previous == null ? 0 : previous.produced)) / dt);
-            long readableRate = (long) ((readable - (previous == null ? 0 : previous.readable)) / dt);
-            return String.format(
-                    "[%5.1fs] produced %d/%d (%d/s) | sealed %d rows in %d generations | merged %d generations,"
-                            + " base %d rows | readable %d (%d/s) | pending %d generations",
-                    seconds,
-                    produced,
-                    target,
-                    producedRate,
-                    sealedRows,
-                    generations,
-                    mergedGenerations,
-                    baseRows,
-                    readable,
-                    readableRate,
-                    pending);
-        }
-    }
-
     private static Path prepare(Path dir) throws IOException {
         if (Files.isDirectory(dir)) {
             try (Stream<Path> entries = Files.list(dir)) {
@@ -383,7 +266,7 @@ final class DemoCommand implements Callable<Integer> {
         return dir;
     }
 
-    private static <T extends AutoCloseable> T remember(List<AutoCloseable> open, T resource) {
+    static <T extends AutoCloseable> T remember(List<AutoCloseable> open, T resource) {
         open.add(resource);
         return resource;
     }
@@ -399,7 +282,7 @@ final class DemoCommand implements Callable<Integer> {
         open.clear();
     }
 
-    private static void say(String format, Object... args) {
+    static void say(String format, Object... args) {
         System.out.println("demo: " + String.format(format, args));
     }
 }

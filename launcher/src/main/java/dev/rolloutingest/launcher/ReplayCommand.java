@@ -127,7 +127,7 @@ final class ReplayCommand implements Callable<Integer> {
             }
             List<String> topics = inputTopics(admin, ingest);
             if (topics.isEmpty()) {
-                System.err.println("no topic matches " + ingest.describeInput() + ": nothing to replay");
+                System.err.println("no topic matches " + ingest.input().describeInput() + ": nothing to replay");
                 return 2;
             }
             Map<TopicPartition, Long> positions = positions(admin, topics);
@@ -196,11 +196,11 @@ final class ReplayCommand implements Callable<Integer> {
 
     /** The topics the replaying app reads: its list, or the existing topics its pattern matches. */
     private static List<String> inputTopics(Admin admin, IngestConfig ingest) throws Exception {
-        if (ingest.inputPattern() == null) {
-            return ingest.inputTopics();
+        if (ingest.input().inputPattern() == null) {
+            return ingest.input().inputTopics();
         }
         return admin.listTopics().names().get(30, TimeUnit.SECONDS).stream()
-                .filter(t -> ingest.inputPattern().matcher(t).matches())
+                .filter(t -> ingest.input().inputPattern().matcher(t).matches())
                 .sorted()
                 .toList();
     }

@@ -18,6 +18,10 @@ import java.util.Map;
  * with oneofs, maps, proto2 groups and proto3 {@code optional}) and enums. Options, reserved ranges, extensions,
  * services and {@code extend} blocks are read past; type names are left for protobuf-java to resolve by protoc's
  * scoping rules. Any text it cannot read, however cut or garbled, is an IllegalArgumentException naming the line.
+ * The text's tokens come from {@link ProtoTokens}; this class holds protoc's grammar and layout of descriptors.
+ *
+ * <p>Over 300 lines because protoc's grammar is one recursive descent: the statements of a file, a message, its fields
+ * (plain, map, group, oneof) and an enum call one another, each laying out its part of the descriptor as protoc does.
  */
 final class ProtoText {
     private static final Map<String, FieldDescriptorProto.Type> SCALARS = Map.ofEntries(
@@ -40,12 +44,11 @@ final class ProtoText {
     /** Messages nested deeper are refused: protobuf-java reads no deeper (its recursion limit is 100). */
     static final int MAX_NESTING = 64;
 
-    private final String text;
-    private int pos;
+    private final ProtoTokens tokens;
     private boolean proto3;
 
     private ProtoText(String text) {
-        this.text = text;
+        this.tokens = new ProtoTokens(text);
     }
 
     /** The file; IllegalArgumentException with the line for text it cannot read. */
@@ -55,41 +58,41 @@ final class ProtoText {
 
     private FileDescriptorProto file(String name) {
         FileDescriptorProto.Builder file = FileDescriptorProto.newBuilder().setName(name);
-        for (String token = next(); token != null; token = next()) {
+        for (String token = tokens.next(); token != null; token = tokens.next()) {
             switch (token) {
                 case "syntax" -> {
-                    expect("=");
-                    String syntax = string();
-                    expect(";");
+                    tokens.expect("=");
+                    String syntax = tokens.string();
+                    tokens.expect(";");
                     proto3 = syntax.equals("proto3");
                     if (proto3) {
                         file.setSyntax("proto3");
                     } else if (!syntax.equals("proto2")) {
-                        throw error("syntax " + syntax + " is not proto2 or proto3");
+                        throw tokens.error("syntax " + syntax + " is not proto2 or proto3");
                     }
                 }
-                case "edition" -> throw error("editions are not read, only proto2 and proto3 syntax");
+                case "edition" -> throw tokens.error("editions are not read, only proto2 and proto3 syntax");
                 case "package" -> {
-                    file.setPackage(word("a package name"));
-                    expect(";");
+                    file.setPackage(tokens.word("a package name"));
+                    tokens.expect(";");
                 }
                 case "import" -> {
-                    String path = peekIsString() ? string() : skipWord(); // public / weak
+                    String path = tokens.peekIsString() ? tokens.string() : skipWord(); // public / weak
                     if (path == null) {
-                        path = string();
+                        path = tokens.string();
                     }
                     file.addDependency(path);
-                    expect(";");
+                    tokens.expect(";");
                 }
-                case "option" -> skipStatement();
-                case "message" -> file.addMessageType(message(word("a message name"), 1));
-                case "enum" -> file.addEnumType(enumType(word("an enum name")));
+                case "option" -> tokens.skipStatement();
+                case "message" -> file.addMessageType(message(tokens.word("a message name"), 1));
+                case "enum" -> file.addEnumType(enumType(tokens.word("an enum name")));
                 case "service", "extend" -> {
-                    word("a name");
-                    skipBlock();
+                    tokens.word("a name");
+                    tokens.skipBlock();
                 }
                 case ";" -> {}
-                default -> throw error("unexpected '" + token + "'");
+                default -> throw tokens.error("unexpected '" + token + "'");
             }
         }
         return file.build();
@@ -97,7 +100,7 @@ final class ProtoText {
 
     private DescriptorProto message(String name, int depth) {
         DescriptorProto.Builder message = DescriptorProto.newBuilder().setName(name);
-        expect("{");
+        tokens.expect("{");
         body(message, depth);
         return message.build();
     }
@@ -105,32 +108,32 @@ final class ProtoText {
     /** A message's statements, after its '{' up to its '}'. */
     private void body(DescriptorProto.Builder message, int depth) {
         if (depth > MAX_NESTING) {
-            throw error("messages nest deeper than " + MAX_NESTING);
+            throw tokens.error("messages nest deeper than " + MAX_NESTING);
         }
         String name = message.getName();
         List<Integer> optionalFields = new ArrayList<>(); // proto3 optional: their indexes among the fields
-        for (String token = next(); !"}".equals(token); token = next()) {
+        for (String token = tokens.next(); !"}".equals(token); token = tokens.next()) {
             if (token == null) {
-                throw error("message " + name + " is not closed");
+                throw tokens.error("message " + name + " is not closed");
             }
             switch (token) {
-                case "message" -> message.addNestedType(message(word("a message name"), depth + 1));
-                case "enum" -> message.addEnumType(enumType(word("an enum name")));
-                case "option", "reserved", "extensions" -> skipStatement();
+                case "message" -> message.addNestedType(message(tokens.word("a message name"), depth + 1));
+                case "enum" -> message.addEnumType(enumType(tokens.word("an enum name")));
+                case "option", "reserved", "extensions" -> tokens.skipStatement();
                 case "extend" -> {
-                    word("a name");
-                    skipBlock();
+                    tokens.word("a name");
+                    tokens.skipBlock();
                 }
                 case "oneof" -> {
                     int index = message.getOneofDeclCount();
-                    message.addOneofDecl(OneofDescriptorProto.newBuilder().setName(word("a oneof name")));
-                    expect("{");
-                    for (String t = next(); !"}".equals(t); t = next()) {
+                    message.addOneofDecl(OneofDescriptorProto.newBuilder().setName(tokens.word("a oneof name")));
+                    tokens.expect("{");
+                    for (String t = tokens.next(); !"}".equals(t); t = tokens.next()) {
                         if (t == null) {
-                            throw error("oneof is not closed");
+                            throw tokens.error("oneof is not closed");
                         }
                         if (t.equals("option")) {
-                            skipStatement();
+                            tokens.skipStatement();
                             continue;
                         }
                         if (t.equals("group")) {
@@ -148,7 +151,7 @@ final class ProtoText {
                     String type = token;
                     if (token.equals("optional") || token.equals("required") || token.equals("repeated")) {
                         label = token;
-                        type = word("a type");
+                        type = tokens.word("a type");
                     }
                     if (type.equals("map")) {
                         message.addField(map(message));
@@ -186,8 +189,8 @@ final class ProtoText {
 
     /** A type name where a field starts: a word, not a symbol. */
     private String typeName(String token) {
-        if (!isWord(token)) {
-            throw error("unexpected '" + token + "'");
+        if (!ProtoTokens.isWord(token)) {
+            throw tokens.error("unexpected '" + token + "'");
         }
         return token;
     }
@@ -197,21 +200,21 @@ final class ProtoText {
      * name in lower case.
      */
     private FieldDescriptorProto.Builder group(DescriptorProto.Builder message, String label, int depth) {
-        String name = word("a group name");
-        expect("=");
+        String name = tokens.word("a group name");
+        tokens.expect("=");
         FieldDescriptorProto.Builder field = FieldDescriptorProto.newBuilder()
                 .setName(name.toLowerCase(java.util.Locale.ROOT))
                 .setLabel(label(label))
                 .setType(FieldDescriptorProto.Type.TYPE_GROUP)
                 .setTypeName(name)
-                .setNumber(number());
-        String token = next();
+                .setNumber(tokens.number());
+        String token = tokens.next();
         if ("[".equals(token)) {
-            skipBracketed();
-            token = next();
+            tokens.skipBracketed();
+            token = tokens.next();
         }
         if (!"{".equals(token)) {
-            throw error("expected '{' after group " + name + ", got '" + token + "'");
+            throw tokens.error("expected '{' after group " + name + ", got '" + token + "'");
         }
         DescriptorProto.Builder type = DescriptorProto.newBuilder().setName(name);
         body(type, depth + 1);
@@ -221,7 +224,7 @@ final class ProtoText {
 
     private FieldDescriptorProto.Builder field(String type) {
         FieldDescriptorProto.Builder field = FieldDescriptorProto.newBuilder()
-                .setName(word("a field name"))
+                .setName(tokens.word("a field name"))
                 .setLabel(FieldDescriptorProto.Label.LABEL_OPTIONAL);
         FieldDescriptorProto.Type scalar = SCALARS.get(type);
         if (scalar != null) {
@@ -229,20 +232,20 @@ final class ProtoText {
         } else {
             field.setTypeName(type);
         }
-        expect("=");
-        field.setNumber(number());
+        tokens.expect("=");
+        field.setNumber(tokens.number());
         fieldOptions(field);
         return field;
     }
 
     /** {@code map<K, V> name = N;} as protoc writes it: a repeated field of a nested NameEntry message. */
     private FieldDescriptorProto.Builder map(DescriptorProto.Builder message) {
-        expect("<");
-        String key = word("a map key type");
-        expect(",");
-        String value = word("a map value type");
-        expect(">");
-        String name = word("a map name");
+        tokens.expect("<");
+        String key = tokens.word("a map key type");
+        tokens.expect(",");
+        String value = tokens.word("a map value type");
+        tokens.expect(">");
+        String name = tokens.word("a map name");
         StringBuilder entry = new StringBuilder();
         boolean upper = true;
         for (char c : name.toCharArray()) {
@@ -264,8 +267,8 @@ final class ProtoText {
                 .setName(name)
                 .setLabel(FieldDescriptorProto.Label.LABEL_REPEATED)
                 .setTypeName(entry.toString());
-        expect("=");
-        field.setNumber(number());
+        tokens.expect("=");
+        field.setNumber(tokens.number());
         fieldOptions(field);
         return field;
     }
@@ -281,213 +284,64 @@ final class ProtoText {
 
     /** {@code [packed = false, json_name = "x", ...];}: packed kept, the others read past. */
     private void fieldOptions(FieldDescriptorProto.Builder field) {
-        String token = next();
+        String token = tokens.next();
         if ("[".equals(token)) {
             int depth = 1;
             while (depth > 0) {
-                String t = next();
+                String t = tokens.next();
                 if (t == null) {
-                    throw error("field options are not closed");
+                    throw tokens.error("field options are not closed");
                 }
                 if (t.equals("[")) {
                     depth++;
                 } else if (t.equals("]")) {
                     depth--;
                 } else if (t.equals("packed") && depth == 1) {
-                    expect("=");
+                    tokens.expect("=");
                     field.setOptions(FieldOptions.newBuilder()
-                            .setPacked(word("true or false").equals("true")));
+                            .setPacked(tokens.word("true or false").equals("true")));
                 }
             }
-            token = next();
+            token = tokens.next();
         }
         if (!";".equals(token)) {
-            throw error("expected ';' after field " + field.getName() + ", got '" + token + "'");
+            throw tokens.error("expected ';' after field " + field.getName() + ", got '" + token + "'");
         }
     }
 
     private EnumDescriptorProto enumType(String name) {
         EnumDescriptorProto.Builder type = EnumDescriptorProto.newBuilder().setName(name);
-        expect("{");
-        for (String token = next(); !"}".equals(token); token = next()) {
+        tokens.expect("{");
+        for (String token = tokens.next(); !"}".equals(token); token = tokens.next()) {
             if (token == null) {
-                throw error("enum " + name + " is not closed");
+                throw tokens.error("enum " + name + " is not closed");
             }
             if (token.equals("option") || token.equals("reserved")) {
-                skipStatement();
+                tokens.skipStatement();
                 continue;
             }
             if (token.equals(";")) {
                 continue;
             }
-            expect("=");
-            int number = number();
+            tokens.expect("=");
+            int number = tokens.number();
             type.addValue(EnumValueDescriptorProto.newBuilder()
                     .setName(typeName(token))
                     .setNumber(number));
-            String t = next();
+            String t = tokens.next();
             if ("[".equals(t)) {
-                skipBracketed();
-                t = next();
+                tokens.skipBracketed();
+                t = tokens.next();
             }
             if (!";".equals(t)) {
-                throw error("expected ';' after enum value " + token);
+                throw tokens.error("expected ';' after enum value " + token);
             }
         }
         return type.build();
     }
 
-    private int number() {
-        String token = next();
-        boolean negative = "-".equals(token);
-        if (negative) {
-            token = next();
-        }
-        if (token == null) {
-            throw error("expected a number, got the end of the text");
-        }
-        try {
-            long value = token.startsWith("0x") || token.startsWith("0X")
-                    ? Long.parseLong(token.substring(2), 16)
-                    : Long.parseLong(token);
-            return Math.toIntExact(negative ? -value : value);
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw error("expected a number, got '" + token + "'");
-        }
-    }
-
-    /** Past the ']' that closes a '[' just read. */
-    private void skipBracketed() {
-        int depth = 1;
-        while (depth > 0) {
-            String t = next();
-            if (t == null) {
-                throw error("options are not closed");
-            }
-            depth += t.equals("[") ? 1 : t.equals("]") ? -1 : 0;
-        }
-    }
-
-    private void skipStatement() {
-        int depth = 0;
-        for (String t = next(); t != null; t = next()) {
-            if (t.equals("{")) {
-                depth++;
-            } else if (t.equals("}")) {
-                depth--;
-            } else if (t.equals(";") && depth == 0) {
-                return;
-            }
-        }
-    }
-
-    private void skipBlock() {
-        expect("{");
-        int depth = 1;
-        while (depth > 0) {
-            String t = next();
-            if (t == null) {
-                throw error("block is not closed");
-            }
-            depth += t.equals("{") ? 1 : t.equals("}") ? -1 : 0;
-        }
-    }
-
     private String skipWord() {
-        word("public or weak");
+        tokens.word("public or weak");
         return null;
-    }
-
-    /** The next token, which must be a name (or a number, or true/false): an error names what was expected. */
-    private String word(String what) {
-        String token = next();
-        if (!isWord(token)) {
-            throw error("expected " + what + ", got " + (token == null ? "the end of the text" : "'" + token + "'"));
-        }
-        return token;
-    }
-
-    private static boolean isWord(String token) {
-        if (token == null || token.isEmpty()) {
-            return false;
-        }
-        char c = token.charAt(0);
-        return Character.isLetterOrDigit(c) || c == '_' || c == '.';
-    }
-
-    private void expect(String wanted) {
-        String token = next();
-        if (!wanted.equals(token)) {
-            throw error("expected '" + wanted + "', got '" + token + "'");
-        }
-    }
-
-    private boolean peekIsString() {
-        skipSpace();
-        return pos < text.length() && (text.charAt(pos) == '"' || text.charAt(pos) == '\'');
-    }
-
-    private String string() {
-        String token = next();
-        if (token == null || token.length() < 2 || token.charAt(0) != '"' && token.charAt(0) != '\'') {
-            throw error("expected a string, got '" + token + "'");
-        }
-        return token.substring(1, token.length() - 1);
-    }
-
-    /** The next token: a word (letters, digits, _ and .), a quoted string with its quotes, or one symbol. */
-    private String next() {
-        skipSpace();
-        if (pos >= text.length()) {
-            return null;
-        }
-        char c = text.charAt(pos);
-        int start = pos;
-        if (c == '"' || c == '\'') {
-            pos++;
-            while (pos < text.length() && text.charAt(pos) != c) {
-                pos += text.charAt(pos) == '\\' ? 2 : 1;
-            }
-            pos++;
-            return text.substring(start, Math.min(pos, text.length()));
-        }
-        if (Character.isLetterOrDigit(c) || c == '_' || c == '.') {
-            while (pos < text.length()
-                    && (Character.isLetterOrDigit(text.charAt(pos))
-                            || text.charAt(pos) == '_'
-                            || text.charAt(pos) == '.')) {
-                pos++;
-            }
-            return text.substring(start, pos);
-        }
-        pos++;
-        return String.valueOf(c);
-    }
-
-    private void skipSpace() {
-        while (pos < text.length()) {
-            char c = text.charAt(pos);
-            if (Character.isWhitespace(c)) {
-                pos++;
-            } else if (text.startsWith("//", pos)) {
-                int end = text.indexOf('\n', pos);
-                pos = end < 0 ? text.length() : end + 1;
-            } else if (text.startsWith("/*", pos)) {
-                int end = text.indexOf("*/", pos + 2);
-                pos = end < 0 ? text.length() : end + 2;
-            } else {
-                return;
-            }
-        }
-    }
-
-    private IllegalArgumentException error(String what) {
-        int line = 1;
-        for (int i = 0; i < Math.min(pos, text.length()); i++) {
-            if (text.charAt(i) == '\n') {
-                line++;
-            }
-        }
-        return new IllegalArgumentException("line " + line + ": " + what);
     }
 }
