@@ -38,6 +38,8 @@ import org.lance.ipc.ScanOptions;
  * Bulk reads for training against a plain lance-core scan of the same base with the same projection, in one run
  * (the table's scan also reads the pending rows and hides the base rows they replace, which the plain scan cannot);
  * then a tail's lag from seal to delivery at a steady producer. Prints Markdown.
+ *
+ * <p>Over 300 lines because the scan pair and the tail run share one base and its generator; each is one method.
  */
 final class ScanBench {
     /** What a trainer reads: ids, tokens, logprobs, reward, advantage, policy version. */

@@ -38,6 +38,9 @@ import picocli.CommandLine.Parameters;
  * topic it reads (its list, or the existing topics its pattern matches). Kafka Streams
  * cannot seek, and an existing application's progress store skips offsets it sealed already, so a replay is
  * always a fresh application id; the command refuses a group that already has offsets or members.
+ *
+ * <p>Over 300 lines because its options are the command line (three ways to choose offsets, a dry run) and each is
+ * checked against the broker before anything is set.
  */
 @Command(
         name = "replay",

@@ -24,6 +24,9 @@ import org.slf4j.LoggerFactory;
  * A client of the Confluent Schema Registry REST API (also served by Apicurio under
  * {@code /apis/ccompat/v7}). Caches are bounded by {@link SerdeConfig#cacheCapacity()}; calls retry
  * connection failures and 5xx answers with exponential backoff, then fail with a typed error.
+ *
+ * <p>Over 300 lines because each REST call (by id, typed by id, by subject, latest, registration, compatibility) carries its own
+ * answer parsing and error mapping; the retry is {@code Retry}'s.
  */
 public final class SchemaRegistryClient {
     private static final Logger log = LoggerFactory.getLogger(SchemaRegistryClient.class);

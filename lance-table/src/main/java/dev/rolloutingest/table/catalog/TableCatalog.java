@@ -34,6 +34,9 @@ import org.apache.arrow.memory.RootAllocator;
  * they keep between uses is held under one memory budget ({@link ResidentBudget}), and their lance-core caches are one.
  *
  * <p>Thread-safe: the ingest's stream threads, the merge-worker's rounds and the read API share one catalog.
+ *
+ * <p>Over 300 lines because naming, listing, opening under the cap and the shared caches are the one lock's business;
+ * what the tables keep between uses is {@link ResidentBudget}'s.
  */
 public final class TableCatalog implements AutoCloseable {
     /** The name of the table of a one-table deployment. */
