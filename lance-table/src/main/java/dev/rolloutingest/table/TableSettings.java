@@ -1,21 +1,15 @@
 package dev.rolloutingest.table;
 
-import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
-import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
-import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
-import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
-import static org.apache.kafka.common.config.ConfigDef.Type.INT;
-import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
-
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 
 /**
- * Limits of the table's reads and merges, each declared once here (key, type, default, range, documentation): the
- * apps' configs take these declarations into their own ({@link #defineReads}, {@link #defineMerges}), so the README's
- * table, the env vars and the CLI's defaults all come from them. A new setting: its declaration and its getter.
+ * Limits of the table's reads and merges, each declared once: its key and getter here, its type, default, range and
+ * documentation in its group's declarations ({@link ReadSettings}, {@link MergeSettings}). The apps' configs take
+ * these declarations into their own ({@link #defineReads}, {@link #defineMerges}), so the README's table, the env vars
+ * and the CLI's defaults all come from them. A new setting: its key, its declaration and its getter.
  */
 public final class TableSettings {
     public static final String PENDING_WARN_GENERATIONS = "rollout.wal.pending.warn.generations";
@@ -53,241 +47,12 @@ public final class TableSettings {
 
     /** Settings every process that reads the table has. */
     public static ConfigDef defineReads(ConfigDef def) {
-        return def.define(
-                        PENDING_WARN_GENERATIONS,
-                        INT,
-                        256,
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "Reads warn once per shard at this many pending (unmerged)"
-                                + " generations, with the table and shard (0 = no warn; the metric is always sampled)")
-                .define(
-                        PENDING_MAX_GENERATIONS,
-                        INT,
-                        2048,
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "Reads fail fast (the read API answers 503) when a shard has"
-                                + " more pending generations than this (0 = no cap)")
-                .define(
-                        READ_REFRESH_MS,
-                        LONG,
-                        1_000L,
-                        ConfigDef.Range.between(0, 3_600_000),
-                        MEDIUM,
-                        "Readers see generations sealed and merges committed by other processes at most this"
-                                + " late: how often the cached catalog of seals and the base handle are refreshed")
-                .define(
-                        READ_CACHE_BYTES,
-                        LONG,
-                        256L << 20,
-                        ConfigDef.Range.atLeast(1L << 20),
-                        LOW,
-                        "Memory for lance-core's index and metadata caches of this process's table reads; with"
-                                + " many tables (rollout.tables.root) one cache of this size serves them all")
-                .define(
-                        READ_OPEN_GENERATIONS,
-                        INT,
-                        1024,
-                        ConfigDef.Range.atLeast(0),
-                        LOW,
-                        "Pending generation datasets kept open for lookups (least recently used closed first)")
-                .define(
-                        READ_GENERATION_KEYS_BYTES,
-                        LONG,
-                        64L << 20,
-                        ConfigDef.Range.atLeast(0L),
-                        LOW,
-                        "Memory kept with the open pending generations: where each record_id sits (lookups, 12"
-                                + " bytes a key) and each row's key and order (scans and tails, ~100 bytes a row);"
-                                + " past it the least recently used generations are closed and read again when"
-                                + " needed")
-                .define(
-                        READ_GENERATION_COLUMNS_BYTES,
-                        LONG,
-                        64L << 20,
-                        ConfigDef.Range.atLeast(0L),
-                        LOW,
-                        "Memory (off-heap) for whole columns of the pending generations, read once and kept so a"
-                                + " scan or tail copies a generation's rows instead of scanning it again; a column"
-                                + " that does not fit is not read whole (its generation's passes scan it), the"
-                                + " columns kept still serve. 0 = keep none")
-                .defineInternal(
-                        READ_MAX_LIST_LIMIT,
-                        INT,
-                        10_000,
-                        ConfigDef.Range.atLeast(1),
-                        LOW,
-                        "The largest page a list read returns")
-                .define(
-                        SCAN_BATCH_ROWS,
-                        INT,
-                        4096,
-                        ConfigDef.Range.between(1, 65_536),
-                        MEDIUM,
-                        "Rows per Arrow batch of a scan or tail (GET /rollouts:scan, /rollouts:tail, rollout-ingest"
-                                + " scan): what one read holds in memory is a few batches, whatever the result size;"
-                                + " a client may ask for smaller batches, never larger")
-                .define(
-                        SCAN_READAHEAD_BATCHES,
-                        INT,
-                        4,
-                        ConfigDef.Range.between(1, 64),
-                        LOW,
-                        "Batches lance-core reads ahead of a scan or tail's consumer (memory: this many batches more)")
-                .define(
-                        SCAN_MAX_LIMIT,
-                        LONG,
-                        100_000_000L,
-                        ConfigDef.Range.atLeast(1),
-                        LOW,
-                        "The largest row limit a scan accepts (a larger one is a bad request; no limit = every row)")
-                .define(
-                        SCAN_PENDING_MAX_ROWS,
-                        LONG,
-                        2_000_000L,
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "A scan or tail first reads the key and order of every pending (unmerged) row (~100 bytes"
-                                + " each) to hide the base rows they replace; above this many pending rows it answers"
-                                + " 503 until the merge-worker has caught up")
-                .define(
-                        SCAN_MAX_CONCURRENT,
-                        INT,
-                        2,
-                        ConfigDef.Range.atLeast(1),
-                        MEDIUM,
-                        "Scans and tails one table serves at once; more answer 429 (each holds a few batches and a"
-                                + " read thread while its client reads)")
-                .define(
-                        TAIL_MAX_OFFSETS,
-                        LONG,
-                        1_000_000L,
-                        ConfigDef.Range.atLeast(1),
-                        LOW,
-                        "The most input offsets of a partition one tail answer covers (its cursor moves on by at"
-                                + " most this; the answer says when there is more)")
-                .define(
-                        TABLES_MEMORY_BUDGET_BYTES,
-                        LONG,
-                        1L << 30,
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "With many tables: memory the open tables keep between uses (merge key filters, read"
-                                + " catalogs' key filters and positions), all tables together; over it the least"
-                                + " recently used idle tables let theirs go and build it again when used (0 = no"
-                                + " budget)")
-                .define(
-                        TABLES_IDLE_RELEASE_MS,
-                        LONG,
-                        600_000L,
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "With many tables: a table unused this long lets go of its key filters and open handles,"
-                                + " whatever the budget (0 = only over the budget)");
+        return ReadSettings.define(def);
     }
 
     /** Settings of the process that merges (the merge-worker). */
     public static ConfigDef defineMerges(ConfigDef def) {
-        return def.define(
-                        MERGE_MAX_GENERATIONS,
-                        INT,
-                        8,
-                        ConfigDef.Range.atLeast(0),
-                        HIGH,
-                        "ROLLOUT_MERGE_MAX_GENERATIONS: at most this many oldest pending generations per pass (0 = unbounded)")
-                .define(
-                        MERGE_MAX_BYTES,
-                        LONG,
-                        48L << 20,
-                        ConfigDef.Range.atLeast(1),
-                        HIGH,
-                        "At most this many sealed bytes per pass; the oldest generation is always taken. At most half of"
-                                + " lance-core's merge memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a merge commit"
-                                + " holds its source there and fails above it")
-                .define(
-                        MERGE_THREADS,
-                        INT,
-                        2,
-                        ConfigDef.Range.between(1, 64),
-                        MEDIUM,
-                        "Shards of merge rounds read and de-duplicated in parallel, off the stream threads: one pool"
-                                + " shared by all tables (a round's commit is one, serial)")
-                .define(
-                        MERGE_TABLES_PARALLEL,
-                        INT,
-                        4,
-                        ConfigDef.Range.between(1, 256),
-                        MEDIUM,
-                        "Merge rounds in flight at once (being prepared or committed) over all tables of this process;"
-                                + " each table commits one round at a time and may prepare its next meanwhile. Tables with"
-                                + " work are served in turn, so a hot table gets one round per round of each waiting"
-                                + " table. Memory: up to this many rounds of rollout.merge.round.max.bytes")
-                .define(
-                        MERGE_THREADS_IDLE_STOP_MS,
-                        LONG,
-                        60_000L,
-                        ConfigDef.Range.atLeast(1_000L),
-                        LOW,
-                        "A table's committer thread and the shared preparer threads stop after this long without a merge"
-                                + " to do and start again with the next, so a worker that served many tables keeps"
-                                + " threads only for the ones merging")
-                .define(
-                        MERGE_ROUND_MAX_BYTES,
-                        LONG,
-                        192L << 20,
-                        ConfigDef.Range.atLeast(1),
-                        MEDIUM,
-                        "Sealed bytes one merge round folds at most over all its shards; shards past it wait for the next"
-                                + " round, so merge memory is bounded by the round. A round commits its rows (cut into"
-                                + " commits of at most LANCE_MEM_POOL_SIZE's bytes each), then the marks")
-                .define(
-                        MERGE_SCAN_JOIN_MAX_BASE_ROWS,
-                        LONG,
-                        2_000_000L,
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "Merge commits into a base of at most this many rows find the base rows of the keys the key"
-                                + " filter cannot rule out by a scan of the base's key and order columns (~0.5 us a"
-                                + " base row, whatever the keys); larger bases look each key up through the record_id"
-                                + " index (~0.2 ms a key). 0 = always the index. At most 1/1000 of the base's rows are"
-                                + " always looked up through the index")
-                .define(
-                        MERGE_APPEND_NEW_KEYS,
-                        BOOLEAN,
-                        true,
-                        MEDIUM,
-                        "Merge rows whose record_id the committer's Bloom filter of the base's keys (~1.8 bytes a key)"
-                                + " rules out are appended without a lookup, a commit that costs what it adds; only the"
-                                + " others are looked up in the base. false = every key is looked up (a commit that"
-                                + " pays for the whole base)")
-                .define(
-                        MERGE_ADOPT_GENERATIONS,
-                        BOOLEAN,
-                        true,
-                        MEDIUM,
-                        "A generation all of whose rows are appended (every key new to the base and to the round)"
-                                + " becomes a base fragment as it is: its data files are hard-linked (local disk) or"
-                                + " copied server-side (S3, Azure) into the base instead of written again. false = its rows"
-                                + " are written")
-                .define(
-                        MERGE_ADOPT_MIN_ROWS,
-                        LONG,
-                        50_000L,
-                        ConfigDef.Range.atLeast(0),
-                        MEDIUM,
-                        "Only a generation of at least this many rows is adopted: each adopted generation stays a"
-                                + " base fragment of its own until compaction, and lookups and every later commit pay"
-                                + " for the fragment count (a sustained run adopting every 10,000-row generation left"
-                                + " ~1,260 fragments at 12.6M rows); smaller ones are written together, one fragment"
-                                + " a commit")
-                .defineInternal(
-                        MERGE_CONFLICT_RETRIES,
-                        INT,
-                        20,
-                        ConfigDef.Range.atLeast(0),
-                        LOW,
-                        "How often a merge's data commit refused by another commit is checked and tried again");
+        return MergeSettings.define(def);
     }
 
     private static final ConfigDef ALL = defineMerges(defineReads(new ConfigDef()));

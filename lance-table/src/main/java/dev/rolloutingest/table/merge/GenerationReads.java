@@ -3,6 +3,7 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.AddedColumns;
+import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import java.util.ArrayList;
@@ -19,6 +20,14 @@ import org.lance.ipc.ScanOptions;
  * when it must write rows of a generation it did not adopt after all.
  */
 final class GenerationReads {
+    /** What a merge reads first of every generation: the key and what orders rows ({@link NewestWins}). */
+    static final List<String> KEY_COLUMNS = List.of(
+            RolloutSchema.RECORD_ID,
+            RolloutSchema.EXPERIMENT, // empty in a delete: such a generation is read in full
+            RolloutSchema.SOURCE_PARTITION,
+            RolloutSchema.SOURCE_OFFSET,
+            RolloutSchema.INGESTED_AT);
+
     private final LanceIo lance;
 
     GenerationReads(LanceIo lance) {

@@ -57,7 +57,7 @@ final class MergePreparer {
                 if (mayAdopt) {
                     byKeys.add(generation);
                 }
-                reads.readGeneration(source, generation, mayAdopt ? MergeSource.KEY_COLUMNS : null);
+                reads.readGeneration(source, generation, mayAdopt ? GenerationReads.KEY_COLUMNS : null);
             }
             if (!byKeys.isEmpty()) {
                 for (MergeSource.Span span : source.spans()) {

@@ -7,7 +7,6 @@ import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Collections;
 import java.util.HashMap;
@@ -25,16 +24,14 @@ import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
-import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.FragmentMetadata;
 
 /**
  * The rows one shard brings to a merge: its generations' scanned batches, kept as they came (no copy, no row objects),
  * and the newest row per record_id by {@link NewestWins}. A merge-insert source must hold each key once ("Ambiguous
- * merge inserts are prohibited"), so rows that lose are marked dropped here and left out when written.
- *
- * <p>Over 300 lines because a round's rows, kept or dropped per key, are handed to the append and the join as copies
- * or slices of the same batches.
+ * merge inserts are prohibited"), so rows that lose are marked dropped here and left out when written. The rows a
+ * commit writes become batches again in {@link WriteBatches}; each row's place in the order is kept by {@link
+ * RowOrders}.
  */
 final class MergeSource implements AutoCloseable {
     /** Where a row sits: which retained batch, which row of it. */
@@ -44,9 +41,7 @@ final class MergeSource implements AutoCloseable {
     private final List<Position> positions = new ArrayList<>();
     private final Map<String, Integer> rowOfKey = new HashMap<>();
     private final BitSet dropped = new BitSet();
-    private int[] partitions = new int[1024];
-    private long[] offsets = new long[1024];
-    private long[] ingestedMicros = new long[1024];
+    private final RowOrders orders = new RowOrders();
     private final List<String> keys = new ArrayList<>();
     private int size;
     private long bytes;
@@ -66,10 +61,7 @@ final class MergeSource implements AutoCloseable {
         for (int i = 0; i < batch.getRowCount(); i++) {
             String key = new String(ids.get(i), StandardCharsets.UTF_8);
             int row = size;
-            grow();
-            partitions[row] = partition.get(i);
-            offsets[row] = offset.get(i);
-            ingestedMicros[row] = ingested.get(i);
+            orders.add(row, partition.get(i), offset.get(i), ingested.get(i));
             keys.add(key);
             positions.add(new Position(batchIndex, i));
             size++;
@@ -102,20 +94,7 @@ final class MergeSource implements AutoCloseable {
     }
 
     private boolean newer(int candidate, int current) {
-        return newer(this, candidate, this, current);
-    }
-
-    private static boolean newer(MergeSource a, int i, MergeSource b, int j) {
-        return NewestWins.replaces(
-                a.partitions[i], a.offsets[i], a.ingestedMicros[i], b.partitions[j], b.offsets[j], b.ingestedMicros[j]);
-    }
-
-    private void grow() {
-        if (size == partitions.length) {
-            partitions = Arrays.copyOf(partitions, size * 2);
-            offsets = Arrays.copyOf(offsets, size * 2);
-            ingestedMicros = Arrays.copyOf(ingestedMicros, size * 2);
-        }
+        return RowOrders.replaces(orders, candidate, orders, current);
     }
 
     /** Rows that will be written. */
@@ -144,15 +123,15 @@ final class MergeSource implements AutoCloseable {
 
         /** Where the row sits in its partition, for {@link NewestWins}. */
         int partition() {
-            return source.partitions[ordinal];
+            return source.orders.partition(ordinal);
         }
 
         long offset() {
-            return source.offsets[ordinal];
+            return source.orders.offset(ordinal);
         }
 
         long ingestedMicros() {
-            return source.ingestedMicros[ordinal];
+            return source.orders.ingestedMicros(ordinal);
         }
     }
 
@@ -162,16 +141,8 @@ final class MergeSource implements AutoCloseable {
      */
     record Span(SealedGeneration generation, int first, int rows, FragmentMetadata fragment, String schema) {}
 
-    /** What a merge reads first of every generation: the key and what orders rows ({@link NewestWins}). */
-    static final List<String> KEY_COLUMNS = List.of(
-            RolloutSchema.RECORD_ID,
-            RolloutSchema.EXPERIMENT, // empty in a delete: such a generation is read in full
-            RolloutSchema.SOURCE_PARTITION,
-            RolloutSchema.SOURCE_OFFSET,
-            RolloutSchema.INGESTED_AT);
-
     private final List<Span> spans = new ArrayList<>();
-    /** Generations whose rows are so far only their {@link #KEY_COLUMNS} (candidates for adoption). */
+    /** Generations whose rows are so far only their {@link GenerationReads#KEY_COLUMNS} (candidates for adoption). */
     private final Set<Span> keysOnly = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Sealed bytes of the keys-only generations: what they would hold once read in full. */
     private long keysOnlyBytes;
@@ -293,7 +264,8 @@ final class MergeSource implements AutoCloseable {
             for (Map.Entry<String, Integer> entry : source.rowOfKey.entrySet()) {
                 int[] current = owner.get(entry.getKey());
                 int row = entry.getValue();
-                if (current == null || newer(source, row, sources.get(current[0]), current[1])) {
+                if (current == null
+                        || RowOrders.replaces(source.orders, row, sources.get(current[0]).orders, current[1])) {
                     owner.put(entry.getKey(), new int[] {s, row});
                 }
             }
@@ -303,127 +275,6 @@ final class MergeSource implements AutoCloseable {
             rows.add(sources.get(kept[0]).row(kept[1]));
         }
         return rows;
-    }
-
-    /**
-     * The rows copied into batches of at most {@code chunkRows} in the table's schema, in order; the caller closes
-     * them. Columns are matched by name: a column producers added that a row's generation lacks stays null; a
-     * column the table lacks fails the copy (it would be lost).
-     */
-    static List<VectorSchemaRoot> chunks(List<Row> rows, int chunkRows, Schema table, BufferAllocator allocator) {
-        List<VectorSchemaRoot> chunks = new ArrayList<>();
-        try {
-            for (int from = 0; from < rows.size(); from += chunkRows) {
-                int to = Math.min(rows.size(), from + chunkRows);
-                VectorSchemaRoot chunk = VectorSchemaRoot.create(table, allocator);
-                chunks.add(chunk);
-                chunk.allocateNew();
-                List<FieldVector> out = chunk.getFieldVectors();
-                VectorSchemaRoot lastBatch = null;
-                FieldVector[] sources = null;
-                for (int k = from; k < to; k++) {
-                    Row row = rows.get(k);
-                    if (row.batch() != lastBatch) {
-                        lastBatch = row.batch();
-                        sources = sourcesFor(lastBatch, chunk);
-                    }
-                    for (int c = 0; c < out.size(); c++) {
-                        if (sources[c] != null) {
-                            out.get(c).copyFromSafe(row.index(), k - from, sources[c]);
-                        }
-                    }
-                }
-                chunk.setRowCount(to - from);
-            }
-            return chunks;
-        } catch (RuntimeException e) {
-            chunks.forEach(VectorSchemaRoot::close);
-            throw e;
-        }
-    }
-
-    /** For each column of {@code into}, the batch's column of its name (null: the batch lacks it). */
-    private static FieldVector[] sourcesFor(VectorSchemaRoot batch, VectorSchemaRoot into) {
-        if (batch.getFieldVectors().size() > into.getFieldVectors().size()) {
-            for (FieldVector column : batch.getFieldVectors()) {
-                if (into.getVector(column.getName()) == null) {
-                    throw new IllegalStateException("the base lacks column " + column.getName()
-                            + " of a generation; it is added to the base before any generation holds it");
-                }
-            }
-        }
-        FieldVector[] sources = new FieldVector[into.getFieldVectors().size()];
-        for (int c = 0; c < sources.length; c++) {
-            sources[c] = batch.getVector(into.getFieldVectors().get(c).getName());
-        }
-        return sources;
-    }
-
-    /**
-     * Below this many consecutive rows a slice (a new root over shared buffers, ~0.3 ms) costs more than copying
-     * the rows one by one (~20 us each).
-     */
-    static final int MIN_SLICE_ROWS = 32;
-
-    /**
-     * The rows as batches for an append, in no particular order (an append needs none): runs of at least
-     * {@link #MIN_SLICE_ROWS} consecutive rows of a batch are slices sharing its buffers, nothing copied (a whole
-     * generation of new keys is a few slices); rows scattered between kept and joined ones are copied. The caller
-     * closes them.
-     */
-    static List<VectorSchemaRoot> slices(List<Row> rows, Schema table, BufferAllocator allocator) {
-        Map<VectorSchemaRoot, BitSet> byBatch = new IdentityHashMap<>();
-        List<VectorSchemaRoot> order = new ArrayList<>();
-        for (Row row : rows) {
-            byBatch.computeIfAbsent(row.batch(), batch -> {
-                        order.add(batch);
-                        return new BitSet();
-                    })
-                    .set(row.index());
-        }
-        List<VectorSchemaRoot> slices = new ArrayList<>();
-        List<Row> scattered = new ArrayList<>();
-        try {
-            for (VectorSchemaRoot batch : order) {
-                BitSet kept = byBatch.get(batch);
-                for (int from = kept.nextSetBit(0); from >= 0; from = kept.nextSetBit(from)) {
-                    int to = kept.nextClearBit(from);
-                    if (to - from < MIN_SLICE_ROWS || !sameColumns(batch.getSchema(), table)) {
-                        for (int i = from; i < to; i++) {
-                            scattered.add(new Row(null, null, batch, i, null, -1));
-                        }
-                    } else {
-                        VectorSchemaRoot slice = batch.slice(from, to - from);
-                        try {
-                            // the base's schema exactly (the scan's may carry other metadata)
-                            slices.add(new VectorSchemaRoot(table, slice.getFieldVectors(), to - from));
-                        } catch (RuntimeException e) {
-                            slice.close();
-                            throw e;
-                        }
-                    }
-                    from = to;
-                }
-            }
-            slices.addAll(chunks(scattered, 8192, table, allocator));
-            return slices;
-        } catch (RuntimeException e) {
-            slices.forEach(VectorSchemaRoot::close);
-            throw e;
-        }
-    }
-
-    /** Same column names in the same order (a generation older than a column producers added has fewer). */
-    private static boolean sameColumns(Schema a, Schema b) {
-        if (a.getFields().size() != b.getFields().size()) {
-            return false;
-        }
-        for (int i = 0; i < a.getFields().size(); i++) {
-            if (!a.getFields().get(i).getName().equals(b.getFields().get(i).getName())) {
-                return false;
-            }
-        }
-        return true;
     }
 
     @Override

@@ -258,7 +258,7 @@ public final class RoundWrite {
         if (lance.hasWriteFault()) {
             List<MergeSource.Row> all = new ArrayList<>(split.append());
             all.addAll(split.replace());
-            List<VectorSchemaRoot> checked = MergeSource.slices(reads.withAllColumns(all), table, lance.allocator());
+            List<VectorSchemaRoot> checked = WriteBatches.slices(reads.withAllColumns(all), table, lance.allocator());
             try {
                 checked.forEach(lance::checkWriteFault);
             } finally {
@@ -272,7 +272,7 @@ public final class RoundWrite {
         List<MergeSource.Row> toWrite = new ArrayList<>(adoption.rows());
         toWrite.addAll(split.replace());
         List<MergeSource.Row> written = new ArrayList<>(reads.withAllColumns(toWrite));
-        List<VectorSchemaRoot> batches = new ArrayList<>(MergeSource.slices(written, table, lance.allocator()));
+        List<VectorSchemaRoot> batches = new ArrayList<>(WriteBatches.slices(written, table, lance.allocator()));
         try {
             GenerationAdoption.Linked adopted = GenerationAdoption.link(store, adoption.adopt());
             try {
@@ -285,7 +285,7 @@ public final class RoundWrite {
                 if (!notLinked.isEmpty()) {
                     notLinked = reads.withAllColumns(notLinked);
                     written.addAll(notLinked);
-                    batches.addAll(MergeSource.slices(notLinked, table, lance.allocator()));
+                    batches.addAll(WriteBatches.slices(notLinked, table, lance.allocator()));
                 }
             } catch (RuntimeException e) {
                 GenerationAdoption.unlink(store, adopted);

@@ -2,10 +2,9 @@ package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.merge.MergeQueue.Waiting;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -31,6 +30,11 @@ import org.slf4j.LoggerFactory;
  * watermark). A round holds at most {@code rollout.merge.round.max.bytes} of sealed input (shards past it wait), so
  * memory is bounded by the rounds in flight, never by the backlog. A round that cannot be planned or committed as a
  * whole fails its requests with {@link RoundFailed}: the table's problem, not one shard's.
+ *
+ * <p>The requests wait in a {@link MergeQueue}; a round is planned and prepared by the {@link RoundPreparer} and
+ * answers its requests as a {@link PreparedRound}. Over 300 lines because this class is both the table's merge API
+ * and the one owner of a round's steps (start, prepare, commit, end, close), which share one lock over whether a round
+ * is being prepared and whether the merges are stopping.
  */
 public final class TableMerges implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TableMerges.class);
@@ -54,31 +58,17 @@ public final class TableMerges implements AutoCloseable {
         }
     }
 
-    private record Waiting(MergeRequest request, CompletableFuture<MergeResult> done) {}
-
-    /** A round's shards with their plans and prepared rows (or why each could not be prepared). */
-    private record PreparedRound(
-            long round,
-            Map<String, List<Waiting>> batch,
-            List<MergePlan> taken,
-            List<PreparedMerge> prepared,
-            Map<String, Throwable> unreadable,
-            long startedNanos,
-            long prepareNanos) {}
-
     private final String uri;
     private final MergeRound merge;
     private final MergeCapacity capacity;
     private final boolean ownsCapacity;
-    private final TableSettings settings;
+    private final MergeQueue queue = new MergeQueue();
+    private final RoundPreparer preparer;
     private final Runnable afterCommit;
     /** The table's one committer: commits run here, one at a time, in the order their rounds were prepared. */
     private final ThreadPoolExecutor lane;
 
     // Guarded by this.
-    private final LinkedHashMap<String, List<Waiting>> waiting = new LinkedHashMap<>();
-    /** The shards in a round, each with the round's end. */
-    private final Map<String, CompletableFuture<Void>> inRound = new LinkedHashMap<>();
     /** A round is being planned or prepared (not committing yet): at most one, so two rounds hold memory at most. */
     private boolean preparing;
 
@@ -97,7 +87,7 @@ public final class TableMerges implements AutoCloseable {
         this.merge = merge;
         this.capacity = capacity;
         this.ownsCapacity = ownsCapacity;
-        this.settings = settings;
+        this.preparer = new RoundPreparer(merge, capacity, settings, queue);
         this.afterCommit = afterCommit;
         this.lane = MergeCapacity.idleStopping(1, capacity.idleStop(), "merge-commit");
     }
@@ -159,10 +149,9 @@ public final class TableMerges implements AutoCloseable {
                 CompletableFuture<MergeResult> done = new CompletableFuture<>();
                 futures.add(done);
                 if (closing) {
-                    done.completeExceptionally(new RoundFailed(uri, new IllegalStateException("merges are stopping")));
+                    done.completeExceptionally(stopping());
                 } else {
-                    waiting.computeIfAbsent(request.shard(), s -> new ArrayList<>())
-                            .add(new Waiting(request, done));
+                    queue.add(request, done);
                 }
             }
         }
@@ -175,12 +164,8 @@ public final class TableMerges implements AutoCloseable {
      * waited for: cancel them): how a Kafka task that lets go of its shards keeps their next owner from committing
      * beside it.
      */
-    public synchronized CompletableFuture<Void> settled(Predicate<String> shards) {
-        return CompletableFuture.allOf(inRound.entrySet().stream()
-                .filter(e -> shards.test(e.getKey()))
-                .map(Map.Entry::getValue)
-                .distinct()
-                .toArray(CompletableFuture[]::new));
+    public CompletableFuture<Void> settled(Predicate<String> shards) {
+        return queue.settled(shards);
     }
 
     public RoundSummary lastRound() {
@@ -199,31 +184,18 @@ public final class TableMerges implements AutoCloseable {
 
     /** Plans a round from the waiting shards not in a round, unless one is being prepared already. */
     private void startRound() {
-        Map<String, List<Waiting>> batch = new LinkedHashMap<>();
+        Map<String, List<Waiting>> batch;
         CompletableFuture<Void> ended = new CompletableFuture<>();
         long round;
         synchronized (this) {
             if (preparing || closing) {
                 return;
             }
-            Iterator<Map.Entry<String, List<Waiting>>> it = waiting.entrySet().iterator();
-            while (it.hasNext()) {
-                Map.Entry<String, List<Waiting>> entry = it.next();
-                if (inRound.containsKey(entry.getKey())) {
-                    continue;
-                }
-                it.remove();
-                List<Waiting> live = new ArrayList<>(entry.getValue());
-                live.removeIf(w -> w.done().isDone()); // withdrawn by its caller
-                if (!live.isEmpty()) {
-                    batch.put(entry.getKey(), live);
-                }
-            }
+            batch = queue.take(ended);
             if (batch.isEmpty()) {
                 return;
             }
             preparing = true;
-            batch.keySet().forEach(shard -> inRound.put(shard, ended));
             round = ++rounds;
         }
         AtomicBoolean committing = new AtomicBoolean();
@@ -233,72 +205,14 @@ public final class TableMerges implements AutoCloseable {
                 .whenComplete((nothing, error) -> endRound(batch, ended, committing.get(), error));
     }
 
-    /** Plans the round and prepares its shards side by side on the capacity's preparers. */
+    /** Plans and prepares the round ({@link RoundPreparer}), unless the merges began stopping before its turn. */
     private CompletableFuture<PreparedRound> prepareRound(long round, Map<String, List<Waiting>> batch) {
-        long started = System.nanoTime();
         synchronized (this) {
             if (closing) { // its turn came after close began: nothing is read
-                throw new RoundFailed(uri, new IllegalStateException("merges are stopping"));
+                throw stopping();
             }
         }
-        List<MergePlan> plans = merge.plan(passes(batch));
-        // The round's byte budget: shards past it wait for the next round (the first always goes).
-        long roundMaxBytes = settings.mergeRoundMaxBytes();
-        List<MergePlan> taken = new ArrayList<>();
-        long bytes = 0;
-        for (MergePlan plan : plans) {
-            if (!taken.isEmpty() && bytes + plan.bytes() > roundMaxBytes) {
-                requeue(plan.shard(), batch.remove(plan.shard()));
-                continue;
-            }
-            taken.add(plan);
-            bytes += plan.bytes();
-        }
-        Map<String, CompletableFuture<PreparedMerge>> preparing = new LinkedHashMap<>();
-        for (MergePlan plan : taken) {
-            preparing.put(plan.shard(), CompletableFuture.supplyAsync(() -> merge.prepare(plan), capacity.preparers()));
-        }
-        return CompletableFuture.allOf(preparing.values().toArray(CompletableFuture[]::new))
-                .handle((all, anyFailed) -> {
-                    List<PreparedMerge> ready = new ArrayList<>();
-                    Map<String, Throwable> unreadable = new LinkedHashMap<>();
-                    preparing.forEach((shard, future) -> {
-                        try {
-                            ready.add(future.join());
-                        } catch (CompletionException e) {
-                            if (e.getCause() instanceof Error fatal) {
-                                throw fatal; // an OutOfMemoryError or the like is not the shard's failure
-                            }
-                            unreadable.put(shard, e.getCause());
-                        }
-                    });
-                    return new PreparedRound(
-                            round, batch, taken, ready, unreadable, started, System.nanoTime() - started);
-                });
-    }
-
-    /**
-     * Each shard's pass: the first request's limits (the table's where it named none), bounded by the lowest bound any
-     * of its requests set.
-     */
-    private List<MergeRequest> passes(Map<String, List<Waiting>> batch) {
-        List<MergeRequest> passes = new ArrayList<>();
-        batch.forEach((shard, requests) -> {
-            MergeRequest first = requests.get(0).request();
-            MergeRequest pass = first.limits(
-                    first.maxGenerations() == MergeRequest.TABLE_LIMIT
-                            ? settings.mergeMaxGenerations()
-                            : first.maxGenerations(),
-                    first.maxBytes() == MergeRequest.TABLE_LIMIT ? settings.mergeMaxBytes() : first.maxBytes());
-            for (Waiting w : requests) {
-                long upTo = w.request().upTo();
-                if (upTo != -1L && (!pass.bounded() || Long.compareUnsigned(upTo, pass.upTo()) < 0)) {
-                    pass = pass.upTo(upTo);
-                }
-            }
-            passes.add(pass);
-        });
-        return passes;
+        return preparer.prepare(round, batch);
     }
 
     /** On the lane: lets the next round be prepared, then commits this one (or abandons it when closing). */
@@ -312,7 +226,7 @@ public final class TableMerges implements AutoCloseable {
         startRound();
         if (abandon) {
             round.prepared().forEach(PreparedMerge::close);
-            failAll(round.batch(), new RoundFailed(uri, new IllegalStateException("merges are stopping")));
+            MergeQueue.failAll(round.batch(), stopping());
             return;
         }
         RoundResult result;
@@ -321,45 +235,23 @@ public final class TableMerges implements AutoCloseable {
         } finally {
             committed();
         }
-        long rows = 0;
-        List<Runnable> answers = new ArrayList<>();
-        for (MergePlan plan : round.taken()) {
-            String shard = plan.shard();
-            Throwable error = round.unreadable().containsKey(shard)
-                    ? round.unreadable().get(shard)
-                    : result.failed().get(shard);
-            MergeResult merged = result.merged().get(shard);
-            if (error == null) {
-                rows += merged.rows();
-            }
-            answers.add(() -> finish(round.batch().get(shard), merged, error));
-        }
-        int failed = round.unreadable().size() + result.failed().size();
-        int shards = round.taken().size();
-        lastRound = new RoundSummary(
-                round.round(),
-                shards,
-                shards - failed,
-                failed,
-                rows,
-                result.commits(),
-                result.duration().toMillis(),
-                round.prepareNanos() / 1_000_000,
-                System.currentTimeMillis());
-        merge.meters().round(shards, result.commits(), result.duration(), Duration.ofNanos(round.prepareNanos()));
-        if (rows > 0 || failed > 0) {
+        RoundSummary summary = round.summary(result);
+        lastRound = summary;
+        merge.meters()
+                .round(summary.shards(), result.commits(), result.duration(), Duration.ofNanos(round.prepareNanos()));
+        if (summary.rows() > 0 || summary.failedShards() > 0) {
             log.info(
                     "Merge round {}: {} shards ({} failed), {} rows, prepared in {} ms, {} commit(s) in {} ms (table {})",
-                    round.round(),
-                    shards,
-                    failed,
-                    rows,
-                    round.prepareNanos() / 1_000_000,
-                    result.commits(),
-                    result.duration().toMillis(),
+                    summary.round(),
+                    summary.shards(),
+                    summary.failedShards(),
+                    summary.rows(),
+                    summary.prepareMs(),
+                    summary.commits(),
+                    summary.commitMs(),
                     uri);
         }
-        answers.forEach(Runnable::run); // last: whoever waits for a pass sees its round summed up
+        round.answer(result); // last: whoever waits for a pass sees its round summed up
     }
 
     /** After a commit (or a failed one): the table's reads look again. */
@@ -382,44 +274,22 @@ public final class TableMerges implements AutoCloseable {
             } else {
                 log.error("Table {}: a merge round failed as a whole: {}", uri, cause.toString(), cause);
             }
-            failAll(batch, cause instanceof RoundFailed ? cause : new RoundFailed(uri, cause));
+            MergeQueue.failAll(batch, cause instanceof RoundFailed ? cause : new RoundFailed(uri, cause));
         }
         synchronized (this) {
             if (!committed) {
                 preparing = false; // failed before its commit: the next round may be planned
             }
-            batch.keySet().forEach(inRound::remove);
+            queue.leave(batch.keySet());
         }
         capacity.release();
         ended.complete(null);
         startRound();
     }
 
-    private void finish(List<Waiting> requests, MergeResult result, Throwable error) {
-        for (Waiting w : requests) {
-            if (error == null) {
-                w.done().complete(result);
-            } else {
-                w.done().completeExceptionally(error);
-            }
-        }
-    }
-
-    private void failAll(Map<String, List<Waiting>> batch, Throwable error) {
-        batch.values().forEach(requests -> finish(requests, null, error));
-    }
-
-    /** A shard past the round's byte budget waits for the next round, ahead of shards asked for later. */
-    private void requeue(String shard, List<Waiting> requests) {
-        synchronized (this) {
-            inRound.remove(shard);
-            List<Waiting> later = waiting.remove(shard);
-            List<Waiting> all = new ArrayList<>(requests);
-            if (later != null) {
-                all.addAll(later);
-            }
-            waiting.put(shard, all);
-        }
+    /** What a request or round the merges refuse while stopping fails with. */
+    private RoundFailed stopping() {
+        return new RoundFailed(uri, new IllegalStateException("merges are stopping"));
     }
 
     /**
@@ -440,16 +310,14 @@ public final class TableMerges implements AutoCloseable {
      */
     @Override
     public void close() {
-        List<Waiting> refused = new ArrayList<>();
+        List<Waiting> refused;
         CompletableFuture<Void> inFlight;
         synchronized (this) {
             closing = true;
-            waiting.values().forEach(refused::addAll);
-            waiting.clear();
-            inFlight =
-                    CompletableFuture.allOf(inRound.values().stream().distinct().toArray(CompletableFuture[]::new));
+            refused = queue.drain();
+            inFlight = queue.inFlight();
         }
-        finish(refused, null, new RoundFailed(uri, new IllegalStateException("merges are stopping")));
+        MergeQueue.answer(refused, null, stopping());
         try {
             inFlight.get(60, TimeUnit.SECONDS);
         } catch (InterruptedException e) {

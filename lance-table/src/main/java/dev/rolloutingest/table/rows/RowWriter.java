@@ -1,5 +1,6 @@
 package dev.rolloutingest.table.rows;
 
+import static dev.rolloutingest.table.rows.ContractFields.*;
 import static dev.rolloutingest.table.rows.RolloutSchema.*;
 
 import dev.rolloutingest.schemas.Rollout;
@@ -31,8 +32,9 @@ import org.apache.avro.util.Utf8;
  *
  * <p>Two paths into the same vectors, kept together so a column's encoding is written once: {@link #write} for
  * {@code Rollout} objects, {@link #decode} straight from Avro bytes (the ingest hot path, no objects between); the
- * reader field positions the decoder switches on are checked against the contract when the class loads. Over 300
- * lines for that reason: splitting the two paths would split each column's encoding in two.
+ * reader field positions the decoder switches on ({@link ContractFields}) are checked against the contract when the
+ * class loads. Over 300 lines because both paths write every column of the contract into the same vectors, and
+ * splitting them would split each column's encoding in two.
  */
 public final class RowWriter {
     /** A row decoded into a batch but not yet committed there: its key, its payload size and its offset. */
@@ -304,65 +306,8 @@ public final class RowWriter {
         return many != null ? many : onlyKey == null ? Map.of() : Map.of(onlyKey, onlyValue);
     }
 
-    // The Rollout reader schema's field positions, as the decoder's switch needs constants; checked below.
-    private static final int F_RECORD_ID = 0;
-    private static final int F_EXPERIMENT = 1;
-    private static final int F_ROLLOUT_ID = 2;
-    private static final int F_PROBLEM_ID = 3;
-    private static final int F_SEQUENCE_ORDER = 4;
-    private static final int F_ROLE = 5;
-    private static final int F_CREATED_AT = 6;
-    private static final int F_CONTENT = 7;
-    private static final int F_INPUT_TOKENS = 8;
-    private static final int F_OUTPUT_TOKENS = 9;
-    private static final int F_OUTPUT_LOGPROBS = 10;
-    private static final int F_REWARD = 11;
-    private static final int F_ADVANTAGE = 12;
-    private static final int F_POLICY_VERSION = 13;
-    private static final int F_INCLUDE_IN_TRAINING = 14;
-    private static final int F_METADATA = 15;
-    private static final int F_BINARY_PAYLOAD = 16;
-    /** Reader fields at this position and above are fields producers added (see AddedColumns). */
-    static final int CONTRACT_FIELDS = 17;
-
     static {
-        // A schema change that moves a field or a union's null branch must fail here, not decode wrong columns.
-        Schema avro = Rollout.getClassSchema();
-        String[] names = {
-            RECORD_ID,
-            EXPERIMENT,
-            ROLLOUT_ID,
-            PROBLEM_ID,
-            SEQUENCE_ORDER,
-            ROLE,
-            CREATED_AT,
-            CONTENT,
-            INPUT_TOKENS,
-            OUTPUT_TOKENS,
-            OUTPUT_LOGPROBS,
-            REWARD,
-            ADVANTAGE,
-            POLICY_VERSION,
-            INCLUDE_IN_TRAINING,
-            METADATA,
-            BINARY_PAYLOAD
-        };
-        if (avro.getFields().size() != names.length || names.length != CONTRACT_FIELDS) {
-            throw new ExceptionInInitializerError(
-                    "Rollout has " + avro.getFields().size() + " fields, the decoder " + names.length);
-        }
-        for (int pos = 0; pos < names.length; pos++) {
-            Schema.Field field = avro.getFields().get(pos);
-            if (!field.name().equals(names[pos])) {
-                throw new ExceptionInInitializerError(
-                        "Rollout field " + pos + " is " + field.name() + ", the decoder" + " expects " + names[pos]);
-            }
-            Schema type = field.schema();
-            if (type.getType() == Schema.Type.UNION
-                    && (type.getTypes().size() != 2 || type.getTypes().get(0).getType() != Schema.Type.NULL)) {
-                throw new ExceptionInInitializerError("Rollout field " + field.name() + " is not [null, T]");
-            }
-        }
+        ContractFields.check(); // fails loading this class when the decoder's positions are wrong
     }
 
     private static void utf8(VarCharVector vector, int i, String value) {

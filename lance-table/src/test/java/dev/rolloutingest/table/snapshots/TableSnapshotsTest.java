@@ -240,7 +240,7 @@ class TableSnapshotsTest {
                             .allocator(allocator)
                             .uri(target.uri())
                             .build()) {
-                assertThat(exported.getConfig()).containsEntry(TableSnapshots.OFFSETS, TOPIC + ":0=120");
+                assertThat(exported.getConfig()).containsEntry(SnapshotTags.OFFSETS, TOPIC + ":0=120");
                 assertThat(exported.countRows()).isEqualTo(120);
             }
             assertThat(baseRows(target)).isEqualTo(baseRows(location, "train"));

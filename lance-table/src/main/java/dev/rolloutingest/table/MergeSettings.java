@@ -1,0 +1,133 @@
+package dev.rolloutingest.table;
+
+import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_GENERATIONS;
+import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_MIN_ROWS;
+import static dev.rolloutingest.table.TableSettings.MERGE_APPEND_NEW_KEYS;
+import static dev.rolloutingest.table.TableSettings.MERGE_CONFLICT_RETRIES;
+import static dev.rolloutingest.table.TableSettings.MERGE_MAX_BYTES;
+import static dev.rolloutingest.table.TableSettings.MERGE_MAX_GENERATIONS;
+import static dev.rolloutingest.table.TableSettings.MERGE_ROUND_MAX_BYTES;
+import static dev.rolloutingest.table.TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS;
+import static dev.rolloutingest.table.TableSettings.MERGE_TABLES_PARALLEL;
+import static dev.rolloutingest.table.TableSettings.MERGE_THREADS;
+import static dev.rolloutingest.table.TableSettings.MERGE_THREADS_IDLE_STOP_MS;
+import static org.apache.kafka.common.config.ConfigDef.Importance.HIGH;
+import static org.apache.kafka.common.config.ConfigDef.Importance.LOW;
+import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
+import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
+import static org.apache.kafka.common.config.ConfigDef.Type.INT;
+import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
+
+import org.apache.kafka.common.config.ConfigDef;
+
+/**
+ * The declarations (type, default, range, documentation) of the settings of the process that merges (the
+ * merge-worker): pass and round limits, threads, the append and adoption paths, conflict retries. Their keys and
+ * getters are {@link TableSettings}'.
+ */
+final class MergeSettings {
+    private MergeSettings() {}
+
+    /** Declares the merge settings in {@code def}, in the order the README's table lists them. */
+    static ConfigDef define(ConfigDef def) {
+        return def.define(
+                        MERGE_MAX_GENERATIONS,
+                        INT,
+                        8,
+                        ConfigDef.Range.atLeast(0),
+                        HIGH,
+                        "ROLLOUT_MERGE_MAX_GENERATIONS: at most this many oldest pending generations per pass (0 = unbounded)")
+                .define(
+                        MERGE_MAX_BYTES,
+                        LONG,
+                        48L << 20,
+                        ConfigDef.Range.atLeast(1),
+                        HIGH,
+                        "At most this many sealed bytes per pass; the oldest generation is always taken. At most half of"
+                                + " lance-core's merge memory pool (LANCE_MEM_POOL_SIZE, 100 MiB by default): a merge commit"
+                                + " holds its source there and fails above it")
+                .define(
+                        MERGE_THREADS,
+                        INT,
+                        2,
+                        ConfigDef.Range.between(1, 64),
+                        MEDIUM,
+                        "Shards of merge rounds read and de-duplicated in parallel, off the stream threads: one pool"
+                                + " shared by all tables (a round's commit is one, serial)")
+                .define(
+                        MERGE_TABLES_PARALLEL,
+                        INT,
+                        4,
+                        ConfigDef.Range.between(1, 256),
+                        MEDIUM,
+                        "Merge rounds in flight at once (being prepared or committed) over all tables of this process;"
+                                + " each table commits one round at a time and may prepare its next meanwhile. Tables with"
+                                + " work are served in turn, so a hot table gets one round per round of each waiting"
+                                + " table. Memory: up to this many rounds of rollout.merge.round.max.bytes")
+                .define(
+                        MERGE_THREADS_IDLE_STOP_MS,
+                        LONG,
+                        60_000L,
+                        ConfigDef.Range.atLeast(1_000L),
+                        LOW,
+                        "A table's committer thread and the shared preparer threads stop after this long without a merge"
+                                + " to do and start again with the next, so a worker that served many tables keeps"
+                                + " threads only for the ones merging")
+                .define(
+                        MERGE_ROUND_MAX_BYTES,
+                        LONG,
+                        192L << 20,
+                        ConfigDef.Range.atLeast(1),
+                        MEDIUM,
+                        "Sealed bytes one merge round folds at most over all its shards; shards past it wait for the next"
+                                + " round, so merge memory is bounded by the round. A round commits its rows (cut into"
+                                + " commits of at most LANCE_MEM_POOL_SIZE's bytes each), then the marks")
+                .define(
+                        MERGE_SCAN_JOIN_MAX_BASE_ROWS,
+                        LONG,
+                        2_000_000L,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Merge commits into a base of at most this many rows find the base rows of the keys the key"
+                                + " filter cannot rule out by a scan of the base's key and order columns (~0.5 us a"
+                                + " base row, whatever the keys); larger bases look each key up through the record_id"
+                                + " index (~0.2 ms a key). 0 = always the index. At most 1/1000 of the base's rows are"
+                                + " always looked up through the index")
+                .define(
+                        MERGE_APPEND_NEW_KEYS,
+                        BOOLEAN,
+                        true,
+                        MEDIUM,
+                        "Merge rows whose record_id the committer's Bloom filter of the base's keys (~1.8 bytes a key)"
+                                + " rules out are appended without a lookup, a commit that costs what it adds; only the"
+                                + " others are looked up in the base. false = every key is looked up (a commit that"
+                                + " pays for the whole base)")
+                .define(
+                        MERGE_ADOPT_GENERATIONS,
+                        BOOLEAN,
+                        true,
+                        MEDIUM,
+                        "A generation all of whose rows are appended (every key new to the base and to the round)"
+                                + " becomes a base fragment as it is: its data files are hard-linked (local disk) or"
+                                + " copied server-side (S3, Azure) into the base instead of written again. false = its rows"
+                                + " are written")
+                .define(
+                        MERGE_ADOPT_MIN_ROWS,
+                        LONG,
+                        50_000L,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Only a generation of at least this many rows is adopted: each adopted generation stays a"
+                                + " base fragment of its own until compaction, and lookups and every later commit pay"
+                                + " for the fragment count (a sustained run adopting every 10,000-row generation left"
+                                + " ~1,260 fragments at 12.6M rows); smaller ones are written together, one fragment"
+                                + " a commit")
+                .defineInternal(
+                        MERGE_CONFLICT_RETRIES,
+                        INT,
+                        20,
+                        ConfigDef.Range.atLeast(0),
+                        LOW,
+                        "How often a merge's data commit refused by another commit is checked and tried again");
+    }
+}
