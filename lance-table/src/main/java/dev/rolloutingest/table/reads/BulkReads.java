@@ -71,11 +71,11 @@ public final class BulkReads {
                 PendingKeys pending = pendingKeys(snapshot);
                 Map<Integer, Long> head = head(snapshot, topic);
                 String filter = query.sqlFilter();
-                List<RowStream.Pass> passes = basePasses(snapshot.base, null, filter, pending, false);
+                List<StreamPass> passes = basePasses(snapshot.base, null, filter, pending, false);
                 snapshot.pendingByShard
                         .values()
                         .forEach(shard -> shard.forEach(generation ->
-                                passes.add(new RowStream.Pass(generation.listed(), filter, RowStream.Keep.VALUES))));
+                                passes.add(new StreamPass(generation.listed(), filter, StreamPass.Keep.VALUES))));
                 return stream(
                         schema,
                         false,
@@ -110,7 +110,7 @@ public final class BulkReads {
                     }
                 });
                 String filter = query.sqlFilter();
-                List<RowStream.Pass> passes = basePasses(version, null, filter, PendingKeys.none(), false);
+                List<StreamPass> passes = basePasses(version, null, filter, PendingKeys.none(), false);
                 return stream(
                         schema,
                         false,
@@ -183,7 +183,7 @@ public final class BulkReads {
                 // the base holds a partition's rows up to its merged watermark only: a cursor at or past it needs
                 // no scan of the base (a tail that keeps up reads pending generations alone)
                 String baseRange = range(from, merged(snapshot, topic, upTo));
-                List<RowStream.Pass> passes = baseRange == null
+                List<StreamPass> passes = baseRange == null
                         ? new ArrayList<>()
                         : basePasses(snapshot.base, baseRange, filter, pending, true);
                 addTailPending(passes, snapshot, topic, from, upTo, filter);
@@ -218,7 +218,7 @@ public final class BulkReads {
     private RowStream stream(
             Schema schema,
             boolean tail,
-            List<RowStream.Pass> passes,
+            List<StreamPass> passes,
             PendingKeys pending,
             Dataset base,
             boolean lookUpUnseenKeys,
@@ -315,15 +315,14 @@ public final class BulkReads {
      * version, needs no such term) are read in a pass where each row is checked. A tail hands deletes over whatever
      * the filters.
      */
-    private List<RowStream.Pass> basePasses(
-            Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
-        List<RowStream.Pass> passes = new ArrayList<>();
+    private List<StreamPass> basePasses(Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
+        List<StreamPass> passes = new ArrayList<>();
         if (range == null && filter == null && !tail && !pending.isEmpty()) {
             // a scan of every row: one pass sees each base row, and Java drops the replaced ones by key (a filter
             // naming the pending keys costs more to plan and evaluate, plus a second pass to read their base rows)
             String candidates = mayHoldDeletes(base) ? Tombstones.CANDIDATES : null;
-            passes.add(new RowStream.Pass(
-                    null, candidates == null ? null : "NOT (" + candidates + ")", RowStream.Keep.UNREPLACED));
+            passes.add(new StreamPass(
+                    null, candidates == null ? null : "NOT (" + candidates + ")", StreamPass.Keep.UNREPLACED));
             if (candidates != null) {
                 checked(passes, candidates, null, false, false);
             }
@@ -340,20 +339,20 @@ public final class BulkReads {
                 : pendingKeys == null ? candidates : "(" + candidates + ") OR (" + pendingKeys + ")";
         boolean namesKeys = pendingKeys != null;
         String notPending = pendingKeys == null ? null : "NOT (" + pendingKeys + ")";
-        passes.add(new RowStream.Pass(
+        passes.add(new StreamPass(
                 null,
                 and(and(range, filter), rest == null ? null : "NOT (" + rest + ")"),
-                RowStream.Keep.ALL,
+                StreamPass.Keep.ALL,
                 namesKeys));
         if (candidates != null) {
             checked(passes, and(and(range, candidates), notPending), filter, tail, namesKeys);
         }
         if (pendingKeys != null) {
             // every base row of a pending key, whatever the range and filters: then no lookup is needed later
-            passes.add(new RowStream.Pass(null, pendingKeys, RowStream.Keep.MARK, true));
-            List<RowStream.Pass> newer = new ArrayList<>();
+            passes.add(new StreamPass(null, pendingKeys, StreamPass.Keep.MARK, true));
+            List<StreamPass> newer = new ArrayList<>();
             checked(newer, range, filter, tail, false);
-            newer.forEach(pass -> passes.add(new RowStream.Pass(null, pass.filter(), pass.keep(), false, true)));
+            newer.forEach(pass -> passes.add(new StreamPass(null, pass.filter(), pass.keep(), false, true)));
         }
         return passes;
     }
@@ -383,21 +382,20 @@ public final class BulkReads {
     }
 
     /** Passes over the base rows {@code where} selects, each row checked: values matching the filter, deletes. */
-    private static void checked(
-            List<RowStream.Pass> passes, String where, String filter, boolean tail, boolean namesKeys) {
+    private static void checked(List<StreamPass> passes, String where, String filter, boolean tail, boolean namesKeys) {
         if (!tail) {
-            passes.add(new RowStream.Pass(null, and(where, filter), RowStream.Keep.VALUES, namesKeys));
+            passes.add(new StreamPass(null, and(where, filter), StreamPass.Keep.VALUES, namesKeys));
         } else if (filter == null) {
-            passes.add(new RowStream.Pass(null, where, RowStream.Keep.BOTH, namesKeys));
+            passes.add(new StreamPass(null, where, StreamPass.Keep.BOTH, namesKeys));
         } else {
-            passes.add(new RowStream.Pass(null, and(where, filter), RowStream.Keep.VALUES, namesKeys));
-            passes.add(new RowStream.Pass(null, and(where, Tombstones.CANDIDATES), RowStream.Keep.DELETES, namesKeys));
+            passes.add(new StreamPass(null, and(where, filter), StreamPass.Keep.VALUES, namesKeys));
+            passes.add(new StreamPass(null, and(where, Tombstones.CANDIDATES), StreamPass.Keep.DELETES, namesKeys));
         }
     }
 
     /** The pending generations with offsets in (cursor, upTo] of their partition, filtered to that range. */
     private void addTailPending(
-            List<RowStream.Pass> passes,
+            List<StreamPass> passes,
             ReadCatalog.Snapshot snapshot,
             String topic,
             TailCursor from,
@@ -420,10 +418,10 @@ public final class BulkReads {
                         : RolloutSchema.SOURCE_OFFSET + " > " + after + " AND " + RolloutSchema.SOURCE_OFFSET + " <= "
                                 + end;
                 if (filter == null) {
-                    passes.add(new RowStream.Pass(listed, range, RowStream.Keep.BOTH));
+                    passes.add(new StreamPass(listed, range, StreamPass.Keep.BOTH));
                 } else {
-                    passes.add(new RowStream.Pass(listed, and(range, filter), RowStream.Keep.VALUES));
-                    passes.add(new RowStream.Pass(listed, and(range, Tombstones.CANDIDATES), RowStream.Keep.DELETES));
+                    passes.add(new StreamPass(listed, and(range, filter), StreamPass.Keep.VALUES));
+                    passes.add(new StreamPass(listed, and(range, Tombstones.CANDIDATES), StreamPass.Keep.DELETES));
                 }
             }
         }

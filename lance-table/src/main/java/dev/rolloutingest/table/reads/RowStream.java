@@ -2,6 +2,7 @@ package dev.rolloutingest.table.reads;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.reads.StreamPass.Keep;
 import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutSchema;
@@ -53,54 +54,11 @@ public final class RowStream extends ArrowReader {
     /** The column lance adds with {@code withRowId}: the id {@code takeRows} reads a row by. */
     private static final String ROW_ID = "_rowid";
 
-    /** Which rows of a pass are taken. */
-    enum Keep {
-        /** Every row the scan returns, as it is: its filter already left out deletes and replaced keys. */
-        ALL,
-        /**
-         * Every base row the scan returns (its filter left out deletes) except those a newer pending row replaces,
-         * told in Java by each row's key; a base row of a pending key is noted as {@link #MARK} notes it. The pass of
-         * a scan without filters: it sees every base row, so no pass of the base rows of pending keys is needed. It
-         * reads a row's partition and offset only (the ingest time, which orders rows of two partitions, is a costly
-         * column to decode for every row): a key's base row of another partition than its newest pending row (a key
-         * that moved across partitions, rare) is held back and its order taken by row id after the pass.
-         */
-        UNREPLACED,
-        /**
-         * None: the base rows of pending keys, their order columns only, to learn which are newer than the key's newest
-         * pending row (a key that moved across partitions); a later pass ({@link Pass#onlyNewerInBase}) reads those.
-         */
-        MARK,
-        VALUES,
-        DELETES,
-        BOTH;
-
-        boolean takes(boolean delete) {
-            return this == BOTH || this == ALL || this == UNREPLACED || (this == DELETES) == delete;
-        }
-    }
-
-    /** One scan: of the base ({@code generation} null), or of a pending generation (leased while the pass runs). */
-    record Pass(
-            GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys, boolean onlyNewerInBase) {
-        Pass(GenerationCatalog.Listed generation, String filter, Keep keep) {
-            this(generation, filter, keep, false, false);
-        }
-
-        Pass(GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys) {
-            this(generation, filter, keep, namesKeys, false);
-        }
-
-        boolean base() {
-            return generation == null;
-        }
-    }
-
     private final BufferAllocator allocator;
     private final Schema schema;
     private final List<String> columns;
     private final boolean tail;
-    private final List<Pass> passes;
+    private final List<StreamPass> passes;
     private final Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations;
     private final PendingKeys pending;
     private final Dataset base;
@@ -121,7 +79,7 @@ public final class RowStream extends ArrowReader {
     private boolean markedEveryPendingKey;
 
     private int next;
-    private Pass current;
+    private StreamPass current;
     private DatasetHandles.Lease lease;
     /** The current generation pass's kept keys, orders and delete marks. */
     private PendingKeys.GenerationRows generationRows;
@@ -140,7 +98,7 @@ public final class RowStream extends ArrowReader {
             BufferAllocator allocator,
             Schema schema,
             boolean tail,
-            List<Pass> passes,
+            List<StreamPass> passes,
             Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations,
             PendingKeys pending,
             Dataset base,
@@ -275,7 +233,7 @@ public final class RowStream extends ArrowReader {
         if (!newerBaseRows.isEmpty()) {
             // base rows held back in the unreplaced pass that are newer than their key's pending rows
             List<Long> rows = newerBaseRows.subList(0, Math.min(newerBaseRows.size(), batchRows));
-            current = new Pass(null, null, Keep.ALL);
+            current = new StreamPass(null, null, Keep.ALL);
             reader = base.takeRows(new ArrayList<>(rows), present(base));
             takes++;
             rows.clear();
