@@ -23,7 +23,6 @@ import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BaseIntVector;
 import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
@@ -31,7 +30,6 @@ import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
 import org.lance.ipc.LanceScanner;
@@ -56,8 +54,7 @@ public final class RowStream extends ArrowReader {
 
     private final BufferAllocator allocator;
     private final Schema schema;
-    private final List<String> columns;
-    private final boolean tail;
+    private final BatchAssembler assembler;
     private final List<StreamPass> passes;
     private final Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations;
     private final PendingKeys pending;
@@ -112,11 +109,7 @@ public final class RowStream extends ArrowReader {
         super(allocator);
         this.allocator = allocator;
         this.schema = schema;
-        this.columns = schema.getFields().stream()
-                .map(Field::getName)
-                .filter(n -> !n.equals(DELETED))
-                .toList();
-        this.tail = tail;
+        this.assembler = new BatchAssembler(schema, tail);
         this.passes = passes;
         this.generations = generations;
         this.pending = pending;
@@ -169,7 +162,7 @@ public final class RowStream extends ArrowReader {
                         continue;
                     }
                     int to = Math.min(generationRows.size(), keptFrom + batchRows);
-                    Selection kept = selectPending(keptFrom, to, row -> row);
+                    RowSelection kept = selectPending(keptFrom, to, row -> row);
                     keptFrom = to;
                     if (kept.size() == 0) {
                         continue;
@@ -177,7 +170,7 @@ public final class RowStream extends ArrowReader {
                     if (limit > 0 && delivered + kept.size() > limit) {
                         kept.truncate((int) (limit - delivered));
                     }
-                    emit(keptColumns::get, false, kept.size(), kept::copy, kept::delete);
+                    emit(keptColumns::get, false, kept);
                     delivered += kept.size();
                     return true;
                 }
@@ -198,13 +191,19 @@ public final class RowStream extends ArrowReader {
                     if (limit > 0 && delivered + runs.rows() > limit) {
                         runs.truncate((int) (limit - delivered));
                     }
-                    emit(batch::getVector, runs.rows() == batch.getRowCount(), runs.rows(), runs::copy, k -> false);
+                    assembler.fill(
+                            getVectorSchemaRoot(),
+                            batch::getVector,
+                            runs.rows() == batch.getRowCount(),
+                            runs.rows(),
+                            runs::copy,
+                            k -> false);
                     delivered += runs.rows();
                     return true;
                 }
-                Selection kept;
+                RowSelection kept;
                 if (current.keep() == Keep.ALL) {
-                    kept = Selection.all(batch.getRowCount());
+                    kept = RowSelection.all(batch.getRowCount());
                 } else if (current.base()) {
                     kept = selectBase(batch);
                 } else {
@@ -217,7 +216,7 @@ public final class RowStream extends ArrowReader {
                 if (limit > 0 && delivered + kept.size() > limit) {
                     kept.truncate((int) (limit - delivered));
                 }
-                emit(batch::getVector, kept.size() == batch.getRowCount(), kept.size(), kept::copy, kept::delete);
+                emit(batch::getVector, kept.size() == batch.getRowCount(), kept);
                 delivered += kept.size();
                 return true;
             }
@@ -234,7 +233,7 @@ public final class RowStream extends ArrowReader {
             // base rows held back in the unreplaced pass that are newer than their key's pending rows
             List<Long> rows = newerBaseRows.subList(0, Math.min(newerBaseRows.size(), batchRows));
             current = new StreamPass(null, null, Keep.ALL);
-            reader = base.takeRows(new ArrayList<>(rows), present(base));
+            reader = base.takeRows(new ArrayList<>(rows), assembler.presentIn(base));
             takes++;
             rows.clear();
             return true;
@@ -259,7 +258,7 @@ public final class RowStream extends ArrowReader {
         }
         Set<String> projection = new LinkedHashSet<>();
         if (current.keep() != Keep.MARK) {
-            projection.addAll(present(dataset));
+            projection.addAll(assembler.presentIn(dataset));
         }
         if (!current.base()) {
             try {
@@ -309,13 +308,6 @@ public final class RowStream extends ArrowReader {
         scanner = dataset.newScan(options.build());
         reader = scanner.scanBatches();
         return true;
-    }
-
-    /** The answer's columns the dataset has: a generation written before a column was added lacks it. */
-    private List<String> present(Dataset dataset) {
-        Set<String> has = new HashSet<>(
-                dataset.getSchema().getFields().stream().map(Field::getName).toList());
-        return columns.stream().filter(has::contains).toList();
     }
 
     /** Ends the current pass; {@code finished}: it read all its rows (else the answer is closed early, by a limit). */
@@ -450,8 +442,8 @@ public final class RowStream extends ArrowReader {
      * Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. A base row of the other
      * kind is not shown but still hides its key's older pending rows (a scan's pass of possible deletes shows none).
      */
-    private Selection selectBase(VectorSchemaRoot batch) {
-        Selection kept = new Selection(batch.getRowCount());
+    private RowSelection selectBase(VectorSchemaRoot batch) {
+        RowSelection kept = new RowSelection(batch.getRowCount());
         VarCharVector ids = pending.isEmpty() ? null : (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
         for (int i = 0; i < batch.getRowCount(); i++) {
             boolean delete = Tombstones.is(batch, i);
@@ -483,8 +475,8 @@ public final class RowStream extends ArrowReader {
      * Pending rows shown, of the rows {@code [from, to)} of the source vectors (the generation's row {@code rowAt(i)}
      * each): the newest pending row of its key, unless the base holds a newer one.
      */
-    private Selection selectPending(int from, int to, IntUnaryOperator rowAt) {
-        Selection kept = new Selection(to - from);
+    private RowSelection selectPending(int from, int to, IntUnaryOperator rowAt) {
+        RowSelection kept = new RowSelection(to - from);
         Map<String, Integer> unseen = new HashMap<>();
         List<String> keys = new ArrayList<>();
         for (int i = from; i < to; i++) {
@@ -550,59 +542,13 @@ public final class RowStream extends ArrowReader {
                 ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
     }
 
-    /** Copies a batch's kept rows of one column into an empty vector. */
-    private interface ColumnCopy {
-        void copy(FieldVector from, FieldVector to);
-    }
-
-    /** Whether the k-th kept row is a delete. */
-    private interface DeleteAt {
-        boolean delete(int k);
-    }
-
     /**
-     * The {@code n} kept rows of the source vectors ({@code source} by name: null for a column the source lacks) as
-     * this reader's next batch: moved when {@code whole} (every row of a batch lance handed over), else copied.
+     * The kept rows as this reader's next batch, straight into its root (the caller is done with its previous batch):
+     * no batch of its own unloaded and loaded again, whose buffer bookkeeping costs as much as a two-column batch's
+     * check.
      */
-    private void emit(Function<String, FieldVector> source, boolean whole, int n, ColumnCopy copy, DeleteAt deleteAt)
-            throws IOException {
-        // straight into the reader's root (the caller is done with its previous batch): no batch of its own unloaded
-        // and loaded again, whose buffer bookkeeping costs as much as a two-column batch's check
-        VectorSchemaRoot out = getVectorSchemaRoot();
-        try {
-            for (String name : columns) {
-                FieldVector to = out.getVector(name);
-                to.clear();
-                FieldVector from = source.apply(name);
-                if (from != null && whole) {
-                    from.makeTransferPair(to).transfer();
-                    continue;
-                }
-                if (from != null) {
-                    copy.copy(from, to);
-                    continue;
-                }
-                to.setInitialCapacity(n);
-                to.allocateNew();
-                for (int k = 0; k < n; k++) {
-                    to.setNull(k); // a generation written before the column was added
-                }
-                to.setValueCount(n);
-            }
-            if (tail) {
-                BitVector deleted = (BitVector) out.getVector(DELETED);
-                deleted.clear();
-                deleted.allocateNew(n);
-                for (int k = 0; k < n; k++) {
-                    deleted.set(k, deleteAt.delete(k) ? 1 : 0);
-                }
-                deleted.setValueCount(n);
-            }
-            out.setRowCount(n);
-        } catch (RuntimeException e) {
-            out.clear(); // no half-written batch left behind
-            throw e;
-        }
+    private void emit(Function<String, FieldVector> source, boolean whole, RowSelection kept) throws IOException {
+        assembler.fill(getVectorSchemaRoot(), source, whole, kept.size(), kept::copy, kept::delete);
     }
 
     @Override
@@ -641,73 +587,5 @@ public final class RowStream extends ArrowReader {
     @Override
     protected Schema readSchema() {
         return schema;
-    }
-
-    /** Row indices of a source batch that are kept, and whether each is a delete. */
-    private static final class Selection {
-        private int[] indices;
-        private boolean[] deletes;
-        private int size;
-
-        Selection(int capacity) {
-            indices = new int[capacity];
-            deletes = new boolean[capacity];
-        }
-
-        /** Every row of a batch, none a delete. */
-        static Selection all(int rows) {
-            Selection all = new Selection(rows);
-            for (int i = 0; i < rows; i++) {
-                all.add(i, false);
-            }
-            return all;
-        }
-
-        void add(int index, boolean delete) {
-            indices[size] = index;
-            deletes[size] = delete;
-            size++;
-        }
-
-        int size() {
-            return size;
-        }
-
-        int index(int k) {
-            return indices[k];
-        }
-
-        boolean delete(int k) {
-            return deletes[k];
-        }
-
-        /** The selected rows of one column (ascending), copied a run of consecutive rows at a time. */
-        void copy(FieldVector from, FieldVector to) {
-            RowRuns runs = new RowRuns();
-            for (int k = 0; k < size; k++) {
-                runs.add(indices[k], 1);
-            }
-            runs.copy(from, to);
-        }
-
-        void truncate(int n) {
-            size = Math.min(size, n);
-        }
-
-        interface Drop {
-            boolean test(int index, int position);
-        }
-
-        void removeIf(Drop drop) {
-            int to = 0;
-            for (int k = 0; k < size; k++) {
-                if (!drop.test(indices[k], k)) {
-                    indices[to] = indices[k];
-                    deletes[to] = deletes[k];
-                    to++;
-                }
-            }
-            size = to;
-        }
     }
 }
