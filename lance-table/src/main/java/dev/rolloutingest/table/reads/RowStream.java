@@ -3,31 +3,18 @@ package dev.rolloutingest.table.reads;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.reads.StreamPass.Keep;
-import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.Tombstones;
 import java.io.IOException;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
-import java.util.function.IntUnaryOperator;
-import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BaseIntVector;
-import org.apache.arrow.vector.BaseVariableWidthVector;
-import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
-import org.apache.arrow.vector.IntVector;
-import org.apache.arrow.vector.TimeStampMicroTZVector;
-import org.apache.arrow.vector.UInt8Vector;
-import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -49,9 +36,6 @@ public final class RowStream extends ArrowReader {
     /** The column a tail adds: true for a delete (its other values are those of the delete row, empty). */
     public static final String DELETED = "_deleted";
 
-    /** The column lance adds with {@code withRowId}: the id {@code takeRows} reads a row by. */
-    private static final String ROW_ID = "_rowid";
-
     private final BufferAllocator allocator;
     private final Schema schema;
     private final BatchAssembler assembler;
@@ -59,21 +43,13 @@ public final class RowStream extends ArrowReader {
     private final Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations;
     private final PendingKeys pending;
     private final Dataset base;
-    private final boolean lookUpUnseenKeys;
     private final long limit;
     private final int batchRows;
     private final int readahead;
     private final TailCursor cursor;
     private final boolean more;
     private final List<AutoCloseable> resources;
-    private final Set<String> seenInBase = new HashSet<>();
-    private final Set<String> newerInBase = new HashSet<>();
-    /** Row ids of base rows of pending keys whose order the unreplaced pass could not tell (at most one a key). */
-    private final Map<String, Long> heldBack = new HashMap<>();
-    /** Row ids of held-back base rows newer than their pending rows, read by a take once the pass is done. */
-    private final List<Long> newerBaseRows = new ArrayList<>();
-
-    private boolean markedEveryPendingKey;
+    private final StreamSurvivors survivors;
 
     private int next;
     private StreamPass current;
@@ -88,8 +64,6 @@ public final class RowStream extends ArrowReader {
     private LanceScanner scanner;
     private ArrowReader reader;
     private long delivered;
-    private long lookups;
-    private long takes;
 
     RowStream(
             BufferAllocator allocator,
@@ -114,13 +88,13 @@ public final class RowStream extends ArrowReader {
         this.generations = generations;
         this.pending = pending;
         this.base = base;
-        this.lookUpUnseenKeys = lookUpUnseenKeys;
         this.limit = limit;
         this.batchRows = batchRows;
         this.readahead = readahead;
         this.cursor = cursor;
         this.more = more;
         this.resources = resources;
+        this.survivors = new StreamSurvivors(pending, base, lookUpUnseenKeys, batchRows);
     }
 
     /** Where a reader stands once it has read this answer to its end: tail from it next. */
@@ -140,12 +114,12 @@ public final class RowStream extends ArrowReader {
 
     /** Indexed lookups of the base this answer needed so far (keys of pending rows the base passes did not see). */
     public long baseLookups() {
-        return lookups;
+        return survivors.lookups();
     }
 
     /** Takes of base rows by row id this answer ran so far (rows of keys that moved across partitions). */
     public long baseTakes() {
-        return takes;
+        return survivors.takes();
     }
 
     @Override
@@ -162,7 +136,8 @@ public final class RowStream extends ArrowReader {
                         continue;
                     }
                     int to = Math.min(generationRows.size(), keptFrom + batchRows);
-                    RowSelection kept = selectPending(keptFrom, to, row -> row);
+                    RowSelection kept =
+                            survivors.selectPending(generationRows, current.keep(), keptFrom, to, row -> row);
                     keptFrom = to;
                     if (kept.size() == 0) {
                         continue;
@@ -180,11 +155,11 @@ public final class RowStream extends ArrowReader {
                 }
                 VectorSchemaRoot batch = reader.getVectorSchemaRoot();
                 if (current.keep() == Keep.MARK) {
-                    mark(batch);
+                    survivors.mark(batch);
                     continue;
                 }
                 if (current.keep() == Keep.UNREPLACED) {
-                    RowRuns runs = unreplaced(batch);
+                    RowRuns runs = survivors.unreplaced(batch);
                     if (runs.rows() == 0) {
                         continue;
                     }
@@ -205,10 +180,15 @@ public final class RowStream extends ArrowReader {
                 if (current.keep() == Keep.ALL) {
                     kept = RowSelection.all(batch.getRowCount());
                 } else if (current.base()) {
-                    kept = selectBase(batch);
+                    kept = survivors.selectBase(batch, current.keep());
                 } else {
                     BaseIntVector addresses = (BaseIntVector) batch.getVector(PendingKeys.ROW_ADDRESS);
-                    kept = selectPending(0, batch.getRowCount(), i -> generationRows.row(addresses.getValueAsLong(i)));
+                    kept = survivors.selectPending(
+                            generationRows,
+                            current.keep(),
+                            0,
+                            batch.getRowCount(),
+                            i -> generationRows.row(addresses.getValueAsLong(i)));
                 }
                 if (kept.size() == 0) {
                     continue;
@@ -229,13 +209,10 @@ public final class RowStream extends ArrowReader {
     }
 
     private boolean openNextPass() throws IOException {
-        if (!newerBaseRows.isEmpty()) {
+        if (survivors.hasNewerBaseRows()) {
             // base rows held back in the unreplaced pass that are newer than their key's pending rows
-            List<Long> rows = newerBaseRows.subList(0, Math.min(newerBaseRows.size(), batchRows));
             current = new StreamPass(null, null, Keep.ALL);
-            reader = base.takeRows(new ArrayList<>(rows), assembler.presentIn(base));
-            takes++;
-            rows.clear();
+            reader = survivors.takeNewerBaseRows(assembler.presentIn(base));
             return true;
         }
         if (next >= passes.size()) {
@@ -244,11 +221,11 @@ public final class RowStream extends ArrowReader {
         current = passes.get(next++);
         String filter = current.filter();
         if (current.onlyNewerInBase()) {
-            if (newerInBase.isEmpty()) {
+            String keys = survivors.newerInBaseFilter();
+            if (keys == null) {
                 current = null;
                 return openNextPass(); // the usual case: no key moved across partitions
             }
-            String keys = Filters.recordIdInOneList(newerInBase);
             filter = filter == null ? keys : filter + " AND (" + keys + ")";
         }
         Dataset dataset = base;
@@ -314,7 +291,7 @@ public final class RowStream extends ArrowReader {
     private void closePass(boolean finished) throws IOException {
         boolean unreplaced = finished && current.keep() == Keep.UNREPLACED;
         if (unreplaced) {
-            markedEveryPendingKey = true; // with the pass of possible deletes after it, every base row is seen
+            survivors.everyPendingKeyMarked();
         }
         try {
             if (reader != null) {
@@ -324,14 +301,14 @@ public final class RowStream extends ArrowReader {
                 scanner.close();
             }
             if (unreplaced) {
-                resolveHeldBack();
+                survivors.resolveHeldBack();
             }
         } catch (IOException | RuntimeException e) {
             throw e;
         } catch (Exception e) {
             throw new IOException(e);
         } finally {
-            heldBack.clear();
+            survivors.forgetHeldBack();
             if (lease != null) {
                 lease.close();
                 lease = null;
@@ -342,204 +319,6 @@ public final class RowStream extends ArrowReader {
             scanner = null;
             current = null;
         }
-    }
-
-    /** Notes which base rows of pending keys are newer than the key's newest pending row; every such row is seen. */
-    private void mark(VectorSchemaRoot batch) {
-        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        for (int i = 0; i < batch.getRowCount(); i++) {
-            String key = ids.getObject(i).toString();
-            NewestWins.Order replacement = pending.newest(key);
-            if (replacement != null) {
-                seenInBase.add(key);
-                if (!replacement.replaces(order(batch, i))) {
-                    newerInBase.add(key);
-                }
-            }
-        }
-        markedEveryPendingKey = true;
-    }
-
-    /**
-     * The rows of a base batch no newer pending row replaces, as runs: a key is made a String only when its hash
-     * matches a pending key's (about one row in a hundred at 1 % pending).
-     */
-    private RowRuns unreplaced(VectorSchemaRoot batch) {
-        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        int rows = batch.getRowCount();
-        RowRuns kept = new RowRuns();
-        if (rows == 0) {
-            return kept; // its buffers may be empty
-        }
-        UInt8Vector rowIds = (UInt8Vector) batch.getVector(ROW_ID);
-        IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
-        BigIntVector offsetsInLog = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
-        // one bounds check for the batch, then reads by address: checked reads cost more than the hash itself
-        ArrowBuf offsets = ids.getOffsetBuffer();
-        ArrowBuf data = ids.getDataBuffer();
-        if (offsets.capacity() < (long) (rows + 1) * BaseVariableWidthVector.OFFSET_WIDTH) {
-            throw new IllegalStateException("a record_id batch of " + rows + " rows has too few offsets");
-        }
-        long offsetsAt = offsets.memoryAddress();
-        long dataAt = data.memoryAddress();
-        long dataBytes = data.capacity();
-        int from = 0;
-        int end = MemoryUtil.getInt(offsetsAt);
-        for (int i = 0; i < rows; i++) {
-            int start = end;
-            end = MemoryUtil.getInt(offsetsAt + (long) (i + 1) * BaseVariableWidthVector.OFFSET_WIDTH);
-            if (start < 0 || end < start || end > dataBytes) {
-                throw new IllegalStateException("record_id offsets out of bounds at row " + i);
-            }
-            if (!pending.mayHold(dataAt + start, end - start)) {
-                continue;
-            }
-            String key = ids.getObject(i).toString();
-            NewestWins.Order replacement = pending.newest(key);
-            if (replacement == null) {
-                continue; // another key with the same hash
-            }
-            if (!NewestWins.offsetsDecide(replacement.partition(), partitions.get(i))) {
-                heldBack.put(key, rowIds.get(i)); // ordered by ingest time: resolved after the pass
-            } else if (!NewestWins.replacesInPartition(replacement.offset(), offsetsInLog.get(i))) {
-                newerInBase.add(key); // the same partition: its offset says the base row is as new
-                continue;
-            }
-            kept.add(from, i - from);
-            from = i + 1;
-        }
-        kept.add(from, rows - from);
-        return kept;
-    }
-
-    /**
-     * Orders the base rows the unreplaced pass held back (a pending key's base row of another partition) by their
-     * ingest time, read by row id: a row newer than its key's newest pending row is read again in full and shown (by
-     * a take after this pass), and the pending rows of its key are not.
-     */
-    private void resolveHeldBack() throws IOException {
-        List<Long> held = new ArrayList<>(heldBack.values());
-        for (int from = 0; from < held.size(); from += batchRows) {
-            List<Long> rows = held.subList(from, Math.min(held.size(), from + batchRows));
-            takes++;
-            try (ArrowReader taken = base.takeRows(new ArrayList<>(rows), PendingKeys.ORDER_COLUMNS)) {
-                while (taken.loadNextBatch()) {
-                    VectorSchemaRoot batch = taken.getVectorSchemaRoot();
-                    VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                    for (int i = 0; i < batch.getRowCount(); i++) {
-                        String key = ids.getObject(i).toString();
-                        if (!pending.newest(key).replaces(order(batch, i))) {
-                            newerInBase.add(key);
-                            newerBaseRows.add(heldBack.get(key));
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /**
-     * Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. A base row of the other
-     * kind is not shown but still hides its key's older pending rows (a scan's pass of possible deletes shows none).
-     */
-    private RowSelection selectBase(VectorSchemaRoot batch) {
-        RowSelection kept = new RowSelection(batch.getRowCount());
-        VarCharVector ids = pending.isEmpty() ? null : (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        for (int i = 0; i < batch.getRowCount(); i++) {
-            boolean delete = Tombstones.is(batch, i);
-            boolean shown = current.keep().takes(delete);
-            if (!shown && ids == null) {
-                continue;
-            }
-            if (ids != null) {
-                String key = ids.getObject(i).toString();
-                NewestWins.Order replacement = pending.newest(key);
-                if (replacement != null) {
-                    if (shown) {
-                        seenInBase.add(key);
-                    }
-                    if (replacement.replaces(order(batch, i))) {
-                        continue;
-                    }
-                    newerInBase.add(key);
-                }
-            }
-            if (shown) {
-                kept.add(i, delete);
-            }
-        }
-        return kept;
-    }
-
-    /**
-     * Pending rows shown, of the rows {@code [from, to)} of the source vectors (the generation's row {@code rowAt(i)}
-     * each): the newest pending row of its key, unless the base holds a newer one.
-     */
-    private RowSelection selectPending(int from, int to, IntUnaryOperator rowAt) {
-        RowSelection kept = new RowSelection(to - from);
-        Map<String, Integer> unseen = new HashMap<>();
-        List<String> keys = new ArrayList<>();
-        for (int i = from; i < to; i++) {
-            int row = rowAt.applyAsInt(i);
-            String key = generationRows.key(row);
-            NewestWins.Order newest = pending.newest(key);
-            if (newest == null || !newest.sameRow(generationRows.order(row)) || newerInBase.contains(key)) {
-                continue;
-            }
-            boolean delete = generationRows.delete(row);
-            if (!current.keep().takes(delete)) {
-                continue;
-            }
-            if (lookUpUnseenKeys && !markedEveryPendingKey && !seenInBase.contains(key)) {
-                unseen.put(key, i);
-            }
-            kept.add(i, delete);
-            keys.add(key);
-        }
-        if (!unseen.isEmpty()) {
-            Set<String> newer = newerInBaseByLookup(unseen.keySet());
-            if (!newer.isEmpty()) {
-                kept.removeIf((index, position) -> newer.contains(keys.get(position)));
-            }
-        }
-        return kept;
-    }
-
-    /** Keys whose base row is newer than their newest pending row: indexed lookups, 256 keys each. */
-    private Set<String> newerInBaseByLookup(Set<String> keys) {
-        Set<String> newer = new HashSet<>();
-        for (String in : Filters.recordIdIn(new ArrayList<>(keys))) {
-            lookups++;
-            try (LanceScanner lookup = base.newScan(new ScanOptions.Builder()
-                            .columns(PendingKeys.ORDER_COLUMNS)
-                            .filter(in)
-                            .build());
-                    ArrowReader rows = lookup.scanBatches()) {
-                while (rows.loadNextBatch()) {
-                    VectorSchemaRoot batch = rows.getVectorSchemaRoot();
-                    VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                    for (int i = 0; i < batch.getRowCount(); i++) {
-                        String key = ids.getObject(i).toString();
-                        if (order(batch, i).replaces(pending.newest(key))) {
-                            newer.add(key);
-                        }
-                    }
-                }
-            } catch (RolloutTableException e) {
-                throw e;
-            } catch (Exception e) {
-                throw new RolloutTableException("Table read failed looking up base rows: " + e.getMessage(), e);
-            }
-        }
-        return newer;
-    }
-
-    /** Where row {@code i} of a batch with the order columns sits in {@link NewestWins}' order. */
-    private static NewestWins.Order order(VectorSchemaRoot batch, int i) {
-        return new NewestWins.Order(
-                ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
-                ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i),
-                ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
     }
 
     /**
