@@ -11,18 +11,12 @@ import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
 import org.lance.ipc.LanceScanner;
@@ -67,7 +61,7 @@ public final class BulkReads {
         return open(() -> {
             ReadCatalog.Snapshot snapshot = catalog.acquire();
             try {
-                Schema schema = schema(snapshot.base, query.columns(), false);
+                Schema schema = StreamSchema.of(snapshot.base, query.columns(), false);
                 PendingKeys pending = pendingKeys(snapshot);
                 Map<Integer, Long> head = head(snapshot, topic);
                 String filter = query.sqlFilter();
@@ -101,7 +95,7 @@ public final class BulkReads {
     public RowStream scanVersion(Dataset version, ScanQuery query, String topic) {
         try {
             return open(() -> {
-                Schema schema = schema(version, query.columns(), false);
+                Schema schema = StreamSchema.of(version, query.columns(), false);
                 Map<Integer, Long> head = new TreeMap<>();
                 MemWalWatermarks.read(version).forEach((shard, watermark) -> {
                     int partition = partitions.partition(topic, shard);
@@ -148,7 +142,7 @@ public final class BulkReads {
         return open(() -> {
             ReadCatalog.Snapshot snapshot = catalog.acquire();
             try {
-                Schema schema = schema(snapshot.base, query.columns(), true);
+                Schema schema = StreamSchema.of(snapshot.base, query.columns(), true);
                 requireOneTopic(snapshot, topic);
                 Map<Integer, Long> head = head(snapshot, topic);
                 refuseStale(from, head);
@@ -251,45 +245,6 @@ public final class BulkReads {
                 cursor,
                 more,
                 List.of(view, running::release));
-    }
-
-    /**
-     * The answer's schema: the columns asked for (every column of the base when none is), as the base declares them;
-     * a tail's also has {@link RowStream#DELETED} and always the record_id.
-     */
-    private static Schema schema(Dataset base, List<String> asked, boolean tail) {
-        Map<String, Field> byName = new HashMap<>();
-        List<String> known = new ArrayList<>();
-        for (Field field : base.getSchema().getFields()) {
-            byName.put(field.getName(), field);
-            known.add(field.getName());
-        }
-        Set<String> names = new LinkedHashSet<>();
-        if (tail) {
-            names.add(RolloutSchema.RECORD_ID);
-        }
-        if (asked.isEmpty()) {
-            names.addAll(known);
-        }
-        for (String name : asked) {
-            if (!byName.containsKey(name)) {
-                throw new IllegalArgumentException(
-                        "unknown column '" + name + "' (columns: " + String.join(", ", known) + ")");
-            }
-            if (!names.add(name) && !(tail && name.equals(RolloutSchema.RECORD_ID))) {
-                throw new IllegalArgumentException("column '" + name + "' is asked for twice");
-            }
-        }
-        if (tail && byName.containsKey(RowStream.DELETED)) {
-            throw new IllegalStateException(
-                    "the table has a column named " + RowStream.DELETED + ", which a tail adds");
-        }
-        List<Field> fields = new ArrayList<>();
-        names.forEach(name -> fields.add(byName.get(name)));
-        if (tail) {
-            fields.add(new Field(RowStream.DELETED, FieldType.notNullable(ArrowType.Bool.INSTANCE), null));
-        }
-        return new Schema(fields);
     }
 
     private PendingKeys pendingKeys(ReadCatalog.Snapshot snapshot) {
