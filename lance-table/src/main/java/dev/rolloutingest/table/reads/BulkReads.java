@@ -3,17 +3,14 @@ package dev.rolloutingest.table.reads;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.DroppedDeletes;
 import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.LanceIo;
-import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.ipc.ArrowReader;
@@ -39,10 +36,10 @@ public final class BulkReads {
 
     private final LanceIo lance;
     private final ReadCatalog catalog;
-    private final ObjectStore store;
     private final TableSettings settings;
     private final Semaphore running;
     private final ShardPartitions partitions = new ShardPartitions();
+    private final CursorOffsets offsets;
 
     /** Per open base handle (one version), whether it may hold deletes; a newer version is a new handle. */
     private final Map<Dataset, Boolean> deletesByVersion =
@@ -51,9 +48,9 @@ public final class BulkReads {
     public BulkReads(LanceIo lance, ReadCatalog catalog, ObjectStore store, TableSettings settings) {
         this.lance = lance;
         this.catalog = catalog;
-        this.store = store;
         this.settings = settings;
         this.running = new Semaphore(settings.scanMaxConcurrent());
+        this.offsets = new CursorOffsets(lance, store, partitions);
     }
 
     /** Every key's newest value (deletes hidden) in base + pending; its cursor is where a tail goes on from. */
@@ -63,7 +60,7 @@ public final class BulkReads {
             try {
                 Schema schema = StreamSchema.of(snapshot.base, query.columns(), false);
                 PendingKeys pending = pendingKeys(snapshot);
-                Map<Integer, Long> head = head(snapshot, topic);
+                Map<Integer, Long> head = offsets.head(snapshot, topic);
                 String filter = query.sqlFilter();
                 List<StreamPass> passes = basePasses(snapshot.base, null, filter, pending, false);
                 snapshot.pendingByShard
@@ -96,13 +93,7 @@ public final class BulkReads {
         try {
             return open(() -> {
                 Schema schema = StreamSchema.of(version, query.columns(), false);
-                Map<Integer, Long> head = new TreeMap<>();
-                MemWalWatermarks.read(version).forEach((shard, watermark) -> {
-                    int partition = partitions.partition(topic, shard);
-                    if (partition >= 0 && watermark > 0) {
-                        head.put(partition, watermark - 1);
-                    }
-                });
+                Map<Integer, Long> head = offsets.head(version, topic);
                 String filter = query.sqlFilter();
                 List<StreamPass> passes = basePasses(version, null, filter, PendingKeys.none(), false);
                 return stream(
@@ -143,23 +134,14 @@ public final class BulkReads {
             ReadCatalog.Snapshot snapshot = catalog.acquire();
             try {
                 Schema schema = StreamSchema.of(snapshot.base, query.columns(), true);
-                requireOneTopic(snapshot, topic);
-                Map<Integer, Long> head = head(snapshot, topic);
-                refuseStale(from, head);
-                Map<Integer, Long> upTo = new TreeMap<>();
-                boolean more = false;
-                for (Map.Entry<Integer, Long> partition : head.entrySet()) {
-                    long after = from.offset(partition.getKey());
-                    long end = Math.min(
-                            partition.getValue(), after > Long.MAX_VALUE - span ? Long.MAX_VALUE : after + span);
-                    more |= end < partition.getValue();
-                    upTo.put(partition.getKey(), Math.max(after, end));
-                }
-                Map<Integer, Long> next = new TreeMap<>(from.offsets());
-                next.putAll(upTo);
-                TailCursor cursor = new TailCursor(from.table(), topic, next);
-                String range = range(from, upTo);
-                if (range == null) { // nothing new: no scan at all
+                offsets.requireOneTopic(snapshot, topic);
+                Map<Integer, Long> head = offsets.head(snapshot, topic);
+                offsets.refuseStale(from, head);
+                CursorOffsets.Window window = CursorOffsets.window(from, head, span);
+                Map<Integer, Long> upTo = window.upTo();
+                boolean more = window.more();
+                TailCursor cursor = window.cursorAfter(from, topic);
+                if (CursorOffsets.range(from, upTo) == null) { // nothing new: no scan at all
                     return stream(
                             schema,
                             true,
@@ -176,7 +158,7 @@ public final class BulkReads {
                 String filter = query.sqlFilter();
                 // the base holds a partition's rows up to its merged watermark only: a cursor at or past it needs
                 // no scan of the base (a tail that keeps up reads pending generations alone)
-                String baseRange = range(from, merged(snapshot, topic, upTo));
+                String baseRange = CursorOffsets.range(from, offsets.merged(snapshot, topic, upTo));
                 List<StreamPass> passes = baseRange == null
                         ? new ArrayList<>()
                         : basePasses(snapshot.base, baseRange, filter, pending, true);
@@ -380,92 +362,6 @@ public final class BulkReads {
                 }
             }
         }
-    }
-
-    /**
-     * A tail counts offsets of one topic's partitions, and a row keeps its partition, not its topic: a table that also
-     * holds rows of another topic (many topics routed to it) would mix that topic's rows into the ranges. Refused,
-     * never answered wrong.
-     */
-    private void requireOneTopic(ReadCatalog.Snapshot snapshot, String topic) {
-        java.util.Set<String> shards = new java.util.TreeSet<>(snapshot.watermarks.keySet());
-        shards.addAll(snapshot.pendingByShard.keySet());
-        for (String shard : shards) {
-            if (partitions.partition(topic, shard) < 0) {
-                throw new IllegalArgumentException("table " + lance.location().uri()
-                        + " holds rows of a topic other than '"
-                        + topic + "' (shard " + shard + "): a tail counts offsets of one topic, so it tails tables fed"
-                        + " by one topic only; scan this table instead");
-            }
-        }
-    }
-
-    /** Per partition of the topic, the last offset the snapshot holds (sealed), merged or pending. */
-    private Map<Integer, Long> head(ReadCatalog.Snapshot snapshot, String topic) {
-        Map<Integer, Long> head = new TreeMap<>();
-        snapshot.watermarks.forEach((shard, watermark) -> {
-            int partition = partitions.partition(topic, shard);
-            if (partition >= 0 && watermark > 0) {
-                head.merge(partition, watermark - 1, Math::max);
-            }
-        });
-        snapshot.pendingByShard.forEach((shard, pending) -> {
-            int partition = partitions.partition(topic, shard);
-            if (partition >= 0 && !pending.isEmpty()) {
-                head.merge(partition, pending.get(pending.size() - 1).listed().lastOffset(), Math::max);
-            }
-        });
-        return head;
-    }
-
-    /** Per partition, the last offset the base holds (merged watermark - 1), at most {@code upTo}'s. */
-    private Map<Integer, Long> merged(ReadCatalog.Snapshot snapshot, String topic, Map<Integer, Long> upTo) {
-        Map<Integer, Long> merged = new TreeMap<>();
-        snapshot.watermarks.forEach((shard, watermark) -> {
-            int partition = partitions.partition(topic, shard);
-            if (partition >= 0 && watermark > 0 && upTo.containsKey(partition)) {
-                merged.put(partition, Math.min(watermark - 1, upTo.get(partition)));
-            }
-        });
-        return merged;
-    }
-
-    /** A cursor the table cannot answer exactly: deletes after it were dropped, or it is ahead of the table. */
-    private void refuseStale(TailCursor from, Map<Integer, Long> head) {
-        for (Map.Entry<Integer, Long> partition : from.offsets().entrySet()) {
-            long known = head.getOrDefault(partition.getKey(), -1L);
-            if (partition.getValue() > known) {
-                throw new RolloutTableException.StaleCursor(
-                        lance.location().uri(),
-                        "it is at offset " + partition.getValue() + " of partition " + partition.getKey()
-                                + ", the table holds up to " + known + ": the table was recreated or restored");
-            }
-        }
-        // read after the snapshot: a drop that the snapshot's base already shows wrote its mark before
-        Map<Integer, Long> dropped = DroppedDeletes.read(store);
-        for (Map.Entry<Integer, Long> partition : dropped.entrySet()) {
-            if (from.offset(partition.getKey()) < partition.getValue()) {
-                throw new RolloutTableException.StaleCursor(
-                        lance.location().uri(),
-                        "deletes up to offset " + partition.getValue() + " of partition " + partition.getKey()
-                                + " were dropped after " + "rollout.delete.retention.ms"
-                                + ", and the cursor is at " + from.offset(partition.getKey()));
-            }
-        }
-    }
-
-    /** The base rows of (cursor, upTo] per partition, as a filter; null when no partition has any. */
-    private static String range(TailCursor from, Map<Integer, Long> upTo) {
-        List<String> terms = new ArrayList<>();
-        upTo.forEach((partition, end) -> {
-            long after = from.offset(partition);
-            if (end > after) {
-                terms.add(
-                        "(" + RolloutSchema.SOURCE_PARTITION + " = " + partition + " AND " + RolloutSchema.SOURCE_OFFSET
-                                + " > " + after + " AND " + RolloutSchema.SOURCE_OFFSET + " <= " + end + ")");
-            }
-        });
-        return terms.isEmpty() ? null : "(" + String.join(" OR ", terms) + ")";
     }
 
     private static String and(String a, String b) {
