@@ -2,24 +2,14 @@ package dev.rolloutingest.table.reads;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.Filters;
-import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.ObjectStore;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Semaphore;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Scans and tails for training: bulk Arrow reads of base + pending, newest value per key, and the rows that became
@@ -29,28 +19,25 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A cursor's offsets per partition; its next cursor is the snapshot's head: per partition the last offset sealed
  * (the last pending generation's, else the merged watermark's). A tail hands over each key whose newest row (value or
- * delete) lies in (cursor, head], once; a key changed again later is handed over again by a later tail.
+ * delete) lies in (cursor, head], once; a key changed again later is handed over again by a later tail. Which offsets
+ * those are, {@link CursorOffsets} tells; which scans read them, {@link PassPlanner}; the answer is a {@link RowStream}.
  */
 public final class BulkReads {
-    private static final Logger log = LoggerFactory.getLogger(BulkReads.class);
-
     private final LanceIo lance;
     private final ReadCatalog catalog;
     private final TableSettings settings;
     private final Semaphore running;
-    private final ShardPartitions partitions = new ShardPartitions();
     private final CursorOffsets offsets;
-
-    /** Per open base handle (one version), whether it may hold deletes; a newer version is a new handle. */
-    private final Map<Dataset, Boolean> deletesByVersion =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+    private final PassPlanner planner;
 
     public BulkReads(LanceIo lance, ReadCatalog catalog, ObjectStore store, TableSettings settings) {
         this.lance = lance;
         this.catalog = catalog;
         this.settings = settings;
         this.running = new Semaphore(settings.scanMaxConcurrent());
+        ShardPartitions partitions = new ShardPartitions();
         this.offsets = new CursorOffsets(lance, store, partitions);
+        this.planner = new PassPlanner(lance, partitions);
     }
 
     /** Every key's newest value (deletes hidden) in base + pending; its cursor is where a tail goes on from. */
@@ -62,11 +49,7 @@ public final class BulkReads {
                 PendingKeys pending = pendingKeys(snapshot);
                 Map<Integer, Long> head = offsets.head(snapshot, topic);
                 String filter = query.sqlFilter();
-                List<StreamPass> passes = basePasses(snapshot.base, null, filter, pending, false);
-                snapshot.pendingByShard
-                        .values()
-                        .forEach(shard -> shard.forEach(generation ->
-                                passes.add(new StreamPass(generation.listed(), filter, StreamPass.Keep.VALUES))));
+                List<StreamPass> passes = planner.scan(snapshot, filter, pending);
                 return stream(
                         schema,
                         false,
@@ -94,8 +77,7 @@ public final class BulkReads {
             return open(() -> {
                 Schema schema = StreamSchema.of(version, query.columns(), false);
                 Map<Integer, Long> head = offsets.head(version, topic);
-                String filter = query.sqlFilter();
-                List<StreamPass> passes = basePasses(version, null, filter, PendingKeys.none(), false);
+                List<StreamPass> passes = planner.scanVersion(version, query.sqlFilter());
                 return stream(
                         schema,
                         false,
@@ -138,10 +120,8 @@ public final class BulkReads {
                 Map<Integer, Long> head = offsets.head(snapshot, topic);
                 offsets.refuseStale(from, head);
                 CursorOffsets.Window window = CursorOffsets.window(from, head, span);
-                Map<Integer, Long> upTo = window.upTo();
-                boolean more = window.more();
                 TailCursor cursor = window.cursorAfter(from, topic);
-                if (CursorOffsets.range(from, upTo) == null) { // nothing new: no scan at all
+                if (CursorOffsets.range(from, window.upTo()) == null) { // nothing new: no scan at all
                     return stream(
                             schema,
                             true,
@@ -151,19 +131,18 @@ public final class BulkReads {
                             false,
                             query,
                             cursor,
-                            more,
+                            window.more(),
                             snapshot);
                 }
                 PendingKeys pending = pendingKeys(snapshot);
                 String filter = query.sqlFilter();
                 // the base holds a partition's rows up to its merged watermark only: a cursor at or past it needs
                 // no scan of the base (a tail that keeps up reads pending generations alone)
-                String baseRange = CursorOffsets.range(from, offsets.merged(snapshot, topic, upTo));
-                List<StreamPass> passes = baseRange == null
-                        ? new ArrayList<>()
-                        : basePasses(snapshot.base, baseRange, filter, pending, true);
-                addTailPending(passes, snapshot, topic, from, upTo, filter);
-                return stream(schema, true, passes, pending, snapshot.base, true, query, cursor, more, snapshot);
+                String baseRange = CursorOffsets.range(from, offsets.merged(snapshot, topic, window.upTo()));
+                List<StreamPass> passes =
+                        planner.tail(snapshot, topic, from, window.upTo(), baseRange, filter, pending);
+                return stream(
+                        schema, true, passes, pending, snapshot.base, true, query, cursor, window.more(), snapshot);
             } catch (RuntimeException e) {
                 snapshot.close();
                 throw e;
@@ -235,139 +214,5 @@ public final class BulkReads {
                 snapshot,
                 settings.scanPendingMaxRows(),
                 lance.location().uri());
-    }
-
-    /** The most pending keys a filter names; past it every base row is checked in Java instead. */
-    static final int KEYS_IN_FILTER_MAX = 100_000;
-
-    /**
-     * The passes over the base. A scan of every row (no filter, no range) reads each base row once in one pass and
-     * drops, in Java, the few a newer pending row replaces: a 64-bit hash of each record_id against the pending keys'
-     * (a filter naming the keys costs lance more to plan and evaluate than the check, and a second pass to read their
-     * base rows). Otherwise the bulk pass is lance's alone: its filter leaves out the keys that have a pending row and
-     * the rows that may be deletes, so its batches pass through as lance returns them, no row looked at; the base rows
-     * of pending keys are read apart by their order columns only, to learn which are newer than the key's newest
-     * pending row (a key that moved across partitions: rare), and those few then read whole. Either way the possible
-     * deletes (a delete row has an empty experiment and rollout_id; a base version without such rows, known once per
-     * version, needs no such term) are read in a pass where each row is checked. A tail hands deletes over whatever
-     * the filters.
-     */
-    private List<StreamPass> basePasses(Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
-        List<StreamPass> passes = new ArrayList<>();
-        if (range == null && filter == null && !tail && !pending.isEmpty()) {
-            // a scan of every row: one pass sees each base row, and Java drops the replaced ones by key (a filter
-            // naming the pending keys costs more to plan and evaluate, plus a second pass to read their base rows)
-            String candidates = mayHoldDeletes(base) ? Tombstones.CANDIDATES : null;
-            passes.add(new StreamPass(
-                    null, candidates == null ? null : "NOT (" + candidates + ")", StreamPass.Keep.UNREPLACED));
-            if (candidates != null) {
-                checked(passes, candidates, null, false, false);
-            }
-            return passes;
-        }
-        if (pending.size() > KEYS_IN_FILTER_MAX) {
-            checked(passes, range, filter, tail, false); // too many keys to name: one pass, every row checked
-            return passes;
-        }
-        String pendingKeys = pending.isEmpty() ? null : Filters.recordIdInOneList(pending.keys());
-        String candidates = mayHoldDeletes(base) ? Tombstones.CANDIDATES : null;
-        String rest = candidates == null
-                ? pendingKeys
-                : pendingKeys == null ? candidates : "(" + candidates + ") OR (" + pendingKeys + ")";
-        boolean namesKeys = pendingKeys != null;
-        String notPending = pendingKeys == null ? null : "NOT (" + pendingKeys + ")";
-        passes.add(new StreamPass(
-                null,
-                and(and(range, filter), rest == null ? null : "NOT (" + rest + ")"),
-                StreamPass.Keep.ALL,
-                namesKeys));
-        if (candidates != null) {
-            checked(passes, and(and(range, candidates), notPending), filter, tail, namesKeys);
-        }
-        if (pendingKeys != null) {
-            // every base row of a pending key, whatever the range and filters: then no lookup is needed later
-            passes.add(new StreamPass(null, pendingKeys, StreamPass.Keep.MARK, true));
-            List<StreamPass> newer = new ArrayList<>();
-            checked(newer, range, filter, tail, false);
-            newer.forEach(pass -> passes.add(new StreamPass(null, pass.filter(), pass.keep(), false, true)));
-        }
-        return passes;
-    }
-
-    /** Whether the base version holds any row that may be a delete: one scan of two columns per version, kept. */
-    private boolean mayHoldDeletes(Dataset base) {
-        Boolean known = deletesByVersion.get(base);
-        if (known != null) {
-            return known;
-        }
-        boolean any;
-        try (LanceScanner scanner = base.newScan(new ScanOptions.Builder()
-                        .columns(List.of(RolloutSchema.RECORD_ID))
-                        .filter(Tombstones.CANDIDATES)
-                        .limit(1)
-                        .build());
-                ArrowReader reader = scanner.scanBatches()) {
-            any = false;
-            while (!any && reader.loadNextBatch()) {
-                any = reader.getVectorSchemaRoot().getRowCount() > 0;
-            }
-        } catch (Exception e) {
-            throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
-        }
-        deletesByVersion.put(base, any);
-        return any;
-    }
-
-    /** Passes over the base rows {@code where} selects, each row checked: values matching the filter, deletes. */
-    private static void checked(List<StreamPass> passes, String where, String filter, boolean tail, boolean namesKeys) {
-        if (!tail) {
-            passes.add(new StreamPass(null, and(where, filter), StreamPass.Keep.VALUES, namesKeys));
-        } else if (filter == null) {
-            passes.add(new StreamPass(null, where, StreamPass.Keep.BOTH, namesKeys));
-        } else {
-            passes.add(new StreamPass(null, and(where, filter), StreamPass.Keep.VALUES, namesKeys));
-            passes.add(new StreamPass(null, and(where, Tombstones.CANDIDATES), StreamPass.Keep.DELETES, namesKeys));
-        }
-    }
-
-    /** The pending generations with offsets in (cursor, upTo] of their partition, filtered to that range. */
-    private void addTailPending(
-            List<StreamPass> passes,
-            ReadCatalog.Snapshot snapshot,
-            String topic,
-            TailCursor from,
-            Map<Integer, Long> upTo,
-            String filter) {
-        for (Map.Entry<String, List<ReadCatalog.Pending>> shard : snapshot.pendingByShard.entrySet()) {
-            int partition = partitions.partition(topic, shard.getKey());
-            if (partition < 0) {
-                continue; // a shard of another topic: not this tail's
-            }
-            long after = from.offset(partition);
-            long end = upTo.getOrDefault(partition, after);
-            for (ReadCatalog.Pending generation : shard.getValue()) {
-                GenerationCatalog.Listed listed = generation.listed();
-                if (listed.lastOffset() <= after || listed.firstOffset() > end) {
-                    continue;
-                }
-                String range = listed.firstOffset() > after && listed.lastOffset() <= end
-                        ? null
-                        : RolloutSchema.SOURCE_OFFSET + " > " + after + " AND " + RolloutSchema.SOURCE_OFFSET + " <= "
-                                + end;
-                if (filter == null) {
-                    passes.add(new StreamPass(listed, range, StreamPass.Keep.BOTH));
-                } else {
-                    passes.add(new StreamPass(listed, and(range, filter), StreamPass.Keep.VALUES));
-                    passes.add(new StreamPass(listed, and(range, Tombstones.CANDIDATES), StreamPass.Keep.DELETES));
-                }
-            }
-        }
-    }
-
-    private static String and(String a, String b) {
-        if (a == null) {
-            return b;
-        }
-        return b == null ? a : a + " AND (" + b + ")";
     }
 }
