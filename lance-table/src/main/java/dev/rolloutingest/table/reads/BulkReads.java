@@ -20,7 +20,8 @@ import org.lance.Dataset;
  * <p>A cursor's offsets per partition; its next cursor is the snapshot's head: per partition the last offset sealed
  * (the last pending generation's, else the merged watermark's). A tail hands over each key whose newest row (value or
  * delete) lies in (cursor, head], once; a key changed again later is handed over again by a later tail. Which offsets
- * those are, {@link CursorOffsets} tells; which scans read them, {@link PassPlanner}; the answer is a {@link RowStream}.
+ * those are, {@link CursorOffsets} tells; which scans read them, {@link PassPlanner}; the answer is a
+ * {@link RowStream}.
  */
 public final class BulkReads {
     private final LanceIo lance;

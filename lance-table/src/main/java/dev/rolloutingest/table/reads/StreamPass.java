@@ -35,7 +35,8 @@ record StreamPass(
         UNREPLACED,
         /**
          * None: the base rows of pending keys, their order columns only, to learn which are newer than the key's newest
-         * pending row (a key that moved across partitions); a later pass ({@link StreamPass#onlyNewerInBase}) reads those.
+         * pending row (a key that moved across partitions); a later pass ({@link StreamPass#onlyNewerInBase}) reads
+         * those.
          */
         MARK,
         VALUES,
