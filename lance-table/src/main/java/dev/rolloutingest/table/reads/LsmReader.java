@@ -12,7 +12,6 @@ import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -34,8 +33,6 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * get and list over the base table plus every shard's pending generations, newest wins (by {@link NewestWins}).
@@ -45,22 +42,17 @@ import org.slf4j.LoggerFactory;
  * to the first hit), then looks the key up in the base through its scalar index; so its cost does not grow
  * with the backlog or the number of shards, and a broken generation fails only the lookups that need it.
  *
- * <p>Every read still samples each shard's pending count into {@code rollout_wal_pending_generations},
- * warns once per shard per read at the warn threshold, and fails fast above the hard cap: list reads open
- * every pending generation, and a backlog of thousands exhausts memory. Reads never wait on a merge.
+ * <p>Every read first passes the {@link PendingBacklog} guard: each shard's pending count sampled, a warning at the
+ * warn threshold, a fast failure above the hard cap. Reads never wait on a merge.
  *
  * <p>Over 300 lines because get, list and count are one algorithm (newest wins across pending generations and the
  * base) over the same scans.
  */
 public final class LsmReader {
-    private static final Logger log = LoggerFactory.getLogger(LsmReader.class);
-
     private final LanceIo lance;
     private final ReadCatalog catalog;
     private final TableSettings settings;
-    private final DistributionSummary pendingPerShard;
-    private final Counter backlogWarnings;
-    private final Counter backlogRejections;
+    private final PendingBacklog backlog;
     private final Counter generationsOpened;
     private final Counter generationsSkipped;
 
@@ -68,17 +60,7 @@ public final class LsmReader {
         this.lance = lance;
         this.catalog = catalog;
         this.settings = settings;
-        // Count buckets 8..4096; no shard label (cardinality), one sample per shard per read.
-        this.pendingPerShard = DistributionSummary.builder("rollout.wal.pending.generations")
-                .description("Pending (unmerged) generations per shard, sampled on every read")
-                .serviceLevelObjectives(8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-                .register(meters);
-        this.backlogWarnings = Counter.builder("rollout.wal.pending.warnings")
-                .description("Reads that found a shard at or over the pending warn threshold")
-                .register(meters);
-        this.backlogRejections = Counter.builder("rollout.wal.pending.rejections")
-                .description("Reads refused because a shard was over the pending hard cap")
-                .register(meters);
+        this.backlog = new PendingBacklog(lance, settings, meters);
         this.generationsOpened = Counter.builder("rollout.read.generations")
                 .tag("result", "opened")
                 .description("Pending generations a point lookup opened or skipped by their key filter")
@@ -87,35 +69,6 @@ public final class LsmReader {
                 .tag("result", "skipped")
                 .description("Pending generations a point lookup opened or skipped by their key filter")
                 .register(meters);
-    }
-
-    /** Samples and checks every shard's pending count: what each read does before it reads. */
-    private void observe(ReadCatalog.Snapshot snapshot) {
-        snapshot.pendingByShard.forEach((shard, pending) -> observe(shard, pending.size()));
-    }
-
-    private void observe(String shard, int pending) {
-        pendingPerShard.record(pending);
-        if (settings.pendingWarnGenerations() > 0 && pending >= settings.pendingWarnGenerations()) {
-            backlogWarnings.increment();
-            log.warn(
-                    "Table {} shard {} has {} pending generations (warn at {}, {}): list reads open all of them;"
-                            + " check the merge-worker",
-                    lance.location(),
-                    shard,
-                    pending,
-                    settings.pendingWarnGenerations(),
-                    TableSettings.PENDING_WARN_KEY);
-        }
-        if (settings.pendingMaxGenerations() > 0 && pending > settings.pendingMaxGenerations()) {
-            backlogRejections.increment();
-            throw new RolloutTableException.PendingBacklogTooLarge(
-                    lance.location().uri(),
-                    shard,
-                    pending,
-                    settings.pendingMaxGenerations(),
-                    TableSettings.PENDING_MAX_KEY);
-        }
     }
 
     /** Pending generations of every shard, newest first within a shard, shards in order. */
@@ -142,7 +95,7 @@ public final class LsmReader {
         String filter = RolloutSchema.RECORD_ID + " = " + Filters.string(recordId);
         KeyFilter.Hash hash = KeyFilter.hash(recordId);
         try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
-            observe(snapshot);
+            backlog.observe(snapshot);
             RolloutRow newest = null;
             for (List<ReadCatalog.Pending> shard : snapshot.pendingByShard.values()) {
                 for (int i = shard.size() - 1; i >= 0; i--) {
@@ -236,7 +189,7 @@ public final class LsmReader {
                 query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
         Page page = new Page(query, limit);
         try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
-            observe(snapshot);
+            backlog.observe(snapshot);
             Map<String, RolloutRow> pending = newestPending(snapshot, columns);
             Set<String> shownFromBase = new HashSet<>();
             forEachRow(snapshot.base, query.baseFilter(), columns, row -> {
@@ -344,7 +297,7 @@ public final class LsmReader {
         Map<String, RolloutRow> pending = new HashMap<>();
         long[] baseOnly = {0};
         try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
-            observe(snapshot);
+            backlog.observe(snapshot);
             for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
                 forEachRow(generation.listed(), null, keyAndOrder, row -> {
                     pending.merge(row.recordId(), row, (a, b) -> NewestWins.replaces(b, a) ? b : a);
