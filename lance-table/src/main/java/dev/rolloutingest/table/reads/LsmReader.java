@@ -3,7 +3,6 @@ package dev.rolloutingest.table.reads;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.Filters;
 import dev.rolloutingest.table.rows.KeyFilter;
@@ -13,7 +12,6 @@ import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -22,17 +20,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
-import java.util.function.Predicate;
-import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
 
 /**
  * get and list over the base table plus every shard's pending generations, newest wins (by {@link NewestWins}).
@@ -53,6 +43,7 @@ public final class LsmReader {
     private final ReadCatalog catalog;
     private final TableSettings settings;
     private final PendingBacklog backlog;
+    private final RowScans scans;
     private final Counter generationsOpened;
     private final Counter generationsSkipped;
 
@@ -61,6 +52,7 @@ public final class LsmReader {
         this.catalog = catalog;
         this.settings = settings;
         this.backlog = new PendingBacklog(lance, settings, meters);
+        this.scans = new RowScans(lance, catalog);
         this.generationsOpened = Counter.builder("rollout.read.generations")
                 .tag("result", "opened")
                 .description("Pending generations a point lookup opened or skipped by their key filter")
@@ -112,14 +104,15 @@ public final class LsmReader {
                     }
                 }
             }
-            Optional<RolloutRow> base =
-                    first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row, true));
+            Optional<RolloutRow> base = scans.lookUp(snapshot.base, filter);
             if (base.isPresent()) {
                 newest = winner(base.get(), newest);
             }
             // the newest row may be a delete: the key is gone
-            List<String> added = addedNames(snapshot.base);
-            return Optional.ofNullable(newest).filter(row -> !row.isTombstone()).map(row -> withNulls(row, added));
+            List<String> added = AddedColumnReads.names(snapshot.base);
+            return Optional.ofNullable(newest)
+                    .filter(row -> !row.isTombstone())
+                    .map(row -> AddedColumnReads.withNulls(row, added));
         }
     }
 
@@ -130,8 +123,8 @@ public final class LsmReader {
     private Optional<RolloutRow> lookUp(GenerationCatalog.Listed generation, String recordId, KeyFilter.Hash hash) {
         try (DatasetHandles.Lease lease = catalog.generation(generation)) {
             for (long row : lease.keys().rowsOf(hash)) {
-                try (ArrowReader reader =
-                        lease.dataset().take(List.of(row), withAdded(lease.dataset(), RolloutSchema.allColumns()))) {
+                try (ArrowReader reader = lease.dataset()
+                        .take(List.of(row), AddedColumnReads.withAdded(lease.dataset(), RolloutSchema.allColumns()))) {
                     while (reader.loadNextBatch()) {
                         VectorSchemaRoot root = reader.getVectorSchemaRoot();
                         for (int i = 0; i < root.getRowCount(); i++) {
@@ -150,25 +143,6 @@ public final class LsmReader {
             throw new RolloutTableException.GenerationUnreadable(
                     lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
         }
-    }
-
-    /**
-     * The row with every column producers added to the table, null where its dataset (a generation written before
-     * the column) has none: a reader sees one shape for every row.
-     */
-    static RolloutRow withNulls(RolloutRow row, List<String> tableAdded) {
-        if (tableAdded.isEmpty() || row.added().keySet().containsAll(tableAdded)) {
-            return row;
-        }
-        Map<String, Object> values = new LinkedHashMap<>();
-        tableAdded.forEach(name -> values.put(name, null));
-        values.putAll(row.added());
-        return new RolloutRow(
-                row.rollout(),
-                row.sourcePartition(),
-                row.sourceOffset(),
-                row.ingestedAt(),
-                java.util.Collections.unmodifiableMap(values));
     }
 
     /** The one of the two that wins; {@code current} null: none yet. */
@@ -192,7 +166,7 @@ public final class LsmReader {
             backlog.observe(snapshot);
             Map<String, RolloutRow> pending = newestPending(snapshot, columns);
             Set<String> shownFromBase = new HashSet<>();
-            forEachRow(snapshot.base, query.baseFilter(), columns, row -> {
+            scans.forEachRow(snapshot.base, query.baseFilter(), columns, row -> {
                 RolloutRow replacement = pending.get(row.recordId());
                 if (!row.isTombstone() && (replacement == null || !NewestWins.replaces(replacement, row))) {
                     page.offer(row);
@@ -218,16 +192,17 @@ public final class LsmReader {
                     page.offer(row);
                 }
             }
-            List<String> added = addedNames(snapshot.base);
-            return page.rows.stream().map(row -> withNulls(row, added)).toList();
+            List<String> added = AddedColumnReads.names(snapshot.base);
+            return page.rows.stream()
+                    .map(row -> AddedColumnReads.withNulls(row, added))
+                    .toList();
         }
     }
 
     /** A key's row in one base version alone (a snapshot: nothing pending counts); a delete reads as absent. */
     public Optional<RolloutRow> getFromBase(Dataset base, String recordId) {
         String filter = RolloutSchema.RECORD_ID + " = " + Filters.string(recordId);
-        return first(row -> forEachRow(base, filter, RolloutSchema.allColumns(), row, true))
-                .filter(row -> !row.isTombstone());
+        return scans.lookUp(base, filter).filter(row -> !row.isTombstone());
     }
 
     /** A page of one base version alone (a snapshot). */
@@ -236,7 +211,7 @@ public final class LsmReader {
         List<String> columns =
                 query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
         Page page = new Page(query, limit);
-        forEachRow(base, query.baseFilter(), columns, row -> {
+        scans.forEachRow(base, query.baseFilter(), columns, row -> {
             if (!row.isTombstone()) {
                 page.offer(row);
             }
@@ -257,7 +232,7 @@ public final class LsmReader {
                 RolloutSchema.SOURCE_OFFSET,
                 RolloutSchema.INGESTED_AT);
         for (String in : Filters.recordIdIn(keys)) {
-            forEachRow(base, in, provenance, row -> {
+            scans.forEachRow(base, in, provenance, row -> {
                 if (NewestWins.replaces(row, byKey.get(row.recordId()))) {
                     newer.add(row.recordId());
                 }
@@ -271,7 +246,7 @@ public final class LsmReader {
     private Map<String, RolloutRow> newestPending(ReadCatalog.Snapshot snapshot, List<String> columns) {
         Map<String, RolloutRow> newest = new LinkedHashMap<>();
         for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
-            forEachRow(generation.listed(), null, columns, row -> {
+            scans.forEachRow(generation.listed(), null, columns, row -> {
                 newest.merge(
                         row.recordId(),
                         row,
@@ -299,12 +274,12 @@ public final class LsmReader {
         try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
             backlog.observe(snapshot);
             for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
-                forEachRow(generation.listed(), null, keyAndOrder, row -> {
+                scans.forEachRow(generation.listed(), null, keyAndOrder, row -> {
                     pending.merge(row.recordId(), row, (a, b) -> NewestWins.replaces(b, a) ? b : a);
                     return true;
                 });
             }
-            forEachRow(snapshot.base, null, keyAndOrder, row -> {
+            scans.forEachRow(snapshot.base, null, keyAndOrder, row -> {
                 RolloutRow newest = pending.get(row.recordId());
                 if (newest == null) {
                     if (!row.isTombstone()) {
@@ -345,165 +320,5 @@ public final class LsmReader {
         boolean full() {
             return rows.size() >= limit;
         }
-    }
-
-    /** The first row a row source yields, stopping it there. */
-    private static Optional<RolloutRow> first(Consumer<Predicate<RolloutRow>> source) {
-        AtomicReference<RolloutRow> found = new AtomicReference<>();
-        source.accept(row -> {
-            found.set(row);
-            return false;
-        });
-        return Optional.ofNullable(found.get());
-    }
-
-    private void forEachRow(
-            GenerationCatalog.Listed generation, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
-        forEachRow(generation, filter, columns, consumer, false);
-    }
-
-    private void forEachRow(
-            GenerationCatalog.Listed generation,
-            String filter,
-            List<String> columns,
-            Predicate<RolloutRow> consumer,
-            boolean pointLookup) {
-        try (DatasetHandles.Lease lease = catalog.generation(generation)) {
-            forEachRow(lease.dataset(), filter, columns, consumer, pointLookup);
-        } catch (RolloutTableException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new RolloutTableException.GenerationUnreadable(
-                    lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
-        }
-    }
-
-    private void forEachRow(Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
-        forEachRow(dataset, filter, columns, consumer, false);
-    }
-
-    /**
-     * Streams rows in batches; the consumer returns false to stop early. A point lookup (at most one row
-     * matches) stops the scan at the first row and reads ahead no further batch.
-     */
-    private void forEachRow(
-            Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer, boolean pointLookup) {
-        List<String> projected = withAdded(dataset, columns);
-        if (pointLookup && filter != null && holdsRecords(dataset, projected)) {
-            takeOne(dataset, filter, projected, consumer);
-            return;
-        }
-        ScanOptions.Builder options =
-                new ScanOptions.Builder().columns(projected).batchSize(1024);
-        if (pointLookup) {
-            options.limit(1).prefilter(true).batchReadahead(1);
-        }
-        if (filter != null) {
-            options.filter(filter);
-        }
-        try (LanceScanner scanner = dataset.newScan(options.build());
-                ArrowReader reader = scanner.scanBatches()) {
-            feed(reader, consumer);
-        } catch (RolloutTableException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
-        }
-    }
-
-    /**
-     * A point lookup that reads the row by its row id: lance-core 7.0.0 loses a struct column's nulls when a
-     * filtered scan returns a single row (a null record reads as a record of nulls); {@code takeRows} keeps them.
-     */
-    private void takeOne(Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
-        List<Long> rowIds = new ArrayList<>();
-        try {
-            try (LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
-                            .columns(List.of(RolloutSchema.RECORD_ID))
-                            .withRowId(true)
-                            .filter(filter)
-                            .prefilter(true)
-                            .limit(1)
-                            .build());
-                    ArrowReader reader = scanner.scanBatches()) {
-                while (reader.loadNextBatch()) {
-                    VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                    for (int i = 0; i < root.getRowCount(); i++) {
-                        rowIds.add(((UInt8Vector) root.getVector("_rowid")).get(i));
-                    }
-                }
-            }
-            if (rowIds.isEmpty()) {
-                return;
-            }
-            try (ArrowReader reader = dataset.takeRows(rowIds, columns)) {
-                feed(reader, consumer);
-            }
-        } catch (RolloutTableException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new RolloutTableException("Table " + lance.location() + ": lookup failed: " + e.getMessage(), e);
-        }
-    }
-
-    /** Hands the reader's rows to the consumer until it returns false. */
-    private static void feed(ArrowReader reader, Predicate<RolloutRow> consumer) throws IOException {
-        while (reader.loadNextBatch()) {
-            VectorSchemaRoot root = reader.getVectorSchemaRoot();
-            for (int i = 0; i < root.getRowCount(); i++) {
-                if (!consumer.test(ArrowRows.read(root, i))) {
-                    return;
-                }
-            }
-        }
-    }
-
-    /** Whether any of these columns of the dataset is, or holds, a record (struct). */
-    private static boolean holdsRecords(Dataset dataset, List<String> columns) {
-        for (Field field : addedColumns(dataset)) {
-            if (columns.contains(field.getName()) && holdsStruct(field)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static boolean holdsStruct(Field field) {
-        return field.getType() instanceof ArrowType.Struct
-                || field.getChildren().stream().anyMatch(LsmReader::holdsStruct);
-    }
-
-    private static final List<String> ROW_WITHOUT_PAYLOAD = RolloutSchema.columnsWithoutPayload();
-
-    /**
-     * The added columns of each open dataset handle, read once: a handle's schema does not change (a newer base is
-     * a new handle), and {@code getSchema} crosses JNI and exports an Arrow schema on every call.
-     */
-    private static final Map<Dataset, List<Field>> ADDED_BY_HANDLE =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
-
-    private static List<Field> addedColumns(Dataset dataset) {
-        return ADDED_BY_HANDLE.computeIfAbsent(dataset, d -> AddedColumns.of(d.getSchema()));
-    }
-
-    private static List<String> addedNames(Dataset dataset) {
-        return addedColumns(dataset).stream().map(Field::getName).toList();
-    }
-
-    /**
-     * A whole row's columns (the contract's, with or without the payload) also take the columns producers added
-     * that this dataset has; a generation written before a column was added lacks it and reads null there.
-     */
-    private static List<String> withAdded(Dataset dataset, List<String> columns) {
-        if (!columns.containsAll(ROW_WITHOUT_PAYLOAD)) {
-            return columns;
-        }
-        List<String> added = addedNames(dataset);
-        if (added.isEmpty()) {
-            return columns;
-        }
-        List<String> all = new ArrayList<>(columns);
-        all.addAll(added);
-        return all;
     }
 }
