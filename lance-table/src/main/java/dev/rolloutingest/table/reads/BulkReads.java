@@ -2,33 +2,14 @@ package dev.rolloutingest.table.reads;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.DroppedDeletes;
-import dev.rolloutingest.table.rows.Filters;
-import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.LanceIo;
-import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Scans and tails for training: bulk Arrow reads of base + pending, newest value per key, and the rows that became
@@ -38,28 +19,26 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A cursor's offsets per partition; its next cursor is the snapshot's head: per partition the last offset sealed
  * (the last pending generation's, else the merged watermark's). A tail hands over each key whose newest row (value or
- * delete) lies in (cursor, head], once; a key changed again later is handed over again by a later tail.
+ * delete) lies in (cursor, head], once; a key changed again later is handed over again by a later tail. Which offsets
+ * those are, {@link CursorOffsets} tells; which scans read them, {@link PassPlanner}; the answer is a
+ * {@link RowStream}.
  */
 public final class BulkReads {
-    private static final Logger log = LoggerFactory.getLogger(BulkReads.class);
-
     private final LanceIo lance;
     private final ReadCatalog catalog;
-    private final ObjectStore store;
     private final TableSettings settings;
     private final Semaphore running;
-    private final ShardPartitions partitions = new ShardPartitions();
-
-    /** Per open base handle (one version), whether it may hold deletes; a newer version is a new handle. */
-    private final Map<Dataset, Boolean> deletesByVersion =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+    private final CursorOffsets offsets;
+    private final PassPlanner planner;
 
     public BulkReads(LanceIo lance, ReadCatalog catalog, ObjectStore store, TableSettings settings) {
         this.lance = lance;
         this.catalog = catalog;
-        this.store = store;
         this.settings = settings;
         this.running = new Semaphore(settings.scanMaxConcurrent());
+        ShardPartitions partitions = new ShardPartitions();
+        this.offsets = new CursorOffsets(lance, store, partitions);
+        this.planner = new PassPlanner(lance, partitions);
     }
 
     /** Every key's newest value (deletes hidden) in base + pending; its cursor is where a tail goes on from. */
@@ -67,15 +46,11 @@ public final class BulkReads {
         return open(() -> {
             ReadCatalog.Snapshot snapshot = catalog.acquire();
             try {
-                Schema schema = schema(snapshot.base, query.columns(), false);
+                Schema schema = StreamSchema.of(snapshot.base, query.columns(), false);
                 PendingKeys pending = pendingKeys(snapshot);
-                Map<Integer, Long> head = head(snapshot, topic);
+                Map<Integer, Long> head = offsets.head(snapshot, topic);
                 String filter = query.sqlFilter();
-                List<RowStream.Pass> passes = basePasses(snapshot.base, null, filter, pending, false);
-                snapshot.pendingByShard
-                        .values()
-                        .forEach(shard -> shard.forEach(generation ->
-                                passes.add(new RowStream.Pass(generation.listed(), filter, RowStream.Keep.VALUES))));
+                List<StreamPass> passes = planner.scan(snapshot, filter, pending);
                 return stream(
                         schema,
                         false,
@@ -101,16 +76,9 @@ public final class BulkReads {
     public RowStream scanVersion(Dataset version, ScanQuery query, String topic) {
         try {
             return open(() -> {
-                Schema schema = schema(version, query.columns(), false);
-                Map<Integer, Long> head = new TreeMap<>();
-                MemWalWatermarks.read(version).forEach((shard, watermark) -> {
-                    int partition = partitions.partition(topic, shard);
-                    if (partition >= 0 && watermark > 0) {
-                        head.put(partition, watermark - 1);
-                    }
-                });
-                String filter = query.sqlFilter();
-                List<RowStream.Pass> passes = basePasses(version, null, filter, PendingKeys.none(), false);
+                Schema schema = StreamSchema.of(version, query.columns(), false);
+                Map<Integer, Long> head = offsets.head(version, topic);
+                List<StreamPass> passes = planner.scanVersion(version, query.sqlFilter());
                 return stream(
                         schema,
                         false,
@@ -148,24 +116,13 @@ public final class BulkReads {
         return open(() -> {
             ReadCatalog.Snapshot snapshot = catalog.acquire();
             try {
-                Schema schema = schema(snapshot.base, query.columns(), true);
-                requireOneTopic(snapshot, topic);
-                Map<Integer, Long> head = head(snapshot, topic);
-                refuseStale(from, head);
-                Map<Integer, Long> upTo = new TreeMap<>();
-                boolean more = false;
-                for (Map.Entry<Integer, Long> partition : head.entrySet()) {
-                    long after = from.offset(partition.getKey());
-                    long end = Math.min(
-                            partition.getValue(), after > Long.MAX_VALUE - span ? Long.MAX_VALUE : after + span);
-                    more |= end < partition.getValue();
-                    upTo.put(partition.getKey(), Math.max(after, end));
-                }
-                Map<Integer, Long> next = new TreeMap<>(from.offsets());
-                next.putAll(upTo);
-                TailCursor cursor = new TailCursor(from.table(), topic, next);
-                String range = range(from, upTo);
-                if (range == null) { // nothing new: no scan at all
+                Schema schema = StreamSchema.of(snapshot.base, query.columns(), true);
+                offsets.requireOneTopic(snapshot, topic);
+                Map<Integer, Long> head = offsets.head(snapshot, topic);
+                offsets.refuseStale(from, head);
+                CursorOffsets.Window window = CursorOffsets.window(from, head, span);
+                TailCursor cursor = window.cursorAfter(from, topic);
+                if (CursorOffsets.range(from, window.upTo()) == null) { // nothing new: no scan at all
                     return stream(
                             schema,
                             true,
@@ -175,19 +132,18 @@ public final class BulkReads {
                             false,
                             query,
                             cursor,
-                            more,
+                            window.more(),
                             snapshot);
                 }
                 PendingKeys pending = pendingKeys(snapshot);
                 String filter = query.sqlFilter();
                 // the base holds a partition's rows up to its merged watermark only: a cursor at or past it needs
                 // no scan of the base (a tail that keeps up reads pending generations alone)
-                String baseRange = range(from, merged(snapshot, topic, upTo));
-                List<RowStream.Pass> passes = baseRange == null
-                        ? new ArrayList<>()
-                        : basePasses(snapshot.base, baseRange, filter, pending, true);
-                addTailPending(passes, snapshot, topic, from, upTo, filter);
-                return stream(schema, true, passes, pending, snapshot.base, true, query, cursor, more, snapshot);
+                String baseRange = CursorOffsets.range(from, offsets.merged(snapshot, topic, window.upTo()));
+                List<StreamPass> passes =
+                        planner.tail(snapshot, topic, from, window.upTo(), baseRange, filter, pending);
+                return stream(
+                        schema, true, passes, pending, snapshot.base, true, query, cursor, window.more(), snapshot);
             } catch (RuntimeException e) {
                 snapshot.close();
                 throw e;
@@ -218,7 +174,7 @@ public final class BulkReads {
     private RowStream stream(
             Schema schema,
             boolean tail,
-            List<RowStream.Pass> passes,
+            List<StreamPass> passes,
             PendingKeys pending,
             Dataset base,
             boolean lookUpUnseenKeys,
@@ -253,272 +209,11 @@ public final class BulkReads {
                 List.of(view, running::release));
     }
 
-    /**
-     * The answer's schema: the columns asked for (every column of the base when none is), as the base declares them;
-     * a tail's also has {@link RowStream#DELETED} and always the record_id.
-     */
-    private static Schema schema(Dataset base, List<String> asked, boolean tail) {
-        Map<String, Field> byName = new HashMap<>();
-        List<String> known = new ArrayList<>();
-        for (Field field : base.getSchema().getFields()) {
-            byName.put(field.getName(), field);
-            known.add(field.getName());
-        }
-        Set<String> names = new LinkedHashSet<>();
-        if (tail) {
-            names.add(RolloutSchema.RECORD_ID);
-        }
-        if (asked.isEmpty()) {
-            names.addAll(known);
-        }
-        for (String name : asked) {
-            if (!byName.containsKey(name)) {
-                throw new IllegalArgumentException(
-                        "unknown column '" + name + "' (columns: " + String.join(", ", known) + ")");
-            }
-            if (!names.add(name) && !(tail && name.equals(RolloutSchema.RECORD_ID))) {
-                throw new IllegalArgumentException("column '" + name + "' is asked for twice");
-            }
-        }
-        if (tail && byName.containsKey(RowStream.DELETED)) {
-            throw new IllegalStateException(
-                    "the table has a column named " + RowStream.DELETED + ", which a tail adds");
-        }
-        List<Field> fields = new ArrayList<>();
-        names.forEach(name -> fields.add(byName.get(name)));
-        if (tail) {
-            fields.add(new Field(RowStream.DELETED, FieldType.notNullable(ArrowType.Bool.INSTANCE), null));
-        }
-        return new Schema(fields);
-    }
-
     private PendingKeys pendingKeys(ReadCatalog.Snapshot snapshot) {
         return PendingKeys.read(
                 catalog,
                 snapshot,
                 settings.scanPendingMaxRows(),
                 lance.location().uri());
-    }
-
-    /** The most pending keys a filter names; past it every base row is checked in Java instead. */
-    static final int KEYS_IN_FILTER_MAX = 100_000;
-
-    /**
-     * The passes over the base. A scan of every row (no filter, no range) reads each base row once in one pass and
-     * drops, in Java, the few a newer pending row replaces: a 64-bit hash of each record_id against the pending keys'
-     * (a filter naming the keys costs lance more to plan and evaluate than the check, and a second pass to read their
-     * base rows). Otherwise the bulk pass is lance's alone: its filter leaves out the keys that have a pending row and
-     * the rows that may be deletes, so its batches pass through as lance returns them, no row looked at; the base rows
-     * of pending keys are read apart by their order columns only, to learn which are newer than the key's newest
-     * pending row (a key that moved across partitions: rare), and those few then read whole. Either way the possible
-     * deletes (a delete row has an empty experiment and rollout_id; a base version without such rows, known once per
-     * version, needs no such term) are read in a pass where each row is checked. A tail hands deletes over whatever
-     * the filters.
-     */
-    private List<RowStream.Pass> basePasses(
-            Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
-        List<RowStream.Pass> passes = new ArrayList<>();
-        if (range == null && filter == null && !tail && !pending.isEmpty()) {
-            // a scan of every row: one pass sees each base row, and Java drops the replaced ones by key (a filter
-            // naming the pending keys costs more to plan and evaluate, plus a second pass to read their base rows)
-            String candidates = mayHoldDeletes(base) ? Tombstones.CANDIDATES : null;
-            passes.add(new RowStream.Pass(
-                    null, candidates == null ? null : "NOT (" + candidates + ")", RowStream.Keep.UNREPLACED));
-            if (candidates != null) {
-                checked(passes, candidates, null, false, false);
-            }
-            return passes;
-        }
-        if (pending.size() > KEYS_IN_FILTER_MAX) {
-            checked(passes, range, filter, tail, false); // too many keys to name: one pass, every row checked
-            return passes;
-        }
-        String pendingKeys = pending.isEmpty() ? null : Filters.recordIdInOneList(pending.keys());
-        String candidates = mayHoldDeletes(base) ? Tombstones.CANDIDATES : null;
-        String rest = candidates == null
-                ? pendingKeys
-                : pendingKeys == null ? candidates : "(" + candidates + ") OR (" + pendingKeys + ")";
-        boolean namesKeys = pendingKeys != null;
-        String notPending = pendingKeys == null ? null : "NOT (" + pendingKeys + ")";
-        passes.add(new RowStream.Pass(
-                null,
-                and(and(range, filter), rest == null ? null : "NOT (" + rest + ")"),
-                RowStream.Keep.ALL,
-                namesKeys));
-        if (candidates != null) {
-            checked(passes, and(and(range, candidates), notPending), filter, tail, namesKeys);
-        }
-        if (pendingKeys != null) {
-            // every base row of a pending key, whatever the range and filters: then no lookup is needed later
-            passes.add(new RowStream.Pass(null, pendingKeys, RowStream.Keep.MARK, true));
-            List<RowStream.Pass> newer = new ArrayList<>();
-            checked(newer, range, filter, tail, false);
-            newer.forEach(pass -> passes.add(new RowStream.Pass(null, pass.filter(), pass.keep(), false, true)));
-        }
-        return passes;
-    }
-
-    /** Whether the base version holds any row that may be a delete: one scan of two columns per version, kept. */
-    private boolean mayHoldDeletes(Dataset base) {
-        Boolean known = deletesByVersion.get(base);
-        if (known != null) {
-            return known;
-        }
-        boolean any;
-        try (LanceScanner scanner = base.newScan(new ScanOptions.Builder()
-                        .columns(List.of(RolloutSchema.RECORD_ID))
-                        .filter(Tombstones.CANDIDATES)
-                        .limit(1)
-                        .build());
-                ArrowReader reader = scanner.scanBatches()) {
-            any = false;
-            while (!any && reader.loadNextBatch()) {
-                any = reader.getVectorSchemaRoot().getRowCount() > 0;
-            }
-        } catch (Exception e) {
-            throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
-        }
-        deletesByVersion.put(base, any);
-        return any;
-    }
-
-    /** Passes over the base rows {@code where} selects, each row checked: values matching the filter, deletes. */
-    private static void checked(
-            List<RowStream.Pass> passes, String where, String filter, boolean tail, boolean namesKeys) {
-        if (!tail) {
-            passes.add(new RowStream.Pass(null, and(where, filter), RowStream.Keep.VALUES, namesKeys));
-        } else if (filter == null) {
-            passes.add(new RowStream.Pass(null, where, RowStream.Keep.BOTH, namesKeys));
-        } else {
-            passes.add(new RowStream.Pass(null, and(where, filter), RowStream.Keep.VALUES, namesKeys));
-            passes.add(new RowStream.Pass(null, and(where, Tombstones.CANDIDATES), RowStream.Keep.DELETES, namesKeys));
-        }
-    }
-
-    /** The pending generations with offsets in (cursor, upTo] of their partition, filtered to that range. */
-    private void addTailPending(
-            List<RowStream.Pass> passes,
-            ReadCatalog.Snapshot snapshot,
-            String topic,
-            TailCursor from,
-            Map<Integer, Long> upTo,
-            String filter) {
-        for (Map.Entry<String, List<ReadCatalog.Pending>> shard : snapshot.pendingByShard.entrySet()) {
-            int partition = partitions.partition(topic, shard.getKey());
-            if (partition < 0) {
-                continue; // a shard of another topic: not this tail's
-            }
-            long after = from.offset(partition);
-            long end = upTo.getOrDefault(partition, after);
-            for (ReadCatalog.Pending generation : shard.getValue()) {
-                GenerationCatalog.Listed listed = generation.listed();
-                if (listed.lastOffset() <= after || listed.firstOffset() > end) {
-                    continue;
-                }
-                String range = listed.firstOffset() > after && listed.lastOffset() <= end
-                        ? null
-                        : RolloutSchema.SOURCE_OFFSET + " > " + after + " AND " + RolloutSchema.SOURCE_OFFSET + " <= "
-                                + end;
-                if (filter == null) {
-                    passes.add(new RowStream.Pass(listed, range, RowStream.Keep.BOTH));
-                } else {
-                    passes.add(new RowStream.Pass(listed, and(range, filter), RowStream.Keep.VALUES));
-                    passes.add(new RowStream.Pass(listed, and(range, Tombstones.CANDIDATES), RowStream.Keep.DELETES));
-                }
-            }
-        }
-    }
-
-    /**
-     * A tail counts offsets of one topic's partitions, and a row keeps its partition, not its topic: a table that also
-     * holds rows of another topic (many topics routed to it) would mix that topic's rows into the ranges. Refused,
-     * never answered wrong.
-     */
-    private void requireOneTopic(ReadCatalog.Snapshot snapshot, String topic) {
-        java.util.Set<String> shards = new java.util.TreeSet<>(snapshot.watermarks.keySet());
-        shards.addAll(snapshot.pendingByShard.keySet());
-        for (String shard : shards) {
-            if (partitions.partition(topic, shard) < 0) {
-                throw new IllegalArgumentException("table " + lance.location().uri()
-                        + " holds rows of a topic other than '"
-                        + topic + "' (shard " + shard + "): a tail counts offsets of one topic, so it tails tables fed"
-                        + " by one topic only; scan this table instead");
-            }
-        }
-    }
-
-    /** Per partition of the topic, the last offset the snapshot holds (sealed), merged or pending. */
-    private Map<Integer, Long> head(ReadCatalog.Snapshot snapshot, String topic) {
-        Map<Integer, Long> head = new TreeMap<>();
-        snapshot.watermarks.forEach((shard, watermark) -> {
-            int partition = partitions.partition(topic, shard);
-            if (partition >= 0 && watermark > 0) {
-                head.merge(partition, watermark - 1, Math::max);
-            }
-        });
-        snapshot.pendingByShard.forEach((shard, pending) -> {
-            int partition = partitions.partition(topic, shard);
-            if (partition >= 0 && !pending.isEmpty()) {
-                head.merge(partition, pending.get(pending.size() - 1).listed().lastOffset(), Math::max);
-            }
-        });
-        return head;
-    }
-
-    /** Per partition, the last offset the base holds (merged watermark - 1), at most {@code upTo}'s. */
-    private Map<Integer, Long> merged(ReadCatalog.Snapshot snapshot, String topic, Map<Integer, Long> upTo) {
-        Map<Integer, Long> merged = new TreeMap<>();
-        snapshot.watermarks.forEach((shard, watermark) -> {
-            int partition = partitions.partition(topic, shard);
-            if (partition >= 0 && watermark > 0 && upTo.containsKey(partition)) {
-                merged.put(partition, Math.min(watermark - 1, upTo.get(partition)));
-            }
-        });
-        return merged;
-    }
-
-    /** A cursor the table cannot answer exactly: deletes after it were dropped, or it is ahead of the table. */
-    private void refuseStale(TailCursor from, Map<Integer, Long> head) {
-        for (Map.Entry<Integer, Long> partition : from.offsets().entrySet()) {
-            long known = head.getOrDefault(partition.getKey(), -1L);
-            if (partition.getValue() > known) {
-                throw new RolloutTableException.StaleCursor(
-                        lance.location().uri(),
-                        "it is at offset " + partition.getValue() + " of partition " + partition.getKey()
-                                + ", the table holds up to " + known + ": the table was recreated or restored");
-            }
-        }
-        // read after the snapshot: a drop that the snapshot's base already shows wrote its mark before
-        Map<Integer, Long> dropped = DroppedDeletes.read(store);
-        for (Map.Entry<Integer, Long> partition : dropped.entrySet()) {
-            if (from.offset(partition.getKey()) < partition.getValue()) {
-                throw new RolloutTableException.StaleCursor(
-                        lance.location().uri(),
-                        "deletes up to offset " + partition.getValue() + " of partition " + partition.getKey()
-                                + " were dropped after " + "rollout.delete.retention.ms"
-                                + ", and the cursor is at " + from.offset(partition.getKey()));
-            }
-        }
-    }
-
-    /** The base rows of (cursor, upTo] per partition, as a filter; null when no partition has any. */
-    private static String range(TailCursor from, Map<Integer, Long> upTo) {
-        List<String> terms = new ArrayList<>();
-        upTo.forEach((partition, end) -> {
-            long after = from.offset(partition);
-            if (end > after) {
-                terms.add(
-                        "(" + RolloutSchema.SOURCE_PARTITION + " = " + partition + " AND " + RolloutSchema.SOURCE_OFFSET
-                                + " > " + after + " AND " + RolloutSchema.SOURCE_OFFSET + " <= " + end + ")");
-            }
-        });
-        return terms.isEmpty() ? null : "(" + String.join(" OR ", terms) + ")";
-    }
-
-    private static String and(String a, String b) {
-        if (a == null) {
-            return b;
-        }
-        return b == null ? a : a + " AND (" + b + ")";
     }
 }

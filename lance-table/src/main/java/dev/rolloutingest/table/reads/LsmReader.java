@@ -1,556 +1,62 @@
 package dev.rolloutingest.table.reads;
 
-import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.AddedColumns;
-import dev.rolloutingest.table.rows.ArrowRows;
-import dev.rolloutingest.table.rows.Filters;
-import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutRow;
-import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.io.IOException;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
-import java.util.function.Predicate;
-import org.apache.arrow.vector.UInt8Vector;
-import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * get and list over the base table plus every shard's pending generations, newest wins (by {@link NewestWins}).
  *
  * <p>Reads work on a {@link ReadCatalog} snapshot: no listing, manifest or seal is read per request. A point
- * lookup opens only the pending generations whose key filter may hold the key (per shard newest first, up
- * to the first hit), then looks the key up in the base through its scalar index; so its cost does not grow
- * with the backlog or the number of shards, and a broken generation fails only the lookups that need it.
+ * lookup ({@link PointLookups}) opens only the pending generations whose key filter may hold the key (per shard newest
+ * first, up to the first hit), then looks the key up in the base through its scalar index; so its cost does not grow
+ * with the backlog or the number of shards, and a broken generation fails only the lookups that need it. Pages
+ * ({@link Pages}) and counts ({@link RowCounts}) hold the base against every key's newest pending row.
  *
- * <p>Every read still samples each shard's pending count into {@code rollout_wal_pending_generations},
- * warns once per shard per read at the warn threshold, and fails fast above the hard cap: list reads open
- * every pending generation, and a backlog of thousands exhausts memory. Reads never wait on a merge.
- *
- * <p>Over 300 lines because get, list and count are one algorithm (newest wins across pending generations and the
- * base) over the same scans.
+ * <p>Every read first passes the {@link PendingBacklog} guard: each shard's pending count sampled, a warning at the
+ * warn threshold, a fast failure above the hard cap. Reads never wait on a merge.
  */
 public final class LsmReader {
-    private static final Logger log = LoggerFactory.getLogger(LsmReader.class);
-
-    private final LanceIo lance;
-    private final ReadCatalog catalog;
-    private final TableSettings settings;
-    private final DistributionSummary pendingPerShard;
-    private final Counter backlogWarnings;
-    private final Counter backlogRejections;
-    private final Counter generationsOpened;
-    private final Counter generationsSkipped;
+    private final PointLookups lookups;
+    private final Pages pages;
+    private final RowCounts counts;
 
     public LsmReader(LanceIo lance, ReadCatalog catalog, TableSettings settings, MeterRegistry meters) {
-        this.lance = lance;
-        this.catalog = catalog;
-        this.settings = settings;
-        // Count buckets 8..4096; no shard label (cardinality), one sample per shard per read.
-        this.pendingPerShard = DistributionSummary.builder("rollout.wal.pending.generations")
-                .description("Pending (unmerged) generations per shard, sampled on every read")
-                .serviceLevelObjectives(8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-                .register(meters);
-        this.backlogWarnings = Counter.builder("rollout.wal.pending.warnings")
-                .description("Reads that found a shard at or over the pending warn threshold")
-                .register(meters);
-        this.backlogRejections = Counter.builder("rollout.wal.pending.rejections")
-                .description("Reads refused because a shard was over the pending hard cap")
-                .register(meters);
-        this.generationsOpened = Counter.builder("rollout.read.generations")
-                .tag("result", "opened")
-                .description("Pending generations a point lookup opened or skipped by their key filter")
-                .register(meters);
-        this.generationsSkipped = Counter.builder("rollout.read.generations")
-                .tag("result", "skipped")
-                .description("Pending generations a point lookup opened or skipped by their key filter")
-                .register(meters);
+        PendingBacklog backlog = new PendingBacklog(lance, settings, meters);
+        RowScans scans = new RowScans(lance, catalog);
+        PendingRows pendingRows = new PendingRows(scans);
+        this.lookups = new PointLookups(lance, catalog, backlog, scans, meters);
+        this.pages = new Pages(catalog, settings, backlog, scans, pendingRows);
+        this.counts = new RowCounts(catalog, backlog, scans, pendingRows);
     }
 
-    /** Samples and checks every shard's pending count: what each read does before it reads. */
-    private void observe(ReadCatalog.Snapshot snapshot) {
-        snapshot.pendingByShard.forEach((shard, pending) -> observe(shard, pending.size()));
-    }
-
-    private void observe(String shard, int pending) {
-        pendingPerShard.record(pending);
-        if (settings.pendingWarnGenerations() > 0 && pending >= settings.pendingWarnGenerations()) {
-            backlogWarnings.increment();
-            log.warn(
-                    "Table {} shard {} has {} pending generations (warn at {}, {}): list reads open all of them;"
-                            + " check the merge-worker",
-                    lance.location(),
-                    shard,
-                    pending,
-                    settings.pendingWarnGenerations(),
-                    TableSettings.PENDING_WARN_KEY);
-        }
-        if (settings.pendingMaxGenerations() > 0 && pending > settings.pendingMaxGenerations()) {
-            backlogRejections.increment();
-            throw new RolloutTableException.PendingBacklogTooLarge(
-                    lance.location().uri(),
-                    shard,
-                    pending,
-                    settings.pendingMaxGenerations(),
-                    TableSettings.PENDING_MAX_KEY);
-        }
-    }
-
-    /** Pending generations of every shard, newest first within a shard, shards in order. */
-    private static List<ReadCatalog.Pending> newestFirst(ReadCatalog.Snapshot snapshot) {
-        List<ReadCatalog.Pending> all = new ArrayList<>();
-        snapshot.pendingByShard.values().forEach(shard -> {
-            for (int i = shard.size() - 1; i >= 0; i--) {
-                all.add(shard.get(i));
-            }
-        });
-        return all;
-    }
-
-    /**
-     * Point lookup: in each shard the newest pending generation whose filter may hold the key and that does
-     * hold it, then the base through its index; the newest of those rows by {@link NewestWins} wins. Each
-     * generation holds a key at most once (batches are de-duplicated before writing).
-     *
-     * <p>Why not lance's LsmScanner / LsmPointLookupPlanner: in 7.0.0 they open the generation datasets
-     * without the table's storage options, so on S3 with an explicit endpoint or region they fail
-     * ("Failed to resolve region for bucket"), and they open every generation.
-     */
+    /** A key's newest value in base + pending; none when its newest row is a delete. */
     public Optional<RolloutRow> get(String recordId) {
-        String filter = RolloutSchema.RECORD_ID + " = " + Filters.string(recordId);
-        KeyFilter.Hash hash = KeyFilter.hash(recordId);
-        try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
-            observe(snapshot);
-            RolloutRow newest = null;
-            for (List<ReadCatalog.Pending> shard : snapshot.pendingByShard.values()) {
-                for (int i = shard.size() - 1; i >= 0; i--) {
-                    ReadCatalog.Pending generation = shard.get(i);
-                    if (generation.filter() != null && !generation.filter().mightContain(hash)) {
-                        generationsSkipped.increment();
-                        continue;
-                    }
-                    generationsOpened.increment();
-                    Optional<RolloutRow> hit = lookUp(generation.listed(), recordId, hash);
-                    if (hit.isPresent()) {
-                        newest = winner(hit.get(), newest);
-                        break; // one shard is one partition: its older generations hold older rows (NewestWins)
-                    }
-                }
-            }
-            Optional<RolloutRow> base =
-                    first(row -> forEachRow(snapshot.base, filter, RolloutSchema.allColumns(), row, true));
-            if (base.isPresent()) {
-                newest = winner(base.get(), newest);
-            }
-            // the newest row may be a delete: the key is gone
-            List<String> added = addedNames(snapshot.base);
-            return Optional.ofNullable(newest).filter(row -> !row.isTombstone()).map(row -> withNulls(row, added));
-        }
+        return lookups.get(recordId);
     }
 
-    /**
-     * The key's row in one generation: its key positions (loaded once per generation) say which row, if any,
-     * and that one row is taken; a key the filter let through by chance costs a binary search.
-     */
-    private Optional<RolloutRow> lookUp(GenerationCatalog.Listed generation, String recordId, KeyFilter.Hash hash) {
-        try (DatasetHandles.Lease lease = catalog.generation(generation)) {
-            for (long row : lease.keys().rowsOf(hash)) {
-                try (ArrowReader reader =
-                        lease.dataset().take(List.of(row), withAdded(lease.dataset(), RolloutSchema.allColumns()))) {
-                    while (reader.loadNextBatch()) {
-                        VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                        for (int i = 0; i < root.getRowCount(); i++) {
-                            RolloutRow found = ArrowRows.read(root, i);
-                            if (found.recordId().equals(recordId)) {
-                                return Optional.of(found);
-                            }
-                        }
-                    }
-                }
-            }
-            return Optional.empty();
-        } catch (RolloutTableException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new RolloutTableException.GenerationUnreadable(
-                    lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
-        }
-    }
-
-    /**
-     * The row with every column producers added to the table, null where its dataset (a generation written before
-     * the column) has none: a reader sees one shape for every row.
-     */
-    static RolloutRow withNulls(RolloutRow row, List<String> tableAdded) {
-        if (tableAdded.isEmpty() || row.added().keySet().containsAll(tableAdded)) {
-            return row;
-        }
-        Map<String, Object> values = new LinkedHashMap<>();
-        tableAdded.forEach(name -> values.put(name, null));
-        values.putAll(row.added());
-        return new RolloutRow(
-                row.rollout(),
-                row.sourcePartition(),
-                row.sourceOffset(),
-                row.ingestedAt(),
-                java.util.Collections.unmodifiableMap(values));
-    }
-
-    /** The one of the two that wins; {@code current} null: none yet. */
-    private static RolloutRow winner(RolloutRow candidate, RolloutRow current) {
-        return current == null || NewestWins.replaces(candidate, current) ? candidate : current;
-    }
-
-    /**
-     * A page of rows, newest value per key. The pending rows are read first and the newest per key kept
-     * (memory: the pending rows, bounded by the pending hard cap); then the base is scanned with the filter
-     * pushed down, and a base row shows unless a newer pending row replaces it; then the pending rows that
-     * match, unless the base holds a newer row of their key (possible only across partitions), which one
-     * indexed lookup of the page's keys tells. Filters apply after newest-wins, so a replaced row never matches.
-     */
+    /** A page of rows, newest value per key. */
     public List<RolloutRow> list(ListQuery query) {
-        int limit = Math.min(query.limit(), settings.maxListLimit());
-        List<String> columns =
-                query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
-        Page page = new Page(query, limit);
-        try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
-            observe(snapshot);
-            Map<String, RolloutRow> pending = newestPending(snapshot, columns);
-            Set<String> shownFromBase = new HashSet<>();
-            forEachRow(snapshot.base, query.baseFilter(), columns, row -> {
-                RolloutRow replacement = pending.get(row.recordId());
-                if (!row.isTombstone() && (replacement == null || !NewestWins.replaces(replacement, row))) {
-                    page.offer(row);
-                    shownFromBase.add(row.recordId());
-                }
-                return !page.full();
-            });
-            List<RolloutRow> candidates = new ArrayList<>();
-            for (RolloutRow row : pending.values()) {
-                if (candidates.size() >= limit + query.offset()) {
-                    break;
-                }
-                if (!row.isTombstone() && !shownFromBase.contains(row.recordId()) && query.matches(row)) {
-                    candidates.add(row);
-                }
-            }
-            Set<String> newerInBase = newerInBase(snapshot.base, candidates);
-            for (RolloutRow row : candidates) {
-                if (page.full()) {
-                    break;
-                }
-                if (!newerInBase.contains(row.recordId())) {
-                    page.offer(row);
-                }
-            }
-            List<String> added = addedNames(snapshot.base);
-            return page.rows.stream().map(row -> withNulls(row, added)).toList();
-        }
+        return pages.list(query);
     }
 
     /** A key's row in one base version alone (a snapshot: nothing pending counts); a delete reads as absent. */
     public Optional<RolloutRow> getFromBase(Dataset base, String recordId) {
-        String filter = RolloutSchema.RECORD_ID + " = " + Filters.string(recordId);
-        return first(row -> forEachRow(base, filter, RolloutSchema.allColumns(), row, true))
-                .filter(row -> !row.isTombstone());
+        return lookups.getFromBase(base, recordId);
     }
 
     /** A page of one base version alone (a snapshot). */
     public List<RolloutRow> listFromBase(Dataset base, ListQuery query) {
-        int limit = Math.min(query.limit(), settings.maxListLimit());
-        List<String> columns =
-                query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
-        Page page = new Page(query, limit);
-        forEachRow(base, query.baseFilter(), columns, row -> {
-            if (!row.isTombstone()) {
-                page.offer(row);
-            }
-            return !page.full();
-        });
-        return page.rows;
+        return pages.listFromBase(base, query);
     }
 
-    /** Keys among the rows whose base row is newer (another partition's, ingested later): indexed lookups. */
-    private Set<String> newerInBase(Dataset base, List<RolloutRow> rows) {
-        Set<String> newer = new HashSet<>();
-        Map<String, RolloutRow> byKey = new HashMap<>();
-        rows.forEach(r -> byKey.put(r.recordId(), r));
-        List<String> keys = new ArrayList<>(byKey.keySet());
-        List<String> provenance = List.of(
-                RolloutSchema.RECORD_ID,
-                RolloutSchema.SOURCE_PARTITION,
-                RolloutSchema.SOURCE_OFFSET,
-                RolloutSchema.INGESTED_AT);
-        for (String in : Filters.recordIdIn(keys)) {
-            forEachRow(base, in, provenance, row -> {
-                if (NewestWins.replaces(row, byKey.get(row.recordId()))) {
-                    newer.add(row.recordId());
-                }
-                return true;
-            });
-        }
-        return newer;
-    }
-
-    /** The newest pending row per key, pending generations read newest first. */
-    private Map<String, RolloutRow> newestPending(ReadCatalog.Snapshot snapshot, List<String> columns) {
-        Map<String, RolloutRow> newest = new LinkedHashMap<>();
-        for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
-            forEachRow(generation.listed(), null, columns, row -> {
-                newest.merge(
-                        row.recordId(),
-                        row,
-                        (current, candidate) -> NewestWins.replaces(candidate, current) ? candidate : current);
-                return true;
-            });
-        }
-        return newest;
-    }
-
-    /**
-     * Rows visible to readers (base + pending, de-duplicated, deletes applied): a key counts when its newest row, pending
-     * or in the base, is not a delete. A full count: for tests and status.
-     */
+    /** Rows visible to readers: keys whose newest row, pending or in the base, is not a delete. */
     public long countRows() {
-        List<String> keyAndOrder = List.of(
-                RolloutSchema.RECORD_ID,
-                RolloutSchema.EXPERIMENT,
-                RolloutSchema.METADATA,
-                RolloutSchema.SOURCE_PARTITION,
-                RolloutSchema.SOURCE_OFFSET,
-                RolloutSchema.INGESTED_AT);
-        Map<String, RolloutRow> pending = new HashMap<>();
-        long[] baseOnly = {0};
-        try (ReadCatalog.Snapshot snapshot = catalog.acquire()) {
-            observe(snapshot);
-            for (ReadCatalog.Pending generation : newestFirst(snapshot)) {
-                forEachRow(generation.listed(), null, keyAndOrder, row -> {
-                    pending.merge(row.recordId(), row, (a, b) -> NewestWins.replaces(b, a) ? b : a);
-                    return true;
-                });
-            }
-            forEachRow(snapshot.base, null, keyAndOrder, row -> {
-                RolloutRow newest = pending.get(row.recordId());
-                if (newest == null) {
-                    if (!row.isTombstone()) {
-                        baseOnly[0]++;
-                    }
-                } else if (NewestWins.replaces(row, newest)) {
-                    pending.put(row.recordId(), row); // a newer base row (a delete merged from another partition)
-                }
-                return true;
-            });
-        }
-        return pending.values().stream().filter(row -> !row.isTombstone()).count() + baseOnly[0];
-    }
-
-    /** Collects a page: skips the query's offset of matching rows, then takes up to the limit. */
-    private static final class Page {
-        final List<RolloutRow> rows = new ArrayList<>();
-        private final ListQuery query;
-        private final int limit;
-        private long skipped;
-
-        Page(ListQuery query, int limit) {
-            this.query = query;
-            this.limit = limit;
-        }
-
-        void offer(RolloutRow row) {
-            if (full() || !query.matches(row)) {
-                return;
-            }
-            if (skipped < query.offset()) {
-                skipped++;
-                return;
-            }
-            rows.add(row);
-        }
-
-        boolean full() {
-            return rows.size() >= limit;
-        }
-    }
-
-    /** The first row a row source yields, stopping it there. */
-    private static Optional<RolloutRow> first(Consumer<Predicate<RolloutRow>> source) {
-        AtomicReference<RolloutRow> found = new AtomicReference<>();
-        source.accept(row -> {
-            found.set(row);
-            return false;
-        });
-        return Optional.ofNullable(found.get());
-    }
-
-    private void forEachRow(
-            GenerationCatalog.Listed generation, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
-        forEachRow(generation, filter, columns, consumer, false);
-    }
-
-    private void forEachRow(
-            GenerationCatalog.Listed generation,
-            String filter,
-            List<String> columns,
-            Predicate<RolloutRow> consumer,
-            boolean pointLookup) {
-        try (DatasetHandles.Lease lease = catalog.generation(generation)) {
-            forEachRow(lease.dataset(), filter, columns, consumer, pointLookup);
-        } catch (RolloutTableException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new RolloutTableException.GenerationUnreadable(
-                    lance.location().uri(), generation.shard(), generation.generation(), generation.folder(), e);
-        }
-    }
-
-    private void forEachRow(Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
-        forEachRow(dataset, filter, columns, consumer, false);
-    }
-
-    /**
-     * Streams rows in batches; the consumer returns false to stop early. A point lookup (at most one row
-     * matches) stops the scan at the first row and reads ahead no further batch.
-     */
-    private void forEachRow(
-            Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer, boolean pointLookup) {
-        List<String> projected = withAdded(dataset, columns);
-        if (pointLookup && filter != null && holdsRecords(dataset, projected)) {
-            takeOne(dataset, filter, projected, consumer);
-            return;
-        }
-        ScanOptions.Builder options =
-                new ScanOptions.Builder().columns(projected).batchSize(1024);
-        if (pointLookup) {
-            options.limit(1).prefilter(true).batchReadahead(1);
-        }
-        if (filter != null) {
-            options.filter(filter);
-        }
-        try (LanceScanner scanner = dataset.newScan(options.build());
-                ArrowReader reader = scanner.scanBatches()) {
-            feed(reader, consumer);
-        } catch (RolloutTableException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new RolloutTableException("Table " + lance.location() + ": scan failed: " + e.getMessage(), e);
-        }
-    }
-
-    /**
-     * A point lookup that reads the row by its row id: lance-core 7.0.0 loses a struct column's nulls when a
-     * filtered scan returns a single row (a null record reads as a record of nulls); {@code takeRows} keeps them.
-     */
-    private void takeOne(Dataset dataset, String filter, List<String> columns, Predicate<RolloutRow> consumer) {
-        List<Long> rowIds = new ArrayList<>();
-        try {
-            try (LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
-                            .columns(List.of(RolloutSchema.RECORD_ID))
-                            .withRowId(true)
-                            .filter(filter)
-                            .prefilter(true)
-                            .limit(1)
-                            .build());
-                    ArrowReader reader = scanner.scanBatches()) {
-                while (reader.loadNextBatch()) {
-                    VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                    for (int i = 0; i < root.getRowCount(); i++) {
-                        rowIds.add(((UInt8Vector) root.getVector("_rowid")).get(i));
-                    }
-                }
-            }
-            if (rowIds.isEmpty()) {
-                return;
-            }
-            try (ArrowReader reader = dataset.takeRows(rowIds, columns)) {
-                feed(reader, consumer);
-            }
-        } catch (RolloutTableException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new RolloutTableException("Table " + lance.location() + ": lookup failed: " + e.getMessage(), e);
-        }
-    }
-
-    /** Hands the reader's rows to the consumer until it returns false. */
-    private static void feed(ArrowReader reader, Predicate<RolloutRow> consumer) throws IOException {
-        while (reader.loadNextBatch()) {
-            VectorSchemaRoot root = reader.getVectorSchemaRoot();
-            for (int i = 0; i < root.getRowCount(); i++) {
-                if (!consumer.test(ArrowRows.read(root, i))) {
-                    return;
-                }
-            }
-        }
-    }
-
-    /** Whether any of these columns of the dataset is, or holds, a record (struct). */
-    private static boolean holdsRecords(Dataset dataset, List<String> columns) {
-        for (Field field : addedColumns(dataset)) {
-            if (columns.contains(field.getName()) && holdsStruct(field)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static boolean holdsStruct(Field field) {
-        return field.getType() instanceof ArrowType.Struct
-                || field.getChildren().stream().anyMatch(LsmReader::holdsStruct);
-    }
-
-    private static final List<String> ROW_WITHOUT_PAYLOAD = RolloutSchema.columnsWithoutPayload();
-
-    /**
-     * The added columns of each open dataset handle, read once: a handle's schema does not change (a newer base is
-     * a new handle), and {@code getSchema} crosses JNI and exports an Arrow schema on every call.
-     */
-    private static final Map<Dataset, List<Field>> ADDED_BY_HANDLE =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
-
-    private static List<Field> addedColumns(Dataset dataset) {
-        return ADDED_BY_HANDLE.computeIfAbsent(dataset, d -> AddedColumns.of(d.getSchema()));
-    }
-
-    private static List<String> addedNames(Dataset dataset) {
-        return addedColumns(dataset).stream().map(Field::getName).toList();
-    }
-
-    /**
-     * A whole row's columns (the contract's, with or without the payload) also take the columns producers added
-     * that this dataset has; a generation written before a column was added lacks it and reads null there.
-     */
-    private static List<String> withAdded(Dataset dataset, List<String> columns) {
-        if (!columns.containsAll(ROW_WITHOUT_PAYLOAD)) {
-            return columns;
-        }
-        List<String> added = addedNames(dataset);
-        if (added.isEmpty()) {
-            return columns;
-        }
-        List<String> all = new ArrayList<>(columns);
-        all.addAll(added);
-        return all;
+        return counts.countRows();
     }
 }

@@ -2,145 +2,53 @@ package dev.rolloutingest.table.reads;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.Filters;
+import dev.rolloutingest.table.reads.StreamPass.Keep;
 import dev.rolloutingest.table.rows.NewestWins;
-import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.Tombstones;
 import java.io.IOException;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import java.util.function.Function;
-import java.util.function.IntUnaryOperator;
-import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BaseIntVector;
-import org.apache.arrow.vector.BaseVariableWidthVector;
-import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
-import org.apache.arrow.vector.IntVector;
-import org.apache.arrow.vector.TimeStampMicroTZVector;
-import org.apache.arrow.vector.UInt8Vector;
-import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
 
 /**
  * The answer of a scan or a tail: Arrow batches of the newest value of each key (and, for a tail, its deletes) read
  * while the caller consumes them, and the cursor of what it holds. Never materialized: it holds one batch of lance's
  * and one of its own (plus lance's read-ahead), whatever the result size. Close it to release the table's view.
  *
- * <p>It runs passes, one scan each: first over the base (values and, for a tail, deletes), then over each pending
- * generation. A base row whose key a newer pending row replaces ({@link NewestWins}) is skipped; a pending row is kept only when it is the
- * newest pending row of its key and the base holds no newer one (a key moved across partitions), which the base passes
- * saw, or else an indexed lookup of the batch's keys tells.
+ * <p>It runs passes ({@link StreamPasses}), one scan each: first over the base (values and, for a tail, deletes), then
+ * over each pending generation. Which rows of a pass it shows, by {@link NewestWins}, {@link StreamSurvivors} tells;
+ * {@link BatchAssembler} makes them its next batch.
  */
 public final class RowStream extends ArrowReader {
     /** The column a tail adds: true for a delete (its other values are those of the delete row, empty). */
     public static final String DELETED = "_deleted";
 
-    /** The column lance adds with {@code withRowId}: the id {@code takeRows} reads a row by. */
-    private static final String ROW_ID = "_rowid";
-
-    /** Which rows of a pass are taken. */
-    enum Keep {
-        /** Every row the scan returns, as it is: its filter already left out deletes and replaced keys. */
-        ALL,
-        /**
-         * Every base row the scan returns (its filter left out deletes) except those a newer pending row replaces,
-         * told in Java by each row's key; a base row of a pending key is noted as {@link #MARK} notes it. The pass of
-         * a scan without filters: it sees every base row, so no pass of the base rows of pending keys is needed. It
-         * reads a row's partition and offset only (the ingest time, which orders rows of two partitions, is a costly
-         * column to decode for every row): a key's base row of another partition than its newest pending row (a key
-         * that moved across partitions, rare) is held back and its order taken by row id after the pass.
-         */
-        UNREPLACED,
-        /**
-         * None: the base rows of pending keys, their order columns only, to learn which are newer than the key's newest
-         * pending row (a key that moved across partitions); a later pass ({@link Pass#onlyNewerInBase}) reads those.
-         */
-        MARK,
-        VALUES,
-        DELETES,
-        BOTH;
-
-        boolean takes(boolean delete) {
-            return this == BOTH || this == ALL || this == UNREPLACED || (this == DELETES) == delete;
-        }
-    }
-
-    /** One scan: of the base ({@code generation} null), or of a pending generation (leased while the pass runs). */
-    record Pass(
-            GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys, boolean onlyNewerInBase) {
-        Pass(GenerationCatalog.Listed generation, String filter, Keep keep) {
-            this(generation, filter, keep, false, false);
-        }
-
-        Pass(GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys) {
-            this(generation, filter, keep, namesKeys, false);
-        }
-
-        boolean base() {
-            return generation == null;
-        }
-    }
-
     private final BufferAllocator allocator;
     private final Schema schema;
-    private final List<String> columns;
-    private final boolean tail;
-    private final List<Pass> passes;
-    private final Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations;
-    private final PendingKeys pending;
-    private final Dataset base;
-    private final boolean lookUpUnseenKeys;
     private final long limit;
     private final int batchRows;
-    private final int readahead;
     private final TailCursor cursor;
     private final boolean more;
     private final List<AutoCloseable> resources;
-    private final Set<String> seenInBase = new HashSet<>();
-    private final Set<String> newerInBase = new HashSet<>();
-    /** Row ids of base rows of pending keys whose order the unreplaced pass could not tell (at most one a key). */
-    private final Map<String, Long> heldBack = new HashMap<>();
-    /** Row ids of held-back base rows newer than their pending rows, read by a take once the pass is done. */
-    private final List<Long> newerBaseRows = new ArrayList<>();
+    private final BatchAssembler assembler;
+    private final StreamSurvivors survivors;
+    private final StreamPasses passes;
 
-    private boolean markedEveryPendingKey;
-
-    private int next;
-    private Pass current;
-    private DatasetHandles.Lease lease;
-    /** The current generation pass's kept keys, orders and delete marks. */
-    private PendingKeys.GenerationRows generationRows;
-    /** The current generation pass's columns kept with its handle (null: it scans), and its next row. */
-    private Map<String, FieldVector> keptColumns;
-
+    /** The next row of the open pass's kept columns. */
     private int keptFrom;
 
-    private LanceScanner scanner;
-    private ArrowReader reader;
     private long delivered;
-    private long lookups;
-    private long takes;
 
     RowStream(
             BufferAllocator allocator,
             Schema schema,
             boolean tail,
-            List<Pass> passes,
+            List<StreamPass> passes,
             Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations,
             PendingKeys pending,
             Dataset base,
@@ -154,22 +62,14 @@ public final class RowStream extends ArrowReader {
         super(allocator);
         this.allocator = allocator;
         this.schema = schema;
-        this.columns = schema.getFields().stream()
-                .map(Field::getName)
-                .filter(n -> !n.equals(DELETED))
-                .toList();
-        this.tail = tail;
-        this.passes = passes;
-        this.generations = generations;
-        this.pending = pending;
-        this.base = base;
-        this.lookUpUnseenKeys = lookUpUnseenKeys;
         this.limit = limit;
         this.batchRows = batchRows;
-        this.readahead = readahead;
         this.cursor = cursor;
         this.more = more;
         this.resources = resources;
+        this.assembler = new BatchAssembler(schema, tail);
+        this.survivors = new StreamSurvivors(pending, base, lookUpUnseenKeys, batchRows);
+        this.passes = new StreamPasses(passes, generations, base, pending, survivors, assembler, batchRows, readahead);
     }
 
     /** Where a reader stands once it has read this answer to its end: tail from it next. */
@@ -189,12 +89,12 @@ public final class RowStream extends ArrowReader {
 
     /** Indexed lookups of the base this answer needed so far (keys of pending rows the base passes did not see). */
     public long baseLookups() {
-        return lookups;
+        return survivors.lookups();
     }
 
     /** Takes of base rows by row id this answer ran so far (rows of keys that moved across partitions). */
     public long baseTakes() {
-        return takes;
+        return survivors.takes();
     }
 
     @Override
@@ -202,66 +102,15 @@ public final class RowStream extends ArrowReader {
         ensureInitialized(); // a caller may load before it asks for the root
         try {
             while (limit == 0 || delivered < limit) {
-                if (reader == null && keptColumns == null && !openNextPass()) {
-                    return false;
+                if (!passes.isOpen()) {
+                    if (!passes.openNext()) {
+                        return false;
+                    }
+                    keptFrom = 0;
                 }
-                if (keptColumns != null) {
-                    if (keptFrom >= generationRows.size()) {
-                        closePass(true);
-                        continue;
-                    }
-                    int to = Math.min(generationRows.size(), keptFrom + batchRows);
-                    Selection kept = selectPending(keptFrom, to, row -> row);
-                    keptFrom = to;
-                    if (kept.size() == 0) {
-                        continue;
-                    }
-                    if (limit > 0 && delivered + kept.size() > limit) {
-                        kept.truncate((int) (limit - delivered));
-                    }
-                    emit(keptColumns::get, false, kept.size(), kept::copy, kept::delete);
-                    delivered += kept.size();
+                if (passes.keptColumns() != null ? nextFromKeptColumns() : nextFromScan()) {
                     return true;
                 }
-                if (!reader.loadNextBatch()) {
-                    closePass(true);
-                    continue;
-                }
-                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
-                if (current.keep() == Keep.MARK) {
-                    mark(batch);
-                    continue;
-                }
-                if (current.keep() == Keep.UNREPLACED) {
-                    RowRuns runs = unreplaced(batch);
-                    if (runs.rows() == 0) {
-                        continue;
-                    }
-                    if (limit > 0 && delivered + runs.rows() > limit) {
-                        runs.truncate((int) (limit - delivered));
-                    }
-                    emit(batch::getVector, runs.rows() == batch.getRowCount(), runs.rows(), runs::copy, k -> false);
-                    delivered += runs.rows();
-                    return true;
-                }
-                Selection kept;
-                if (current.keep() == Keep.ALL) {
-                    kept = Selection.all(batch.getRowCount());
-                } else if (current.base()) {
-                    kept = selectBase(batch);
-                } else {
-                    BaseIntVector addresses = (BaseIntVector) batch.getVector(PendingKeys.ROW_ADDRESS);
-                    kept = selectPending(0, batch.getRowCount(), i -> generationRows.row(addresses.getValueAsLong(i)));
-                }
-                if (kept.size() == 0) {
-                    continue;
-                }
-                if (limit > 0 && delivered + kept.size() > limit) {
-                    kept.truncate((int) (limit - delivered));
-                }
-                emit(batch::getVector, kept.size() == batch.getRowCount(), kept.size(), kept::copy, kept::delete);
-                delivered += kept.size();
-                return true;
             }
             return false;
         } catch (RolloutTableException e) {
@@ -271,380 +120,82 @@ public final class RowStream extends ArrowReader {
         }
     }
 
-    private boolean openNextPass() throws IOException {
-        if (!newerBaseRows.isEmpty()) {
-            // base rows held back in the unreplaced pass that are newer than their key's pending rows
-            List<Long> rows = newerBaseRows.subList(0, Math.min(newerBaseRows.size(), batchRows));
-            current = new Pass(null, null, Keep.ALL);
-            reader = base.takeRows(new ArrayList<>(rows), present(base));
-            takes++;
-            rows.clear();
-            return true;
-        }
-        if (next >= passes.size()) {
+    /** The next batch of the open pass's kept columns; false when it made none (the pass ended, or kept no row). */
+    private boolean nextFromKeptColumns() throws IOException {
+        PendingKeys.GenerationRows rows = passes.generationRows();
+        if (keptFrom >= rows.size()) {
+            passes.endPass(true);
             return false;
         }
-        current = passes.get(next++);
-        String filter = current.filter();
-        if (current.onlyNewerInBase()) {
-            if (newerInBase.isEmpty()) {
-                current = null;
-                return openNextPass(); // the usual case: no key moved across partitions
-            }
-            String keys = Filters.recordIdInOneList(newerInBase);
-            filter = filter == null ? keys : filter + " AND (" + keys + ")";
+        int to = Math.min(rows.size(), keptFrom + batchRows);
+        RowSelection kept = survivors.selectPending(rows, passes.current().keep(), keptFrom, to, row -> row);
+        keptFrom = to;
+        if (kept.size() == 0) {
+            return false;
         }
-        Dataset dataset = base;
-        if (!current.base()) {
-            lease = generations.apply(current.generation());
-            dataset = lease.dataset();
-        }
-        Set<String> projection = new LinkedHashSet<>();
-        if (current.keep() != Keep.MARK) {
-            projection.addAll(present(dataset));
-        }
-        if (!current.base()) {
-            try {
-                // a generation's keys, orders and delete marks are kept with its handle: found by each row's address
-                generationRows = lease.rows();
-                if (filter == null) {
-                    // every row of the generation: copied from its columns kept with the handle, no lance scan
-                    keptColumns = lease.columns(new ArrayList<>(projection));
-                    if (keptColumns != null) {
-                        keptFrom = 0;
-                        return true;
-                    }
-                }
-            } catch (RuntimeException e) {
-                lease.close();
-                lease = null;
-                throw e;
-            }
-            if (projection.isEmpty()) {
-                projection.add(RolloutSchema.RECORD_ID);
-            }
-        } else if (current.keep() == Keep.UNREPLACED) {
-            projection.add(RolloutSchema.RECORD_ID);
-            projection.add(RolloutSchema.SOURCE_PARTITION);
-            projection.add(RolloutSchema.SOURCE_OFFSET);
-        } else if (current.keep() == Keep.MARK) {
-            projection.addAll(PendingKeys.ORDER_COLUMNS);
-        } else if (current.keep() != Keep.ALL) {
-            projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
-            projection.add(RolloutSchema.METADATA);
-            if (!pending.isEmpty()) {
-                projection.addAll(PendingKeys.ORDER_COLUMNS);
-            }
-        }
-        ScanOptions.Builder options = new ScanOptions.Builder()
-                .columns(new ArrayList<>(projection))
-                .withRowAddress(!current.base())
-                .withRowId(current.keep() == Keep.UNREPLACED)
-                .batchSize(batchRows)
-                .batchReadahead(readahead)
-                // a filter naming thousands of keys: a hash set over the column costs one read of it, the record_id
-                // index one lookup per key (~0.1 ms each)
-                .useScalarIndex(!current.namesKeys() || current.onlyNewerInBase());
-        if (filter != null) {
-            options.filter(filter);
-        }
-        scanner = dataset.newScan(options.build());
-        reader = scanner.scanBatches();
+        cutToLimit(kept);
+        emit(passes.keptColumns()::get, false, kept);
         return true;
     }
 
-    /** The answer's columns the dataset has: a generation written before a column was added lacks it. */
-    private List<String> present(Dataset dataset) {
-        Set<String> has = new HashSet<>(
-                dataset.getSchema().getFields().stream().map(Field::getName).toList());
-        return columns.stream().filter(has::contains).toList();
+    /** The next batch of the open pass's scan; false when it made none (the pass ended, or kept no row). */
+    private boolean nextFromScan() throws IOException {
+        if (!passes.reader().loadNextBatch()) {
+            passes.endPass(true);
+            return false;
+        }
+        VectorSchemaRoot batch = passes.reader().getVectorSchemaRoot();
+        Keep keep = passes.current().keep();
+        if (keep == Keep.MARK) {
+            survivors.mark(batch);
+            return false;
+        }
+        if (keep == Keep.UNREPLACED) {
+            RowRuns runs = survivors.unreplaced(batch);
+            if (runs.rows() == 0) {
+                return false;
+            }
+            if (limit > 0 && delivered + runs.rows() > limit) {
+                runs.truncate((int) (limit - delivered));
+            }
+            boolean whole = runs.rows() == batch.getRowCount();
+            assembler.fill(getVectorSchemaRoot(), batch::getVector, whole, runs.rows(), runs::copy, k -> false);
+            delivered += runs.rows();
+            return true;
+        }
+        RowSelection kept;
+        if (keep == Keep.ALL) {
+            kept = RowSelection.all(batch.getRowCount());
+        } else if (passes.current().base()) {
+            kept = survivors.selectBase(batch, keep);
+        } else {
+            BaseIntVector addresses = (BaseIntVector) batch.getVector(PendingKeys.ROW_ADDRESS);
+            PendingKeys.GenerationRows rows = passes.generationRows();
+            kept = survivors.selectPending(
+                    rows, keep, 0, batch.getRowCount(), i -> rows.row(addresses.getValueAsLong(i)));
+        }
+        if (kept.size() == 0) {
+            return false;
+        }
+        cutToLimit(kept);
+        emit(batch::getVector, kept.size() == batch.getRowCount(), kept);
+        return true;
     }
 
-    /** Ends the current pass; {@code finished}: it read all its rows (else the answer is closed early, by a limit). */
-    private void closePass(boolean finished) throws IOException {
-        boolean unreplaced = finished && current.keep() == Keep.UNREPLACED;
-        if (unreplaced) {
-            markedEveryPendingKey = true; // with the pass of possible deletes after it, every base row is seen
-        }
-        try {
-            if (reader != null) {
-                reader.close();
-            }
-            if (scanner != null) {
-                scanner.close();
-            }
-            if (unreplaced) {
-                resolveHeldBack();
-            }
-        } catch (IOException | RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new IOException(e);
-        } finally {
-            heldBack.clear();
-            if (lease != null) {
-                lease.close();
-                lease = null;
-                generationRows = null;
-                keptColumns = null;
-            }
-            reader = null;
-            scanner = null;
-            current = null;
-        }
-    }
-
-    /** Notes which base rows of pending keys are newer than the key's newest pending row; every such row is seen. */
-    private void mark(VectorSchemaRoot batch) {
-        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        for (int i = 0; i < batch.getRowCount(); i++) {
-            String key = ids.getObject(i).toString();
-            NewestWins.Order replacement = pending.newest(key);
-            if (replacement != null) {
-                seenInBase.add(key);
-                if (!replacement.replaces(order(batch, i))) {
-                    newerInBase.add(key);
-                }
-            }
-        }
-        markedEveryPendingKey = true;
-    }
-
-    /**
-     * The rows of a base batch no newer pending row replaces, as runs: a key is made a String only when its hash
-     * matches a pending key's (about one row in a hundred at 1 % pending).
-     */
-    private RowRuns unreplaced(VectorSchemaRoot batch) {
-        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        int rows = batch.getRowCount();
-        RowRuns kept = new RowRuns();
-        if (rows == 0) {
-            return kept; // its buffers may be empty
-        }
-        UInt8Vector rowIds = (UInt8Vector) batch.getVector(ROW_ID);
-        IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
-        BigIntVector offsetsInLog = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
-        // one bounds check for the batch, then reads by address: checked reads cost more than the hash itself
-        ArrowBuf offsets = ids.getOffsetBuffer();
-        ArrowBuf data = ids.getDataBuffer();
-        if (offsets.capacity() < (long) (rows + 1) * BaseVariableWidthVector.OFFSET_WIDTH) {
-            throw new IllegalStateException("a record_id batch of " + rows + " rows has too few offsets");
-        }
-        long offsetsAt = offsets.memoryAddress();
-        long dataAt = data.memoryAddress();
-        long dataBytes = data.capacity();
-        int from = 0;
-        int end = MemoryUtil.getInt(offsetsAt);
-        for (int i = 0; i < rows; i++) {
-            int start = end;
-            end = MemoryUtil.getInt(offsetsAt + (long) (i + 1) * BaseVariableWidthVector.OFFSET_WIDTH);
-            if (start < 0 || end < start || end > dataBytes) {
-                throw new IllegalStateException("record_id offsets out of bounds at row " + i);
-            }
-            if (!pending.mayHold(dataAt + start, end - start)) {
-                continue;
-            }
-            String key = ids.getObject(i).toString();
-            NewestWins.Order replacement = pending.newest(key);
-            if (replacement == null) {
-                continue; // another key with the same hash
-            }
-            if (!NewestWins.offsetsDecide(replacement.partition(), partitions.get(i))) {
-                heldBack.put(key, rowIds.get(i)); // ordered by ingest time: resolved after the pass
-            } else if (!NewestWins.replacesInPartition(replacement.offset(), offsetsInLog.get(i))) {
-                newerInBase.add(key); // the same partition: its offset says the base row is as new
-                continue;
-            }
-            kept.add(from, i - from);
-            from = i + 1;
-        }
-        kept.add(from, rows - from);
-        return kept;
-    }
-
-    /**
-     * Orders the base rows the unreplaced pass held back (a pending key's base row of another partition) by their
-     * ingest time, read by row id: a row newer than its key's newest pending row is read again in full and shown (by
-     * a take after this pass), and the pending rows of its key are not.
-     */
-    private void resolveHeldBack() throws IOException {
-        List<Long> held = new ArrayList<>(heldBack.values());
-        for (int from = 0; from < held.size(); from += batchRows) {
-            List<Long> rows = held.subList(from, Math.min(held.size(), from + batchRows));
-            takes++;
-            try (ArrowReader taken = base.takeRows(new ArrayList<>(rows), PendingKeys.ORDER_COLUMNS)) {
-                while (taken.loadNextBatch()) {
-                    VectorSchemaRoot batch = taken.getVectorSchemaRoot();
-                    VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                    for (int i = 0; i < batch.getRowCount(); i++) {
-                        String key = ids.getObject(i).toString();
-                        if (!pending.newest(key).replaces(order(batch, i))) {
-                            newerInBase.add(key);
-                            newerBaseRows.add(heldBack.get(key));
-                        }
-                    }
-                }
-            }
+    private void cutToLimit(RowSelection kept) {
+        if (limit > 0 && delivered + kept.size() > limit) {
+            kept.truncate((int) (limit - delivered));
         }
     }
 
     /**
-     * Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. A base row of the other
-     * kind is not shown but still hides its key's older pending rows (a scan's pass of possible deletes shows none).
+     * The kept rows as this reader's next batch, straight into its root (the caller is done with its previous batch):
+     * no batch of its own unloaded and loaded again, whose buffer bookkeeping costs as much as a two-column batch's
+     * check.
      */
-    private Selection selectBase(VectorSchemaRoot batch) {
-        Selection kept = new Selection(batch.getRowCount());
-        VarCharVector ids = pending.isEmpty() ? null : (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        for (int i = 0; i < batch.getRowCount(); i++) {
-            boolean delete = Tombstones.is(batch, i);
-            boolean shown = current.keep().takes(delete);
-            if (!shown && ids == null) {
-                continue;
-            }
-            if (ids != null) {
-                String key = ids.getObject(i).toString();
-                NewestWins.Order replacement = pending.newest(key);
-                if (replacement != null) {
-                    if (shown) {
-                        seenInBase.add(key);
-                    }
-                    if (replacement.replaces(order(batch, i))) {
-                        continue;
-                    }
-                    newerInBase.add(key);
-                }
-            }
-            if (shown) {
-                kept.add(i, delete);
-            }
-        }
-        return kept;
-    }
-
-    /**
-     * Pending rows shown, of the rows {@code [from, to)} of the source vectors (the generation's row {@code rowAt(i)}
-     * each): the newest pending row of its key, unless the base holds a newer one.
-     */
-    private Selection selectPending(int from, int to, IntUnaryOperator rowAt) {
-        Selection kept = new Selection(to - from);
-        Map<String, Integer> unseen = new HashMap<>();
-        List<String> keys = new ArrayList<>();
-        for (int i = from; i < to; i++) {
-            int row = rowAt.applyAsInt(i);
-            String key = generationRows.key(row);
-            NewestWins.Order newest = pending.newest(key);
-            if (newest == null || !newest.sameRow(generationRows.order(row)) || newerInBase.contains(key)) {
-                continue;
-            }
-            boolean delete = generationRows.delete(row);
-            if (!current.keep().takes(delete)) {
-                continue;
-            }
-            if (lookUpUnseenKeys && !markedEveryPendingKey && !seenInBase.contains(key)) {
-                unseen.put(key, i);
-            }
-            kept.add(i, delete);
-            keys.add(key);
-        }
-        if (!unseen.isEmpty()) {
-            Set<String> newer = newerInBaseByLookup(unseen.keySet());
-            if (!newer.isEmpty()) {
-                kept.removeIf((index, position) -> newer.contains(keys.get(position)));
-            }
-        }
-        return kept;
-    }
-
-    /** Keys whose base row is newer than their newest pending row: indexed lookups, 256 keys each. */
-    private Set<String> newerInBaseByLookup(Set<String> keys) {
-        Set<String> newer = new HashSet<>();
-        for (String in : Filters.recordIdIn(new ArrayList<>(keys))) {
-            lookups++;
-            try (LanceScanner lookup = base.newScan(new ScanOptions.Builder()
-                            .columns(PendingKeys.ORDER_COLUMNS)
-                            .filter(in)
-                            .build());
-                    ArrowReader rows = lookup.scanBatches()) {
-                while (rows.loadNextBatch()) {
-                    VectorSchemaRoot batch = rows.getVectorSchemaRoot();
-                    VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                    for (int i = 0; i < batch.getRowCount(); i++) {
-                        String key = ids.getObject(i).toString();
-                        if (order(batch, i).replaces(pending.newest(key))) {
-                            newer.add(key);
-                        }
-                    }
-                }
-            } catch (RolloutTableException e) {
-                throw e;
-            } catch (Exception e) {
-                throw new RolloutTableException("Table read failed looking up base rows: " + e.getMessage(), e);
-            }
-        }
-        return newer;
-    }
-
-    /** Where row {@code i} of a batch with the order columns sits in {@link NewestWins}' order. */
-    private static NewestWins.Order order(VectorSchemaRoot batch, int i) {
-        return new NewestWins.Order(
-                ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
-                ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i),
-                ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
-    }
-
-    /** Copies a batch's kept rows of one column into an empty vector. */
-    private interface ColumnCopy {
-        void copy(FieldVector from, FieldVector to);
-    }
-
-    /** Whether the k-th kept row is a delete. */
-    private interface DeleteAt {
-        boolean delete(int k);
-    }
-
-    /**
-     * The {@code n} kept rows of the source vectors ({@code source} by name: null for a column the source lacks) as
-     * this reader's next batch: moved when {@code whole} (every row of a batch lance handed over), else copied.
-     */
-    private void emit(Function<String, FieldVector> source, boolean whole, int n, ColumnCopy copy, DeleteAt deleteAt)
-            throws IOException {
-        // straight into the reader's root (the caller is done with its previous batch): no batch of its own unloaded
-        // and loaded again, whose buffer bookkeeping costs as much as a two-column batch's check
-        VectorSchemaRoot out = getVectorSchemaRoot();
-        try {
-            for (String name : columns) {
-                FieldVector to = out.getVector(name);
-                to.clear();
-                FieldVector from = source.apply(name);
-                if (from != null && whole) {
-                    from.makeTransferPair(to).transfer();
-                    continue;
-                }
-                if (from != null) {
-                    copy.copy(from, to);
-                    continue;
-                }
-                to.setInitialCapacity(n);
-                to.allocateNew();
-                for (int k = 0; k < n; k++) {
-                    to.setNull(k); // a generation written before the column was added
-                }
-                to.setValueCount(n);
-            }
-            if (tail) {
-                BitVector deleted = (BitVector) out.getVector(DELETED);
-                deleted.clear();
-                deleted.allocateNew(n);
-                for (int k = 0; k < n; k++) {
-                    deleted.set(k, deleteAt.delete(k) ? 1 : 0);
-                }
-                deleted.setValueCount(n);
-            }
-            out.setRowCount(n);
-        } catch (RuntimeException e) {
-            out.clear(); // no half-written batch left behind
-            throw e;
-        }
+    private void emit(Function<String, FieldVector> source, boolean whole, RowSelection kept) throws IOException {
+        assembler.fill(getVectorSchemaRoot(), source, whole, kept.size(), kept::copy, kept::delete);
+        delivered += kept.size();
     }
 
     @Override
@@ -655,11 +206,7 @@ public final class RowStream extends ArrowReader {
     @Override
     protected void closeReadSource() throws IOException {
         try {
-            if (reader != null || keptColumns != null) {
-                closePass(false);
-            } else if (lease != null) {
-                lease.close();
-            }
+            passes.close();
         } finally {
             for (AutoCloseable resource : resources) {
                 try {
@@ -683,73 +230,5 @@ public final class RowStream extends ArrowReader {
     @Override
     protected Schema readSchema() {
         return schema;
-    }
-
-    /** Row indices of a source batch that are kept, and whether each is a delete. */
-    private static final class Selection {
-        private int[] indices;
-        private boolean[] deletes;
-        private int size;
-
-        Selection(int capacity) {
-            indices = new int[capacity];
-            deletes = new boolean[capacity];
-        }
-
-        /** Every row of a batch, none a delete. */
-        static Selection all(int rows) {
-            Selection all = new Selection(rows);
-            for (int i = 0; i < rows; i++) {
-                all.add(i, false);
-            }
-            return all;
-        }
-
-        void add(int index, boolean delete) {
-            indices[size] = index;
-            deletes[size] = delete;
-            size++;
-        }
-
-        int size() {
-            return size;
-        }
-
-        int index(int k) {
-            return indices[k];
-        }
-
-        boolean delete(int k) {
-            return deletes[k];
-        }
-
-        /** The selected rows of one column (ascending), copied a run of consecutive rows at a time. */
-        void copy(FieldVector from, FieldVector to) {
-            RowRuns runs = new RowRuns();
-            for (int k = 0; k < size; k++) {
-                runs.add(indices[k], 1);
-            }
-            runs.copy(from, to);
-        }
-
-        void truncate(int n) {
-            size = Math.min(size, n);
-        }
-
-        interface Drop {
-            boolean test(int index, int position);
-        }
-
-        void removeIf(Drop drop) {
-            int to = 0;
-            for (int k = 0; k < size; k++) {
-                if (!drop.test(indices[k], k)) {
-                    indices[to] = indices[k];
-                    deletes[to] = deletes[k];
-                    to++;
-                }
-            }
-            size = to;
-        }
     }
 }

@@ -66,6 +66,11 @@ public final class NewestWins {
                 Timestamps.micros(current.ingestedAt()));
     }
 
+    /** The one of the two rows that wins; {@code current} null: none yet. */
+    public static RolloutRow winner(RolloutRow candidate, RolloutRow current) {
+        return current == null || replaces(candidate, current) ? candidate : current;
+    }
+
     /**
      * Whether partitions and offsets alone order two rows: rows of one partition. Rows of two partitions need their
      * ingest times, which a caller may read only then.

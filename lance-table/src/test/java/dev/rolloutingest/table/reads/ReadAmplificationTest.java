@@ -38,12 +38,12 @@ class ReadAmplificationTest {
             }
         };
         appender.start();
-        ((Logger) LogManager.getLogger(LsmReader.class)).addAppender(appender);
+        ((Logger) LogManager.getLogger(PendingBacklog.class)).addAppender(appender);
     }
 
     @AfterEach
     void release() {
-        ((Logger) LogManager.getLogger(LsmReader.class)).removeAppender(appender);
+        ((Logger) LogManager.getLogger(PendingBacklog.class)).removeAppender(appender);
     }
 
     private RolloutTable table(String name, int warn, int max) {
