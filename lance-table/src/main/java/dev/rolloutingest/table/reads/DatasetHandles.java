@@ -24,6 +24,9 @@ import org.lance.Dataset;
  * that scan uses). What the handles keep is counted in two {@link MemoryBudget}s: record_id positions and rows' keys
  * and orders (counted once loaded; past the limit the least recently used handles go), and whole columns (admitted
  * only while they fit, and counted until freed).
+ *
+ * <p>Over 300 lines because a handle's lease, its kept keys and columns and their two budgets change under the one
+ * monitor of the cache: a handle is closed only when no read holds it and its bytes are released once.
  */
 final class DatasetHandles implements AutoCloseable {
     /** A handle in use; close it to give it back. */

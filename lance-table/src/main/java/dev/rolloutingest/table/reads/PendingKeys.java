@@ -31,6 +31,9 @@ import org.lance.ipc.ScanOptions;
  * The newest pending row of every key by {@link Order#replaces} (its partition, offset and ingest time only), read from
  * every pending generation of a catalog snapshot: what tells a bulk read which base rows are replaced and which pending
  * rows are the newest. Bounded: more pending rows than {@code rollout.scan.pending.max.rows} fail the read.
+ *
+ * <p>Over 300 lines because the keys live in open-addressing tables and a filter of primitive arrays (objects per key
+ * cost several times the memory), whose probing and reading are written here once.
  */
 final class PendingKeys {
     static final List<String> ORDER_COLUMNS = List.of(

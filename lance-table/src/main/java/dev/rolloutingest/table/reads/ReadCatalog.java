@@ -34,6 +34,9 @@ import org.slf4j.LoggerFactory;
  * seal exists (never before: the seal is the commit point); a merge committed elsewhere is seen within the
  * same bound, and until then readers keep the older base with the generations it had not merged, which GC
  * keeps for its grace period. Every snapshot is consistent: base version and pending list belong together.
+ *
+ * <p>Over 300 lines because the snapshot, its refresh and the release of what it keeps change under one lock, so a
+ * reader never pairs a base version with another version's pending list.
  */
 public final class ReadCatalog implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ReadCatalog.class);
