@@ -10,13 +10,7 @@ import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.math.BigDecimal;
-import java.math.RoundingMode;
 import java.time.DateTimeException;
-import java.time.Instant;
-import java.time.LocalDateTime;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Iterator;
@@ -53,7 +47,6 @@ final class JsonValues {
     private static final ObjectMapper TREES = new ObjectMapper(FACTORY);
     private static final Base64Variant BASE64 =
             Base64Variants.MIME_NO_LINEFEEDS.withReadPadding(Base64Variant.PaddingReadBehaviour.PADDING_ALLOWED);
-    private static final BigDecimal THOUSAND = BigDecimal.valueOf(1000);
 
     private final AddedFields addedFields;
 
@@ -106,7 +99,7 @@ final class JsonValues {
                 }
                 seen |= bit;
                 if (in.currentToken() == JsonToken.VALUE_NULL) {
-                    absent(field, "null", tape);
+                    field.writeAbsent("null", tape);
                     continue;
                 }
                 tape.field(field.field);
@@ -125,7 +118,7 @@ final class JsonValues {
         }
         for (ContractField field : ContractField.ALL) {
             if ((seen & (1 << field.ordinal())) == 0) {
-                absent(field, "absent", tape);
+                field.writeAbsent("absent", tape);
             }
         }
         if (addedNames != null) {
@@ -136,20 +129,6 @@ final class JsonValues {
             } else {
                 addedFields.dropped(schemaId, addedNames);
             }
-        }
-    }
-
-    /** A contract field's default, or missing-field for a required one. */
-    static void absent(ContractField field, String what, AvroTape tape) {
-        if (field.required) {
-            throw ValueErrors.missing(field.fieldName, what);
-        }
-        tape.field(field.field);
-        switch (field.kind) {
-            case NULLABLE_STRING, NULLABLE_FLOAT, NULLABLE_LONG, NULLABLE_BYTES -> tape.writeIndex(0);
-            case INT_ARRAY, FLOAT_ARRAY, STRING_MAP -> tape.writeLong(0);
-            case BOOLEAN -> tape.writeBoolean(true);
-            default -> throw new IllegalStateException("no default for " + field);
         }
     }
 
@@ -196,8 +175,8 @@ final class JsonValues {
 
     private static int intValue(JsonParser in, String name) throws IOException {
         long value = longValue(in, name);
-        if (value < Integer.MIN_VALUE || value > Integer.MAX_VALUE) {
-            throw ValueErrors.wrongType(name, "a whole number within 32 bits", in.getText());
+        if (!WholeNumbers.fitsInt(value)) {
+            throw ValueErrors.wrongType(name, WholeNumbers.WITHIN_32_BITS, in.getText());
         }
         return (int) value;
     }
@@ -209,11 +188,11 @@ final class JsonValues {
             if (type == JsonParser.NumberType.INT || type == JsonParser.NumberType.LONG) {
                 return in.getLongValue();
             }
-            throw ValueErrors.wrongType(name, "a whole number within 64 bits", in.getText());
+            throw ValueErrors.wrongType(name, WholeNumbers.WITHIN_64_BITS, in.getText());
         }
         if (t == JsonToken.VALUE_NUMBER_FLOAT) {
             double d = in.getDoubleValue();
-            if (d == Math.rint(d) && Math.abs(d) < 0x1p53) {
+            if (WholeNumbers.isWhole(d)) {
                 return (long) d;
             }
             throw ValueErrors.wrongType(name, "a whole number", in.getText());
@@ -234,36 +213,22 @@ final class JsonValues {
         JsonToken t = in.currentToken();
         try {
             if (t == JsonToken.VALUE_NUMBER_INT && in.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
-                return Math.multiplyExact(in.getLongValue(), 1000L);
+                return CreatedAt.ofMillis(in.getLongValue());
             }
             if (t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT) {
                 if (t == JsonToken.VALUE_NUMBER_FLOAT && !Double.isFinite(in.getDoubleValue())) {
                     throw ValueErrors.wrongType(name, "epoch milliseconds or an ISO-8601 date-time", in.getText());
                 }
-                return in.getDecimalValue()
-                        .multiply(THOUSAND)
-                        .setScale(0, RoundingMode.HALF_EVEN)
-                        .longValueExact();
+                return CreatedAt.ofMillis(in.getDecimalValue());
             }
             if (t == JsonToken.VALUE_STRING) {
-                return micros(in.getText());
+                return CreatedAt.ofIso(in.getText());
             }
         } catch (ArithmeticException | DateTimeException e) {
             throw ValueErrors.wrongType(
                     name, "epoch milliseconds or an ISO-8601 date-time (" + e.getMessage() + ")", in.getText());
         }
         throw ValueErrors.wrongType(name, "epoch milliseconds or an ISO-8601 date-time", describe(in));
-    }
-
-    /** An ISO-8601 date-time with an offset or Z, or without one (UTC), as microseconds since the epoch. */
-    static long micros(String text) {
-        Instant instant;
-        try {
-            instant = OffsetDateTime.parse(text).toInstant();
-        } catch (DateTimeException withOffset) {
-            instant = LocalDateTime.parse(text).toInstant(ZoneOffset.UTC);
-        }
-        return Math.addExact(Math.multiplyExact(instant.getEpochSecond(), 1_000_000L), instant.getNano() / 1000);
     }
 
     private static void intArray(JsonParser in, String name, AvroTape tape) throws IOException {
@@ -278,13 +243,7 @@ final class JsonValues {
             }
             items[n++] = intValue(in, name + "[" + n + "]");
         }
-        if (n > 0) {
-            tape.writeLong(n);
-            for (int i = 0; i < n; i++) {
-                tape.writeInt(items[i]);
-            }
-        }
-        tape.writeLong(0);
+        tape.writeIntArray(items, n);
     }
 
     private static void floatArray(JsonParser in, String name, AvroTape tape) throws IOException {
@@ -299,13 +258,7 @@ final class JsonValues {
             }
             items[n++] = floatValue(in, name + "[" + n + "]");
         }
-        if (n > 0) {
-            tape.writeLong(n);
-            for (int i = 0; i < n; i++) {
-                tape.writeFloat(items[i]);
-            }
-        }
-        tape.writeLong(0);
+        tape.writeFloatArray(items, n);
     }
 
     private static void stringMap(JsonParser in, String name, AvroTape tape) throws IOException {
@@ -503,8 +456,7 @@ final class JsonValues {
                 require(value != null && value.isNumber(), path, "a whole number", value);
                 boolean fits = value.isIntegralNumber()
                         ? (type.getType() == Schema.Type.INT ? value.canConvertToInt() : value.canConvertToLong())
-                        : value.doubleValue() == Math.rint(value.doubleValue())
-                                && Math.abs(value.doubleValue()) < 0x1p53;
+                        : WholeNumbers.isWhole(value.doubleValue());
                 require(fits, path, "a whole number of " + type.getType(), value);
                 tape.writeLong(value.isIntegralNumber() ? value.longValue() : (long) value.doubleValue());
             }

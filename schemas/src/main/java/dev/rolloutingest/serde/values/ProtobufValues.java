@@ -239,17 +239,11 @@ final class ProtobufValues {
             case INT_ARRAY -> {
                 int limit = packed ? in.pushLimit(in.readRawVarint32()) : -1;
                 do {
-                    long v = integer(fd, in);
-                    if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE || unsignedOverflow(fd, v)) {
-                        throw ValueErrors.wrongType(
-                                field.fieldName + "[" + counts[o] + "]",
-                                "a whole number within 32 bits",
-                                unsignedOverflow(fd, v) ? Long.toUnsignedString(v) : Long.toString(v));
-                    }
+                    int v = WholeNumbers.toInt(field.fieldName, counts[o], integer(fd, in), unsigned64(fd));
                     if (counts[o] == ints[o].length) {
                         ints[o] = Arrays.copyOf(ints[o], counts[o] * 2);
                     }
-                    ints[o][counts[o]++] = (int) v;
+                    ints[o][counts[o]++] = v;
                 } while (packed && in.getBytesUntilLimit() > 0);
                 if (packed) {
                     in.popLimit(limit);
@@ -347,15 +341,13 @@ final class ProtobufValues {
         int o = field.ordinal();
         FieldDescriptor fd = plan.slots[o];
         if (fd == null) {
-            JsonValues.absent(
-                    field,
-                    "not in message " + plan.message.getFullName() + " of Protobuf schema id " + plan.schemaId,
-                    tape);
+            field.writeAbsent(
+                    "not in message " + plan.message.getFullName() + " of Protobuf schema id " + plan.schemaId, tape);
             return;
         }
         boolean present = present(plan, o);
         if (!present && (fd.hasPresence() || field.kind == ContractField.Kind.TIMESTAMP)) {
-            JsonValues.absent(field, "unset", tape);
+            field.writeAbsent("unset", tape);
             return;
         }
         tape.field(field.field);
@@ -367,20 +359,10 @@ final class ProtobufValues {
                 string(present, o, b, tape);
             }
             case INT -> {
-                long v = present ? integers[o] : 0;
-                if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE || unsignedOverflow(fd, v)) {
-                    throw ValueErrors.wrongType(
-                            name,
-                            "a whole number within 32 bits",
-                            unsignedOverflow(fd, v) ? Long.toUnsignedString(v) : Long.toString(v));
-                }
-                tape.writeInt((int) v);
+                tape.writeInt(WholeNumbers.toInt(name, present ? integers[o] : 0, unsigned64(fd)));
             }
             case NULLABLE_LONG -> {
-                long v = present ? integers[o] : 0;
-                if (unsignedOverflow(fd, v)) {
-                    throw ValueErrors.wrongType(name, "a whole number within 64 bits", Long.toUnsignedString(v));
-                }
+                long v = WholeNumbers.toLong(name, present ? integers[o] : 0, unsigned64(fd));
                 tape.writeIndex(1);
                 tape.writeLong(v);
             }
@@ -395,24 +377,10 @@ final class ProtobufValues {
             }
             case TIMESTAMP -> tape.writeLong(timestampMicros(fd, o, b, name));
             case INT_ARRAY -> {
-                int n = counts[o];
-                if (n > 0) {
-                    tape.writeLong(n);
-                    for (int i = 0; i < n; i++) {
-                        tape.writeInt(ints[o][i]);
-                    }
-                }
-                tape.writeLong(0);
+                tape.writeIntArray(ints[o], counts[o]);
             }
             case FLOAT_ARRAY -> {
-                int n = counts[o];
-                if (n > 0) {
-                    tape.writeLong(n);
-                    for (int i = 0; i < n; i++) {
-                        tape.writeFloat(floats[o][i]);
-                    }
-                }
-                tape.writeLong(0);
+                tape.writeFloatArray(floats[o], counts[o]);
             }
             case STRING_MAP -> stringMap(b, tape);
         }
@@ -430,7 +398,7 @@ final class ProtobufValues {
         switch (fd.getJavaType()) {
             case MESSAGE -> {
                 try {
-                    return Math.addExact(Math.multiplyExact(seconds, 1_000_000L), nanos / 1000);
+                    return CreatedAt.ofSeconds(seconds, nanos);
                 } catch (ArithmeticException e) {
                     throw ValueErrors.wrongType(name, "a timestamp within 64-bit microseconds", seconds + " s");
                 }
@@ -438,18 +406,15 @@ final class ProtobufValues {
             case STRING -> {
                 String text = new String(b, from[o], to[o] - from[o], StandardCharsets.UTF_8);
                 try {
-                    return JsonValues.micros(text);
+                    return CreatedAt.ofIso(text);
                 } catch (RuntimeException e) {
                     throw ValueErrors.wrongType(name, "an ISO-8601 date-time", "'" + text + "'");
                 }
             }
             default -> {
-                long millis = integers[o];
-                if (unsignedOverflow(fd, millis)) {
-                    throw ValueErrors.wrongType(name, "a whole number within 64 bits", Long.toUnsignedString(millis));
-                }
+                long millis = WholeNumbers.toLong(name, integers[o], unsigned64(fd));
                 try {
-                    return Math.multiplyExact(millis, 1000L);
+                    return CreatedAt.ofMillis(millis);
                 } catch (ArithmeticException e) {
                     throw ValueErrors.wrongType(name, "epoch milliseconds within 64-bit microseconds", "" + millis);
                 }
@@ -532,8 +497,9 @@ final class ProtobufValues {
         };
     }
 
-    private static boolean unsignedOverflow(FieldDescriptor fd, long v) {
-        return v < 0 && (fd.getType() == FieldDescriptor.Type.UINT64 || fd.getType() == FieldDescriptor.Type.FIXED64);
+    /** Whether the field's values are unsigned 64-bit: read into a long, those above 2^63 - 1 come negative. */
+    static boolean unsigned64(FieldDescriptor fd) {
+        return fd.getType() == FieldDescriptor.Type.UINT64 || fd.getType() == FieldDescriptor.Type.FIXED64;
     }
 
     private static double number(FieldDescriptor fd, CodedInputStream in) throws IOException {
@@ -542,7 +508,7 @@ final class ProtobufValues {
             case DOUBLE -> in.readDouble();
             default -> {
                 long v = integer(fd, in);
-                yield unsignedOverflow(fd, v) ? Double.parseDouble(Long.toUnsignedString(v)) : v;
+                yield v < 0 && unsigned64(fd) ? Double.parseDouble(Long.toUnsignedString(v)) : v;
             }
         };
     }
