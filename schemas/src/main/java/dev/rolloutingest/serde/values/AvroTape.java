@@ -111,6 +111,28 @@ final class AvroTape {
         }
     }
 
+    /** An array of ints: one block of {@code count} items, then the end (an empty array is the end alone). */
+    void writeIntArray(int[] items, int count) {
+        if (count > 0) {
+            writeLong(count);
+            for (int i = 0; i < count; i++) {
+                writeInt(items[i]);
+            }
+        }
+        writeLong(0);
+    }
+
+    /** An array of floats, as {@link #writeIntArray}. */
+    void writeFloatArray(float[] items, int count) {
+        if (count > 0) {
+            writeLong(count);
+            for (int i = 0; i < count; i++) {
+                writeFloat(items[i]);
+            }
+        }
+        writeLong(0);
+    }
+
     /** Bytes or a string already in UTF-8: length, then the bytes. */
     void writeBytes(byte[] bytes, int offset, int count) {
         writeLong(count);

@@ -9,7 +9,7 @@ import org.apache.avro.Schema;
 
 /**
  * The fields of the Rollout contract as the JSON and Protobuf decoders map them by name: each with the kind of value
- * it takes and whether a value must be there. Their {@link #field} is the reader schema's own, so a row staged from
+ * it takes, whether a value must be there and what an absent one is. Their {@link #field} is the reader schema's own, so a row staged from
  * these decoders reads exactly as an Avro one.
  */
 enum ContractField {
@@ -74,6 +74,24 @@ enum ContractField {
         this.required = required;
         this.fieldName = name().toLowerCase(java.util.Locale.ROOT);
         this.field = Rollout.getClassSchema().getField(fieldName);
+    }
+
+    /**
+     * Writes this field's value when the input has none: the contract's default, or missing-field for a required one.
+     *
+     * @param how how the value came to be absent, for the missing-field message ("null", "unset", ...)
+     */
+    void writeAbsent(String how, AvroTape tape) {
+        if (required) {
+            throw ValueErrors.missing(fieldName, how);
+        }
+        tape.field(field);
+        switch (kind) {
+            case NULLABLE_STRING, NULLABLE_FLOAT, NULLABLE_LONG, NULLABLE_BYTES -> tape.writeIndex(0);
+            case INT_ARRAY, FLOAT_ARRAY, STRING_MAP -> tape.writeLong(0);
+            case BOOLEAN -> tape.writeBoolean(true);
+            default -> throw new IllegalStateException("no default for " + this);
+        }
     }
 
     /** The contract field of this name, or null for a field producers added. */

@@ -80,13 +80,7 @@ final class ProtobufAddedValues {
             case INT32, SINT32, SFIXED32 -> tape.writeLong((Integer) value);
             case INT64, SINT64, SFIXED64 -> tape.writeLong((Long) value);
             case UINT32, FIXED32 -> tape.writeLong((Integer) value & 0xFFFFFFFFL);
-            case UINT64, FIXED64 -> {
-                long v = (Long) value;
-                if (v < 0) {
-                    throw ValueErrors.wrongType(path, "a whole number within 64 bits", Long.toUnsignedString(v));
-                }
-                tape.writeLong(v);
-            }
+            case UINT64, FIXED64 -> tape.writeLong(WholeNumbers.toLong(path, (Long) value, true));
             case FLOAT -> tape.writeFloat((Float) value);
             case DOUBLE -> tape.writeDouble((Double) value);
             case BOOL -> tape.writeBoolean((Boolean) value);
