@@ -232,6 +232,10 @@ final class DemoCommand implements Callable<Integer> {
                         tableArg, storage, kafka.bootstrapServers());
                 System.out.printf(
                         "  ./rollout-ingest get %s%s %s-0%n", tableArg, storage, many ? EXPERIMENT + "-0" : EXPERIMENT);
+                say("for other producers (the README's Python examples read these):");
+                System.out.printf(
+                        "  export BOOTSTRAP_SERVERS=%s%n  export SCHEMA_REGISTRY_URL=%s%n",
+                        kafka.bootstrapServers(), registry.confluentUrl());
                 Launcher.KeepRunning.request();
                 say("running until Ctrl-C (started %.0f s ago)", (System.nanoTime() - started) / 1e9);
                 CountDownLatch stop = new CountDownLatch(1);
