@@ -27,6 +27,8 @@ class ApiBoundaryTest {
             "ShardId",
             "RolloutTableException",
             "MemoryBudget", // the one memory budget the apps' bounds are uses of
+            "TableGenerations", // table.generations(): writes, seals, watermarks, the backlog
+            "ResidentMemory", // table.resident(): what a table keeps between uses
             "catalog.TableCatalog",
             "snapshots.TableSnapshots",
             "generations.SealedGeneration",
@@ -46,7 +48,7 @@ class ApiBoundaryTest {
             "merge.MergeResult",
             "merge.CommitStage",
             "merge.MergeMemory", // lance-core's merge pool, checked by the apps' configs
-            "maintenance.TableMaintenance", // the results of compaction, index upkeep and GC
+            "maintenance.TableMaintenance", // table.maintenance(): compaction, index upkeep, old deletes, GC
             "maintenance.KeyIndexTiers");
 
     /** The packages each package of the module may use besides its own and the table's values. */
