@@ -23,11 +23,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -74,7 +70,7 @@ class BadInputIT {
         serializer.configure(Map.of("schema.registry.url", cluster.registry().confluentUrl()), false);
         RolloutGenerator generator = new RolloutGenerator("ok", 32, 3);
         List<String> poisonIds = List.of("poison-1", "poison-2");
-        try (KafkaProducer<byte[], byte[]> producer = rawProducer()) {
+        try (KafkaProducer<byte[], byte[]> producer = cluster.rawProducer()) {
             for (int i = 0; i < 50; i++) {
                 Rollout rollout = generator.rollout(i, 0);
                 if (i < poisonIds.size()) {
@@ -102,15 +98,15 @@ class BadInputIT {
             }
             assertThat(Files.readString(log)).contains("adopting generation");
             cluster.awaitAllSealed(run, input, 1, tableDir, run + "-generations", 120);
-            dead = readAll(dlq);
+            dead = cluster.readAllBytes(dlq);
         } finally {
             app.stop();
         }
         assertThat(dead)
                 .extracting(r -> new String(r.key(), StandardCharsets.UTF_8))
                 .containsExactlyInAnyOrderElementsOf(poisonIds);
-        assertThat(dead)
-                .allSatisfy(r -> assertThat(header(r, "rollout.dlq.reason")).isEqualTo("unwritable"));
+        assertThat(dead).allSatisfy(r -> assertThat(IngestCluster.firstHeader(r, "rollout.dlq.reason"))
+                .isEqualTo("unwritable"));
         try (RolloutTable table =
                 RolloutTable.open(TableLocation.local(tableDir), TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             assertThat(table.countRows()).isEqualTo(48);
@@ -205,32 +201,6 @@ class BadInputIT {
         }
         assertThat(last.statusCode()).as("/health: %s", last.body()).isEqualTo(status);
         return last;
-    }
-
-    private static KafkaProducer<byte[], byte[]> rawProducer() {
-        return new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        cluster.kafka().bootstrapServers(),
-                        ProducerConfig.ACKS_CONFIG,
-                        "all",
-                        ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-                        1_000_000),
-                new ByteArraySerializer(),
-                new ByteArraySerializer());
-    }
-
-    private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
-        return IngestCluster.readToEnd(
-                cluster.kafka().bootstrapServers(), topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-    }
-
-    /** The first header of that name: the one a DLQ reader that trusts ours would find. */
-    private static String header(ConsumerRecord<byte[], byte[]> record, String name) {
-        Header header = record.headers().headers(name).iterator().hasNext()
-                ? record.headers().headers(name).iterator().next()
-                : null;
-        return header == null ? null : new String(header.value(), StandardCharsets.UTF_8);
     }
 
     private static byte[] bytes(String s) {

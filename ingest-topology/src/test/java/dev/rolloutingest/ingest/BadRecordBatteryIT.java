@@ -40,12 +40,9 @@ import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.specific.SpecificDatumWriter;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -339,7 +336,7 @@ class BadRecordBatteryIT {
         tricky.stream().filter(s -> !sends.contains(s)).forEach(sends::add);
 
         try (IngestApp app = new IngestApp(IngestConfig.of(props)).start();
-                KafkaProducer<byte[], byte[]> producer = rawProducer()) {
+                KafkaProducer<byte[], byte[]> producer = cluster.rawProducer()) {
             for (Sent sent : sends) {
                 producer.send(new ProducerRecord<>(input, null, sent.key(), sent.value(), sent.headers()))
                         .get();
@@ -353,8 +350,8 @@ class BadRecordBatteryIT {
                     .mapToDouble(c -> c.count())
                     .sum();
         }
-        for (ConsumerRecord<byte[], byte[]> record : readAll(run + "-dlq")) {
-            long offset = Long.parseLong(header(record, "rollout.dlq.source.offset"));
+        for (ConsumerRecord<byte[], byte[]> record : cluster.readAllBytes(run + "-dlq")) {
+            long offset = Long.parseLong(IngestCluster.firstHeader(record, "rollout.dlq.source.offset"));
             if (dead.put(offset, record) != null) {
                 deadLetteredTwice.add(offset);
             }
@@ -386,7 +383,9 @@ class BadRecordBatteryIT {
         ConsumerRecord<byte[], byte[]> letter = dead.get((long) sends.indexOf(sent));
         if (sent.dlqReasons().isEmpty()) {
             assertThat(letter)
-                    .as("dead-lettered as %s", letter == null ? null : header(letter, "rollout.dlq.reason"))
+                    .as(
+                            "dead-lettered as %s",
+                            letter == null ? null : IngestCluster.firstHeader(letter, "rollout.dlq.reason"))
                     .isNull();
             String id = sent.landsAs();
             RolloutRow row = table.get(id)
@@ -399,7 +398,7 @@ class BadRecordBatteryIT {
             sent.readsBack().accept(table, row);
         } else {
             assertThat(letter).as("in the DLQ").isNotNull();
-            assertThat(header(letter, "rollout.dlq.reason")).isIn(sent.dlqReasons());
+            assertThat(IngestCluster.firstHeader(letter, "rollout.dlq.reason")).isIn(sent.dlqReasons());
             assertThat(letter.value())
                     .as("the DLQ value is the producer's bytes")
                     .isEqualTo(sent.value());
@@ -427,7 +426,8 @@ class BadRecordBatteryIT {
     @Test
     void aProducersOwnReasonHeaderIsKeptUnderAnotherNameAndOursComesLast() {
         ConsumerRecord<byte[], byte[]> spoofed = dead.get((long) sends.indexOf(spoofedBad));
-        assertThat(header(spoofed, "producer.rollout.dlq.reason")).isEqualTo("all-fine");
+        assertThat(IngestCluster.firstHeader(spoofed, "producer.rollout.dlq.reason"))
+                .isEqualTo("all-fine");
         assertThat(lastHeader(spoofed, "rollout.dlq.reason")).isEqualTo("bad-magic-byte");
     }
 
@@ -507,32 +507,6 @@ class BadRecordBatteryIT {
         new GenericDatumWriter<GenericRecord>(schema).write(record, encoder);
         encoder.flush();
         return out.toByteArray();
-    }
-
-    private static KafkaProducer<byte[], byte[]> rawProducer() {
-        return new KafkaProducer<>(
-                Map.of(
-                        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                        cluster.kafka().bootstrapServers(),
-                        ProducerConfig.ACKS_CONFIG,
-                        "all",
-                        ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-                        1_000_000),
-                new ByteArraySerializer(),
-                new ByteArraySerializer());
-    }
-
-    private static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
-        return IngestCluster.readToEnd(
-                cluster.kafka().bootstrapServers(), topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-    }
-
-    /** The first header of that name: the one a DLQ reader that trusts ours would find. */
-    private static String header(ConsumerRecord<byte[], byte[]> record, String name) {
-        Header header = record.headers().headers(name).iterator().hasNext()
-                ? record.headers().headers(name).iterator().next()
-                : null;
-        return header == null ? null : new String(header.value(), StandardCharsets.UTF_8);
     }
 
     private static String lastHeader(ConsumerRecord<byte[], byte[]> record, String name) {

@@ -93,6 +93,35 @@ final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
                 .map();
     }
 
+    /** A producer of raw bytes (values up to 1 MB), acknowledged by all replicas: how a test sends what it crafted. */
+    org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> rawProducer() {
+        return new org.apache.kafka.clients.producer.KafkaProducer<>(
+                Map.of(
+                        org.apache.kafka.clients.producer.ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                        kafka().bootstrapServers(),
+                        org.apache.kafka.clients.producer.ProducerConfig.ACKS_CONFIG,
+                        "all",
+                        org.apache.kafka.clients.producer.ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+                        1_000_000),
+                new org.apache.kafka.common.serialization.ByteArraySerializer(),
+                new org.apache.kafka.common.serialization.ByteArraySerializer());
+    }
+
+    /** Every record of a topic, as bytes. */
+    List<ConsumerRecord<byte[], byte[]>> readAllBytes(String topic) {
+        return readToEnd(
+                kafka().bootstrapServers(),
+                topic,
+                new org.apache.kafka.common.serialization.ByteArrayDeserializer(),
+                new org.apache.kafka.common.serialization.ByteArrayDeserializer());
+    }
+
+    /** The first header of that name, as text: the one a DLQ reader that trusts ours would find. */
+    static String firstHeader(ConsumerRecord<byte[], byte[]> record, String name) {
+        var headers = record.headers().headers(name).iterator();
+        return headers.hasNext() ? new String(headers.next().value(), java.nio.charset.StandardCharsets.UTF_8) : null;
+    }
+
     /** GET /health of an app. */
     static java.net.http.HttpResponse<String> health(IngestApp app) throws Exception {
         return HTTP.send(
