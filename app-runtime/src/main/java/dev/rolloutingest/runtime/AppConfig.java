@@ -37,6 +37,7 @@ public abstract class AppConfig {
 
     private final boolean manyTables;
     private final HttpAccess httpAccess;
+    private final HttpLimits httpLimits;
 
     protected AppConfig(ConfigDef definition, Map<String, Object> raw) {
         this.raw = raw;
@@ -44,6 +45,7 @@ public abstract class AppConfig {
         SerdeConfig.from(raw); // registry settings fail here, naming their key
         this.httpAccess = HttpAccess.from(parsed);
         httpAccess.requireAllowedOn(parsed.getString(HTTP_HOST));
+        this.httpLimits = HttpLimits.from(parsed);
         String uri = parsed.getString(TABLE_URI).trim();
         String root = parsed.getString(TABLES_ROOT).trim();
         if (uri.isEmpty() == root.isEmpty()) {
@@ -136,6 +138,10 @@ public abstract class AppConfig {
     /** Who may call which HTTP route (tokens, TLS). */
     public HttpAccess httpAccess() {
         return httpAccess;
+    }
+
+    public HttpLimits httpLimits() {
+        return httpLimits;
     }
 
     public int healthMaxThreadReplacements() {

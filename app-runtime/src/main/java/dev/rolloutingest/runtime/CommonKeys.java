@@ -47,7 +47,7 @@ public final class CommonKeys {
     /** A ConfigDef holding the common keys; the app adds its own to it. */
     public static ConfigDef define(
             String defaultApplicationId, String defaultStateDir, int defaultHttpPort, String httpRoutes) {
-        return TableSettings.defineReads(SerdeConfig.define(HttpAccess.define(new ConfigDef())))
+        return TableSettings.defineReads(SerdeConfig.define(HttpLimits.define(HttpAccess.define(new ConfigDef()))))
                 .define(
                         BOOTSTRAP_SERVERS,
                         STRING,

@@ -152,7 +152,7 @@ public final class HttpAccess {
     }
 
     /** Refuses, naming the key, serving without tokens beyond loopback unless that is explicitly allowed. */
-    void requireAllowedOn(String host) {
+    public void requireAllowedOn(String host) {
         if (!authenticates() && !allowUnauthenticated && !loopback(host)) {
             throw new ConfigException(
                     TOKENS,
@@ -168,34 +168,56 @@ public final class HttpAccess {
         return tokens.any();
     }
 
+    /** Whether the endpoints serve TLS ({@value #KEYSTORE_PATH} is set). */
+    public boolean servesTls() {
+        return tls != null;
+    }
+
     Optional<SSLContext> tls() {
         return Optional.ofNullable(tls);
     }
 
-    /** Why this request may not go on (401: no or an unknown token; 403: a token without the role), if so. */
-    Optional<HttpEndpoint.Response> refusal(HttpExchange exchange, Access access) {
-        Role needed = needed(access, exchange.getRequestMethod());
+    /** Why a call may not go on: 401 no or an unknown token, 403 a token without the role. */
+    public record Refusal(int status, String message, String challenge) {}
+
+    /**
+     * Why a call with this {@code Authorization} header value (null when absent) may not go on, if so: the same
+     * tokens and roles for every endpoint that serves the table (HTTP, Arrow Flight).
+     *
+     * @param method the HTTP method, which decides the role of {@link Access#READ_OR_ADMIN_TO_CHANGE} ("GET" for reads)
+     */
+    public Optional<Refusal> refusal(String authorization, Access access, String method) {
+        Role needed = needed(access, method);
         if (needed == null || !authenticates()) {
             return Optional.empty();
         }
-        String header = exchange.getRequestHeaders().getFirst("Authorization");
-        if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"rollout-ingest\"");
-            return Optional.of(HttpEndpoint.Response.error(401, "a bearer token is required"));
+        if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return Optional.of(new Refusal(401, "a bearer token is required", "Bearer realm=\"rollout-ingest\""));
         }
-        BearerTokens.Holder holder = tokens.holderOf(header.substring(7).trim());
+        BearerTokens.Holder holder = tokens.holderOf(authorization.substring(7).trim());
         if (holder == null) {
-            exchange.getResponseHeaders()
-                    .set("WWW-Authenticate", "Bearer realm=\"rollout-ingest\", error=\"invalid_token\"");
-            return Optional.of(HttpEndpoint.Response.error(401, "the bearer token is not valid"));
+            return Optional.of(new Refusal(
+                    401, "the bearer token is not valid", "Bearer realm=\"rollout-ingest\", error=\"invalid_token\""));
         }
         if (!holder.role().allows(needed)) {
-            return Optional.of(HttpEndpoint.Response.error(
+            return Optional.of(new Refusal(
                     403,
                     "token '" + holder.name() + "' has the " + name(holder.role()) + " role; this needs "
-                            + name(needed)));
+                            + name(needed),
+                    null));
         }
         return Optional.empty();
+    }
+
+    /** Why this request may not go on (401: no or an unknown token; 403: a token without the role), if so. */
+    Optional<HttpEndpoint.Response> refusal(HttpExchange exchange, Access access) {
+        return refusal(exchange.getRequestHeaders().getFirst("Authorization"), access, exchange.getRequestMethod())
+                .map(refused -> {
+                    if (refused.challenge() != null) {
+                        exchange.getResponseHeaders().set("WWW-Authenticate", refused.challenge());
+                    }
+                    return HttpEndpoint.Response.error(refused.status(), refused.message());
+                });
     }
 
     private Role needed(Access access, String method) {

@@ -13,14 +13,23 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The JDK's own HTTP server, for /metrics, /health and the small admin and read APIs: no framework to
  * pull in for a handful of JSON routes, and it starts in milliseconds. Loopback by default.
+ *
+ * <p>Health first: /health and /metrics run on two control threads of their own, every route that reads or changes
+ * data on a bounded pool of data threads ({@link HttpLimits}), and an answer whose client stops reading is dropped
+ * after the stall limit ({@link StalledClients}), so neither slow data nor a stalled client keeps a probe waiting.
  */
 public final class HttpEndpoint implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(HttpEndpoint.class);
@@ -99,7 +108,12 @@ public final class HttpEndpoint implements AutoCloseable {
     }
 
     private final HttpServer server;
-    private final ExecutorService executor;
+    /** Runs every request's first step, and the whole of /health and /metrics: never waits on data. */
+    private final ExecutorService control;
+    /** Runs the routes that read or change data, bounded by {@link HttpLimits#dataThreads()}. */
+    private final ThreadPoolExecutor data;
+
+    private final StalledClients stalled;
     private final HttpAccess access;
 
     /** An endpoint without authentication: loopback only. */
@@ -108,6 +122,10 @@ public final class HttpEndpoint implements AutoCloseable {
     }
 
     public HttpEndpoint(String host, int port, HttpAccess access) {
+        this(host, port, access, HttpLimits.DEFAULTS);
+    }
+
+    public HttpEndpoint(String host, int port, HttpAccess access, HttpLimits limits) {
         access.requireAllowedOn(host);
         this.access = access;
         try {
@@ -125,39 +143,99 @@ public final class HttpEndpoint implements AutoCloseable {
                             + "); choose another with http.host / http.port (HTTP_HOST / HTTP_PORT)",
                     e);
         }
-        this.executor = Executors.newFixedThreadPool(4, r -> {
-            Thread t = new Thread(r, "http-" + port);
+        int bound = server.getAddress().getPort();
+        this.control = Executors.newFixedThreadPool(2, daemon("http-" + bound + "-control"));
+        this.data = new ThreadPoolExecutor(
+                limits.dataThreads(),
+                limits.dataThreads(),
+                0,
+                TimeUnit.MILLISECONDS,
+                new ArrayBlockingQueue<>(limits.dataThreads()),
+                daemon("http-" + bound + "-data"));
+        this.stalled = new StalledClients(limits.stallTimeoutMs(), "http-" + bound + "-stalls");
+        server.setExecutor(control);
+    }
+
+    private static ThreadFactory daemon(String name) {
+        return r -> {
+            Thread t = new Thread(r, name);
             t.setDaemon(true);
             return t;
-        });
-        server.setExecutor(executor);
+        };
     }
 
     /**
      * Adds a route for a path prefix (the JDK server matches the longest prefix), open to callers with what
-     * {@code access} asks (checked before the route runs).
+     * {@code access} asks (checked before the route runs). {@link HttpAccess.Access#PUBLIC} and
+     * {@link HttpAccess.Access#METRICS} routes (/health, /metrics) run on the control threads; every other route on
+     * the data threads, so no read, however slow its client, keeps a probe waiting.
      */
     public HttpEndpoint route(String path, HttpAccess.Access access, Route route) {
+        boolean controlLane = access == HttpAccess.Access.PUBLIC || access == HttpAccess.Access.METRICS;
         server.createContext(path, exchange -> {
-            Response response;
-            try {
-                response = this.access.refusal(exchange, access).orElse(null);
-                if (response == null) {
-                    response = route.handle(exchange);
-                }
-            } catch (Exception e) {
-                response = Response.failure(
-                        500,
-                        "internal error while serving " + exchange.getRequestMethod() + " "
-                                + exchange.getRequestURI().getPath(),
-                        e);
+            if (controlLane) {
+                serve(exchange, access, route);
+                return;
             }
-            send(exchange, response);
+            try {
+                data.execute(() -> {
+                    boolean answered = false;
+                    try {
+                        serve(exchange, access, route);
+                        answered = true;
+                    } catch (IOException | RuntimeException e) {
+                        log.debug(
+                                "HTTP answer to {} not completed: {}",
+                                exchange.getRequestURI().getPath(),
+                                e.toString());
+                    } finally {
+                        if (answered) {
+                            exchange.close();
+                        } else {
+                            // an answer cut short must not end cleanly: drop the connection, never close the body
+                            StalledClients.drop(exchange);
+                        }
+                    }
+                });
+            } catch (RejectedExecutionException e) {
+                Response busy = new Response(
+                        503,
+                        "application/json",
+                        Response.error(
+                                        503,
+                                        "every data thread of this endpoint is busy (" + HttpLimits.DATA_THREADS
+                                                + "); retry shortly")
+                                .body(),
+                        Map.of("Retry-After", "1"),
+                        null);
+                try {
+                    send(exchange, busy, stalled);
+                } finally {
+                    exchange.close();
+                }
+            }
         });
         return this;
     }
 
-    private static void send(HttpExchange exchange, Response response) throws IOException {
+    private void serve(HttpExchange exchange, HttpAccess.Access needed, Route route) throws IOException {
+        Response response;
+        try {
+            response = this.access.refusal(exchange, needed).orElse(null);
+            if (response == null) {
+                response = route.handle(exchange);
+            }
+        } catch (Exception e) {
+            response = Response.failure(
+                    500,
+                    "internal error while serving " + exchange.getRequestMethod() + " "
+                            + exchange.getRequestURI().getPath(),
+                    e);
+        }
+        send(exchange, response, stalled);
+    }
+
+    private static void send(HttpExchange exchange, Response response, StalledClients stalled) throws IOException {
         exchange.getResponseHeaders().set("Content-Type", response.contentType());
         response.headers()
                 .forEach((name, value) -> exchange.getResponseHeaders().set(name, value));
@@ -172,7 +250,7 @@ public final class HttpEndpoint implements AutoCloseable {
                 }
                 throw e;
             }
-            OutputStream out = exchange.getResponseBody();
+            OutputStream out = stalled.guard(exchange);
             try {
                 response.stream().write(out);
             } catch (Exception e) {
@@ -190,12 +268,13 @@ public final class HttpEndpoint implements AutoCloseable {
             return;
         }
         exchange.sendResponseHeaders(response.status(), response.body().length == 0 ? -1 : response.body().length);
-        try (OutputStream out = exchange.getResponseBody()) {
+        try (OutputStream out = stalled.guard(exchange)) {
             out.write(response.body());
         }
     }
 
     public HttpEndpoint start() {
+        stalled.start();
         server.start();
         log.info(
                 "HTTP endpoint on {} ({})",
@@ -216,10 +295,13 @@ public final class HttpEndpoint implements AutoCloseable {
     @Override
     public void close() {
         server.stop(0);
-        executor.shutdownNow();
+        stalled.close();
+        control.shutdownNow();
+        data.shutdownNow();
         try {
             // a streamed answer still closing releases what it read (a table closed after this sees no reads)
-            executor.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
+            data.awaitTermination(5, TimeUnit.SECONDS);
+            control.awaitTermination(1, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -57,7 +57,7 @@ public abstract class RolloutApp implements AutoCloseable {
                 registry,
                 config.healthMaxThreadReplacements(),
                 config.healthThreadReplacementWindowMs());
-        this.http = new HttpEndpoint(config.httpHost(), config.httpPort(), config.httpAccess());
+        this.http = new HttpEndpoint(config.httpHost(), config.httpPort(), config.httpAccess(), config.httpLimits());
         Observability.mountMetrics(http, registry);
     }
 

@@ -39,7 +39,11 @@ public final class ChildJvm implements AutoCloseable {
             String... jvmArgs) {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> command = new ArrayList<>(launcher);
-        command.addAll(List.of(java, "-Xmx512m", "--add-opens=java.base/java.nio=ALL-UNNAMED"));
+        command.addAll(List.of(
+                java,
+                "-Xmx512m",
+                "--add-opens=java.base/java.nio=ALL-UNNAMED",
+                "--add-opens=jdk.httpserver/sun.net.httpserver=ALL-UNNAMED"));
         command.addAll(List.of(jvmArgs));
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(args);

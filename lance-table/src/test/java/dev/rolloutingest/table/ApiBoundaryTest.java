@@ -43,6 +43,7 @@ class ApiBoundaryTest {
             "reads.ScanQuery", // bulk reads for training: the query, its answer and the tail's cursor
             "reads.RowStream",
             "reads.TailCursor",
+            "reads.PartitionShare", // one of several data-parallel readers' shares of a read
             "merge.TableMerges", // the one way a table is merged: requests, their results
             "merge.MergeRequest",
             "merge.MergeResult",

@@ -154,11 +154,21 @@ final class DemoCommand implements Callable<Integer> {
                     HttpAccess.Access.PUBLIC,
                     exchange -> HttpEndpoint.Response.json(200, Map.of("app", "rollout-read", "table", catalog.uri())));
             readApi.start();
+            FlightReads flight = remember(
+                    open,
+                    FlightReads.start(
+                            catalog,
+                            IngestConfig.of(ingestProps).input().inputTopic(),
+                            "127.0.0.1",
+                            0,
+                            HttpAccess.OPEN,
+                            dev.rolloutingest.runtime.HttpLimits.DEFAULTS));
             say("ingest   /metrics /health  %s", ingest.http().baseUrl());
             say(
                     "merge    /metrics /health /pending /cooldowns /merge/{shard}  %s",
                     merge.http().baseUrl());
             say("read API %s  %s", many ? "/tables /tables/{table}/rollouts" : "/rollouts", readApi.baseUrl());
+            say("Arrow Flight reads (scan and tail by shares, for data-parallel trainers)  %s", flight.location());
 
             DemoPublisher publisher = new DemoPublisher(
                     kafka.bootstrapServers(), registry.confluentUrl(), EXPERIMENT, records, tables, payloadBytes);

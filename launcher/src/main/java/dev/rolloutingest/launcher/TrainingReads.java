@@ -5,6 +5,7 @@ import dev.rolloutingest.runtime.HttpEndpoint;
 import dev.rolloutingest.runtime.HttpEndpoint.Response;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.reads.PartitionShare;
 import dev.rolloutingest.table.reads.RowStream;
 import dev.rolloutingest.table.reads.ScanQuery;
 import dev.rolloutingest.table.reads.TailCursor;
@@ -25,13 +26,15 @@ import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 /**
  * Reads for training over HTTP, as Arrow IPC streams ({@value #ARROW_STREAM}) written while the client reads them:
  * <pre>
- * GET {prefix}:scan?columns=&amp;experiment=&amp;policy_version_min=&amp;...&amp;limit=&amp;batch_rows=&amp;snapshot=
+ * GET {prefix}:scan?columns=&amp;experiment=&amp;policy_version_min=&amp;...&amp;limit=&amp;batch_rows=&amp;snapshot=&amp;share=
  *     every key's newest value (base + pending), deletes hidden; header Rollout-Cursor: where a tail goes on from
- * GET {prefix}:tail?cursor=&amp;columns=&amp;(filters)&amp;max_offsets=&amp;batch_rows=
+ * GET {prefix}:tail?cursor=&amp;columns=&amp;(filters)&amp;max_offsets=&amp;batch_rows=&amp;share=
  *     the keys whose newest row became readable after the cursor (none = from the start), values and deletes
  *     (column _deleted), each once; Rollout-Cursor: the next cursor; Rollout-Tail-More: true when a partition had
  *     more than max_offsets new offsets (tail again at once)
  * </pre>
+ * {@code share=i/n} reads one of n disjoint shares, by the partition of each key's newest row
+ * ({@link PartitionShare}): n data-parallel readers get every key once between them.
  * 400 a bad parameter, column, filter, limit or cursor (the reason in the JSON body); 404 an unknown snapshot; 410 a
  * cursor the table can no longer answer exactly (scan again and tail from the scan's cursor); 429 too many reads at
  * once; 503 the table cannot be read now. A failure once the stream has begun drops the connection, so a client's
@@ -54,8 +57,10 @@ final class TrainingReads {
             "include_in_training",
             "created_from",
             "created_before");
-    private static final Set<String> SCAN_PARAMS = params("columns", "limit", "batch_rows", "snapshot");
-    private static final Set<String> TAIL_PARAMS = params("cursor", "columns", "max_offsets", "batch_rows");
+    private static final Set<String> SCAN_PARAMS = params("columns", "limit", "batch_rows", "snapshot", "share");
+    private static final Set<String> TAIL_PARAMS = params("cursor", "columns", "max_offsets", "batch_rows", "share");
+    /** A Flight read's parameters: its cursor and share are the ticket's. */
+    static final Set<String> FLIGHT_PARAMS = params("columns", "max_offsets", "batch_rows");
 
     private final String topic;
 
@@ -194,6 +199,10 @@ final class TrainingReads {
             }
             query = query.withIncludeInTraining(Boolean.parseBoolean(training));
         }
+        String share = params.get("share");
+        if (share != null) {
+            query = query.withShare(PartitionShare.parse(share));
+        }
         return query.withBatchRows((int) longParam(params, "batch_rows", 0, 1, Integer.MAX_VALUE));
     }
 
@@ -203,7 +212,7 @@ final class TrainingReads {
         return all;
     }
 
-    private static void check(Map<String, String> params, Set<String> allowed) {
+    static void check(Map<String, String> params, Set<String> allowed) {
         for (String name : params.keySet()) {
             if (!allowed.contains(name)) {
                 throw new IllegalArgumentException(

@@ -49,7 +49,7 @@ public final class BulkReads {
                 Schema schema = StreamSchema.of(snapshot.base, query.columns(), false);
                 PendingKeys pending = pendingKeys(snapshot);
                 Map<Integer, Long> head = offsets.head(snapshot, topic);
-                String filter = query.sqlFilter();
+                String filter = PassPlanner.and(query.sqlFilter(), query.share().sql());
                 List<StreamPass> passes = planner.scan(snapshot, filter, pending);
                 return stream(
                         schema,
@@ -78,7 +78,9 @@ public final class BulkReads {
             return open(() -> {
                 Schema schema = StreamSchema.of(version, query.columns(), false);
                 Map<Integer, Long> head = offsets.head(version, topic);
-                List<StreamPass> passes = planner.scanVersion(version, query.sqlFilter());
+                List<StreamPass> passes = planner.scanVersion(
+                        version,
+                        PassPlanner.and(query.sqlFilter(), query.share().sql()));
                 return stream(
                         schema,
                         false,
@@ -120,6 +122,8 @@ public final class BulkReads {
                 offsets.requireOneTopic(snapshot, topic);
                 Map<Integer, Long> head = offsets.head(snapshot, topic);
                 offsets.refuseStale(from, head);
+                // a share reads its partitions only: their values and deletes; its cursor moves on those alone
+                head.keySet().removeIf(partition -> !query.share().holds(partition));
                 CursorOffsets.Window window = CursorOffsets.window(from, head, span);
                 TailCursor cursor = window.cursorAfter(from, topic);
                 if (CursorOffsets.range(from, window.upTo()) == null) { // nothing new: no scan at all

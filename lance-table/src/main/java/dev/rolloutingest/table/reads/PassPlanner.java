@@ -166,8 +166,8 @@ final class PassPlanner {
             String filter) {
         for (Map.Entry<String, List<ReadCatalog.Pending>> shard : snapshot.pendingByShard.entrySet()) {
             int partition = partitions.partition(topic, shard.getKey());
-            if (partition < 0) {
-                continue; // a shard of another topic: not this tail's
+            if (partition < 0 || !upTo.containsKey(partition)) {
+                continue; // a shard of another topic, or of a partition outside this tail's share
             }
             long after = from.offset(partition);
             long end = upTo.getOrDefault(partition, after);
@@ -190,7 +190,7 @@ final class PassPlanner {
         }
     }
 
-    private static String and(String a, String b) {
+    static String and(String a, String b) {
         if (a == null) {
             return b;
         }

@@ -22,6 +22,8 @@ import java.util.function.Consumer;
  * @param createdBefore only rows created before this
  * @param limit the most rows of the answer (0 = every row)
  * @param batchRows rows per Arrow batch (0 = the table's setting); at most the table's setting
+ * @param share which share of the keys, by the partition of their newest row, for one of several data-parallel
+ *     readers ({@link PartitionShare#ALL} = every key)
  */
 public record ScanQuery(
         List<String> columns,
@@ -34,9 +36,11 @@ public record ScanQuery(
         Instant createdFrom,
         Instant createdBefore,
         long limit,
-        int batchRows) {
+        int batchRows,
+        PartitionShare share) {
 
     public ScanQuery {
+        share = share == null ? PartitionShare.ALL : share;
         columns = List.copyOf(columns);
         if (limit < 0) {
             throw new IllegalArgumentException("limit must be >= 0 (0 = every row), was " + limit);
@@ -64,7 +68,7 @@ public record ScanQuery(
 
     /** Every row, every column. */
     public static ScanQuery all() {
-        return new ScanQuery(List.of(), null, null, null, null, null, null, null, null, 0, 0);
+        return new ScanQuery(List.of(), null, null, null, null, null, null, null, null, 0, 0, PartitionShare.ALL);
     }
 
     public ScanQuery withColumns(List<String> value) {
@@ -108,6 +112,10 @@ public record ScanQuery(
         return with(q -> q.batchRows = value);
     }
 
+    public ScanQuery withShare(PartitionShare value) {
+        return with(q -> q.share = value);
+    }
+
     /** A copy of this query with some of its parts changed: each wither names only what it changes. */
     private ScanQuery with(Consumer<Parts> change) {
         Parts q = new Parts(this);
@@ -123,7 +131,8 @@ public record ScanQuery(
                 q.createdFrom,
                 q.createdBefore,
                 q.limit,
-                q.batchRows);
+                q.batchRows,
+                q.share);
     }
 
     /** The parts of a query while a copy of it is changed. */
@@ -139,6 +148,7 @@ public record ScanQuery(
         Instant createdBefore;
         long limit;
         int batchRows;
+        PartitionShare share;
 
         Parts(ScanQuery query) {
             columns = query.columns;
@@ -152,10 +162,14 @@ public record ScanQuery(
             createdBefore = query.createdBefore;
             limit = query.limit;
             batchRows = query.batchRows;
+            share = query.share;
         }
     }
 
-    /** The filters as one Lance SQL predicate; null when there is none. */
+    /**
+     * The filters as one Lance SQL predicate; null when there is none. The share is not among them: a scan adds it as
+     * a filter of the newest rows, a tail reads its share's partitions only (deletes included).
+     */
     public String sqlFilter() {
         List<String> terms = new ArrayList<>();
         if (experiment != null) {
