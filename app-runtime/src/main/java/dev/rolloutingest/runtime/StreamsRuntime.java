@@ -14,10 +14,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.Supplier;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.slf4j.Logger;
@@ -40,6 +45,8 @@ public final class StreamsRuntime implements AutoCloseable {
     private final Deque<Long> replacements = new ArrayDeque<>();
     private volatile String lastThreadError;
     private final FailedMemberRemoval failedMembers;
+    /** A stream thread that has not polled for longer than this is stuck: Kafka has already taken its partitions. */
+    private final long stuckAfterMs;
 
     public StreamsRuntime(String name, Topology topology, Properties props, MeterRegistry registry) {
         this(name, topology, props, registry, 0, 1);
@@ -63,6 +70,7 @@ public final class StreamsRuntime implements AutoCloseable {
         this.replacementCounter = Counter.builder("rollout.streams.thread.replacements")
                 .description("Stream threads that failed and were replaced (their uncommitted work is redone)")
                 .register(registry);
+        this.stuckAfterMs = maxPollIntervalMs(props);
         this.streams = new KafkaStreams(topology, props);
         this.failedMembers = new FailedMemberRemoval(name, props, this::streamThreadNames);
         this.streams.setUncaughtExceptionHandler(error -> {
@@ -116,12 +124,56 @@ public final class StreamsRuntime implements AutoCloseable {
                 || state == KafkaStreams.State.CREATED)) {
             problems.add("Kafka Streams is " + state);
         }
+        if (state == KafkaStreams.State.RUNNING || state == KafkaStreams.State.REBALANCING) {
+            stuckThreads()
+                    .forEach((thread, secondsAgo) -> problems.add(thread + " has not polled Kafka for "
+                            + Math.round(secondsAgo) + " s, over max.poll.interval.ms (" + stuckAfterMs / 1000
+                            + " s): it is stuck in its work (its partitions went to another member)"));
+        }
         int recent = recentReplacements(System.currentTimeMillis());
         if (maxReplacements > 0 && recent > maxReplacements) {
             problems.add(recent + " stream threads failed and were replaced in the last " + replacementWindowMs / 1000
                     + " s (limit " + maxReplacements + "); last error: " + lastThreadError);
         }
         return problems;
+    }
+
+    /**
+     * The stream threads whose main consumer last polled longer ago than max.poll.interval.ms, with how long ago: a
+     * thread blocked for good (a call into a store or a native library that never returns) still looks RUNNING to
+     * Kafka Streams, so /health asks the consumer's own clock.
+     */
+    Map<String, Double> stuckThreads() {
+        Map<String, Double> stuck = new TreeMap<>();
+        for (Map.Entry<MetricName, ? extends Metric> metric : streams.metrics().entrySet()) {
+            MetricName id = metric.getKey();
+            String client = id.tags().get("client-id");
+            if (!"last-poll-seconds-ago".equals(id.name())
+                    || !"consumer-metrics".equals(id.group())
+                    || client == null
+                    || !client.endsWith("-consumer")
+                    || client.endsWith("-restore-consumer")) {
+                continue; // the restore consumer polls only while it restores
+            }
+            if (metric.getValue().metricValue() instanceof Number secondsAgo
+                    && secondsAgo.doubleValue() * 1000 > stuckAfterMs) {
+                stuck.put(client.substring(0, client.length() - "-consumer".length()), secondsAgo.doubleValue());
+            }
+        }
+        return stuck;
+    }
+
+    private static long maxPollIntervalMs(Properties props) {
+        for (String key : List.of(
+                StreamsConfig.mainConsumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG),
+                StreamsConfig.consumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG),
+                ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG)) {
+            Object value = props.get(key);
+            if (value != null) {
+                return Long.parseLong(value.toString().trim());
+            }
+        }
+        return 300_000; // Kafka's default
     }
 
     private int recentReplacements(long now) {

@@ -246,6 +246,11 @@ final class DemoCommand implements Callable<Integer> {
                 System.out.printf(
                         "  export BOOTSTRAP_SERVERS=%s%n  export SCHEMA_REGISTRY_URL=%s%n",
                         kafka.bootstrapServers(), registry.confluentUrl());
+                say("for trainers (python/rollout_ingest, a share per rank):");
+                System.out.printf(
+                        "  PYTHONPATH=python python3 -c \"from rollout_ingest import RolloutTail;"
+                                + " print(sum(1 for _ in RolloutTail('%s', follow=False)))\"%n",
+                        flight.location());
                 Launcher.KeepRunning.request();
                 say("running until Ctrl-C (started %.0f s ago)", (System.nanoTime() - started) / 1e9);
                 CountDownLatch stop = new CountDownLatch(1);
