@@ -21,7 +21,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.apache.arrow.flight.BackpressureStrategy;
 import org.apache.arrow.flight.CallHeaders;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightDescriptor;
@@ -202,16 +201,14 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
             metadata.put(MORE_KEY, Boolean.toString(stream.more()));
             Schema schema = new Schema(rows.getSchema().getFields(), metadata);
             VectorSchemaRoot sent = new VectorSchemaRoot(schema, rows.getFieldVectors(), 0);
-            BackpressureStrategy backpressure = new BackpressureStrategy.CallbackBackpressureStrategy();
-            backpressure.register(listener);
             listener.start(sent);
             while (stream.loadNextBatch()) {
                 sent.setRowCount(rows.getRowCount());
-                BackpressureStrategy.WaitResult ready = backpressure.waitForListener(stallTimeoutMs);
-                if (ready == BackpressureStrategy.WaitResult.CANCELLED) {
+                Ready ready = awaitReady(listener);
+                if (ready == Ready.CANCELLED) {
                     return; // the client went away: the stream is closed, its read released
                 }
-                if (ready == BackpressureStrategy.WaitResult.TIMEOUT) {
+                if (ready == Ready.TIMEOUT) {
                     listener.error(CallStatus.TIMED_OUT
                             .withDescription("the client read nothing for " + stallTimeoutMs + " ms ("
                                     + HttpLimits.STALL_TIMEOUT_MS + "): the stream was ended")
@@ -221,9 +218,39 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
                 listener.putNext();
             }
             listener.completed();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            listener.error(CallStatus.CANCELLED
+                    .withDescription("the server is stopping")
+                    .toRuntimeException());
         } catch (IOException | RuntimeException e) {
             listener.error(status(e).toRuntimeException());
         }
+    }
+
+    private enum Ready {
+        READY,
+        CANCELLED,
+        TIMEOUT
+    }
+
+    /**
+     * Waits until the client can take the next batch, at most the stall limit. Polls the listener's own readiness
+     * (1 ms pauses) rather than waiting on Flight's on-ready callback: a callback missed while the client paused
+     * would otherwise hold a live client's stream until the limit and end it.
+     */
+    private Ready awaitReady(ServerStreamListener listener) throws InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(stallTimeoutMs);
+        while (!listener.isReady()) {
+            if (listener.isCancelled()) {
+                return Ready.CANCELLED;
+            }
+            if (System.nanoTime() > deadline) {
+                return Ready.TIMEOUT;
+            }
+            Thread.sleep(1);
+        }
+        return listener.isCancelled() ? Ready.CANCELLED : Ready.READY;
     }
 
     private RolloutTable table(String name) {

@@ -245,6 +245,44 @@ class FlightReadsTest {
                 .contains("\"share\":\"0/4\"");
     }
 
+    @Test
+    void aStreamWhoseClientStopsReadingIsEndedWithinTheStallLimit() throws Exception {
+        RolloutGenerator big = new RolloutGenerator("exp-big", 16 * 1024, 9);
+        List<RolloutRow> rows = new ArrayList<>();
+        for (long offset = 60; offset < 2060; offset++) { // 2,000 rows of 16 KiB: more than the buffers on the way hold
+            rows.add(new RolloutRow(big.rollout(offset, 1), 3, offset, Instant.now()));
+        }
+        table.generations().write(TOPIC, 3, 60, 2059, rows, rows.size() * 16 * 1024L);
+        long stallMs = 500;
+        try (FlightReads strict = FlightReads.start(
+                        TableCatalog.single(table),
+                        TOPIC,
+                        "127.0.0.1",
+                        0,
+                        HttpAccess.OPEN,
+                        new HttpLimits(2, stallMs));
+                FlightClient reader = FlightClient.builder(
+                                allocator, Location.forGrpcInsecure("127.0.0.1", strict.port()))
+                        .build()) {
+            ObjectNode command = JSON.createObjectNode().put("read", "scan").put("shares", 1);
+            FlightInfo info = reader.getInfo(FlightDescriptor.command(JSON.writeValueAsBytes(command)));
+            try (FlightStream stream =
+                    reader.getStream(info.getEndpoints().get(0).getTicket())) {
+                assertThat(stream.next()).isTrue(); // the stream runs; then the client reads nothing for a while
+                Thread.sleep(stallMs * 6);
+                assertThatThrownBy(() -> {
+                            while (stream.next()) {
+                                // drain what was buffered before the server ended the stream
+                            }
+                        })
+                        .isInstanceOfSatisfying(FlightRuntimeException.class, e -> {
+                            assertThat(e.status().code()).isEqualTo(FlightStatusCode.TIMED_OUT);
+                            assertThat(e.getMessage()).contains(HttpLimits.STALL_TIMEOUT_MS);
+                        });
+            }
+        }
+    }
+
     private static HeaderCallOption bearer(String token) {
         CallHeaders headers = new FlightCallHeaders();
         headers.insert("authorization", "Bearer " + token);
