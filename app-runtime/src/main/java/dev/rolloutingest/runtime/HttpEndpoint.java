@@ -86,6 +86,12 @@ public final class HttpEndpoint implements AutoCloseable {
             return error(status, e.getMessage());
         }
 
+        /** A refusal for now (busy): the JSON error and {@code Retry-After: 1}. */
+        public static Response retryLater(int status, String message) {
+            return new Response(
+                    status, "application/json", error(status, message).body(), Map.of("Retry-After", "1"), null);
+        }
+
         public static Response error(int status, String message) {
             return json(status, Map.of("error", message, "status", status));
         }
@@ -198,16 +204,9 @@ public final class HttpEndpoint implements AutoCloseable {
                     }
                 });
             } catch (RejectedExecutionException e) {
-                Response busy = new Response(
+                Response busy = Response.retryLater(
                         503,
-                        "application/json",
-                        Response.error(
-                                        503,
-                                        "every data thread of this endpoint is busy (" + HttpLimits.DATA_THREADS
-                                                + "); retry shortly")
-                                .body(),
-                        Map.of("Retry-After", "1"),
-                        null);
+                        "every data thread of this endpoint is busy (" + HttpLimits.DATA_THREADS + "); retry shortly");
                 try {
                     send(exchange, busy, stalled);
                 } finally {

@@ -102,6 +102,10 @@ final class StalledClients implements AutoCloseable {
         ticker.shutdownNow();
     }
 
+    private interface BodyCall {
+        void run() throws IOException;
+    }
+
     /** A body whose blocking calls are timed while they run. */
     private final class GuardedBody extends FilterOutputStream {
         final HttpExchange exchange;
@@ -115,45 +119,29 @@ final class StalledClients implements AutoCloseable {
 
         @Override
         public void write(int b) throws IOException {
-            begin();
-            try {
-                out.write(b);
-            } catch (IOException e) {
-                throw failed(e);
-            } finally {
-                end();
-            }
+            timed(() -> out.write(b));
         }
 
         @Override
         public void write(byte[] b, int off, int len) throws IOException {
-            begin();
-            try {
-                out.write(b, off, len);
-            } catch (IOException e) {
-                throw failed(e);
-            } finally {
-                end();
-            }
+            timed(() -> out.write(b, off, len));
         }
 
         @Override
         public void flush() throws IOException {
-            begin();
-            try {
-                out.flush();
-            } catch (IOException e) {
-                throw failed(e);
-            } finally {
-                end();
-            }
+            timed(out::flush);
         }
 
         @Override
         public void close() throws IOException {
+            timed(out::close);
+        }
+
+        /** Runs one blocking call of the body, watched while it runs. */
+        private void timed(BodyCall call) throws IOException {
             begin();
             try {
-                out.close();
+                call.run();
             } catch (IOException e) {
                 throw failed(e);
             } finally {

@@ -181,7 +181,7 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
             ScanQuery query = TrainingReads.query(params)
                     .withShare(share == null ? PartitionShare.ALL : PartitionShare.parse(share));
             String cursor = text(read, "cursor");
-            long maxOffsets = params.containsKey("max_offsets") ? Long.parseLong(params.get("max_offsets")) : 0;
+            long maxOffsets = TrainingReads.maxOffsets(params);
             stream = table.tail(
                     cursor == null ? table.startCursor(topic) : TailCursor.decode(cursor), topic, query, maxOffsets);
         } catch (RuntimeException e) {

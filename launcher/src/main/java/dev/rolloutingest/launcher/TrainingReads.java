@@ -103,7 +103,7 @@ final class TrainingReads {
             ScanQuery query = query(params);
             String cursor = params.get("cursor");
             TailCursor from = cursor == null ? table.startCursor(topic) : TailCursor.decode(cursor);
-            long maxOffsets = longParam(params, "max_offsets", 0, 1, Long.MAX_VALUE);
+            long maxOffsets = maxOffsets(params);
             RowStream stream = table.tail(from, topic, query, maxOffsets);
             return stream(
                     stream,
@@ -153,12 +153,7 @@ final class TrainingReads {
         } catch (RolloutTableException.StaleCursor e) {
             return Response.error(410, e.getMessage());
         } catch (RolloutTableException.Busy e) {
-            return new Response(
-                    429,
-                    "application/json",
-                    Response.error(429, e.getMessage()).body(),
-                    Map.of("Retry-After", "1"),
-                    null);
+            return Response.retryLater(429, e.getMessage());
         } catch (RolloutTableException.TooManyPendingRows e) {
             return Response.error(503, e.getMessage());
         } catch (RolloutTableException.PendingBacklogTooLarge e) {
@@ -204,6 +199,11 @@ final class TrainingReads {
             query = query.withShare(PartitionShare.parse(share));
         }
         return query.withBatchRows((int) longParam(params, "batch_rows", 0, 1, Integer.MAX_VALUE));
+    }
+
+    /** The offsets per partition a tail answer may cover, {@code max_offsets} (0 = the table's setting). */
+    static long maxOffsets(Map<String, String> params) {
+        return longParam(params, "max_offsets", 0, 1, Long.MAX_VALUE);
     }
 
     private static Set<String> params(String... own) {

@@ -77,13 +77,7 @@ class FlightReadsTest {
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, p)).limits(100, Long.MAX_VALUE));
             write(p, 40, puts(p, 40, 59)); // pending
         }
-        flight = FlightReads.start(
-                TableCatalog.single(table),
-                TOPIC,
-                "127.0.0.1",
-                0,
-                HttpAccess.fromEnv(Map.of("HTTP_AUTH_TOKENS", "trainer:read:" + READ_TOKEN)),
-                HttpLimits.DEFAULTS);
+        flight = serve(table, READ_TOKEN);
         allocator = new RootAllocator();
         client = FlightClient.builder(allocator, Location.forGrpcInsecure("127.0.0.1", flight.port()))
                 .build();
@@ -281,6 +275,17 @@ class FlightReadsTest {
                         });
             }
         }
+    }
+
+    /** Flight reads of {@code table} on a free loopback port, for holders of {@code readToken}. */
+    static FlightReads serve(RolloutTable table, String readToken) throws java.io.IOException {
+        return FlightReads.start(
+                TableCatalog.single(table),
+                TOPIC,
+                "127.0.0.1",
+                0,
+                HttpAccess.fromEnv(Map.of("HTTP_AUTH_TOKENS", "trainer:read:" + readToken)),
+                HttpLimits.DEFAULTS);
     }
 
     private static HeaderCallOption bearer(String token) {

@@ -4,14 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.rolloutingest.runtime.HttpAccess;
-import dev.rolloutingest.runtime.HttpLimits;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -67,13 +64,7 @@ class PythonTrainerIT {
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, p)).limits(100, Long.MAX_VALUE));
             write(p, 200); // pending
         }
-        flight = FlightReads.start(
-                TableCatalog.single(table),
-                TOPIC,
-                "127.0.0.1",
-                0,
-                HttpAccess.fromEnv(Map.of("HTTP_AUTH_TOKENS", "trainer:read:" + TOKEN)),
-                HttpLimits.DEFAULTS);
+        flight = FlightReadsTest.serve(table, TOKEN);
     }
 
     @AfterAll
