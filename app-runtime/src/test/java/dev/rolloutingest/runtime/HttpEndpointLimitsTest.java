@@ -38,7 +38,7 @@ class HttpEndpointLimitsTest {
     }
 
     @Test
-    void healthAnswersWithinASecondWhileEveryDataThreadIsHeldAndAFullQueueGets503() throws Exception {
+    void healthAnswersWhileEveryDataThreadIsHeldAndAFullQueueGets503() throws Exception {
         int threads = 2;
         CountDownLatch entered = new CountDownLatch(threads);
         CountDownLatch release = new CountDownLatch(1);
@@ -62,15 +62,16 @@ class HttpEndpointLimitsTest {
                 .isTrue();
         Thread.sleep(200); // the queued requests reach the queue
 
-        long started = System.nanoTime();
+        // the held requests are released only after this: a /health queued behind them would never answer, so
+        // answering at all is the behaviour; the bound is only there to end the test
         HttpResponse<String> health = client.send(
                 HttpRequest.newBuilder(URI.create(http.baseUrl() + "/health"))
-                        .timeout(Duration.ofSeconds(1))
+                        .timeout(Duration.ofSeconds(20))
                         .build(),
                 HttpResponse.BodyHandlers.ofString());
-        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-        assertThat(health.statusCode()).isEqualTo(200);
-        assertThat(tookMs).as("/health waits behind no data thread").isLessThan(1_000);
+        assertThat(health.statusCode())
+                .as("/health waits behind no data thread")
+                .isEqualTo(200);
 
         HttpResponse<String> overflow = client.send(get(http, "/hold"), HttpResponse.BodyHandlers.ofString());
         assertThat(overflow.statusCode()).isEqualTo(503);
@@ -121,8 +122,9 @@ class HttpEndpointLimitsTest {
             long blockedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lastWriteStarted.get());
             assertThat(ended).hasMessageContaining(HttpLimits.STALL_TIMEOUT_MS);
             assertThat(blockedMs)
-                    .as("the blocked write ended within the limit and a tick of the watch")
-                    .isLessThan(stallMs + 2_000);
+                    .as("dropped for the stall, not before the limit (and not left blocked)")
+                    .isGreaterThanOrEqualTo(stallMs)
+                    .isLessThan(20_000);
 
             // the only data thread is free again
             HttpResponse<String> next = client.send(get(http, "/small"), HttpResponse.BodyHandlers.ofString());
