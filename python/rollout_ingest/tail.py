@@ -47,7 +47,8 @@ def _identity(row):
 class RolloutTail(_Base):
     """Iterates the rollouts of one share of a table as dicts (column -> value), each once.
 
-    location: the Flight address ``serve`` prints (``grpc+tcp://host:8093``).
+    location: the Flight address ``serve`` prints (``grpc+tcp://host:8093``, or ``grpc+tls://`` when it serves TLS).
+    tls_root_certs: PEM of the certificates to trust for ``grpc+tls`` (None: the system's).
     token: a bearer token with the read role (None when the server asks none).
     rank, world_size: this reader's share (default: torch.distributed, else RANK / WORLD_SIZE, else 0 of 1).
     columns: the columns to read (None: every column); filters: the HTTP API's filters (``experiment``, ...).
@@ -64,7 +65,7 @@ class RolloutTail(_Base):
 
     def __init__(self, location, token=None, rank=None, world_size=None, columns=None, filters=None, table=None,
                  state_path=None, follow=True, poll_seconds=1.0, shuffle_buffer=0, seed=0, include_deletes=False,
-                 batch_rows=None, max_offsets=None, retry_seconds=300.0):
+                 batch_rows=None, max_offsets=None, retry_seconds=300.0, tls_root_certs=None):
         if _Base is not object:
             super().__init__()
         default_rank, default_world = _rank_and_world()
@@ -73,6 +74,7 @@ class RolloutTail(_Base):
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"rank must be in [0, {self.world_size}), was {self.rank}")
         self.location = location
+        self.tls_root_certs = tls_root_certs
         self.token = token
         self.columns = columns
         self.filters = dict(filters or {})
@@ -179,7 +181,8 @@ class RolloutTail(_Base):
     def __iter__(self):
         index, count = self._share()
         state_file = self._state_file(index, count)
-        client = flight.FlightClient(self.location)
+        client = (flight.FlightClient(self.location) if self.tls_root_certs is None
+                  else flight.FlightClient(self.location, tls_root_certs=self.tls_root_certs))
         try:
             ticket = self._ticket or self._first_ticket(client, index, count, state_file)
             rng = random.Random(self.seed + index)

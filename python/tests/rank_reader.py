@@ -2,7 +2,7 @@
 writes every row it is handed to a file, one JSON line each. Used by the suite (PythonTrainerIT).
 
   rank_reader.py LOCATION RANK WORLD OUT [--state PATH] [--token T] [--stop-after N --checkpoint FILE]
-                 [--restore FILE] [--shuffle N]
+                 [--restore FILE] [--shuffle N] [--tls-root-certs PEM]
 
 --state keeps the tail's ticket in a file across runs; --stop-after N stops after N rows, writing the tail's
 state_dict() to --checkpoint (a trainer's checkpoint); --restore starts from such a checkpoint.
@@ -30,11 +30,16 @@ def main():
     parser.add_argument("--checkpoint")
     parser.add_argument("--restore")
     parser.add_argument("--shuffle", type=int, default=0)
+    parser.add_argument("--tls-root-certs", help="a PEM file of the certificate to trust (grpc+tls)")
     args = parser.parse_args()
 
+    root_certs = None
+    if args.tls_root_certs:
+        with open(args.tls_root_certs, "rb") as f:
+            root_certs = f.read()
     tail = RolloutTail(args.location, token=args.token, rank=args.rank, world_size=args.world,
                        columns=["record_id", "reward"], state_path=args.state, follow=False,
-                       shuffle_buffer=args.shuffle, max_offsets=50)
+                       shuffle_buffer=args.shuffle, max_offsets=50, tls_root_certs=root_certs)
     if args.restore:
         with open(args.restore) as f:
             tail.load_state_dict(json.load(f))

@@ -8,18 +8,14 @@ import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
 import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-import java.security.KeyStore;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
@@ -75,9 +71,9 @@ public final class HttpAccess {
     private final BearerTokens tokens;
     private final boolean protectMetrics;
     private final boolean allowUnauthenticated;
-    private final SSLContext tls;
+    private final TlsKey tls;
 
-    private HttpAccess(BearerTokens tokens, boolean protectMetrics, boolean allowUnauthenticated, SSLContext tls) {
+    private HttpAccess(BearerTokens tokens, boolean protectMetrics, boolean allowUnauthenticated, TlsKey tls) {
         this.tokens = tokens;
         this.protectMetrics = protectMetrics;
         this.allowUnauthenticated = allowUnauthenticated;
@@ -133,7 +129,7 @@ public final class HttpAccess {
         String file = config.getString(TOKENS_FILE);
         BearerTokens tokens =
                 BearerTokens.of(config.getPassword(TOKENS).value(), file.isBlank() ? null : Path.of(file));
-        SSLContext tls = tlsContext(
+        TlsKey tls = tlsKey(
                 config.getString(KEYSTORE_PATH),
                 config.getPassword(KEYSTORE_PASSWORD),
                 config.getString(KEYSTORE_TYPE));
@@ -174,6 +170,11 @@ public final class HttpAccess {
     }
 
     Optional<SSLContext> tls() {
+        return tlsKey().map(TlsKey::context);
+    }
+
+    /** The key and certificate the endpoints serve TLS with, when {@value #KEYSTORE_PATH} is set. */
+    public Optional<TlsKey> tlsKey() {
         return Optional.ofNullable(tls);
     }
 
@@ -230,19 +231,12 @@ public final class HttpAccess {
         };
     }
 
-    private static SSLContext tlsContext(String path, Password password, String type) {
+    private static TlsKey tlsKey(String path, Password password, String type) {
         if (path.isBlank()) {
             return null;
         }
-        char[] secret = password.value().toCharArray();
-        try (InputStream in = Files.newInputStream(Path.of(path))) {
-            KeyStore store = KeyStore.getInstance(type);
-            store.load(in, secret);
-            KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            keys.init(store, secret);
-            SSLContext context = SSLContext.getInstance("TLS");
-            context.init(keys.getKeyManagers(), null, null);
-            return context;
+        try {
+            return TlsKey.load(Path.of(path), password.value().toCharArray(), type);
         } catch (IOException | GeneralSecurityException e) {
             throw new ConfigException(KEYSTORE_PATH, path, "cannot be loaded as " + type + ": " + e.getMessage());
         }

@@ -52,7 +52,9 @@ final class BenchCommand implements Callable<Integer> {
                     + " tables, one merge fleet: merge rows/s per table count), resident-tables (a merge-worker that"
                     + " merged and read each of --tables tables once, then idles: RSS, heap, threads per count),"
                     + " fleet-fairness (--isolation-tables tables on one fleet for --seconds, one --hot-factor times"
-                    + " hotter: every table's highest pending count against --merge-trigger)")
+                    + " hotter: every table's highest pending count against --merge-trigger), serve (--serve-clients"
+                    + " concurrent scans of a --scan-base-rows table over HTTP and Arrow Flight from one and from two"
+                    + " serve replicas, against as many plain lance-core scans; /health's slowest answer meanwhile)")
     String suite;
 
     @Option(
@@ -252,6 +254,19 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--tail-seconds", defaultValue = "20", description = "scan: length of the tail lag run")
     int tailSeconds;
 
+    @Option(
+            names = "--serve-clients",
+            defaultValue = "1,8,32",
+            split = ",",
+            description = "serve: concurrent scans, one row each")
+    int[] serveClients;
+
+    @Option(
+            names = "--launcher-jar",
+            defaultValue = "launcher/target/rollout-ingest.jar",
+            description = "serve: the launcher jar its serve replicas run")
+    Path launcherJar;
+
     /** The machine line every suite starts with, so a figure is read against what it ran on. */
     private static void printMachine(String after) {
         System.out.printf(
@@ -364,6 +379,11 @@ final class BenchCommand implements Callable<Integer> {
         if (suite.equals("scan")) {
             printMachine("%n");
             new ScanBench(dir, scanBaseRows, scanPendingRows, Math.min(repeat, 5), payloadBytes, tailSeconds).run();
+            return 0;
+        }
+        if (suite.equals("serve")) {
+            printMachine("%n");
+            new ServeBench(dir, scanBaseRows, scanPendingRows, serveClients, launcherJar).run();
             return 0;
         }
         if (suite.equals("reads")) {

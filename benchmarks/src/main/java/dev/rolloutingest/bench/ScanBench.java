@@ -43,7 +43,7 @@ import org.lance.ipc.ScanOptions;
  */
 final class ScanBench {
     /** What a trainer reads: ids, tokens, logprobs, reward, advantage, policy version. */
-    private static final List<String> TRAINING_COLUMNS = List.of(
+    static final List<String> TRAINING_COLUMNS = List.of(
             RolloutSchema.RECORD_ID,
             RolloutSchema.INPUT_TOKENS,
             RolloutSchema.OUTPUT_TOKENS,
@@ -52,7 +52,7 @@ final class ScanBench {
             RolloutSchema.ADVANTAGE,
             RolloutSchema.POLICY_VERSION);
 
-    private static final String TOPIC = "bench";
+    static final String TOPIC = "bench";
     private static final String EXPERIMENT = "bench";
 
     private final Path dir;
@@ -82,15 +82,7 @@ final class ScanBench {
         RolloutGenerator generator = new RolloutGenerator(EXPERIMENT, payloadBytes, 1);
         try (RolloutTable table =
                 RolloutTable.createOrOpen(TableLocation.local(path), settings, new SimpleMeterRegistry())) {
-            buildBase(table, generator);
-            // pending updates of random base keys: the scan must hide the base rows they replace
-            for (int written = 0; written < pendingRows; written += 1000) {
-                List<RolloutRow> rows = new ArrayList<>();
-                for (int i = 0; i < Math.min(1000, pendingRows - written); i++) {
-                    rows.add(row(generator, random.nextLong(baseRows)));
-                }
-                write(table, rows);
-            }
+            fill(table, generator);
             System.out.printf(
                     "base %,d rows (payload %d bytes), %,d pending rows in %d generations; median of at least %d rounds"
                             + " (more for a short read: ~%.0f s of plain scans), the three reads alternating%n%n",
@@ -104,6 +96,19 @@ final class ScanBench {
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
             compare(table, path, "training, nothing pending (all merged)", TRAINING_COLUMNS);
             tailLag(table, path, generator, settings);
+        }
+    }
+
+    /** The base of {@code baseRows} keys, then the pending updates of random base keys. */
+    void fill(RolloutTable table, RolloutGenerator generator) {
+        buildBase(table, generator);
+        // pending updates of random base keys: the scan must hide the base rows they replace
+        for (int written = 0; written < pendingRows; written += 1000) {
+            List<RolloutRow> rows = new ArrayList<>();
+            for (int i = 0; i < Math.min(1000, pendingRows - written); i++) {
+                rows.add(row(generator, random.nextLong(baseRows)));
+            }
+            write(table, rows);
         }
     }
 
@@ -177,7 +182,7 @@ final class ScanBench {
     }
 
     /** What a trainer reading the base with lance-core alone does: one scan, the projection, batches of 4096. */
-    private static long plainScan(Path path, List<String> columns) throws Exception {
+    static long plainScan(Path path, List<String> columns) throws Exception {
         long rows = 0;
         try (RootAllocator allocator = new RootAllocator();
                 Dataset base =

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.rolloutingest.runtime.HttpAccess;
 import dev.rolloutingest.runtime.HttpLimits;
+import dev.rolloutingest.runtime.TlsKey;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.catalog.TableCatalog;
@@ -12,6 +13,7 @@ import dev.rolloutingest.table.reads.PartitionShare;
 import dev.rolloutingest.table.reads.RowStream;
 import dev.rolloutingest.table.reads.ScanQuery;
 import dev.rolloutingest.table.reads.TailCursor;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -81,16 +83,20 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
             TableCatalog tables, String topic, String host, int port, HttpAccess access, HttpLimits limits)
             throws IOException {
         access.requireAllowedOn(host);
-        if (access.servesTls()) {
-            throw new IllegalArgumentException("Arrow Flight is served without TLS only: with "
-                    + HttpAccess.KEYSTORE_PATH + " set, start serve with --flight-port -1 (or leave TLS to a proxy)");
-        }
         FlightReads reads = new FlightReads(tables, topic, limits.stallTimeoutMs());
         try {
-            reads.server = FlightServer.builder(reads.allocator, Location.forGrpcInsecure(host, port), reads)
-                    .headerAuthenticator(bearerTokens(access))
-                    .build()
-                    .start();
+            Optional<TlsKey> tls = access.tlsKey(); // the HTTP endpoint's keystore: one key for both
+            FlightServer.Builder builder = FlightServer.builder(
+                            reads.allocator,
+                            tls.isPresent() ? Location.forGrpcTls(host, port) : Location.forGrpcInsecure(host, port),
+                            reads)
+                    .headerAuthenticator(bearerTokens(access));
+            if (tls.isPresent()) {
+                builder.useTls(
+                        new ByteArrayInputStream(tls.get().certificateChainPem()),
+                        new ByteArrayInputStream(tls.get().privateKeyPem()));
+            }
+            reads.server = builder.build().start();
         } catch (IOException | RuntimeException e) {
             reads.allocator.close();
             throw new IOException("cannot serve Arrow Flight on " + host + ":" + port + ": " + e.getMessage(), e);
@@ -98,7 +104,7 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
         return reads;
     }
 
-    /** Where clients connect: {@code grpc+tcp://host:port}. */
+    /** Where clients connect: {@code grpc+tls://host:port} with a keystore set, else {@code grpc+tcp://host:port}. */
     String location() {
         return server.getLocation().getUri().toString();
     }

@@ -277,6 +277,58 @@ class FlightReadsTest {
         }
     }
 
+    @Test
+    void withTheHttpKeystoreSetFlightServesTlsWithItsKeyAndRefusesPlaintext() throws Exception {
+        TlsReads tls = serveTls(
+                table,
+                READ_TOKEN,
+                Path.of("target", "flight-tls", UUID.randomUUID().toString()));
+        try (FlightReads secure = tls.reads();
+                java.io.InputStream trusted = java.nio.file.Files.newInputStream(tls.certificate());
+                FlightClient overTls = FlightClient.builder(allocator, Location.forGrpcTls("127.0.0.1", secure.port()))
+                        .trustedCertificates(trusted)
+                        .build();
+                FlightClient plain = FlightClient.builder(
+                                allocator, Location.forGrpcInsecure("127.0.0.1", secure.port()))
+                        .build()) {
+            assertThat(secure.location()).startsWith("grpc+tls://");
+            ObjectNode command = JSON.createObjectNode().put("read", "scan").put("shares", 1);
+            command.putObject("params").put("columns", "record_id");
+            FlightInfo info = overTls.getInfo(FlightDescriptor.command(JSON.writeValueAsBytes(command)), token);
+            long rows = 0;
+            try (FlightStream stream =
+                    overTls.getStream(info.getEndpoints().get(0).getTicket(), token)) {
+                while (stream.next()) {
+                    rows += stream.getRoot().getRowCount();
+                }
+            }
+            assertThat(rows).as("every key over TLS").isEqualTo(PARTITIONS * 60L);
+            assertThatThrownBy(() -> plain.getInfo(FlightDescriptor.command(JSON.writeValueAsBytes(command)), token))
+                    .as("a plaintext client gets no answer from the TLS port")
+                    .isInstanceOf(FlightRuntimeException.class);
+        }
+    }
+
+    /** Flight reads served with TLS, and the PEM of the certificate a client trusts. */
+    record TlsReads(FlightReads reads, Path certificate) {}
+
+    /** As {@link #serve}, over TLS with a self-signed key made in {@code dir} and set as the HTTP keystore. */
+    static TlsReads serveTls(RolloutTable table, String readToken, Path dir) throws java.io.IOException {
+        Path keystore = dir.toAbsolutePath().resolve("server.p12");
+        Path pem = dir.toAbsolutePath().resolve("server.pem");
+        java.nio.file.Files.createDirectories(keystore.getParent());
+        SelfSignedTls.create(keystore, pem);
+        HttpAccess access = HttpAccess.fromEnv(Map.of(
+                "HTTP_AUTH_TOKENS",
+                "trainer:read:" + readToken,
+                "HTTP_TLS_KEYSTORE_PATH",
+                keystore.toString(),
+                "HTTP_TLS_KEYSTORE_PASSWORD",
+                SelfSignedTls.PASSWORD));
+        return new TlsReads(
+                FlightReads.start(TableCatalog.single(table), TOPIC, "127.0.0.1", 0, access, HttpLimits.DEFAULTS), pem);
+    }
+
     /** Flight reads of {@code table} on a free loopback port, for holders of {@code readToken}. */
     static FlightReads serve(RolloutTable table, String readToken) throws java.io.IOException {
         return FlightReads.start(

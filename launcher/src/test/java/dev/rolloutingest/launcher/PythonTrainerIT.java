@@ -51,6 +51,8 @@ class PythonTrainerIT {
     private final Map<Integer, Long> nextOffset = new HashMap<>();
     /** The partition each handed-out row came from, as the reader saw it. */
     private final Map<String, Integer> partitions = new HashMap<>();
+    /** Every record_id written. */
+    private final Set<String> written = new HashSet<>();
 
     @BeforeAll
     void start() throws Exception {
@@ -88,6 +90,7 @@ class PythonTrainerIT {
         }
         table.generations().write(TOPIC, partition, first, first + rows - 1, batch, rows * 256L);
         nextOffset.put(partition, first + rows);
+        written.addAll(ids);
         return ids;
     }
 
@@ -129,6 +132,27 @@ class PythonTrainerIT {
                 .isEqualTo(added);
     }
 
+    @Test
+    void aRankReadsOverTlsTrustingTheServersCertificate() throws Exception {
+        FlightReadsTest.TlsReads tls = FlightReadsTest.serveTls(table, TOKEN, work.resolve("tls"));
+        try (FlightReads secure = tls.reads()) {
+            Path handedOverTls = work.resolve("tls.jsonl");
+            finish(reader(
+                    secure.location(),
+                    0,
+                    1,
+                    handedOverTls,
+                    "--tls-root-certs",
+                    tls.certificate().toString()));
+            Set<String> ids = new HashSet<>();
+            for (String line : Files.readAllLines(handedOverTls)) {
+                assertThat(ids.add(JSON.readTree(line).get("record_id").asText()))
+                        .isTrue();
+            }
+            assertThat(ids).as("every rollout, over grpc+tls").isEqualTo(written);
+        }
+    }
+
     private String state(int rank) {
         return work.resolve("rank-" + rank + ".ticket").toString();
     }
@@ -138,13 +162,17 @@ class PythonTrainerIT {
     }
 
     private Process reader(int rank, String... extra) throws IOException {
+        return reader(flight.location(), rank, RANKS, out(), extra);
+    }
+
+    private Process reader(String location, int rank, int ranks, Path handed, String... extra) throws IOException {
         List<String> command = new ArrayList<>(List.of(
                 python.toString(),
                 PythonVenv.repo().resolve("python/tests/rank_reader.py").toString(),
-                flight.location(),
+                location,
                 Integer.toString(rank),
-                Integer.toString(RANKS),
-                out().toString(),
+                Integer.toString(ranks),
+                handed.toString(),
                 "--token",
                 TOKEN));
         command.addAll(List.of(extra));
