@@ -41,7 +41,8 @@ import org.apache.arrow.vector.ipc.ArrowStreamReader;
  * The read server under concurrent training scans: 1, 8 and 32 clients each reading the whole table (the training
  * projection) over HTTP ({@code GET /rollouts:scan}) and over Arrow Flight, as aggregate rows/s against the same number
  * of plain lance-core scans of the base in this JVM, in the same run; then the same clients spread over two
- * {@code serve} replicas of the one table. The servers run as {@code serve} processes of the launcher jar; a probe asks
+ * {@code serve} replicas of the one table; each cell is rounds of that many reads at once, repeated for at least 5 s
+ * after an uncounted warm-up. The servers run as {@code serve} processes of the launcher jar; a probe asks
  * {@code /health} every 100 ms throughout and the slowest answer is printed beside each row. Clients and servers share
  * the machine's cores, which the printed machine line states. Prints Markdown.
  */
@@ -91,6 +92,13 @@ final class ServeBench {
                             + " replica a JVM of -Xmx1g with --scan-max-concurrent %d and HTTP_DATA_THREADS=%d (the"
                             + " defaults, 2 and 8, queue or refuse the rest: a client then retries after Retry-After)%n%n",
                     baseRows, pendingRows, COLUMNS, most, most);
+            for (int i = 0; i < 3; i++) { // JIT and caches of both replicas and of this JVM's clients, uncounted
+                ScanBench.plainScan(path, ScanBench.TRAINING_COLUMNS);
+                for (Server server : List.of(one, two)) {
+                    httpScan(server);
+                    flightScan(server);
+                }
+            }
             System.out.println("| concurrent scans | plain lance-core, rows/s | HTTP, rows/s | x plain | Flight, rows/s"
                     + " | x plain | /health slowest | HTTP, 2 replicas | x 1 replica | Flight, 2 replicas"
                     + " | x 1 replica |");
@@ -114,10 +122,9 @@ final class ServeBench {
                         httpTwo.rowsPerSecond() / overHttp.rowsPerSecond(),
                         flightTwo.rowsPerSecond(),
                         flightTwo.rowsPerSecond() / overFlight.rowsPerSecond());
-                long expected = baseRows;
                 for (Rate r : List.of(plain, overHttp, overFlight, httpTwo, flightTwo)) {
-                    if (r.rows() != expected * clients) {
-                        System.out.printf("(a read got %,d rows of %,d)%n", r.rows(), expected * clients);
+                    if (r.rows() % baseRows != 0) { // every read of every round gets each key once
+                        System.out.printf("(reads got %,d rows, not a multiple of %,d)%n", r.rows(), baseRows);
                     }
                 }
             }
@@ -136,8 +143,25 @@ final class ServeBench {
         }
     }
 
-    /** {@code clients} reads at once, timed from the first start to the last end; {@code probed}'s /health meanwhile. */
+    /** Rounds of a cell are repeated until this much time was measured: one short round moves with the machine. */
+    private static final double MIN_MEASURED_SECONDS = 5;
+
+    /** Rounds of {@code clients} reads at once until {@link #MIN_MEASURED_SECONDS}: the rows and time of them all. */
     private Rate measure(int clients, Read read, Server probed) throws Exception {
+        long rows = 0;
+        double seconds = 0;
+        long slowestHealthMs = 0;
+        while (seconds < MIN_MEASURED_SECONDS) {
+            Rate round = round(clients, read, probed);
+            rows += round.rows();
+            seconds += round.seconds();
+            slowestHealthMs = Math.max(slowestHealthMs, round.slowestHealthMs());
+        }
+        return new Rate(rows, seconds, slowestHealthMs);
+    }
+
+    /** {@code clients} reads at once, timed from the first start to the last end; {@code probed}'s /health meanwhile. */
+    private Rate round(int clients, Read read, Server probed) throws Exception {
         AtomicBoolean reading = new AtomicBoolean(true);
         AtomicLong slowest = new AtomicLong();
         Thread probe = null;

@@ -48,9 +48,10 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * GetFlightInfo(command = JSON {"read": "scan" | "tail", "table": name (many tables), "cursor": c (tail),
  *                               "shares": n, "params": {columns, filters, max_offsets, batch_rows as over HTTP}})
- *     one endpoint per share (n, or one per partition the table has); a scan is a tail from the table's start
+ *     one endpoint per share (n, or one per partition the table has)
  * DoGet(ticket)
- *     the share's rows after the ticket's cursor (values, and deletes with _deleted true); the schema's metadata
+ *     a scan: the share's keys' newest values (live rows, no _deleted column), as GET /rollouts:scan, in one pass;
+ *     a tail: the share's rows after the ticket's cursor (values, and deletes with _deleted true); the schema's metadata
  *     holds rollout.cursor (the share's next cursor), rollout.next_ticket (the ticket that reads on from it) and
  *     rollout.more (true: more is sealed already, read the next ticket at once)
  * </pre>
@@ -156,8 +157,12 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
             if ("scan".equals(read) && cursorText != null) {
                 throw new IllegalArgumentException("a scan reads from the start: give a cursor to a tail");
             }
-            TailCursor cursor = cursorText == null ? table.startCursor(topic) : TailCursor.decode(cursorText);
-            cursor.requireOf(table.location().uri(), topic);
+            TailCursor cursor = "scan".equals(read)
+                    ? null // a scan's ticket; its answer's next ticket tails from the scan's cursor
+                    : cursorText == null ? table.startCursor(topic) : TailCursor.decode(cursorText);
+            if (cursor != null) {
+                cursor.requireOf(table.location().uri(), topic);
+            }
             int shares = command.hasNonNull("shares")
                     ? command.get("shares").asInt()
                     : Math.max(1, table.generations().shards().size()); // a shard is a partition
@@ -187,9 +192,19 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
             ScanQuery query = TrainingReads.query(params)
                     .withShare(share == null ? PartitionShare.ALL : PartitionShare.parse(share));
             String cursor = text(read, "cursor");
-            long maxOffsets = TrainingReads.maxOffsets(params);
-            stream = table.tail(
-                    cursor == null ? table.startCursor(topic) : TailCursor.decode(cursor), topic, query, maxOffsets);
+            if ("scan".equals(text(read, "read"))) {
+                if (cursor != null) {
+                    throw new IllegalArgumentException("a scan ticket carries no cursor");
+                }
+                stream = table.scan(query, topic);
+            } else {
+                long maxOffsets = TrainingReads.maxOffsets(params);
+                stream = table.tail(
+                        cursor == null ? table.startCursor(topic) : TailCursor.decode(cursor),
+                        topic,
+                        query,
+                        maxOffsets);
+            }
         } catch (RuntimeException e) {
             listener.error(status(e).toRuntimeException());
             return;
@@ -208,9 +223,16 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
             Schema schema = new Schema(rows.getSchema().getFields(), metadata);
             VectorSchemaRoot sent = new VectorSchemaRoot(schema, rows.getFieldVectors(), 0);
             listener.start(sent);
-            while (stream.loadNextBatch()) {
+            int ahead = 0; // batches put since the client was last seen ready (ready: it took nearly all before)
+            while (stream.loadNextBatch()) { // each batch in buffers of its own: one still queued is not overwritten
                 sent.setRowCount(rows.getRowCount());
-                Ready ready = awaitReady(listener);
+                if (listener.isReady()) {
+                    ahead = 0;
+                }
+                Ready ready = ahead < BATCHES_AHEAD
+                        ? (listener.isCancelled() ? Ready.CANCELLED : Ready.READY)
+                        : awaitReady(listener);
+                ahead = ready == Ready.READY && ahead >= BATCHES_AHEAD ? 0 : ahead;
                 if (ready == Ready.CANCELLED) {
                     return; // the client went away: the stream is closed, its read released
                 }
@@ -222,6 +244,7 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
                     return;
                 }
                 listener.putNext();
+                ahead++;
             }
             listener.completed();
         } catch (InterruptedException e) {
@@ -233,6 +256,13 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
             listener.error(status(e).toRuntimeException());
         }
     }
+
+    /**
+     * Batches put without waiting for the client: gRPC says "ready" only once the last batch is nearly all taken, so
+     * waiting before each batch would leave the connection idle while the next one is put; this many batches may be
+     * queued, which bounds a stream's memory at as many batches (scan batch rows each).
+     */
+    static final int BATCHES_AHEAD = 4;
 
     private enum Ready {
         READY,
@@ -272,20 +302,30 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
         return tables.open(name).orElseThrow(() -> new TableNotFound("no table '" + name + "' under " + tables.uri()));
     }
 
+    /**
+     * A read's ticket: a tail from {@code cursor}, or with none the scan of every key's newest value (one pass, as
+     * the HTTP scan: a tail from the start reads the base once per answer of offsets and keeps deletes).
+     */
     private static String ticket(String table, TailCursor cursor, PartitionShare share, Map<String, String> params) {
         ObjectNode ticket = JSON.createObjectNode();
         if (table != null) {
             ticket.put("table", table);
         }
-        ticket.put("cursor", cursor.encode());
+        if (cursor == null) {
+            ticket.put("read", "scan");
+        } else {
+            ticket.put("cursor", cursor.encode());
+        }
         ticket.put("share", share.toString());
         ObjectNode p = ticket.putObject("params");
         params.forEach(p::put);
         return ticket.toString();
     }
 
+    /** The tail that reads on from where this answer ended (after a scan too). */
     private static String nextTicket(JsonNode read, TailCursor next) {
         ObjectNode ticket = ((ObjectNode) read).deepCopy();
+        ticket.remove("read");
         ticket.put("cursor", next.encode());
         return ticket.toString();
     }

@@ -130,7 +130,7 @@ class FlightReadsTest {
                             .as("one row of %s", id)
                             .isNull();
                     rewards.put(id, reward.isNull(i) ? null : reward.get(i));
-                    deletes.put(id, deleted.get(i) == 1);
+                    deletes.put(id, deleted != null && deleted.get(i) == 1); // a scan's answer holds live rows only
                 }
             }
             metadata = stream.getRoot().getSchema().getCustomMetadata();
@@ -180,10 +180,8 @@ class FlightReadsTest {
                 }
             }
             next.add(share.next());
-            if (share.deletes().containsKey(gone)) {
-                assertThat(share.deletes().get(gone)).isTrue();
-            }
         }
+        assertThat(rankOf).as("a scan hands out live rows only").doesNotContainKey(gone);
         long live = rankOf.keySet().stream().filter(id -> !id.equals(gone)).count();
         assertThat(live).as("every live key once between the ranks").isEqualTo(PARTITIONS * 60L - 1);
         assertThat(rankOf).containsKey(moved.getRecordId());
