@@ -25,15 +25,19 @@ public abstract class RolloutApp implements AutoCloseable {
 
     private StreamsRuntime runtime;
     private HttpEndpoint http;
+    private final StartupPhases startup;
 
     /**
      * @param shadowGroup the shadow group's name, empty for none
      * @param shadowGroupKey the setting that names it, for its errors
      */
     protected RolloutApp(String name, AppConfig config, String shadowGroup, String shadowGroupKey) {
+        this.startup = new StartupPhases(name);
         new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
+        startup.mark("schema registry reached");
         this.registry = Observability.prometheus(name);
         this.tables = config.openTables(registry);
+        startup.mark("tables opened");
         this.shadowGroup = shadowGroup.isEmpty()
                 ? null
                 : new ShadowGroupOffsets(
@@ -41,6 +45,7 @@ public abstract class RolloutApp implements AutoCloseable {
                         shadowGroupKey,
                         config.clientConfig(),
                         Duration.ofMillis(config.lagPublishIntervalMs()));
+        startup.mark("shadow group set up");
     }
 
     /** Where a processor reports the position the shadow group shows; does nothing without one. */
@@ -50,6 +55,7 @@ public abstract class RolloutApp implements AutoCloseable {
 
     /** Kafka Streams around the topology, and the HTTP endpoint with /metrics (not yet started). */
     protected final void serve(String name, Topology topology, AppConfig config) {
+        startup.mark("the app's parts and topology built");
         this.runtime = new StreamsRuntime(
                 name,
                 topology,
@@ -59,12 +65,16 @@ public abstract class RolloutApp implements AutoCloseable {
                 config.healthThreadReplacementWindowMs());
         this.http = new HttpEndpoint(config.httpHost(), config.httpPort(), config.httpAccess(), config.httpLimits());
         Observability.mountMetrics(http, registry);
+        runtime.onRunning(() -> startup.running());
+        startup.mark("Kafka Streams and HTTP built");
     }
 
     /** Starts serving HTTP, then Streams. */
     protected final void startServing() {
+        startup.mark("health and routes mounted");
         http.start();
         runtime.start();
+        startup.mark("HTTP and Streams started");
     }
 
     public StreamsRuntime runtime() {

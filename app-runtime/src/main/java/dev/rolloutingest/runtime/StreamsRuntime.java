@@ -48,6 +48,8 @@ public final class StreamsRuntime implements AutoCloseable {
     /** A stream thread that has not polled for longer than this is stuck: Kafka has already taken its partitions. */
     private final long stuckAfterMs;
 
+    private volatile Runnable onRunning = () -> {};
+
     public StreamsRuntime(String name, Topology topology, Properties props, MeterRegistry registry) {
         this(name, topology, props, registry, 0, 1);
     }
@@ -87,7 +89,12 @@ public final class StreamsRuntime implements AutoCloseable {
             failedMembers.afterEnd(Thread.currentThread());
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
-        this.streams.setStateListener((now, before) -> log.info("{}: {} -> {}", name, before, now));
+        this.streams.setStateListener((now, before) -> {
+            log.info("{}: {} -> {}", name, before, now);
+            if (now == KafkaStreams.State.RUNNING) {
+                onRunning.run();
+            }
+        });
         this.metrics = new KafkaStreamsMetrics(streams);
         this.metrics.bindTo(registry);
         // Kafka's own client-state metric is a string, which Prometheus cannot hold: alerts need a number.
@@ -96,6 +103,11 @@ public final class StreamsRuntime implements AutoCloseable {
                         + " rebalancing, pending shutdown, error)")
                 .tag("app", name)
                 .register(registry);
+    }
+
+    /** Runs {@code action} each time Streams becomes RUNNING (on a stream thread; keep it short). */
+    public void onRunning(Runnable action) {
+        this.onRunning = action;
     }
 
     public StreamsRuntime start() {
