@@ -1,7 +1,9 @@
 package dev.rolloutingest.serde.values;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Base64;
 import org.apache.avro.Schema;
 import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.DecoderFactory;
@@ -182,6 +184,37 @@ final class AvroTape {
         }
         writeLong(bytes);
         length += bytes;
+    }
+
+    /**
+     * The base64 text of a JSON string in UTF-8 {@code json} from {@code from} (after its opening quote) to its closing
+     * quote, decoded into the tape as bytes with the JDK's decoder (standard alphabet, padding optional). False, with
+     * the tape as it was, for a string with an escape, a space or anything the JDK's decoder refuses: the caller then
+     * asks the JSON parser, whose decoder has the final word.
+     */
+    boolean writeBase64(byte[] json, int from, int end) {
+        int close = from;
+        while (close < end && json[close] != '"') {
+            if (json[close] == '\\') {
+                return false;
+            }
+            close++;
+        }
+        if (close == end) {
+            return false;
+        }
+        ByteBuffer decoded;
+        try {
+            decoded = Base64.getDecoder().decode(ByteBuffer.wrap(json, from, close - from));
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
+        int count = decoded.remaining();
+        writeLong(count);
+        ensure(count);
+        decoded.get(buffer, length, count);
+        length += count;
+        return true;
     }
 
     /** Zig-zag varint size of a non-negative value. */

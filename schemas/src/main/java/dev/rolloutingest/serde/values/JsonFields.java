@@ -30,7 +30,7 @@ final class JsonFields {
     private JsonFields() {}
 
     /** Writes the value of {@code field} the parser is at (not null: that is the field's absence). */
-    static void read(JsonParser in, ContractField field, AvroTape tape) throws IOException {
+    static void read(JsonParser in, Input json, ContractField field, AvroTape tape) throws IOException {
         JsonToken t = in.currentToken();
         switch (field.kind) {
             case STRING -> string(in, field, tape);
@@ -59,7 +59,7 @@ final class JsonFields {
             case STRING_MAP -> stringMap(in, field.fieldName, tape);
             case NULLABLE_BYTES -> {
                 tape.writeIndex(1);
-                bytes(in, field.fieldName, tape);
+                bytes(in, json, field.fieldName, tape);
             }
         }
     }
@@ -182,9 +182,16 @@ final class JsonFields {
         tape.writeLong(0);
     }
 
-    private static void bytes(JsonParser in, String name, AvroTape tape) throws IOException {
+    /** The UTF-8 JSON a parser reads: {@code bytes[offset, end)}. */
+    record Input(byte[] bytes, int offset, int end) {}
+
+    private static void bytes(JsonParser in, Input json, String name, AvroTape tape) throws IOException {
         JsonToken t = in.currentToken();
         if (t == JsonToken.VALUE_STRING) {
+            long quote = in.currentTokenLocation().getByteOffset(); // from the start of the value's JSON
+            if (quote >= 0 && tape.writeBase64(json.bytes(), json.offset() + (int) quote + 1, json.end())) {
+                return; // decoded from the value's bytes, the string left for the parser to skip unread
+            }
             byte[] decoded;
             try {
                 decoded = in.getBinaryValue(BASE64);

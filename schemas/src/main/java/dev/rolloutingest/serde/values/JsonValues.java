@@ -55,6 +55,7 @@ final class JsonValues {
         int seen = 0;
         List<String> addedNames = null;
         List<JsonNode> addedValues = null;
+        JsonFields.Input json = new JsonFields.Input(bytes, offset, offset + length);
         try (JsonParser in = FACTORY.createParser(bytes, offset, length)) {
             if (in.nextToken() != JsonToken.START_OBJECT) {
                 throw ValueErrors.of(ValueErrors.NOT_JSON, "the value is JSON but not an object: " + in.currentToken());
@@ -88,7 +89,7 @@ final class JsonValues {
                     continue;
                 }
                 tape.field(field.field);
-                JsonFields.read(in, field, tape);
+                JsonFields.read(in, json, field, tape);
             }
             if (in.currentToken() != JsonToken.END_OBJECT) {
                 throw ValueErrors.of(ValueErrors.NOT_JSON, "the object is not closed");

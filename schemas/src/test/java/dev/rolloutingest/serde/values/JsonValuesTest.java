@@ -201,6 +201,54 @@ class JsonValuesTest {
                 .containsKey("nested");
     }
 
+    @Test
+    void base64PayloadsDecodeAsJacksonsDecoderDoesWhateverTheText() throws Exception {
+        // the tape's own decoder takes the usual texts, Jackson's every other: the same bytes or the same refusal
+        com.fasterxml.jackson.core.Base64Variant jackson =
+                com.fasterxml.jackson.core.Base64Variants.MIME_NO_LINEFEEDS.withReadPadding(
+                        com.fasterxml.jackson.core.Base64Variant.PaddingReadBehaviour.PADDING_ALLOWED);
+        java.util.SplittableRandom random = new java.util.SplittableRandom(20261205);
+        String alphabet = "AQgw/+9z==  !_-é";
+        for (int n = 0; n < 5_000; n++) {
+            StringBuilder text = new StringBuilder();
+            for (int i = random.nextInt(14); i > 0; i--) {
+                text.append(alphabet.charAt(random.nextInt(alphabet.length())));
+            }
+            String expected;
+            try (com.fasterxml.jackson.core.JsonParser in = JsonValues.factory().createParser("\"" + text + "\"")) {
+                in.nextToken();
+                expected = java.util.HexFormat.of().formatHex(in.getBinaryValue(jackson));
+            } catch (Exception e) {
+                expected = "refused";
+            }
+            String actual;
+            try {
+                actual = String.valueOf(read("{" + REQUIRED + ",\"binary_payload\":\"" + text + "\"}")
+                        .get("binary_payload"));
+            } catch (SerdeException e) {
+                assertThat(e.reason()).isEqualTo("wrong-type");
+                actual = "refused";
+            }
+            assertThat(actual).as("base64 text [%s]", text).isEqualTo(expected);
+        }
+    }
+
+    @Test
+    void theTapeDecodesUsualBase64ItselfPaddedOrNot() {
+        java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+        for (int n = 0; n < 200; n++) {
+            byte[] bytes = new byte[random.nextInt(40)];
+            random.nextBytes(bytes);
+            String padded = java.util.Base64.getEncoder().encodeToString(bytes);
+            for (String text : List.of(padded, padded.replace("=", ""))) {
+                byte[] json = ("{\"binary_payload\":\"" + text + "\"}").getBytes(StandardCharsets.UTF_8);
+                assertThat(new AvroTape().writeBase64(json, 19, json.length))
+                        .as("[%s] decoded without Jackson", text)
+                        .isTrue();
+            }
+        }
+    }
+
     private void assertFails(String json, String reason, String mentions) {
         assertThatThrownBy(() -> read(json))
                 .as(json.length() > 200 ? json.substring(0, 200) : json)
