@@ -262,6 +262,12 @@ final class BenchCommand implements Callable<Integer> {
     int[] serveClients;
 
     @Option(
+            names = "--serve-defaults",
+            description = "serve: replicas with their default limits (2 scans per table, 8 data threads), not as many"
+                    + " as the most clients: what a client past them gets is a retry")
+    boolean serveDefaults;
+
+    @Option(
             names = "--launcher-jar",
             defaultValue = "launcher/target/rollout-ingest.jar",
             description = "serve: the launcher jar its serve replicas run")
@@ -383,7 +389,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (suite.equals("serve")) {
             printMachine("%n");
-            new ServeBench(dir, scanBaseRows, scanPendingRows, serveClients, launcherJar).run();
+            new ServeBench(dir, scanBaseRows, scanPendingRows, serveClients, launcherJar, serveDefaults).run();
             return 0;
         }
         if (suite.equals("reads")) {

@@ -55,10 +55,15 @@ final class ServeBench {
     private final int pendingRows;
     private final int[] concurrencies;
     private final Path launcherJar;
+    private final boolean serveDefaults;
+    /** Reads the replicas turned away for now (429, 503, UNAVAILABLE), each retried after a second. */
+    private final AtomicLong turnedAway = new AtomicLong();
+
     private final HttpClient http =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
-    ServeBench(Path dir, long baseRows, int pendingRows, int[] concurrencies, Path launcherJar) {
+    ServeBench(Path dir, long baseRows, int pendingRows, int[] concurrencies, Path launcherJar, boolean serveDefaults) {
+        this.serveDefaults = serveDefaults;
         this.dir = dir;
         this.baseRows = baseRows;
         this.pendingRows = pendingRows;
@@ -83,15 +88,23 @@ final class ServeBench {
         for (int c : concurrencies) {
             most = Math.max(most, c);
         }
+        if (serveDefaults) {
+            most = 0; // the replicas' own limits: clients past them are turned away and retry
+        }
         try (Server one = Server.start(launcherJar, path, dir.resolve("serve-1.log"), most);
                 Server two = Server.start(launcherJar, path, dir.resolve("serve-2.log"), most)) {
             one.awaitHealthy(http);
             two.awaitHealthy(http);
             System.out.printf(
                     "base %,d rows, %,d pending rows; each client reads every row once, projection %s; each serve"
-                            + " replica a JVM of -Xmx1g with --scan-max-concurrent %d and HTTP_DATA_THREADS=%d (the"
-                            + " defaults, 2 and 8, queue or refuse the rest: a client then retries after Retry-After)%n%n",
-                    baseRows, pendingRows, COLUMNS, most, most);
+                            + " replica a JVM of -Xmx1g with %s (reads turned away for now are retried after a"
+                            + " second, counted below)%n%n",
+                    baseRows,
+                    pendingRows,
+                    COLUMNS,
+                    most == 0
+                            ? "the default limits (rollout.scan.max.concurrent 2 per table, http.data.threads 8)"
+                            : "--scan-max-concurrent " + most + " and HTTP_DATA_THREADS=" + most);
             for (int i = 0; i < 3; i++) { // JIT and caches of both replicas and of this JVM's clients, uncounted
                 ScanBench.plainScan(path, ScanBench.TRAINING_COLUMNS);
                 for (Server server : List.of(one, two)) {
@@ -101,16 +114,17 @@ final class ServeBench {
             }
             System.out.println("| concurrent scans | plain lance-core, rows/s | HTTP, rows/s | x plain | Flight, rows/s"
                     + " | x plain | /health slowest | HTTP, 2 replicas | x 1 replica | Flight, 2 replicas"
-                    + " | x 1 replica |");
-            System.out.println("|---|---|---|---|---|---|---|---|---|---|---|");
+                    + " | x 1 replica | reads turned away and retried |");
+            System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|");
             for (int clients : concurrencies) {
+                long turnedAwayBefore = turnedAway.get();
                 Rate plain = measure(clients, i -> ScanBench.plainScan(path, ScanBench.TRAINING_COLUMNS), null);
                 Rate overHttp = measure(clients, i -> httpScan(one), one);
                 Rate overFlight = measure(clients, i -> flightScan(one), one);
                 Rate httpTwo = measure(clients, i -> httpScan(i % 2 == 0 ? one : two), one);
                 Rate flightTwo = measure(clients, i -> flightScan(i % 2 == 0 ? one : two), one);
                 System.out.printf(
-                        "| %d | %,.0f | %,.0f | %.2f | %,.0f | %.2f | %d ms | %,.0f | %.2f | %,.0f | %.2f |%n",
+                        "| %d | %,.0f | %,.0f | %.2f | %,.0f | %.2f | %d ms | %,.0f | %.2f | %,.0f | %.2f | %,d |%n",
                         clients,
                         plain.rowsPerSecond(),
                         overHttp.rowsPerSecond(),
@@ -121,7 +135,8 @@ final class ServeBench {
                         httpTwo.rowsPerSecond(),
                         httpTwo.rowsPerSecond() / overHttp.rowsPerSecond(),
                         flightTwo.rowsPerSecond(),
-                        flightTwo.rowsPerSecond() / overFlight.rowsPerSecond());
+                        flightTwo.rowsPerSecond() / overFlight.rowsPerSecond(),
+                        turnedAway.get() - turnedAwayBefore);
                 for (Rate r : List.of(plain, overHttp, overFlight, httpTwo, flightTwo)) {
                     if (r.rows() % baseRows != 0) { // every read of every round gets each key once
                         System.out.printf("(reads got %,d rows, not a multiple of %,d)%n", r.rows(), baseRows);
@@ -216,6 +231,7 @@ final class ServeBench {
             HttpResponse<InputStream> response =
                     http.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofInputStream());
             if ((response.statusCode() == 429 || response.statusCode() == 503) && attempt < 600) {
+                turnedAway.incrementAndGet();
                 response.body().close();
                 Thread.sleep(1000L
                         * Long.parseLong(
@@ -274,7 +290,7 @@ final class ServeBench {
     }
 
     /** Flight's busy answer is UNAVAILABLE: wait a second and ask again, as the Python client does. */
-    private static <T> T retried(Call<T> call) throws Exception {
+    private <T> T retried(Call<T> call) throws Exception {
         for (int attempt = 0; ; attempt++) {
             try {
                 return call.call();
@@ -282,6 +298,7 @@ final class ServeBench {
                 if (e.status().code() != org.apache.arrow.flight.FlightStatusCode.UNAVAILABLE || attempt >= 600) {
                     throw e;
                 }
+                turnedAway.incrementAndGet();
                 Thread.sleep(1000);
             }
         }
@@ -299,6 +316,7 @@ final class ServeBench {
             this.flightPort = flightPort;
         }
 
+        /** @param concurrency scans and data threads the replica allows; 0: its defaults */
         static Server start(Path launcherJar, Path table, Path log, int concurrency) throws IOException {
             int port = freePort();
             int flightPort = freePort();
@@ -318,12 +336,13 @@ final class ServeBench {
                             "--port",
                             Integer.toString(port),
                             "--flight-port",
-                            Integer.toString(flightPort),
-                            "--scan-max-concurrent",
-                            Integer.toString(concurrency))
+                            Integer.toString(flightPort))
                     .redirectErrorStream(true)
                     .redirectOutput(log.toFile());
-            builder.environment().put("HTTP_DATA_THREADS", Integer.toString(concurrency));
+            if (concurrency > 0) {
+                builder.command().addAll(List.of("--scan-max-concurrent", Integer.toString(concurrency)));
+                builder.environment().put("HTTP_DATA_THREADS", Integer.toString(concurrency));
+            }
             builder.environment().putIfAbsent("LANCE_LOG", "warn,lance::index=off");
             return new Server(builder.start(), port, flightPort);
         }
