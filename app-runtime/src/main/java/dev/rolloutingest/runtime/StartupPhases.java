@@ -15,7 +15,8 @@ final class StartupPhases {
 
     private final String app;
     private final List<String> phases = new ArrayList<>();
-    private long last = ManagementFactory.getRuntimeMXBean().getStartTime();
+    private final long jvmStarted = ManagementFactory.getRuntimeMXBean().getStartTime();
+    private long last = jvmStarted;
     private boolean running;
 
     StartupPhases(String app) {
@@ -37,9 +38,8 @@ final class StartupPhases {
         }
         running = true;
         mark("Streams joining the group and restoring its stores until RUNNING");
-        long total = System.currentTimeMillis()
-                - ManagementFactory.getRuntimeMXBean().getStartTime();
-        String line = app + ": RUNNING " + total + " ms after the JVM started: " + String.join(", ", phases);
+        String line =
+                app + ": RUNNING " + (last - jvmStarted) + " ms after the JVM started: " + String.join(", ", phases);
         log.info(line);
         return line;
     }

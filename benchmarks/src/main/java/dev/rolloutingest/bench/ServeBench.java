@@ -3,6 +3,7 @@ package dev.rolloutingest.bench;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.rolloutingest.embedded.FileTrees;
+import dev.rolloutingest.embedded.FreePorts;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
@@ -10,7 +11,6 @@ import dev.rolloutingest.table.TableSettings;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -21,7 +21,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -253,7 +252,7 @@ final class ServeBench {
         }
     }
 
-    /** A scan over Flight: one endpoint (one share), its answers followed by their next tickets until no more. */
+    /** A scan over Flight: one endpoint (one share), whose one answer holds the scan whole (its next ticket tails). */
     private long flightScan(Server server) throws Exception {
         ObjectNode command = JSON.createObjectNode().put("read", "scan").put("shares", 1);
         command.putObject("params").put("columns", COLUMNS);
@@ -263,25 +262,15 @@ final class ServeBench {
                         .build()) {
             FlightInfo info = retried(() -> client.getInfo(FlightDescriptor.command(JSON.writeValueAsBytes(command))));
             Ticket ticket = info.getEndpoints().get(0).getTicket();
-            long rows = 0;
-            while (true) {
-                Ticket current = ticket;
-                long[] got = {0};
-                Map<String, String> metadata = retried(() -> {
-                    got[0] = 0;
-                    try (FlightStream stream = client.getStream(current)) {
-                        while (stream.next()) {
-                            got[0] += stream.getRoot().getRowCount();
-                        }
-                        return stream.getRoot().getSchema().getCustomMetadata();
+            return retried(() -> {
+                long rows = 0;
+                try (FlightStream stream = client.getStream(ticket)) {
+                    while (stream.next()) {
+                        rows += stream.getRoot().getRowCount();
                     }
-                });
-                rows += got[0];
-                if (!Boolean.parseBoolean(metadata.get("rollout.more"))) {
-                    return rows;
                 }
-                ticket = new Ticket(metadata.get("rollout.next_ticket").getBytes(StandardCharsets.UTF_8));
-            }
+                return rows;
+            });
         }
     }
 
@@ -318,8 +307,8 @@ final class ServeBench {
 
         /** @param concurrency scans and data threads the replica allows; 0: its defaults */
         static Server start(Path launcherJar, Path table, Path log, int concurrency) throws IOException {
-            int port = freePort();
-            int flightPort = freePort();
+            int port = FreePorts.next();
+            int flightPort = FreePorts.next();
             String java = ProcessHandle.current().info().command().orElse("java");
             ProcessBuilder builder = new ProcessBuilder(
                             java,
@@ -369,12 +358,6 @@ final class ServeBench {
                 Thread.sleep(200);
             }
             throw new IllegalStateException("serve on port " + port + " did not answer /health within 60 s");
-        }
-
-        private static int freePort() throws IOException {
-            try (ServerSocket socket = new ServerSocket(0)) {
-                return socket.getLocalPort();
-            }
         }
 
         @Override

@@ -228,20 +228,18 @@ final class FlightReads extends NoOpFlightProducer implements AutoCloseable {
                 sent.setRowCount(rows.getRowCount());
                 if (listener.isReady()) {
                     ahead = 0;
+                } else if (ahead >= BATCHES_AHEAD) {
+                    if (awaitReady(listener) == Ready.TIMEOUT) {
+                        listener.error(CallStatus.TIMED_OUT
+                                .withDescription("the client read nothing for " + stallTimeoutMs + " ms ("
+                                        + HttpLimits.STALL_TIMEOUT_MS + "): the stream was ended")
+                                .toRuntimeException());
+                        return;
+                    }
+                    ahead = 0;
                 }
-                Ready ready = ahead < BATCHES_AHEAD
-                        ? (listener.isCancelled() ? Ready.CANCELLED : Ready.READY)
-                        : awaitReady(listener);
-                ahead = ready == Ready.READY && ahead >= BATCHES_AHEAD ? 0 : ahead;
-                if (ready == Ready.CANCELLED) {
+                if (listener.isCancelled()) {
                     return; // the client went away: the stream is closed, its read released
-                }
-                if (ready == Ready.TIMEOUT) {
-                    listener.error(CallStatus.TIMED_OUT
-                            .withDescription("the client read nothing for " + stallTimeoutMs + " ms ("
-                                    + HttpLimits.STALL_TIMEOUT_MS + "): the stream was ended")
-                            .toRuntimeException());
-                    return;
                 }
                 listener.putNext();
                 ahead++;

@@ -144,12 +144,9 @@ class PythonTrainerIT {
                     handedOverTls,
                     "--tls-root-certs",
                     tls.certificate().toString()));
-            Set<String> ids = new HashSet<>();
-            for (String line : Files.readAllLines(handedOverTls)) {
-                assertThat(ids.add(JSON.readTree(line).get("record_id").asText()))
-                        .isTrue();
-            }
-            assertThat(ids).as("every rollout, over grpc+tls").isEqualTo(written);
+            assertThat(handed(handedOverTls).keySet())
+                    .as("every rollout, over grpc+tls")
+                    .isEqualTo(written);
         }
     }
 
@@ -192,8 +189,13 @@ class PythonTrainerIT {
 
     /** Every row handed out so far: record_id to the rank that got it, each at most once. */
     private Map<String, Integer> handed() throws IOException {
+        return handed(out());
+    }
+
+    /** The rows the readers wrote to {@code file}: record_id to the rank that got it, each at most once. */
+    private Map<String, Integer> handed(Path file) throws IOException {
         Map<String, Integer> ranks = new HashMap<>();
-        for (String line : Files.readAllLines(out())) {
+        for (String line : Files.readAllLines(file)) {
             JsonNode row = JSON.readTree(line);
             partitions.put(row.get("record_id").asText(), row.get("partition").asInt());
             Integer before =

@@ -209,11 +209,7 @@ final class AvroTape {
         } catch (IllegalArgumentException e) {
             return false;
         }
-        int count = decoded.remaining();
-        writeLong(count);
-        ensure(count);
-        decoded.get(buffer, length, count);
-        length += count;
+        writeBytes(decoded.array(), decoded.arrayOffset() + decoded.position(), decoded.remaining());
         return true;
     }
 
