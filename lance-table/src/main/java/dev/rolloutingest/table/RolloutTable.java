@@ -14,9 +14,9 @@ import dev.rolloutingest.table.reads.ReadCatalog;
 import dev.rolloutingest.table.reads.RowStream;
 import dev.rolloutingest.table.reads.ScanQuery;
 import dev.rolloutingest.table.reads.TailCursor;
+import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
@@ -316,18 +316,19 @@ public final class RolloutTable implements AutoCloseable {
         return reader.countRows();
     }
 
-    /** Records in the base table alone: its rows but the deletes it keeps ({@link #countBaseDeletes}). */
+    /** Records in the base table alone: its rows, live ones only (the deletes are kept beside it). */
     public long countBaseRows() {
         try (Dataset base = lance.openBase()) {
-            return base.countRows() - Tombstones.count(base);
+            return base.countRows();
         }
     }
 
-    /** Deletes the base keeps as rows until no older value can merge ({@link TableMaintenance#dropDeletes}). */
+    /**
+     * Deletes kept beside the base until no older value can merge ({@link BaseDeletes}, {@link
+     * TableMaintenance#dropDeletes}).
+     */
     public long countBaseDeletes() {
-        try (Dataset base = lance.openBase()) {
-            return Tombstones.count(base);
-        }
+        return BaseDeletes.count(lance);
     }
 
     /** The one way this table is merged: passes over its shards, in rounds, on its one committer. */

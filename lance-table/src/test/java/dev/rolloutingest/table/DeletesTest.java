@@ -4,6 +4,7 @@ import static dev.rolloutingest.table.TableFixtures.T0;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.baseRows;
 import static dev.rolloutingest.table.TableFixtures.delete;
+import static dev.rolloutingest.table.TableFixtures.deletesBeside;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
 import static dev.rolloutingest.table.TableFixtures.write;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -12,15 +13,28 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.reads.RowStream;
+import dev.rolloutingest.table.reads.ScanQuery;
+import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
+import dev.rolloutingest.table.storage.BatchReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
+import org.lance.Dataset;
+import org.lance.WriteParams;
 
 /**
  * A delete is a row of the generation (a tombstone) that wins or loses by the same rule as values: reads stop
@@ -72,10 +86,9 @@ class DeletesTest {
                     .hasSize(10)
                     .doesNotContain("key-3", "nope")
                     .contains("key-20");
-            assertThat(baseRows(location)) // the deletes are rows of the base, once per key
-                    .containsEntry("key-3", "0@10")
-                    .containsEntry("nope", "0@12")
-                    .hasSize(12);
+            // the base holds live rows only: its deletes are kept beside it
+            assertThat(baseRows(location)).hasSize(10).doesNotContainKeys("key-3", "nope");
+            assertThat(deletesBeside(location)).containsExactlyInAnyOrder("key-3=0@10", "nope=0@12");
             assertThat(table.get("key-3")).isEmpty();
             assertThat(table.list(ListQuery.all(100))).hasSize(10);
             assertThat(table.countRows()).isEqualTo(10);
@@ -88,7 +101,8 @@ class DeletesTest {
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(deletes(meters, "applied")).isEqualTo(1);
             assertThat(deletes(meters, "no-op")).isEqualTo(2);
-            assertThat(baseRows(location)).containsEntry("key-3", "0@13").hasSize(12);
+            assertThat(baseRows(location)).hasSize(10).doesNotContainKey("key-3");
+            assertThat(deletesBeside(location)).contains("key-3=0@13").hasSize(3);
 
             // nothing older is pending: maintenance drops them
             assertThat(table.maintenance()
@@ -96,8 +110,9 @@ class DeletesTest {
                             .dropped())
                     .as("younger than the retention")
                     .isZero();
-            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(2);
+            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(3); // key-3 twice, nope
             assertThat(baseRows(location)).hasSize(10).doesNotContainKeys("key-3", "nope");
+            assertThat(deletesBeside(location)).isEmpty();
             assertThat(table.get("key-3")).isEmpty();
             assertThat(table.countRows()).isEqualTo(10);
         }
@@ -119,6 +134,16 @@ class DeletesTest {
                             now.minusSeconds(60)))); // ingested a minute ago, pending
             write(table, 0, List.of(new RolloutRow(Tombstones.of("x", now), 0, 0, now.minusSeconds(30))));
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            // the delete is merged (kept beside the base), the older put still pending: every read path hides x
+            assertThat(baseRows(location)).isEmpty();
+            assertThat(deletesBeside(location)).containsExactly("x=0@0");
+            assertThat(table.get("x")).isEmpty();
+            assertThat(table.list(ListQuery.all(10))).isEmpty();
+            assertThat(table.countRows()).isZero();
+            assertThat(keys(table.scan(ScanQuery.all(), TOPIC))).isEmpty();
+            assertThat(keys(table.tail(table.startCursor(TOPIC), TOPIC, ScanQuery.all(), 0)))
+                    .as("the tail hands over the delete, the key's newest row")
+                    .containsExactly("x(deleted)");
             assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped())
                     .as("an older put of x is pending")
                     .isZero();
@@ -126,6 +151,102 @@ class DeletesTest {
             assertThat(table.get("x")).isEmpty();
             assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
             assertThat(baseRows(location)).isEmpty();
+        }
+    }
+
+    /** The keys a stream hands over, a delete as {@code key(deleted)}. */
+    private static List<String> keys(RowStream stream) throws Exception {
+        List<String> keys = new ArrayList<>();
+        try (stream) {
+            while (stream.loadNextBatch()) {
+                VectorSchemaRoot batch = stream.getVectorSchemaRoot();
+                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                FieldVector deleted = batch.getVector(RowStream.DELETED);
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    boolean delete = deleted != null && ((BitVector) deleted).get(i) == 1;
+                    keys.add(new String(ids.get(i), StandardCharsets.UTF_8) + (delete ? "(deleted)" : ""));
+                }
+            }
+        }
+        return keys;
+    }
+
+    @Test
+    void aPutMergedAfterADeleteIsTheKeysNewestRowAndTheTailHandsOverNoDelete() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-then-put"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "k", 0)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            write(table, 0, List.of(delete(0, 1, "k", 1)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            write(table, 0, List.of(put(0, 2, "k", 2)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(baseRows(location)).containsExactly(java.util.Map.entry("k", "0@2"));
+            assertThat(deletesBeside(location)).containsExactly("k=0@1"); // older than the base's value
+            assertThat(table.get("k").orElseThrow().sourceOffset()).isEqualTo(2);
+            assertThat(keys(table.scan(ScanQuery.all(), TOPIC))).containsExactly("k");
+            assertThat(keys(table.tail(table.startCursor(TOPIC), TOPIC, ScanQuery.all(), 0)))
+                    .as("the delete is no longer the key's newest row")
+                    .containsExactly("k");
+        }
+    }
+
+    @Test
+    void deletesAnOlderVersionKeptInTheBaseAreMovedBesideIt() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-legacy"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, puts(0, 0, 3, 0));
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            // a delete row in the base itself, as earlier versions merged them (key-1's value replaced by it)
+            Instant at = T0.plusSeconds(1);
+            try (RootAllocator allocator = new RootAllocator();
+                    Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(location.uri())
+                            .build()) {
+                base.delete(RolloutSchema.RECORD_ID + " = 'key-1'");
+                try (VectorSchemaRoot row = ArrowRows.toRoot(
+                                allocator, List.of(new RolloutRow(Tombstones.of("key-1", at), 0, 3, at)));
+                        BatchReader reader = new BatchReader(allocator, row)) {
+                    Dataset.write()
+                            .allocator(allocator)
+                            .reader(reader)
+                            .uri(location.uri())
+                            .mode(WriteParams.WriteMode.APPEND)
+                            .execute()
+                            .close();
+                }
+            }
+            assertThat(table.get("key-1")).isEmpty();
+            assertThat(table.maintenance()
+                            .dropDeletes(Duration.between(T0, Instant.now()).plusDays(1))
+                            .dropped())
+                    .isZero();
+            assertThat(baseRows(location)).containsOnlyKeys("key-0", "key-2");
+            assertThat(deletesBeside(location)).containsExactly("key-1=0@3");
+            assertThat(table.get("key-1")).isEmpty();
+            assertThat(table.countRows()).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void garbageCollectionOfTheBaseKeepsTheDeletesBesideIt() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-gc"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, puts(0, 0, 3, 0));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            write(table, 0, List.of(delete(0, 3, "key-0", 1)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            table.maintenance().compact(1_000);
+            table.maintenance().collectGarbage(Duration.ZERO);
+            assertThat(deletesBeside(location)).containsExactly("key-0=0@3");
+            assertThat(baseRows(location)).containsOnlyKeys("key-1", "key-2");
+            assertThat(table.get("key-0")).isEmpty();
         }
     }
 
@@ -150,10 +271,9 @@ class DeletesTest {
             assertThat(table.get("a").orElseThrow().sourceOffset()).isEqualTo(4); // still pending
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(live(location)).containsExactlyInAnyOrder("a", "c");
-            assertThat(baseRows(location))
-                    .containsEntry("a", "0@4")
-                    .containsEntry("b", "0@3") // the delete
-                    .containsEntry("c", "0@6");
+            assertThat(baseRows(location)).containsOnlyKeys("a", "c").containsEntry("a", "0@4");
+            assertThat(baseRows(location)).containsEntry("c", "0@6");
+            assertThat(deletesBeside(location)).contains("b=0@3");
         }
     }
 
@@ -170,7 +290,8 @@ class DeletesTest {
             assertThat(table.get("y")).isEmpty();
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             assertThat(live(location)).containsExactly("x");
-            assertThat(baseRows(location)).containsEntry("x", "1@0").containsEntry("y", "0@1");
+            assertThat(baseRows(location)).containsOnlyKeys("x").containsEntry("x", "1@0");
+            assertThat(deletesBeside(location)).contains("y=0@1");
         }
     }
 
@@ -207,7 +328,8 @@ class DeletesTest {
             TableSnapshots.Snapshot snapshot =
                     table.snapshots().create("with-deletes", TableSnapshots.Cut.everythingSealed(TOPIC));
             assertThat(snapshot.rows()).isEqualTo(4);
-            assertThat(baseRows(location, "with-deletes")).hasSize(6); // the two deletes are rows of the version
+            // a plain reader of the tag sees live rows only
+            assertThat(baseRows(location, "with-deletes")).hasSize(4).doesNotContainKeys("key-2", "never-was");
 
             TableLocation exported = TableLocation.local(freshDir("deletes-exported"));
             assertThat(table.snapshots().export("with-deletes", exported)).isEqualTo(4);

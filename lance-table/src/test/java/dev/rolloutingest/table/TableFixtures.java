@@ -121,6 +121,49 @@ public final class TableFixtures {
     }
 
     /**
+     * The deletes kept beside the base ({@code _deletes}), read by lance-core alone, each as {@code id=partition@offset}
+     * (empty when none was ever merged); fails on a delete held twice.
+     */
+    public static List<String> deletesBeside(TableLocation location) throws Exception {
+        List<String> deletes = new ArrayList<>();
+        try (RootAllocator allocator = new RootAllocator()) {
+            Dataset beside;
+            try {
+                beside = Dataset.open()
+                        .allocator(allocator)
+                        .uri(location.resolve("_deletes"))
+                        .build();
+            } catch (RuntimeException e) {
+                return deletes; // never created: no delete was merged
+            }
+            try (beside;
+                    LanceScanner scanner = beside.newScan(new ScanOptions.Builder()
+                            .columns(List.of(
+                                    RolloutSchema.RECORD_ID,
+                                    RolloutSchema.EXPERIMENT,
+                                    RolloutSchema.METADATA,
+                                    RolloutSchema.SOURCE_PARTITION,
+                                    RolloutSchema.SOURCE_OFFSET))
+                            .build());
+                    ArrowReader reader = scanner.scanBatches()) {
+                while (reader.loadNextBatch()) {
+                    VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                    for (int i = 0; i < batch.getRowCount(); i++) {
+                        assertThat(Tombstones.is(batch, i))
+                                .as("a row beside the base is a delete")
+                                .isTrue();
+                        deletes.add(new String(((VarCharVector) batch.getVector(RolloutSchema.RECORD_ID)).get(i)) + "="
+                                + ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i) + "@"
+                                + ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i));
+                    }
+                }
+            }
+        }
+        assertThat(deletes).as("deletes held twice").doesNotHaveDuplicates();
+        return deletes;
+    }
+
+    /**
      * The record_ids of the base's live rows (deletes left out: a row whose metadata holds {@link Tombstones#MARKER}),
      * read by lance-core alone at a tag (null: the latest version); fails on a key seen twice.
      */

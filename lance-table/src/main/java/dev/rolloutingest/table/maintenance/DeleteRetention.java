@@ -2,7 +2,10 @@ package dev.rolloutingest.table.maintenance;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.rows.ArrowRows;
+import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.DroppedDeletes;
+import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Timestamps;
 import dev.rolloutingest.table.rows.Tombstones;
@@ -10,6 +13,7 @@ import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -20,13 +24,15 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.UInt8Vector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.lance.Dataset;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The drop of deletes past their retention: a delete row stays in the base while an older value of its key may still
- * merge, and goes once none can.
+ * The drop of deletes past their retention: a delete row stays beside the base while an older value of its key may
+ * still merge, and goes once none can.
  */
 final class DeleteRetention {
     private static final Logger log = LoggerFactory.getLogger(DeleteRetention.class);
@@ -42,57 +48,112 @@ final class DeleteRetention {
     }
 
     /**
-     * Drops the deletes that no older value can reach any more: delete rows (tombstones, {@link Tombstones}) ingested
-     * before {@code retention} ago and before the oldest row of every pending generation of the table. A delete stays in
-     * the base while a value older than it may still merge (from another partition: keyless records, a grown partition
-     * count), so that the value loses to it; once every such value is merged, the row only costs its bytes. Values not
-     * sealed yet are ingested after now minus the seal age, far inside the retention. The drop is a fenced commit
-     * ({@link FencedCommit}), refused and redone when a merge lands first.
+     * Drops the deletes that no older value can reach any more: delete rows (tombstones, {@link Tombstones}) kept beside
+     * the base ({@link BaseDeletes}) ingested before {@code retention} ago and before the oldest row of every pending
+     * generation of the table. A delete is kept while a value older than it may still merge (from another partition:
+     * keyless records, a grown partition count), so that the value loses to it; once every such value is merged, the
+     * row only costs its bytes. Values not sealed yet are ingested after now minus the seal age, far inside the
+     * retention. First, deletes an older version of this code kept in the base as rows are moved beside it ({@link
+     * #moveFromBase}).
      */
     TableMaintenance.DropResult drop(Duration retention, int attempts) {
         Instant cutoff = Instant.now().minus(retention);
-        String filter = Tombstones.CANDIDATES + " AND " + RolloutSchema.INGESTED_AT + " < TIMESTAMP '" + cutoff + "'";
-        Instant oldestPending = null;
-        boolean pendingRead = false;
+        long moved = moveFromBase(attempts);
+        if (moved > 0) {
+            log.info("Table {}: moved {} deletes kept in the base beside it", lance.location(), moved);
+        }
+        try (Dataset deletes = BaseDeletes.open(lance)) {
+            if (deletes == null) {
+                return new TableMaintenance.DropResult(0, cutoff);
+            }
+            if (dropped(deletes, cutoff).count() == 0) {
+                return new TableMaintenance.DropResult(0, cutoff);
+            }
+            // only when there is something to drop: the pending generations are read in full for it
+            Instant oldestPending = oldestPendingRow();
+            if (oldestPending != null && oldestPending.isBefore(cutoff)) {
+                cutoff = oldestPending;
+            }
+            Dropped dropped = dropped(deletes, cutoff);
+            long count = dropped.count();
+            if (count == 0) {
+                return new TableMaintenance.DropResult(0, cutoff);
+            }
+            // before the drop: a tail whose cursor is below a dropped delete must be refused, never answered
+            // without it (a failed drop leaves the mark high, which only refuses more)
+            DroppedDeletes.raise(store, dropped.highestOffsets());
+            try {
+                deletes.delete(olderThan(cutoff));
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw LanceIo.unchecked(e);
+            }
+            log.info(
+                    "Table {}: dropped {} deletes ingested before {} (nothing older can merge)",
+                    lance.location(),
+                    count,
+                    cutoff);
+            return new TableMaintenance.DropResult(count, cutoff);
+        }
+    }
+
+    /** Deletes ingested before a cutoff: how many, and per partition the highest offset among them. */
+    private record Dropped(long count, Map<Integer, Long> highestOffsets) {}
+
+    private static String olderThan(Instant cutoff) {
+        return RolloutSchema.INGESTED_AT + " < TIMESTAMP '" + cutoff + "'";
+    }
+
+    private static Dropped dropped(Dataset deletes, Instant cutoff) {
+        Map<Integer, Long> offsets = new HashMap<>();
+        long[] count = {0};
+        Tombstones.forEach(deletes, olderThan(cutoff), (batch, i) -> {
+            offsets.merge(
+                    ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
+                    ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i),
+                    Math::max);
+            count[0]++;
+        });
+        return new Dropped(count[0], offsets);
+    }
+
+    /**
+     * Moves the deletes an older version of this code kept in the base as rows beside it: appended to the deletes
+     * first (a read between the two finds each twice, the same row, which newest-wins keeps once), then marked deleted
+     * in the base by a fenced commit, refused and redone when a merge lands first. No merge of this version writes a
+     * delete into the base, so once moved none comes back.
+     */
+    long moveFromBase(int attempts) {
+        boolean appended = false;
         for (int attempt = 0; attempt < attempts; attempt++) {
             try (Dataset base = lance.openBase()) {
-                Map<Long, Long> deletes = new HashMap<>(); // row address -> ingested_at (micros)
-                Map<Long, long[]> positions = new HashMap<>(); // row address -> {partition, offset}
-                Tombstones.forEach(base, filter, (batch, i) -> {
+                List<RolloutRow> rows = new ArrayList<>();
+                Map<Integer, List<Integer>> addresses = new HashMap<>();
+                Tombstones.forEach(base, Tombstones.CANDIDATES, (batch, i) -> {
                     long address = ((UInt8Vector) batch.getVector("_rowaddr")).get(i);
-                    deletes.put(address, ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
-                    positions.put(address, new long[] {
-                        ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
-                        ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i)
-                    });
+                    addresses
+                            .computeIfAbsent((int) (address >>> 32), f -> new ArrayList<>())
+                            .add((int) address);
+                    Instant ingested = Timestamps.instant(
+                            ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i));
+                    String id = new String(
+                            ((VarCharVector) batch.getVector(RolloutSchema.RECORD_ID)).get(i), StandardCharsets.UTF_8);
+                    rows.add(new RolloutRow(
+                            Tombstones.of(id, ingested),
+                            ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
+                            ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i),
+                            ingested));
                 });
-                if (!pendingRead && !deletes.isEmpty()) {
-                    // only when there is something to drop: the pending generations are read in full for it
-                    oldestPending = oldestPendingRow();
-                    pendingRead = true;
-                    if (oldestPending != null && oldestPending.isBefore(cutoff)) {
-                        cutoff = oldestPending;
-                    }
+                if (rows.isEmpty()) {
+                    return 0;
                 }
-                long before = Timestamps.micros(cutoff);
-                Map<Integer, List<Integer>> rows = new HashMap<>();
-                Map<Integer, Long> droppedOffsets = new HashMap<>(); // partition -> highest offset dropped
-                long[] count = {0};
-                deletes.forEach((address, ingested) -> {
-                    if (ingested < before) {
-                        rows.computeIfAbsent((int) (address >>> 32), f -> new ArrayList<>())
-                                .add((int) (long) address);
-                        long[] at = positions.get(address);
-                        droppedOffsets.merge((int) at[0], at[1], Math::max);
-                        count[0]++;
+                if (!appended) {
+                    try (VectorSchemaRoot batch = ArrowRows.toRoot(lance.allocator(), rows)) {
+                        BaseDeletes.append(lance, List.of(batch));
                     }
-                });
-                if (count[0] == 0) {
-                    return new TableMaintenance.DropResult(0, cutoff);
+                    appended = true;
                 }
-                // before the commit: a tail whose cursor is below a dropped delete must be refused, never answered
-                // without it (a failed commit leaves the mark high, which only refuses more)
-                DroppedDeletes.raise(store, droppedOffsets);
                 try {
                     FencedCommit.commit(
                                     lance,
@@ -101,24 +162,19 @@ final class DeleteRetention {
                                     base.getFragments(),
                                     List.of(),
                                     List.of(),
-                                    new FencedCommit.Deletions(rows),
+                                    new FencedCommit.Deletions(addresses),
                                     0,
-                                    Map.of("rollout.maintenance", "drop deletes ingested before " + cutoff))
+                                    Map.of("rollout.maintenance", "move " + rows.size() + " deletes beside the base"))
                             .dataset()
                             .close();
-                    log.info(
-                            "Table {}: dropped {} deletes ingested before {} (nothing older can merge)",
-                            lance.location(),
-                            count[0],
-                            cutoff);
-                    return new TableMaintenance.DropResult(count[0], cutoff);
+                    return rows.size();
                 } catch (FencedCommit.Preempted e) {
-                    log.info("{}; dropping deletes again on the newer base", e.getMessage());
+                    log.info("{}; moving deletes again on the newer base", e.getMessage());
                 }
             }
         }
         throw new RolloutTableException.Contended(
-                lance.location().uri(), "dropping old deletes was preempted " + attempts + " times in a row");
+                lance.location().uri(), "moving deletes beside the base was preempted " + attempts + " times in a row");
     }
 
     /** The earliest ingested_at of any row in a pending generation of any shard; null when none is pending. */

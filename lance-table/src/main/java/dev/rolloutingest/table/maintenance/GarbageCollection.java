@@ -3,6 +3,7 @@ package dev.rolloutingest.table.maintenance;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
@@ -46,9 +47,22 @@ final class GarbageCollection {
                     // a tagged version (a snapshot) is kept; lance's default fails the whole cleanup on one
                     .withErrorIfTaggedOldVersions(false)
                     .build());
-            return removed.getOldVersions();
+            return removed.getOldVersions() + cleanupDeletesVersions(before);
         } catch (Exception e) { // lance-core throws its store errors as undeclared IOExceptions too
             throw StorageErrors.classify(lance.location().uri(), "cleaning up old versions", e);
+        }
+    }
+
+    /** The same for the deletes kept beside the base: each merge with deletes and each drop commits a version. */
+    private long cleanupDeletesVersions(Instant before) throws Exception {
+        try (Dataset deletes = BaseDeletes.open(lance)) {
+            if (deletes == null) {
+                return 0;
+            }
+            return deletes.cleanupWithPolicy(CleanupPolicy.builder()
+                            .withBeforeTimestampMillis(before.toEpochMilli())
+                            .build())
+                    .getOldVersions();
         }
     }
 

@@ -3,21 +3,23 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.AddedColumns;
-import dev.rolloutingest.table.rows.Filters;
+import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.NewestWins;
+import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
+import dev.rolloutingest.table.storage.UnmarkedDeletes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
-import org.apache.arrow.vector.UInt8Vector;
+import java.util.stream.Collectors;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
@@ -39,8 +41,9 @@ import org.slf4j.LoggerFactory;
  *       row replaces it, and the round's row is dropped when the base's is newer.
  * </ul>
  *
- * A delete is a row like any other (a tombstone, {@link Tombstones}): it stays in the base, hidden from reads, so a
- * value older than it that merges later (from another partition) loses to it. The commit lands only on the version its
+ * A delete (a tombstone, {@link Tombstones}) takes part in the rule like a value, but is kept beside the base, not in it
+ * ({@link BaseDeletes}): the base rows it is newer than are marked deleted, and a value older than it that merges later
+ * (from another partition) loses to it, so a plain Lance reader of the base sees live rows only. The commit lands only on the version its
  * rows were checked against; when another data commit lands first it is refused, the shards' watermarks are read
  * again (a shard merged meanwhile fails the commit with {@link WatermarkMoved}) and the rows checked again, up to the
  * merge's conflict retries.
@@ -111,6 +114,7 @@ public final class RoundWrite {
             List<MergedGeneration> marks,
             Map<String, Long> planned,
             Consumer<CommitStage> fault) {
+        appendDeletes(rows);
         Dataset current = base;
         try {
             for (int attempt = 0; attempt <= settings.mergeConflictRetries(); attempt++) {
@@ -154,96 +158,147 @@ public final class RoundWrite {
         }
     }
 
-    /** The rows against one base version: appended, replacing (with the base rows they replace) or dropped. */
+    /**
+     * The round's deletes appended to the deletes kept beside the base ({@link BaseDeletes}), before the base commit
+     * that applies them: a reader of the base and then of the deletes finds every delete the base applied.
+     */
+    private void appendDeletes(List<MergeSource.Row> rows) {
+        List<MergeSource.Row> deletes =
+                rows.stream().filter(MergeSource.Row::isTombstone).toList();
+        if (deletes.isEmpty()) {
+            return;
+        }
+        try (Dataset kept = BaseDeletes.open(lance)) {
+            if (kept != null) {
+                // a round merged again (its marks failed, or a retry) appends none of its deletes twice
+                Map<String, List<MergeJoin.BaseRow>> already = MergeJoin.SCAN.find(
+                        kept, deletes.stream().map(MergeSource.Row::keyString).collect(Collectors.toSet()));
+                deletes = deletes.stream()
+                        .filter(row -> already.getOrDefault(row.keyString(), List.of()).stream()
+                                .noneMatch(b -> b.partition() == row.partition() && b.offset() == row.offset()))
+                        .toList();
+                if (deletes.isEmpty()) {
+                    return;
+                }
+            }
+        }
+        List<VectorSchemaRoot> batches =
+                WriteBatches.slices(reads.withAllColumns(deletes), RolloutSchema.SCHEMA, lance.allocator());
+        try {
+            BaseDeletes.append(lance, batches);
+        } finally {
+            batches.forEach(VectorSchemaRoot::close);
+        }
+    }
+
+    /**
+     * The rows against one base version and the deletes beside it: values appended or replacing (with the base rows
+     * they replace) or dropped; a delete replaces the base rows it is newer than and is itself written beside the
+     * base only ({@link #appendDeletes}).
+     */
     private Split split(Dataset base, List<MergeSource.Row> rows) {
+        Map<String, List<MergeJoin.BaseRow>> deleted;
+        try (Dataset deletes = BaseDeletes.open(lance)) {
+            // the deletes kept beside the base are few (those of the retention): one scan of their keys and orders
+            deleted = deletes == null
+                    ? Map.of()
+                    : MergeJoin.SCAN.find(
+                            deletes,
+                            rows.stream().map(MergeSource.Row::keyString).collect(Collectors.toSet()));
+        }
         List<MergeSource.Row> append = new ArrayList<>();
         List<MergeSource.Row> maybe = new ArrayList<>();
+        long deletesNoOp = 0;
         for (MergeSource.Row row : rows) {
-            (settings.mergeAppendNewKeys() && !keys.mightHold(row.hash()) ? append : maybe).add(row);
+            boolean mayBeHeld = !settings.mergeAppendNewKeys()
+                    || keys.mightHold(row.hash())
+                    || deleted.getOrDefault(row.keyString(), List.of()).stream()
+                            .anyMatch(d -> d.partition() != row.partition() || d.offset() != row.offset());
+            if (mayBeHeld) {
+                maybe.add(row);
+            } else if (row.isTombstone()) {
+                deletesNoOp++; // no value of the key is in the base
+            } else {
+                append.add(row);
+            }
         }
         if (maybe.isEmpty()) {
-            return new Split(append, List.of(), FencedCommit.Deletions.NONE, 0, 0, deletesIn(append), 0);
+            return new Split(append, List.of(), FencedCommit.Deletions.NONE, 0, 0, deletesNoOp, 0);
         }
         MergeJoin how = MergeJoin.forCommit(maybe.size(), base.countRows(), settings.mergeScanJoinMaxBaseRows());
         Map<String, List<MergeJoin.BaseRow>> held =
                 how.find(base, maybe.stream().map(MergeSource.Row::keyString).toList());
         meters.commitsByJoin.get(how).increment();
         List<MergeSource.Row> replace = new ArrayList<>();
-        Map<Integer, List<Integer>> deleted = new HashMap<>();
+        Map<Integer, List<Integer>> deletions = new HashMap<>();
         long dropped = 0;
         long falsePositives = 0;
-        long deletesNoOp = 0;
-        Map<String, Long> deletesReplacing = new HashMap<>(); // key -> the base row a delete replaces
+        long deletesApplied = 0;
         for (MergeSource.Row row : maybe) {
-            List<MergeJoin.BaseRow> inBase = held.get(row.keyString());
-            if (inBase == null) {
-                append.add(row);
+            List<MergeJoin.BaseRow> inBase = held.getOrDefault(row.keyString(), List.of());
+            // the row's own delete, appended before this check, is not one it is ordered against
+            List<MergeJoin.BaseRow> inDeletes = deleted.getOrDefault(row.keyString(), List.of()).stream()
+                    .filter(d -> d.partition() != row.partition() || d.offset() != row.offset())
+                    .toList();
+            if (inBase.isEmpty() && inDeletes.isEmpty()) {
+                if (row.isTombstone()) {
+                    deletesNoOp++;
+                } else {
+                    append.add(row);
+                }
                 falsePositives++;
                 continue;
             }
-            MergeJoin.BaseRow newestInBase = null;
+            MergeJoin.BaseRow newest = null;
             for (MergeJoin.BaseRow b : inBase) {
-                if (newestInBase == null || newer(b, newestInBase)) {
-                    newestInBase = b;
+                if (newest == null || newer(b, newest)) {
+                    newest = b;
+                }
+            }
+            boolean newestIsValue = newest != null;
+            for (MergeJoin.BaseRow b : inDeletes) {
+                if (newest == null || newer(b, newest)) {
+                    newest = b;
+                    newestIsValue = false;
                 }
             }
             boolean rowWins = NewestWins.replaces(
                     row.partition(),
                     row.offset(),
                     row.ingestedMicros(),
-                    newestInBase.partition(),
-                    newestInBase.offset(),
-                    newestInBase.ingestedMicros());
+                    newest.partition(),
+                    newest.offset(),
+                    newest.ingestedMicros());
             for (MergeJoin.BaseRow b : inBase) {
-                // the one the row replaces, and any second row of the key an older version of this code left
-                if (rowWins || b != newestInBase) {
-                    deleted.computeIfAbsent(b.fragment(), f -> new ArrayList<>())
+                // the value the row replaces, one older than a kept delete, and any second value of the key an
+                // older version of this code left
+                if (rowWins || b != newest) {
+                    deletions
+                            .computeIfAbsent(b.fragment(), f -> new ArrayList<>())
                             .add(b.rowOffset());
                 }
             }
-            if (rowWins) {
-                replace.add(row);
-                if (row.isTombstone()) {
-                    deletesReplacing.put(row.keyString(), newestInBase.address());
-                }
-            } else {
+            if (!rowWins) {
                 dropped++;
                 if (row.isTombstone()) {
                     deletesNoOp++;
                 }
+            } else if (!row.isTombstone()) {
+                replace.add(row);
+            } else if (newestIsValue) {
+                deletesApplied++;
+            } else {
+                deletesNoOp++; // newer than a kept delete: nothing more left the base
             }
         }
-        // a delete that replaces a delete kept in the base changed nothing: told apart by the few rows it replaces
-        long replacedDeletes = deleteRowsAmong(base, deletesReplacing);
         return new Split(
                 append,
                 replace,
-                new FencedCommit.Deletions(deleted),
+                new FencedCommit.Deletions(deletions),
                 dropped,
-                deletesReplacing.size() - replacedDeletes,
-                deletesNoOp + replacedDeletes + deletesIn(append), // appended: no value of the key was in the base
+                deletesApplied,
+                deletesNoOp,
                 settings.mergeAppendNewKeys() ? falsePositives : 0);
-    }
-
-    private static long deletesIn(List<MergeSource.Row> rows) {
-        return rows.stream().filter(MergeSource.Row::isTombstone).count();
-    }
-
-    /** How many of these base rows (key -> row address) are deletes the base keeps: looked up by key, a few at most. */
-    private static long deleteRowsAmong(Dataset base, Map<String, Long> rowOfKey) {
-        if (rowOfKey.isEmpty()) {
-            return 0;
-        }
-        java.util.Set<Long> addresses = new java.util.HashSet<>(rowOfKey.values());
-        long[] deletes = {0};
-        for (String in : Filters.recordIdIn(new ArrayList<>(rowOfKey.keySet()))) {
-            Tombstones.forEach(base, in + " AND " + Tombstones.CANDIDATES, (batch, i) -> {
-                if (addresses.contains(((UInt8Vector) batch.getVector("_rowaddr")).get(i))) {
-                    deletes[0]++;
-                }
-            });
-        }
-        return deletes[0];
     }
 
     private static boolean newer(MergeJoin.BaseRow a, MergeJoin.BaseRow b) {
@@ -300,7 +355,7 @@ public final class RoundWrite {
                     adopted.fragments(),
                     split.deletions(),
                     keys.firstUnseenId(),
-                    Map.of("rollout.merge.rows", describe(marks)));
+                    properties(current, split, marks));
             List<KeyFilter.Hash> added = new ArrayList<>();
             split.append().forEach(row -> added.add(row.hash()));
             keys.appended(result.dataset(), result.fragmentIds(), added);
@@ -321,6 +376,24 @@ public final class RoundWrite {
         } finally {
             batches.forEach(VectorSchemaRoot::close);
         }
+    }
+
+    /**
+     * The data commit's properties: what it merged, and the generations whose deletes it and the data commits before
+     * it applied that the base's watermarks do not cover yet ({@link UnmarkedDeletes}).
+     */
+    private static Map<String, String> properties(Dataset current, Split split, List<MergedGeneration> marks) {
+        Map<String, String> properties = new HashMap<>();
+        properties.put(UnmarkedDeletes.DATA_COMMIT, describe(marks));
+        Map<String, Long> unmarked = new HashMap<>(UnmarkedDeletes.at(current, MemWalWatermarks.read(current)));
+        if (!split.deletions().isEmpty()) {
+            marks.forEach(mark -> unmarked.merge(
+                    mark.shardId(), mark.generation(), (a, b) -> Long.compareUnsigned(a, b) >= 0 ? a : b));
+        }
+        if (!unmarked.isEmpty()) {
+            properties.put(UnmarkedDeletes.PROPERTY, UnmarkedDeletes.format(unmarked));
+        }
+        return properties;
     }
 
     /** The marks as a commit's property names them: how many generations of how many shards. */

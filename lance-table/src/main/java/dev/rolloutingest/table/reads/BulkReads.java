@@ -57,6 +57,7 @@ public final class BulkReads {
                         passes,
                         pending,
                         snapshot.base,
+                        snapshot.deletes,
                         filter != null,
                         query,
                         new TailCursor(TailCursor.tableId(lance.location().uri()), topic, head),
@@ -87,6 +88,7 @@ public final class BulkReads {
                         passes,
                         PendingKeys.none(),
                         version,
+                        null, // a base version alone: its tag holds live rows only
                         false,
                         query,
                         new TailCursor(TailCursor.tableId(lance.location().uri()), topic, head),
@@ -133,6 +135,7 @@ public final class BulkReads {
                             List.of(),
                             PendingKeys.none(),
                             snapshot.base,
+                            snapshot.deletes,
                             false,
                             query,
                             cursor,
@@ -147,7 +150,17 @@ public final class BulkReads {
                 List<StreamPass> passes =
                         planner.tail(snapshot, topic, from, window.upTo(), baseRange, filter, pending);
                 return stream(
-                        schema, true, passes, pending, snapshot.base, true, query, cursor, window.more(), snapshot);
+                        schema,
+                        true,
+                        passes,
+                        pending,
+                        snapshot.base,
+                        snapshot.deletes,
+                        true,
+                        query,
+                        cursor,
+                        window.more(),
+                        snapshot);
             } catch (RuntimeException e) {
                 snapshot.close();
                 throw e;
@@ -181,6 +194,7 @@ public final class BulkReads {
             List<StreamPass> passes,
             PendingKeys pending,
             Dataset base,
+            Dataset deletes,
             boolean lookUpUnseenKeys,
             ScanQuery query,
             TailCursor cursor,
@@ -204,6 +218,7 @@ public final class BulkReads {
                 catalog::generation,
                 pending,
                 base,
+                deletes,
                 lookUpUnseenKeys,
                 query.limit(),
                 batchRows,

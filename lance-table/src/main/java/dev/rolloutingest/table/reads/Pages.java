@@ -66,6 +66,9 @@ final class Pages {
                 }
             }
             Set<String> newerInBase = newerInBase(snapshot.base, candidates);
+            if (snapshot.deletes != null) {
+                newerInBase.addAll(newerInBase(snapshot.deletes, candidates)); // a merged delete hides older values
+            }
             for (RolloutRow row : candidates) {
                 if (page.full()) {
                     break;
@@ -98,7 +101,10 @@ final class Pages {
         return query.includePayload() ? RolloutSchema.allColumns() : RolloutSchema.columnsWithoutPayload();
     }
 
-    /** Keys among the rows whose base row is newer (another partition's, ingested later): indexed lookups. */
+    /**
+     * Keys among the rows whose row in {@code base} (or in the deletes beside it) is newer (another partition's,
+     * ingested later): indexed lookups.
+     */
     private Set<String> newerInBase(Dataset base, List<RolloutRow> rows) {
         Set<String> newer = new HashSet<>();
         Map<String, RolloutRow> byKey = new HashMap<>();

@@ -39,7 +39,7 @@ final class PassPlanner {
 
     /** A scan of base + pending: the base passes, then each pending generation's values. */
     List<StreamPass> scan(ReadCatalog.Snapshot snapshot, String filter, PendingKeys pending) {
-        List<StreamPass> passes = base(snapshot.base, null, filter, pending, false);
+        List<StreamPass> passes = base(snapshot.base, snapshot.deletes != null, null, filter, pending, false);
         snapshot.pendingByShard
                 .values()
                 .forEach(shard -> shard.forEach(
@@ -49,7 +49,7 @@ final class PassPlanner {
 
     /** A scan of one base version alone: nothing pending counts. */
     List<StreamPass> scanVersion(Dataset version, String filter) {
-        return base(version, null, filter, PendingKeys.none(), false);
+        return base(version, false, null, filter, PendingKeys.none(), false);
     }
 
     /**
@@ -64,8 +64,9 @@ final class PassPlanner {
             String baseRange,
             String filter,
             PendingKeys pending) {
-        List<StreamPass> passes =
-                baseRange == null ? new ArrayList<>() : base(snapshot.base, baseRange, filter, pending, true);
+        List<StreamPass> passes = baseRange == null
+                ? new ArrayList<>()
+                : base(snapshot.base, snapshot.deletes != null, baseRange, filter, pending, true);
         addTailPending(passes, snapshot, topic, from, upTo, filter);
         return passes;
     }
@@ -80,9 +81,11 @@ final class PassPlanner {
      * pending row (a key that moved across partitions: rare), and those few then read whole. Either way the possible
      * deletes (a delete row has an empty experiment and rollout_id; a base version without such rows, known once per
      * version, needs no such term) are read in a pass where each row is checked. A tail hands deletes over whatever
-     * the filters.
+     * the filters. The deletes kept beside the base ({@code deletes}) are read as the base's possible deletes were:
+     * those of pending keys to order them against the pending rows, and in a tail those in its range.
      */
-    private List<StreamPass> base(Dataset base, String range, String filter, PendingKeys pending, boolean tail) {
+    private List<StreamPass> base(
+            Dataset base, boolean deletes, String range, String filter, PendingKeys pending, boolean tail) {
         List<StreamPass> passes = new ArrayList<>();
         if (range == null && filter == null && !tail && !pending.isEmpty()) {
             // a scan of every row: one pass sees each base row, and Java drops the replaced ones by key (a filter
@@ -92,10 +95,19 @@ final class PassPlanner {
             if (candidates != null) {
                 checked(passes, candidates, null, false, false);
             }
+            if (deletes) {
+                // every delete beside the base: one newer than a key's pending rows hides them
+                passes.add(new StreamPass(null, null, Keep.VALUES).overDeletes());
+            }
             return passes;
         }
         if (pending.size() > KEYS_IN_FILTER_MAX) {
             checked(passes, range, filter, tail, false); // too many keys to name: one pass, every row checked
+            if (deletes) {
+                List<StreamPass> beside = new ArrayList<>();
+                checked(beside, range, filter, tail, false);
+                beside.forEach(pass -> passes.add(pass.overDeletes()));
+            }
             return passes;
         }
         String pendingKeys = pending.isEmpty() ? null : Filters.recordIdInOneList(pending.keys());
@@ -110,12 +122,27 @@ final class PassPlanner {
         if (candidates != null) {
             checked(passes, and(and(range, candidates), notPending), filter, tail, namesKeys);
         }
+        if (deletes && tail) {
+            // the deletes beside the base in the range, as the base's possible deletes are read (a scan shows none:
+            // only those of pending keys count, which the mark below reads)
+            List<StreamPass> beside = new ArrayList<>();
+            checked(beside, and(range, notPending), filter, tail, namesKeys);
+            beside.forEach(pass -> passes.add(pass.overDeletes()));
+        }
         if (pendingKeys != null) {
             // every base row of a pending key, whatever the range and filters: then no lookup is needed later
             passes.add(new StreamPass(null, pendingKeys, Keep.MARK, true));
+            if (deletes) {
+                passes.add(new StreamPass(null, pendingKeys, Keep.MARK, true).overDeletes());
+            }
             List<StreamPass> newer = new ArrayList<>();
             checked(newer, range, filter, tail, false);
             newer.forEach(pass -> passes.add(new StreamPass(null, pass.filter(), pass.keep(), false, true)));
+            if (deletes && tail) {
+                // a delete newer than its key's pending rows is the key's newest row: a tail hands it over
+                newer.forEach(pass ->
+                        passes.add(new StreamPass(null, pass.filter(), pass.keep(), false, true).overDeletes()));
+            }
         }
         return passes;
     }

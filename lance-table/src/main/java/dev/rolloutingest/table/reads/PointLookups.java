@@ -78,6 +78,13 @@ final class PointLookups {
             if (base.isPresent()) {
                 newest = NewestWins.winner(base.get(), newest);
             }
+            if (snapshot.deletes != null) {
+                // a merged delete hides the key's older values, pending ones of another partition included
+                Optional<RolloutRow> deleted = scans.lookUp(snapshot.deletes, filter);
+                if (deleted.isPresent()) {
+                    newest = NewestWins.winner(deleted.get(), newest);
+                }
+            }
             // the newest row may be a delete: the key is gone
             List<String> added = AddedColumnReads.names(snapshot.base);
             return Optional.ofNullable(newest)
@@ -86,7 +93,7 @@ final class PointLookups {
         }
     }
 
-    /** A key's row in one base version alone (a snapshot: nothing pending counts); a delete reads as absent. */
+    /** A key's row in one base version alone (a snapshot: nothing pending counts, and the base holds no delete). */
     Optional<RolloutRow> getFromBase(Dataset base, String recordId) {
         return scans.lookUp(base, keyIs(recordId)).filter(row -> !row.isTombstone());
     }

@@ -4,6 +4,7 @@ import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.PendingShard;
 import dev.rolloutingest.table.generations.SealedGeneration;
+import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
@@ -49,13 +50,18 @@ public final class ReadCatalog implements AutoCloseable {
         static final Sealed UNREADABLE = new Sealed(0, null, -1);
     }
 
-    /** One open handle of the base at one version, shared by every snapshot of that version. */
+    /**
+     * One open handle of the base at one version, with the deletes kept beside it (null: none) opened after it, so they
+     * hold every delete that version applied; shared by every snapshot of that version.
+     */
     private static final class BaseHandle {
         final Dataset dataset;
+        final Dataset deletes;
         private final AtomicInteger users = new AtomicInteger(1);
 
-        BaseHandle(Dataset dataset) {
+        BaseHandle(Dataset dataset, Dataset deletes) {
             this.dataset = dataset;
+            this.deletes = deletes;
         }
 
         BaseHandle retain() {
@@ -66,6 +72,9 @@ public final class ReadCatalog implements AutoCloseable {
         void release() {
             if (users.decrementAndGet() == 0) {
                 dataset.close();
+                if (deletes != null) {
+                    deletes.close();
+                }
             }
         }
     }
@@ -74,6 +83,9 @@ public final class ReadCatalog implements AutoCloseable {
     static final class Snapshot implements AutoCloseable {
         private final BaseHandle handle;
         final Dataset base;
+        /** The deletes kept beside the base ({@link BaseDeletes}), read after it; null when there are none. */
+        final Dataset deletes;
+
         final long version;
         final Map<String, Long> watermarks;
         final Map<String, List<Pending>> pendingByShard;
@@ -89,6 +101,7 @@ public final class ReadCatalog implements AutoCloseable {
                 Map<String, List<Pending>> pendingByShard) {
             this.handle = handle;
             this.base = handle.dataset;
+            this.deletes = handle.deletes;
             this.version = version;
             this.watermarks = watermarks;
             this.pendingByShard = pendingByShard;
@@ -259,7 +272,14 @@ public final class ReadCatalog implements AutoCloseable {
             version = previous.version;
         } else {
             Dataset opened = lance.openBase();
-            handle = new BaseHandle(opened);
+            Dataset deletes;
+            try {
+                deletes = BaseDeletes.open(lance); // after the base: a merge appends its deletes before its commit
+            } catch (RuntimeException e) {
+                opened.close();
+                throw e;
+            }
+            handle = new BaseHandle(opened, deletes);
             version = opened.version();
         }
         Snapshot next;

@@ -49,6 +49,16 @@ final class RowCounts {
                 }
                 return true;
             });
+            if (snapshot.deletes != null) {
+                // a merged delete newer than a key's pending rows (from another partition) leaves the key out
+                scans.forEachRow(snapshot.deletes, null, KEY_AND_ORDER, row -> {
+                    RolloutRow pending = newest.get(row.recordId());
+                    if (pending != null && NewestWins.replaces(row, pending)) {
+                        newest.put(row.recordId(), row);
+                    }
+                    return true;
+                });
+            }
         }
         return newest.values().stream().filter(row -> !row.isTombstone()).count() + baseOnly[0];
     }

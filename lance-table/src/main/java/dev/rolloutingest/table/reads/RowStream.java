@@ -52,6 +52,7 @@ public final class RowStream extends ArrowReader {
             Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations,
             PendingKeys pending,
             Dataset base,
+            Dataset deletes,
             boolean lookUpUnseenKeys,
             long limit,
             int batchRows,
@@ -68,8 +69,9 @@ public final class RowStream extends ArrowReader {
         this.more = more;
         this.resources = resources;
         this.assembler = new BatchAssembler(schema, tail);
-        this.survivors = new StreamSurvivors(pending, base, lookUpUnseenKeys, batchRows);
-        this.passes = new StreamPasses(passes, generations, base, pending, survivors, assembler, batchRows, readahead);
+        this.survivors = new StreamSurvivors(pending, base, deletes, lookUpUnseenKeys, batchRows);
+        this.passes = new StreamPasses(
+                passes, generations, base, deletes, pending, survivors, assembler, batchRows, readahead);
     }
 
     /** Where a reader stands once it has read this answer to its end: tail from it next. */
@@ -166,6 +168,8 @@ public final class RowStream extends ArrowReader {
         RowSelection kept;
         if (keep == Keep.ALL) {
             kept = RowSelection.all(batch.getRowCount());
+        } else if (passes.current().deletes()) {
+            kept = survivors.selectDeletes(batch, keep);
         } else if (passes.current().base()) {
             kept = survivors.selectBase(batch, keep);
         } else {

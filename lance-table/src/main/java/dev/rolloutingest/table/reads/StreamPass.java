@@ -3,19 +3,36 @@ package dev.rolloutingest.table.reads;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 
 /**
- * One scan of a {@link RowStream}: of the base ({@code generation} null), or of a pending generation (leased while the
- * pass runs). {@link BulkReads} plans a stream as a list of these; the stream runs them in order.
+ * One scan of a {@link RowStream}: of the base ({@code generation} null), of the deletes kept beside it ({@code
+ * deletes}: read as the base is, and ordered against pending rows the same way), or of a pending generation (leased
+ * while the pass runs). {@link BulkReads} plans a stream as a list of these; the stream runs them in order.
  */
 record StreamPass(
-        GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys, boolean onlyNewerInBase) {
+        GenerationCatalog.Listed generation,
+        String filter,
+        Keep keep,
+        boolean namesKeys,
+        boolean onlyNewerInBase,
+        boolean deletes) {
     StreamPass(GenerationCatalog.Listed generation, String filter, Keep keep) {
-        this(generation, filter, keep, false, false);
+        this(generation, filter, keep, false, false, false);
     }
 
     StreamPass(GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys) {
-        this(generation, filter, keep, namesKeys, false);
+        this(generation, filter, keep, namesKeys, false, false);
     }
 
+    StreamPass(
+            GenerationCatalog.Listed generation, String filter, Keep keep, boolean namesKeys, boolean onlyNewerInBase) {
+        this(generation, filter, keep, namesKeys, onlyNewerInBase, false);
+    }
+
+    /** The same pass over the deletes kept beside the base. */
+    StreamPass overDeletes() {
+        return new StreamPass(null, filter, keep, namesKeys, onlyNewerInBase, true);
+    }
+
+    /** A pass over the base or the deletes beside it. */
     boolean base() {
         return generation == null;
     }

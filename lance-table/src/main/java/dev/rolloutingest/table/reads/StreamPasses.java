@@ -25,6 +25,9 @@ final class StreamPasses implements AutoCloseable {
     private final List<StreamPass> passes;
     private final Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations;
     private final Dataset base;
+    /** The deletes kept beside the base, for passes over them; null when there are none. */
+    private final Dataset deletes;
+
     private final PendingKeys pending;
     private final StreamSurvivors survivors;
     private final BatchAssembler assembler;
@@ -46,6 +49,7 @@ final class StreamPasses implements AutoCloseable {
             List<StreamPass> passes,
             Function<GenerationCatalog.Listed, DatasetHandles.Lease> generations,
             Dataset base,
+            Dataset deletes,
             PendingKeys pending,
             StreamSurvivors survivors,
             BatchAssembler assembler,
@@ -54,6 +58,7 @@ final class StreamPasses implements AutoCloseable {
         this.passes = passes;
         this.generations = generations;
         this.base = base;
+        this.deletes = deletes;
         this.pending = pending;
         this.survivors = survivors;
         this.assembler = assembler;
@@ -106,7 +111,7 @@ final class StreamPasses implements AutoCloseable {
             }
             filter = filter == null ? keys : filter + " AND (" + keys + ")";
         }
-        Dataset dataset = base;
+        Dataset dataset = current.deletes() ? deletes : base;
         if (!current.base()) {
             lease = generations.apply(current.generation());
             dataset = lease.dataset();

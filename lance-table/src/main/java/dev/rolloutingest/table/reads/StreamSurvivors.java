@@ -43,6 +43,9 @@ final class StreamSurvivors {
 
     private final PendingKeys pending;
     private final Dataset base;
+    /** The deletes kept beside the base; null when there are none. */
+    private final Dataset deletes;
+
     private final boolean lookUpUnseenKeys;
     private final int batchRows;
     private final Set<String> seenInBase = new HashSet<>();
@@ -56,9 +59,10 @@ final class StreamSurvivors {
     private long lookups;
     private long takes;
 
-    StreamSurvivors(PendingKeys pending, Dataset base, boolean lookUpUnseenKeys, int batchRows) {
+    StreamSurvivors(PendingKeys pending, Dataset base, Dataset deletes, boolean lookUpUnseenKeys, int batchRows) {
         this.pending = pending;
         this.base = base;
+        this.deletes = deletes;
         this.lookUpUnseenKeys = lookUpUnseenKeys;
         this.batchRows = batchRows;
     }
@@ -233,6 +237,30 @@ final class StreamSurvivors {
     }
 
     /**
+     * Rows of the deletes kept beside the base, as {@link #selectBase} takes base rows; a delete shown (a tail) also
+     * gives way to a newer value of its key in the base (a put merged after it: the delete is no longer the key's
+     * newest row), which indexed lookups of the shown keys tell.
+     */
+    RowSelection selectDeletes(VectorSchemaRoot batch, Keep keep) {
+        RowSelection kept = selectBase(batch, keep);
+        if (kept.size() == 0 || !keep.takes(true)) {
+            return kept;
+        }
+        VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+        Map<String, NewestWins.Order> shown = new HashMap<>();
+        kept.removeIf((index, position) -> {
+            shown.put(ids.getObject(index).toString(), order(batch, index));
+            return false;
+        });
+        Set<String> replaced = newerIn(base, shown);
+        if (!replaced.isEmpty()) {
+            kept.removeIf(
+                    (index, position) -> replaced.contains(ids.getObject(index).toString()));
+        }
+        return kept;
+    }
+
+    /**
      * Pending rows shown, of the rows {@code [from, to)} of the source vectors (the generation's row {@code rowAt(i)}
      * each): the newest pending row of its key, unless the base holds a newer one.
      */
@@ -267,12 +295,26 @@ final class StreamSurvivors {
         return kept;
     }
 
-    /** Keys whose base row is newer than their newest pending row: indexed lookups, 256 keys each. */
+    /**
+     * Keys whose row in the base, or in the deletes beside it, is newer than their newest pending row: indexed
+     * lookups, 256 keys each.
+     */
     private Set<String> newerInBaseByLookup(Set<String> keys) {
+        Map<String, NewestWins.Order> newest = new HashMap<>();
+        keys.forEach(key -> newest.put(key, pending.newest(key)));
+        Set<String> newer = newerIn(base, newest);
+        if (deletes != null) {
+            newer.addAll(newerIn(deletes, newest));
+        }
+        return newer;
+    }
+
+    /** Keys whose row in {@code dataset} is newer than the order given for them: indexed lookups, 256 keys each. */
+    private Set<String> newerIn(Dataset dataset, Map<String, NewestWins.Order> than) {
         Set<String> newer = new HashSet<>();
-        for (String in : Filters.recordIdIn(new ArrayList<>(keys))) {
+        for (String in : Filters.recordIdIn(new ArrayList<>(than.keySet()))) {
             lookups++;
-            try (LanceScanner lookup = base.newScan(new ScanOptions.Builder()
+            try (LanceScanner lookup = dataset.newScan(new ScanOptions.Builder()
                             .columns(PendingKeys.ORDER_COLUMNS)
                             .filter(in)
                             .build());
@@ -282,7 +324,7 @@ final class StreamSurvivors {
                     VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                     for (int i = 0; i < batch.getRowCount(); i++) {
                         String key = ids.getObject(i).toString();
-                        if (order(batch, i).replaces(pending.newest(key))) {
+                        if (order(batch, i).replaces(than.get(key))) {
                             newer.add(key);
                         }
                     }

@@ -21,9 +21,9 @@ import org.lance.ipc.ScanOptions;
  * A delete of one record_id as a generation holds it: a row of the record_id with every other value empty and the
  * metadata entry {@value #MARKER}. It takes part in newest-wins like any row (within a partition the higher offset,
  * across partitions the later ingested_at), so a delete hides older values and a later put hides it. Reads return
- * nothing for a key whose newest row is a tombstone, pending or in the base: a merge writes it into the base like a
- * value (so a value older than it that merges later loses to it), and maintenance drops it once no older value can
- * merge. The marker is reserved: a produced record whose metadata holds it is dead-lettered ({@link
+ * nothing for a key whose newest row is a tombstone, pending or merged: a merge removes the base rows it is newer than
+ * and keeps it beside the base ({@link BaseDeletes}), so a value older than it that merges later loses to it while a
+ * plain reader of the base sees live rows only; maintenance drops it once no older value can merge. The marker is reserved: a produced record whose metadata holds it is dead-lettered ({@link
  * #RESERVED_REASON}).
  */
 public final class Tombstones {

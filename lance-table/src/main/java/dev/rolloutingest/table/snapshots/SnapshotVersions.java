@@ -7,6 +7,7 @@ import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.snapshots.TableSnapshots.SnapshotException;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
+import dev.rolloutingest.table.storage.UnmarkedDeletes;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -32,8 +33,9 @@ final class SnapshotVersions {
     /**
      * The newest base version that holds exactly what its watermarks say and, for a bounded cut ({@code targets} not
      * null), whose every watermark is at or below its target. A round commits its rows (values and deletes alike, all
-     * rows: {@link RoundWrite}) before its marks, so every version between the two, whoever made it, holds rows above
-     * the watermarks and is passed over; no round removes a row without adding one.
+     * rows: {@link RoundWrite}) before its marks, so every version between the two, whoever made it, is passed over:
+     * it holds rows above the watermarks, or its newest data commit names deletes its watermarks do not cover ({@link
+     * UnmarkedDeletes}: a delete leaves no row in the base).
      */
     static long consistentVersion(
             TableLocation location, Dataset base, Map<String, Long> targets, Map<String, Integer> partitions) {
@@ -51,7 +53,9 @@ final class SnapshotVersions {
                                 .allMatch(
                                         t -> Long.compareUnsigned(watermarks.getOrDefault(t.getKey(), 0L), t.getValue())
                                                 <= 0);
-                if (within && holdsOnlyMerged(location, at, watermarks, partitions)) {
+                if (within
+                        && UnmarkedDeletes.at(at, watermarks).isEmpty()
+                        && holdsOnlyMerged(location, at, watermarks, partitions)) {
                     return version.getId();
                 }
             }
