@@ -190,6 +190,22 @@ class DeletesTest {
             assertThat(keys(table.tail(table.startCursor(TOPIC), TOPIC, ScanQuery.all(), 0)))
                     .as("the delete is no longer the key's newest row")
                     .containsExactly("k");
+            assertThat(keys(table.tail(
+                            table.startCursor(TOPIC),
+                            TOPIC,
+                            ScanQuery.all().withColumns(List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD)),
+                            0)))
+                    .as("a narrow projection")
+                    .containsExactly("k");
+            write(table, 0, List.of(delete(0, 3, "k", 3)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(keys(table.tail(
+                            table.startCursor(TOPIC),
+                            TOPIC,
+                            ScanQuery.all().withColumns(List.of(RolloutSchema.RECORD_ID, RolloutSchema.REWARD)),
+                            0)))
+                    .as("deleted again, nothing pending: the newest delete only")
+                    .containsExactly("k(deleted)");
         }
     }
 

@@ -80,9 +80,13 @@ final class PointLookups {
             }
             if (snapshot.deletes != null) {
                 // a merged delete hides the key's older values, pending ones of another partition included
-                Optional<RolloutRow> deleted = scans.lookUp(snapshot.deletes, filter);
-                if (deleted.isPresent()) {
-                    newest = NewestWins.winner(deleted.get(), newest);
+                RolloutRow[] newestDelete = {null}; // a key deleted twice is kept beside the base twice
+                scans.forEachRow(snapshot.deletes, filter, RolloutSchema.allColumns(), row -> {
+                    newestDelete[0] = NewestWins.winner(row, newestDelete[0]);
+                    return true;
+                });
+                if (newestDelete[0] != null) {
+                    newest = NewestWins.winner(newestDelete[0], newest);
                 }
             }
             // the newest row may be a delete: the key is gone

@@ -148,7 +148,8 @@ final class StreamPasses implements AutoCloseable {
         } else if (current.keep() != Keep.ALL) {
             projection.add(RolloutSchema.EXPERIMENT); // with metadata: tells a delete row
             projection.add(RolloutSchema.METADATA);
-            if (!pending.isEmpty()) {
+            if (!pending.isEmpty() || current.deletes()) {
+                // a delete beside the base is also ordered against the base's value of its key
                 projection.addAll(PendingKeys.ORDER_COLUMNS);
             }
         }

@@ -238,8 +238,8 @@ final class StreamSurvivors {
 
     /**
      * Rows of the deletes kept beside the base, as {@link #selectBase} takes base rows; a delete shown (a tail) also
-     * gives way to a newer value of its key in the base (a put merged after it: the delete is no longer the key's
-     * newest row), which indexed lookups of the shown keys tell.
+     * gives way to a newer value of its key in the base (a put merged after it) or a newer delete of it beside the base
+     * (deleted again): then it is no longer the key's newest row. Lookups of the shown keys tell.
      */
     RowSelection selectDeletes(VectorSchemaRoot batch, Keep keep) {
         RowSelection kept = selectBase(batch, keep);
@@ -247,16 +247,18 @@ final class StreamSurvivors {
             return kept;
         }
         VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-        Map<String, NewestWins.Order> shown = new HashMap<>();
+        Map<String, NewestWins.Order> shown = new HashMap<>(); // per key its newest delete in the batch
         kept.removeIf((index, position) -> {
-            shown.put(ids.getObject(index).toString(), order(batch, index));
+            NewestWins.Order order = order(batch, index);
+            shown.merge(ids.getObject(index).toString(), order, (a, b) -> b.replaces(a) ? b : a);
             return false;
         });
         Set<String> replaced = newerIn(base, shown);
-        if (!replaced.isEmpty()) {
-            kept.removeIf(
-                    (index, position) -> replaced.contains(ids.getObject(index).toString()));
-        }
+        replaced.addAll(newerIn(deletes, shown)); // a later delete of the key, kept beside the base too
+        kept.removeIf((index, position) -> {
+            String key = ids.getObject(index).toString();
+            return replaced.contains(key) || !shown.get(key).sameRow(order(batch, index));
+        });
         return kept;
     }
 
