@@ -43,11 +43,17 @@ public final class MergeCommitter {
     private final RoundWrite writer;
     private volatile Consumer<CommitStage> commitFault = stage -> {};
 
-    MergeCommitter(LanceIo lance, ObjectStore store, TableSettings settings, BaseKeys keys, MergeMeters meters) {
+    MergeCommitter(
+            LanceIo lance,
+            ObjectStore store,
+            TableSettings settings,
+            BaseKeys keys,
+            BaseKeys deletedKeys,
+            MergeMeters meters) {
         this.lance = lance;
         this.settings = settings;
         this.meters = meters;
-        this.writer = new RoundWrite(lance, store, settings, keys, meters);
+        this.writer = new RoundWrite(lance, store, settings, keys, deletedKeys, meters);
     }
 
     /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */

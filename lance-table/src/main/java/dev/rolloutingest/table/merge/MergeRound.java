@@ -50,7 +50,9 @@ public final class MergeRound {
         this.meters = new MergeMeters(meters);
         MergeMeters merges = this.meters;
         this.preparer = new MergePreparer(lance, settings, keys, merges);
-        this.committer = new MergeCommitter(lance, store, settings, keys, merges);
+        // the deletes kept beside the base are few next to its rows: their filter starts small
+        BaseKeys deletedKeys = new BaseKeys(lance, meters, BaseKeys.MIN_CAPACITY / 10);
+        this.committer = new MergeCommitter(lance, store, settings, keys, deletedKeys, merges);
     }
 
     /**

@@ -16,10 +16,11 @@ import dev.rolloutingest.table.storage.UnmarkedDeletes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
-import java.util.stream.Collectors;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
@@ -58,14 +59,24 @@ public final class RoundWrite {
     private final ObjectStore store;
     private final TableSettings settings;
     private final BaseKeys keys;
+    /** The same filter over the deletes kept beside the base. */
+    private final BaseKeys deletedKeys;
+
     private final MergeMeters meters;
     private final GenerationReads reads;
 
-    RoundWrite(LanceIo lance, ObjectStore store, TableSettings settings, BaseKeys keys, MergeMeters meters) {
+    RoundWrite(
+            LanceIo lance,
+            ObjectStore store,
+            TableSettings settings,
+            BaseKeys keys,
+            BaseKeys deletedKeys,
+            MergeMeters meters) {
         this.lance = lance;
         this.store = store;
         this.settings = settings;
         this.keys = keys;
+        this.deletedKeys = deletedKeys;
         this.meters = meters;
         this.reads = new GenerationReads(lance);
     }
@@ -160,7 +171,9 @@ public final class RoundWrite {
 
     /**
      * The round's deletes appended to the deletes kept beside the base ({@link BaseDeletes}), before the base commit
-     * that applies them: a reader of the base and then of the deletes finds every delete the base applied.
+     * that applies them: a reader of the base and then of the deletes finds every delete the base applied. A delete
+     * already kept (a round merged again after its marks failed, or retried) is not appended twice: the filter of kept
+     * deletes rules most out, the rest are looked up.
      */
     private void appendDeletes(List<MergeSource.Row> rows) {
         List<MergeSource.Row> deletes =
@@ -170,13 +183,18 @@ public final class RoundWrite {
         }
         try (Dataset kept = BaseDeletes.open(lance)) {
             if (kept != null) {
-                // a round merged again (its marks failed, or a retry) appends none of its deletes twice
-                Map<String, List<MergeJoin.BaseRow>> already = MergeJoin.SCAN.find(
-                        kept, deletes.stream().map(MergeSource.Row::keyString).collect(Collectors.toSet()));
-                deletes = deletes.stream()
-                        .filter(row -> already.getOrDefault(row.keyString(), List.of()).stream()
-                                .noneMatch(b -> b.partition() == row.partition() && b.offset() == row.offset()))
-                        .toList();
+                deletedKeys.catchUp(kept);
+                Set<String> maybeKept = new HashSet<>();
+                deletes.stream()
+                        .filter(row -> deletedKeys.mightHold(row.hash()))
+                        .forEach(row -> maybeKept.add(row.keyString()));
+                if (!maybeKept.isEmpty()) {
+                    Map<String, List<MergeJoin.BaseRow>> already = MergeJoin.SCAN.find(kept, maybeKept);
+                    deletes = deletes.stream()
+                            .filter(row -> already.getOrDefault(row.keyString(), List.of()).stream()
+                                    .noneMatch(b -> b.partition() == row.partition() && b.offset() == row.offset()))
+                            .toList();
+                }
                 if (deletes.isEmpty()) {
                     return;
                 }
@@ -197,14 +215,23 @@ public final class RoundWrite {
      * base only ({@link #appendDeletes}).
      */
     private Split split(Dataset base, List<MergeSource.Row> rows) {
-        Map<String, List<MergeJoin.BaseRow>> deleted;
-        try (Dataset deletes = BaseDeletes.open(lance)) {
-            // the deletes kept beside the base are few (those of the retention): one scan of their keys and orders
-            deleted = deletes == null
-                    ? Map.of()
-                    : MergeJoin.SCAN.find(
-                            deletes,
-                            rows.stream().map(MergeSource.Row::keyString).collect(Collectors.toSet()));
+        // A delete needs no look at the kept deletes: a base value older than it goes, and no base value is older
+        // than a kept delete. A value older than a kept delete of its key must not enter the base: its key is
+        // looked up among them when their filter may hold it (rarely: a key written again after its delete).
+        Map<String, List<MergeJoin.BaseRow>> deleted = Map.of();
+        try (Dataset kept = BaseDeletes.open(lance)) {
+            if (kept != null) {
+                deletedKeys.catchUp(kept);
+                Set<String> maybeDeleted = new HashSet<>();
+                for (MergeSource.Row row : rows) {
+                    if (!row.isTombstone() && deletedKeys.mightHold(row.hash())) {
+                        maybeDeleted.add(row.keyString());
+                    }
+                }
+                if (!maybeDeleted.isEmpty()) {
+                    deleted = MergeJoin.SCAN.find(kept, maybeDeleted);
+                }
+            }
         }
         List<MergeSource.Row> append = new ArrayList<>();
         List<MergeSource.Row> maybe = new ArrayList<>();
@@ -212,8 +239,7 @@ public final class RoundWrite {
         for (MergeSource.Row row : rows) {
             boolean mayBeHeld = !settings.mergeAppendNewKeys()
                     || keys.mightHold(row.hash())
-                    || deleted.getOrDefault(row.keyString(), List.of()).stream()
-                            .anyMatch(d -> d.partition() != row.partition() || d.offset() != row.offset());
+                    || deleted.containsKey(row.keyString());
             if (mayBeHeld) {
                 maybe.add(row);
             } else if (row.isTombstone()) {
@@ -236,10 +262,7 @@ public final class RoundWrite {
         long deletesApplied = 0;
         for (MergeSource.Row row : maybe) {
             List<MergeJoin.BaseRow> inBase = held.getOrDefault(row.keyString(), List.of());
-            // the row's own delete, appended before this check, is not one it is ordered against
-            List<MergeJoin.BaseRow> inDeletes = deleted.getOrDefault(row.keyString(), List.of()).stream()
-                    .filter(d -> d.partition() != row.partition() || d.offset() != row.offset())
-                    .toList();
+            List<MergeJoin.BaseRow> inDeletes = deleted.getOrDefault(row.keyString(), List.of());
             if (inBase.isEmpty() && inDeletes.isEmpty()) {
                 if (row.isTombstone()) {
                     deletesNoOp++;
