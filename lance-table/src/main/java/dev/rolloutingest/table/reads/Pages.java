@@ -2,6 +2,7 @@ package dev.rolloutingest.table.reads;
 
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.Filters;
+import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
@@ -66,8 +67,11 @@ final class Pages {
                 }
             }
             Set<String> newerInBase = newerInBase(snapshot.base, candidates);
-            if (snapshot.deletes != null) {
-                newerInBase.addAll(newerInBase(snapshot.deletes, candidates)); // a merged delete hides older values
+            List<RolloutRow> maybeDeleted = candidates.stream()
+                    .filter(row -> snapshot.mayBeDeleted(KeyFilter.hash(row.recordId())))
+                    .toList();
+            if (!maybeDeleted.isEmpty()) {
+                newerInBase.addAll(newerInBase(snapshot.deletes, maybeDeleted)); // a merged delete hides older values
             }
             for (RolloutRow row : candidates) {
                 if (page.full()) {

@@ -78,7 +78,7 @@ final class PointLookups {
             if (base.isPresent()) {
                 newest = NewestWins.winner(base.get(), newest);
             }
-            if (snapshot.deletes != null) {
+            if (snapshot.mayBeDeleted(hash)) {
                 // a merged delete hides the key's older values, pending ones of another partition included
                 RolloutRow[] newestDelete = {null}; // a key deleted twice is kept beside the base twice
                 scans.forEachRow(snapshot.deletes, filter, RolloutSchema.allColumns(), row -> {

@@ -6,6 +6,7 @@ import dev.rolloutingest.table.generations.PendingShard;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import java.time.Duration;
@@ -20,7 +21,11 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,10 +63,55 @@ public final class ReadCatalog implements AutoCloseable {
         final Dataset dataset;
         final Dataset deletes;
         private final AtomicInteger users = new AtomicInteger(1);
+        /** The deletes' record_ids as a filter, read by the first read that asks (null until then). */
+        private volatile KeyFilter deletedKeys;
 
         BaseHandle(Dataset dataset, Dataset deletes) {
             this.dataset = dataset;
             this.deletes = deletes;
+        }
+
+        /** Whether the deletes beside the base may hold the key: false for most keys, without a scan of them. */
+        boolean mayBeDeleted(KeyFilter.Hash key) {
+            if (deletes == null) {
+                return false;
+            }
+            KeyFilter filter = deletedKeys;
+            if (filter == null) {
+                synchronized (this) {
+                    filter = deletedKeys;
+                    if (filter == null) {
+                        deletedKeys = filter = keysOf(deletes);
+                    }
+                }
+            }
+            return filter.mightContain(key);
+        }
+
+        long deletedKeysBytes() {
+            KeyFilter filter = deletedKeys;
+            return filter == null ? 0 : filter.sizeBytes();
+        }
+
+        private static KeyFilter keysOf(Dataset deletes) {
+            KeyFilter filter = KeyFilter.withCapacity(Math.max(1_024, deletes.countRows()));
+            try (LanceScanner scanner = deletes.newScan(new ScanOptions.Builder()
+                            .columns(List.of(RolloutSchema.RECORD_ID))
+                            .build());
+                    ArrowReader reader = scanner.scanBatches()) {
+                while (reader.loadNextBatch()) {
+                    VarCharVector ids =
+                            (VarCharVector) reader.getVectorSchemaRoot().getVector(RolloutSchema.RECORD_ID);
+                    for (int i = 0; i < ids.getValueCount(); i++) {
+                        filter.add(KeyFilter.murmur3x64(ids.get(i)));
+                    }
+                }
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw LanceIo.unchecked(e);
+            }
+            return filter;
         }
 
         BaseHandle retain() {
@@ -120,6 +170,11 @@ public final class ReadCatalog implements AutoCloseable {
                 }
             }
             return keys;
+        }
+
+        /** Whether the deletes beside the base may hold the key ({@link BaseHandle#mayBeDeleted}). */
+        boolean mayBeDeleted(KeyFilter.Hash key) {
+            return handle.mayBeDeleted(key);
         }
 
         /** Bytes of the merged pending keys, once a read merged them. */
@@ -358,7 +413,7 @@ public final class ReadCatalog implements AutoCloseable {
         long bytes = generations.keptBytes();
         Snapshot snapshot = current;
         if (snapshot != null) {
-            bytes += snapshot.pendingKeysBytes();
+            bytes += snapshot.pendingKeysBytes() + snapshot.handle.deletedKeysBytes();
         }
         for (KeyFilterEntry entry : filters.values()) {
             bytes += entry.filter() == null ? 0 : entry.filter().sizeBytes();
