@@ -36,7 +36,7 @@ final class BenchCommand implements Callable<Integer> {
                     + " backlog and shard count at --read-base-rows base sizes, merge passes and lists at both), merge (draining a"
                     + " backlog with 1, 2, 4 merge threads), merge-join (a merge commit's time and memory with the scan"
                     + " join and the index join against the base's size), merge-round (a round of 16,000 rows against the"
-                    + " base's size: new keys appended, 1 %% and 50 %% present, the join-only path, a plain Append as the"
+                    + " base's size: new keys appended, 1 %% and 50 %% present, 10 %% deletes, the join-only path, a plain Append as the"
                     + " floor; --round-base-rows, --commits rounds each), capacity (ingest alone for --seconds, then the"
                     + " merge-worker alone draining that backlog: merge / ingest), merge-instances (ingest alone for"
                     + " --seconds, then that backlog drained by --merge-instances merge-worker JVMs per run: rows/s"

@@ -12,6 +12,7 @@ import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.TableMerges;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.BatchReader;
 import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -41,7 +42,7 @@ import org.lance.operation.Append;
  * What a merge round costs as the base grows: on a MemWAL base of N rows (UUID-like record_ids, built with plain
  * appends and given the record_id index), rounds that fold 16 generations of 4 shards (1,000 rows each) whose
  * keys are all new (appended with adoption, appended without it, or all joined as before), 1 % present or 50 %
- * present; each round timed from plan to commit (plan, prepare, the
+ * present, or 10 % of its rows deletes of keys the base holds; each round timed from plan to commit (plan, prepare, the
  * commits), with the key filter already built (its build is timed once, apart) and the record_id index brought up
  * to date between rounds, untimed, as the merge-worker's upkeep does every few seconds. Beside them the floor: a plain
  * lance-core Append commit of as many rows on the same base. And the same rounds with the append path off
@@ -98,10 +99,12 @@ public final class MergeRoundBench {
                     "base of %,d rows written and indexed in %d s%n",
                     baseRows, (System.nanoTime() - built) / 1_000_000_000);
             reportFilter(location, baseRows);
-            for (double present : new double[] {0, 0.01, 0.5}) {
+            for (double[] mix : new double[][] {{0, 0}, {0.01, 0}, {0.5, 0}, {0, DELETED}}) {
+                double present = mix[0];
+                double deleted = mix[1];
                 for (String path : List.of("append + join", "append, no adoption", "join only")) {
                     boolean append = !path.equals("join only");
-                    if (present > 0 && !path.equals("append + join")) {
+                    if ((present > 0 || deleted > 0) && !path.equals("append + join")) {
                         continue; // the other paths are compared on all-new rounds
                     }
                     TableSettings settings = TableSettings.DEFAULTS
@@ -116,7 +119,7 @@ public final class MergeRoundBench {
                         }
                         table.maintenance().optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
-                        round(table, baseRows, present);
+                        round(table, baseRows, present, deleted);
                         table.maintenance().optimizeKeyIndex();
                         io.micrometer.core.instrument.Timer appendTimer = meters.get("rollout.merge.phase")
                                 .tag("phase", "append")
@@ -128,7 +131,7 @@ public final class MergeRoundBench {
                         for (int r = 0; r < rounds; r++) {
                             table.maintenance()
                                     .optimizeKeyIndex(); // not timed: the merge-worker's upkeep, between rounds
-                            long[] timed = round(table, baseRows, present);
+                            long[] timed = round(table, baseRows, present, deleted);
                             roundMs.add(timed[0]);
                             commitMs.add(timed[1]);
                         }
@@ -138,13 +141,15 @@ public final class MergeRoundBench {
                                 : (appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmAppendMs)
                                         / (appendTimer.count() - warmAppends);
                         long floor = MergeJoinBench.median(floorMs);
-                        if (path.equals("append + join") && present == 0) {
+                        if (path.equals("append + join") && present == 0 && deleted == 0) {
                             allNewAppendRound.put(baseRows, round);
                         }
                         out.printf(
-                                "| %,d | %.0f %% | %s | %d ms | %d ms (append, mean: %.0f ms) | %d ms | %.1fx |%n",
+                                "| %,d | %s | %s | %d ms | %d ms (append, mean: %.0f ms) | %d ms | %.1fx |%n",
                                 baseRows,
-                                present * 100,
+                                deleted > 0
+                                        ? String.format("%.0f %% deletes of present keys", deleted * 100)
+                                        : String.format("%.0f %%", present * 100),
                                 path,
                                 round,
                                 MergeJoinBench.median(commitMs),
@@ -210,8 +215,11 @@ public final class MergeRoundBench {
         }
     }
 
+    /** The share of a round's rows that are deletes of keys the base holds, in the deletes case. */
+    private static final double DELETED = 0.1;
+
     /** One round: 16 generations written (not timed), then plan, prepare and commit timed. */
-    private long[] round(RolloutTable table, long baseRows, double present) {
+    private long[] round(RolloutTable table, long baseRows, double present, double deleted) {
         Random random = new Random(nextNewKey);
         List<String> shards = new ArrayList<>();
         for (int p = 0; p < SHARDS; p++) {
@@ -220,6 +228,12 @@ public final class MergeRoundBench {
                 List<RolloutRow> rows = new ArrayList<>();
                 long first = nextOffset[p];
                 for (int i = 0; i < ROWS_PER_GENERATION; i++) {
+                    if (deleted > 0 && random.nextDouble() < deleted) {
+                        Instant now = Instant.now();
+                        String key = baseKey((long) (random.nextDouble() * baseRows));
+                        rows.add(new RolloutRow(Tombstones.of(key, now), p + 1, first + i, now));
+                        continue;
+                    }
                     Rollout rollout = generator.rollout(first + i, 2);
                     rollout.setRecordId(
                             random.nextDouble() < present
