@@ -19,20 +19,21 @@ import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 
 /**
- * A table's base as a plain lance-core reader sees it, with none of the project's read path: each key's row, where a
- * row whose metadata holds {@link Tombstones#MARKER} is a delete kept in the base, not a record.
+ * A table's base as a plain lance-core reader sees it, with none of the project's read path: each key's row, every one
+ * live (the deletes are kept beside the base: a row whose metadata holds {@link Tombstones#MARKER} fails the read).
  */
 public final class BaseRows {
     private BaseRows() {}
 
     /**
-     * record_id to policy_version of the base's live rows at a tag (null: the latest version). Fails on a key the base
-     * holds twice (a delete row included).
+     * record_id to policy_version of the base's rows at a tag (null: the latest version). Fails on a key the base holds
+     * twice and on a delete row in the base (a plain reader would see it as a record).
      */
     public static Map<String, Long> live(TableLocation location, String tag) {
         Map<String, Long> live = new TreeMap<>();
         Set<String> seen = new HashSet<>();
         List<String> twice = new ArrayList<>();
+        List<String> deletes = new ArrayList<>();
         try (RootAllocator allocator = new RootAllocator();
                 Dataset latest =
                         Dataset.open().allocator(allocator).uri(location.uri()).build();
@@ -51,16 +52,21 @@ public final class BaseRows {
                         twice.add(id);
                     }
                     Object entries = metadata.getObject(i);
-                    if (entries == null || !entries.toString().contains(Tombstones.MARKER)) {
-                        Object version = batch.getVector("policy_version").getObject(i);
-                        live.put(id, version == null ? null : ((Number) version).longValue());
+                    if (entries != null && entries.toString().contains(Tombstones.MARKER)) {
+                        deletes.add(id);
+                        continue;
                     }
+                    Object version = batch.getVector("policy_version").getObject(i);
+                    live.put(id, version == null ? null : ((Number) version).longValue());
                 }
             }
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {
             throw new IllegalStateException(e);
+        }
+        if (!deletes.isEmpty()) {
+            throw new AssertionError("delete rows in the base, which a plain reader sees as records: " + deletes);
         }
         if (!twice.isEmpty()) {
             throw new AssertionError("keys the base holds twice: " + twice);
