@@ -25,7 +25,7 @@ final class SnapshotVersions {
 
     private SnapshotVersions() {}
 
-    /** A version's rows as a snapshot counts them: the deletes it keeps as rows left out. */
+    /** A version's rows as a snapshot counts them: delete rows an earlier version kept in the base left out. */
     static long liveRows(Dataset at) {
         return at.countRows() - Tombstones.count(at);
     }

@@ -24,8 +24,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Named, immutable states of the table for training runs: a lance tag on a base version, its metadata holding the
  * Kafka offsets the version holds. Any lance reader opening the table at the tag sees exactly the snapshot's rows,
- * and the deletes the base still keeps as rows (their metadata holds {@link Tombstones#MARKER}; the project's reads
- * and an export leave them out); lance's cleanup keeps tagged versions and compaction never changes one.
+ * live ones only (the deletes are kept beside the base; a tag an earlier version made may still hold delete rows,
+ * their metadata holding {@link Tombstones#MARKER}, which the project's reads and an export leave out); lance's cleanup
+ * keeps tagged versions and compaction never changes one.
  *
  * <p>What a snapshot holds is what its base version's merged watermarks say: per shard every record below the
  * watermark (the next offset after the last merged generation), none above. Generations merge whole, so a cut
