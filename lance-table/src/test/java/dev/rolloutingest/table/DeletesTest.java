@@ -249,6 +249,39 @@ class DeletesTest {
     }
 
     @Test
+    void deletesKeptOverManyRoundsAreCompactedIntoFewFragments() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-compacted"));
+        String shard = ShardId.of(TOPIC, 0);
+        int rounds = 36; // past DeleteRetention.KEPT_FRAGMENTS_MAX: one fragment each
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, puts(0, 0, rounds + 2, 0));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            for (int i = 0; i < rounds; i++) {
+                write(table, 0, List.of(delete(0, rounds + 2 + i, "key-" + i, 1)));
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            }
+            assertThat(keptFragments(location)).isEqualTo(rounds);
+            table.maintenance().dropDeletes(Duration.between(T0, Instant.now()).plusDays(1)); // drops none
+            assertThat(keptFragments(location)).isEqualTo(1);
+            assertThat(deletesBeside(location)).hasSize(rounds);
+            assertThat(baseRows(location)).containsOnlyKeys("key-" + rounds, "key-" + (rounds + 1));
+            assertThat(table.get("key-0")).isEmpty();
+            assertThat(table.countRows()).isEqualTo(2);
+        }
+    }
+
+    private static int keptFragments(TableLocation location) throws Exception {
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset kept = Dataset.open()
+                        .allocator(allocator)
+                        .uri(location.resolve("_deletes"))
+                        .build()) {
+            return kept.getFragments().size();
+        }
+    }
+
+    @Test
     void garbageCollectionOfTheBaseKeepsTheDeletesBesideIt() throws Exception {
         TableLocation location = TableLocation.local(freshDir("deletes-gc"));
         String shard = ShardId.of(TOPIC, 0);

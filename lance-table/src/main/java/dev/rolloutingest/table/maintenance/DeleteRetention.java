@@ -27,6 +27,11 @@ import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.lance.Dataset;
+import org.lance.compaction.Compaction;
+import org.lance.compaction.CompactionOptions;
+import org.lance.compaction.CompactionPlan;
+import org.lance.compaction.CompactionTask;
+import org.lance.compaction.RewriteResult;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -175,6 +180,53 @@ final class DeleteRetention {
         }
         throw new RolloutTableException.Contended(
                 lance.location().uri(), "moving deletes beside the base was preempted " + attempts + " times in a row");
+    }
+
+    /** Fragments of the deletes beside the base past which {@link #compactKept} rewrites them. */
+    static final int KEPT_FRAGMENTS_MAX = 32;
+
+    /**
+     * Rewrites the deletes kept beside the base into few fragments once they are spread over more than {@link
+     * #KEPT_FRAGMENTS_MAX}: every merge round with deletes appends one, and reads and merges scan them. A plain lance
+     * compaction (the dataset has no fence and no index); a drop committed meanwhile makes it fail, to be tried again
+     * at the next run. Returns the fragments before and after.
+     */
+    int[] compactKept() {
+        try (Dataset deletes = BaseDeletes.open(lance)) {
+            if (deletes == null) {
+                return new int[] {0, 0};
+            }
+            int before = deletes.getFragments().size();
+            if (before <= KEPT_FRAGMENTS_MAX) {
+                return new int[] {before, before};
+            }
+            CompactionOptions options = CompactionOptions.builder()
+                    .withTargetRowsPerFragment(1_000_000)
+                    .build();
+            CompactionPlan plan = Compaction.planCompaction(deletes, options);
+            List<RewriteResult> rewritten = new ArrayList<>();
+            for (CompactionTask task : plan.getCompactionTasks()) {
+                rewritten.add(task.execute(deletes));
+            }
+            if (!rewritten.isEmpty()) {
+                Compaction.commitCompaction(deletes, rewritten, options);
+            }
+            try (Dataset after = BaseDeletes.open(lance)) {
+                int fragments = after.getFragments().size();
+                log.info(
+                        "Table {}: compacted the deletes beside the base from {} fragments into {}",
+                        lance.location(),
+                        before,
+                        fragments);
+                return new int[] {before, fragments};
+            }
+        } catch (RuntimeException e) {
+            log.warn(
+                    "Table {}: compacting the deletes beside the base failed ({}); tried again at the next run",
+                    lance.location(),
+                    e.getMessage());
+            return new int[] {-1, -1};
+        }
     }
 
     /** The earliest ingested_at of any row in a pending generation of any shard; null when none is pending. */

@@ -139,10 +139,15 @@ public final class TableMaintenance {
         }
     }
 
-    /** Drops the deletes older than {@code retention} that no pending value can reach (see {@link DeleteRetention}). */
+    /**
+     * Drops the deletes older than {@code retention} that no pending value can reach (see {@link DeleteRetention}),
+     * then compacts those kept once they are spread over many fragments.
+     */
     public DropResult dropDeletes(Duration retention) {
         try {
-            return deletes.drop(retention, commitAttempts);
+            DropResult dropped = deletes.drop(retention, commitAttempts);
+            deletes.compactKept();
+            return dropped;
         } finally {
             afterChange.run();
         }
