@@ -249,6 +249,46 @@ class DeletesTest {
     }
 
     @Test
+    void aDeleteKeptBesideTheBaseBeforeItsRoundCommittedIsHandedOverOnceByATail() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-before-commit"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, puts(0, 0, 3, 0)); // key-0..2 merged
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            write(table, 0, List.of(delete(0, 3, "key-1", 1)));
+            // the round appends its delete beside the base, then fails before its base commit, as a crash would
+            TableSeams.failMergeCommitsAt(table, stage -> {
+                if (stage == CommitStage.CHECKED) {
+                    throw new IllegalStateException("crash before the base commit");
+                }
+            });
+            try {
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            } catch (RuntimeException crashed) {
+                // as a crash would
+            }
+            TableSeams.failMergeCommitsAt(table, null);
+            assertThat(deletesBeside(location)).containsExactly("key-1=0@3");
+            assertThat(baseRows(location)).containsOnlyKeys("key-0", "key-1", "key-2");
+            write(table, 1, List.of(put(1, 0, "other", 2))); // another shard's merge: readers take the new deletes
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
+
+            assertThat(table.get("key-1")).isEmpty();
+            assertThat(keys(table.scan(ScanQuery.all(), TOPIC))).containsExactlyInAnyOrder("key-0", "key-2", "other");
+            assertThat(keys(table.tail(table.startCursor(TOPIC), TOPIC, ScanQuery.all(), 0)))
+                    .as("the pending delete, once, though the same delete is kept beside the base")
+                    .containsExactlyInAnyOrder("key-0", "key-2", "key-1(deleted)", "other");
+
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(deletesBeside(location)).containsExactly("key-1=0@3"); // not appended twice
+            assertThat(baseRows(location)).containsOnlyKeys("key-0", "key-2", "other");
+            assertThat(keys(table.tail(table.startCursor(TOPIC), TOPIC, ScanQuery.all(), 0)))
+                    .containsExactlyInAnyOrder("key-0", "key-2", "key-1(deleted)", "other");
+        }
+    }
+
+    @Test
     void deletesKeptOverManyRoundsAreCompactedIntoFewFragments() throws Exception {
         TableLocation location = TableLocation.local(freshDir("deletes-compacted"));
         String shard = ShardId.of(TOPIC, 0);
