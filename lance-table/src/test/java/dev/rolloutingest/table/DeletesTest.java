@@ -6,6 +6,7 @@ import static dev.rolloutingest.table.TableFixtures.baseRows;
 import static dev.rolloutingest.table.TableFixtures.delete;
 import static dev.rolloutingest.table.TableFixtures.deletesBeside;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static dev.rolloutingest.table.TableFixtures.keys;
 import static dev.rolloutingest.table.TableFixtures.write;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -13,7 +14,6 @@ import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
-import dev.rolloutingest.table.reads.RowStream;
 import dev.rolloutingest.table.reads.ScanQuery;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.RolloutRow;
@@ -22,15 +22,11 @@ import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import dev.rolloutingest.table.storage.BatchReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.BitVector;
-import org.apache.arrow.vector.FieldVector;
-import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
@@ -152,23 +148,6 @@ class DeletesTest {
             assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
             assertThat(baseRows(location)).isEmpty();
         }
-    }
-
-    /** The keys a stream hands over, a delete as {@code key(deleted)}. */
-    private static List<String> keys(RowStream stream) throws Exception {
-        List<String> keys = new ArrayList<>();
-        try (stream) {
-            while (stream.loadNextBatch()) {
-                VectorSchemaRoot batch = stream.getVectorSchemaRoot();
-                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                FieldVector deleted = batch.getVector(RowStream.DELETED);
-                for (int i = 0; i < batch.getRowCount(); i++) {
-                    boolean delete = deleted != null && ((BitVector) deleted).get(i) == 1;
-                    keys.add(new String(ids.get(i), StandardCharsets.UTF_8) + (delete ? "(deleted)" : ""));
-                }
-            }
-        }
-        return keys;
     }
 
     @Test

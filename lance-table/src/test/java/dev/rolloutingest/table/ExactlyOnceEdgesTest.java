@@ -4,6 +4,7 @@ import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.baseRows;
 import static dev.rolloutingest.table.TableFixtures.delete;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static dev.rolloutingest.table.TableFixtures.keys;
 import static dev.rolloutingest.table.TableFixtures.write;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -15,6 +16,7 @@ import dev.rolloutingest.table.merge.MergeSteps;
 import dev.rolloutingest.table.merge.PreparedMerge;
 import dev.rolloutingest.table.merge.RoundResult;
 import dev.rolloutingest.table.reads.ListQuery;
+import dev.rolloutingest.table.reads.ScanQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -126,6 +128,35 @@ class ExactlyOnceEdgesTest {
                     .containsEntry("k", "1@0")
                     .containsKey("seed");
             assertThat(a.get("k").orElseThrow().sourcePartition()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aTailBetweenARoundsDataAndItsMarksHandsOverItsValuesOnce() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-tail-before-marks"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "a", 0), put(0, 1, "b", 0), put(0, 2, "c", 0)));
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
+            write(table, 0, List.of(put(0, 3, "b", 1)));
+            // the round's rows are committed, its marks are not (a crash between the two): b is in the base and in
+            // its still-pending generation, the same row; the tail's range of the base ends at the watermark
+            TableSeams.failMergeCommitsAt(table, stage -> {
+                if (stage == CommitStage.APPENDED) {
+                    throw new IllegalStateException("crash before the marks");
+                }
+            });
+            try {
+                table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
+            } catch (RuntimeException crashed) {
+                // as a crash would
+            }
+            TableSeams.failMergeCommitsAt(table, null);
+            assertThat(baseRows(location)).containsEntry("b", "0@3");
+            assertThat(keys(table.tail(table.startCursor(TOPIC), TOPIC, ScanQuery.all(), 0)))
+                    .containsExactlyInAnyOrder("a", "b", "c");
+            assertThat(keys(table.scan(ScanQuery.all(), TOPIC))).containsExactlyInAnyOrder("a", "b", "c");
+            assertThat(table.get("b").orElseThrow().sourceOffset()).isEqualTo(3);
         }
     }
 

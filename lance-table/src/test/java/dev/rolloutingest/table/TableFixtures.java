@@ -120,6 +120,25 @@ public final class TableFixtures {
         return rows;
     }
 
+    /** The keys a stream hands over, in order, a delete as {@code key(deleted)}; closes the stream. */
+    public static List<String> keys(dev.rolloutingest.table.reads.RowStream stream) throws Exception {
+        List<String> keys = new ArrayList<>();
+        try (stream) {
+            while (stream.loadNextBatch()) {
+                VectorSchemaRoot batch = stream.getVectorSchemaRoot();
+                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                org.apache.arrow.vector.FieldVector deleted =
+                        batch.getVector(dev.rolloutingest.table.reads.RowStream.DELETED);
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    boolean delete = deleted != null && ((org.apache.arrow.vector.BitVector) deleted).get(i) == 1;
+                    keys.add(new String(ids.get(i), java.nio.charset.StandardCharsets.UTF_8)
+                            + (delete ? "(deleted)" : ""));
+                }
+            }
+        }
+        return keys;
+    }
+
     /**
      * The deletes kept beside the base ({@code _deletes}), read by lance-core alone, each as {@code id=partition@offset}
      * (empty when none was ever merged); fails on a delete held twice.

@@ -149,7 +149,7 @@ public final class RowStream extends ArrowReader {
         VectorSchemaRoot batch = passes.reader().getVectorSchemaRoot();
         Keep keep = passes.current().keep();
         if (keep == Keep.MARK) {
-            survivors.mark(batch, passes.current().deletes());
+            survivors.mark(batch);
             return false;
         }
         if (keep == Keep.UNREPLACED) {

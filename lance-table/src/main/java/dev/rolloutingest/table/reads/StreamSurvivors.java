@@ -105,15 +105,15 @@ final class StreamSurvivors {
     }
 
     /** Notes which base rows of pending keys are newer than the key's newest pending row; every such row is seen. */
-    void mark(VectorSchemaRoot batch, boolean besideBase) {
+    void mark(VectorSchemaRoot batch) {
         VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
         for (int i = 0; i < batch.getRowCount(); i++) {
             String key = ids.getObject(i).toString();
             NewestWins.Order replacement = pending.newest(key);
             if (replacement != null) {
                 seenInBase.add(key);
-                if (besideBase && replacement.sameRow(order(batch, i))) {
-                    continue; // see selectBase
+                if (replacement.sameRow(order(batch, i))) {
+                    continue; // the pending pass shows it: see selectBase
                 }
                 if (!replacement.replaces(order(batch, i))) {
                     newerInBase.add(key);
@@ -207,19 +207,11 @@ final class StreamSurvivors {
     }
 
     /**
-     * Base rows shown: the pass's kind of row, unless a newer pending row replaces its key. A base row of the other
+     * Base rows shown: the pass's kind of row, unless a newer pending row replaces its key or the key's newest pending
+     * row is this same row (the pending pass shows it). A base row of the other
      * kind is not shown but still hides its key's older pending rows (a scan's pass of possible deletes shows none).
      */
     RowSelection selectBase(VectorSchemaRoot batch, Keep keep) {
-        return selectBase(batch, keep, false);
-    }
-
-    /**
-     * {@code besideBase}: the rows are deletes kept beside the base. One that is the same row as its key's newest
-     * pending row (appended by a round whose marks are not committed yet, or whose commit failed) gives way to it: the
-     * pending pass shows it, within its offsets, where the base's range would leave it out.
-     */
-    private RowSelection selectBase(VectorSchemaRoot batch, Keep keep, boolean besideBase) {
         RowSelection kept = new RowSelection(batch.getRowCount());
         VarCharVector ids = pending.isEmpty() ? null : (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
         for (int i = 0; i < batch.getRowCount(); i++) {
@@ -235,7 +227,10 @@ final class StreamSurvivors {
                     if (shown) {
                         seenInBase.add(key);
                     }
-                    if (replacement.replaces(order(batch, i)) || besideBase && replacement.sameRow(order(batch, i))) {
+                    NewestWins.Order order = order(batch, i);
+                    if (replacement.replaces(order) || replacement.sameRow(order)) {
+                        // a newer pending row; or the same row, committed by a round whose marks are not (yet): the
+                        // pending pass shows it within its offsets, where a tail's range of the base leaves it out
                         continue;
                     }
                     newerInBase.add(key);
@@ -254,7 +249,7 @@ final class StreamSurvivors {
      * (deleted again): then it is no longer the key's newest row. Lookups of the shown keys tell.
      */
     RowSelection selectDeletes(VectorSchemaRoot batch, Keep keep) {
-        RowSelection kept = selectBase(batch, keep, true);
+        RowSelection kept = selectBase(batch, keep);
         if (kept.size() == 0 || !keep.takes(true)) {
             return kept;
         }
