@@ -268,6 +268,32 @@ class DeletesTest {
     }
 
     @Test
+    void putsAndDeletesAlternatingAcrossTwoPartitionsEndWithTheLastEvenAfterARestart() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-alternating"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "k", 0), put(0, 1, "other", 0)));
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            write(table, 1, List.of(delete(1, 0, "k", 1)));
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
+            assertThat(baseRows(location)).doesNotContainKey("k");
+        }
+        // a restarted merge process: its key filter of the base is built without k, whose delete is kept beside it
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 2, "other", 2)));
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0)); // the filter is built
+            write(table, 0, List.of(put(0, 3, "k", 2)));
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            assertThat(baseRows(location)).containsEntry("k", "0@3");
+            write(table, 1, List.of(delete(1, 1, "k", 3)));
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
+            assertThat(baseRows(location)).doesNotContainKey("k");
+            assertThat(table.get("k")).isEmpty();
+        }
+    }
+
+    @Test
     void deletesKeptOverManyRoundsAreCompactedIntoFewFragments() throws Exception {
         TableLocation location = TableLocation.local(freshDir("deletes-compacted"));
         String shard = ShardId.of(TOPIC, 0);

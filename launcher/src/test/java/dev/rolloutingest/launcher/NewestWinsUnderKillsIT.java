@@ -166,6 +166,7 @@ class NewestWinsUnderKillsIT {
             long started = System.currentTimeMillis();
             long lastProgress = started;
             int settledBefore = -1;
+            Map<String, Long> lastRead = Map.of();
             while (System.currentTimeMillis() - lastProgress < STALL_MS) {
                 Map<String, Long> readable;
                 try {
@@ -177,6 +178,7 @@ class NewestWinsUnderKillsIT {
                     Thread.sleep(300); // a store or a generation being written: read again
                     continue;
                 }
+                lastRead = readable;
                 long now = System.currentTimeMillis();
                 boolean producing;
                 synchronized (snapshotNames) {
@@ -232,9 +234,14 @@ class NewestWinsUnderKillsIT {
             running.set(false);
             killer.join(60_000);
             snapshotter.join(180_000);
-            assertThat(awaiting.values())
+            Map<String, Long> lastSeen = lastRead;
+            assertThat(awaiting.entrySet().stream()
+                            .filter(Map.Entry::getValue)
+                            .map(e -> e.getKey() + ": ops " + history.get(e.getKey()) + ", last read version "
+                                    + lastSeen.get(e.getKey()))
+                            .toList())
                     .as("every id's last operation readable")
-                    .containsOnly(false);
+                    .isEmpty();
 
             // every process alive, every generation merged
             for (App app : apps) {

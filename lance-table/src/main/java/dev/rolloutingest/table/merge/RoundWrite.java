@@ -379,8 +379,11 @@ public final class RoundWrite {
                     split.deletions(),
                     keys.firstUnseenId(),
                     properties(current, split, marks));
+            // every key written, replacing ones too: a value that replaced only a delete kept beside the base may have
+            // a key the filter (built after that delete) lacks, in a fragment it now counts as seen
             List<KeyFilter.Hash> added = new ArrayList<>();
             split.append().forEach(row -> added.add(row.hash()));
+            split.replace().forEach(row -> added.add(row.hash()));
             keys.appended(result.dataset(), result.fragmentIds(), added);
             meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
             long appendedWritten = written.size() - split.replace().size();

@@ -322,8 +322,12 @@ public final class ReadCatalog implements AutoCloseable {
         Snapshot previous = current;
         BaseHandle handle;
         long version;
-        if (previous != null && previous.base.latestVersion() == previous.version) {
-            handle = previous.handle.retain(); // unchanged: keep the handle, its caches stay warm
+        if (previous != null
+                && previous.base.latestVersion() == previous.version
+                && (previous.deletes == null || previous.deletes.latestVersion() == previous.deletes.version())) {
+            // unchanged: keep the handle, its caches stay warm. The deletes beside the base change alone too (their
+            // drop, their compaction), after which GC may remove the files an older version of them reads
+            handle = previous.handle.retain();
             version = previous.version;
         } else {
             Dataset opened = lance.openBase();
