@@ -228,7 +228,7 @@ class DeletesTest {
     }
 
     @Test
-    void aDeleteKeptBesideTheBaseBeforeItsRoundCommittedIsHandedOverOnceByATail() throws Exception {
+    void aDeleteKeptBesideTheBaseBeforeItsRoundsMarksIsHandedOverOnceByATail() throws Exception {
         TableLocation location = TableLocation.local(freshDir("deletes-before-commit"));
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table =
@@ -236,10 +236,10 @@ class DeletesTest {
             write(table, 0, puts(0, 0, 3, 0)); // key-0..2 merged
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             write(table, 0, List.of(delete(0, 3, "key-1", 1)));
-            // the round appends its delete beside the base, then fails before its base commit, as a crash would
+            // the round commits the base and keeps its delete beside it, then fails before its marks, as a crash would
             TableSeams.failMergeCommitsAt(table, stage -> {
-                if (stage == CommitStage.CHECKED) {
-                    throw new IllegalStateException("crash before the base commit");
+                if (stage == CommitStage.APPENDED) {
+                    throw new IllegalStateException("crash before the marks");
                 }
             });
             try {
@@ -249,7 +249,7 @@ class DeletesTest {
             }
             TableSeams.failMergeCommitsAt(table, null);
             assertThat(deletesBeside(location)).containsExactly("key-1=0@3");
-            assertThat(baseRows(location)).containsOnlyKeys("key-0", "key-1", "key-2");
+            assertThat(baseRows(location)).containsOnlyKeys("key-0", "key-2");
             write(table, 1, List.of(put(1, 0, "other", 2))); // another shard's merge: readers take the new deletes
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
 

@@ -161,6 +161,40 @@ class ExactlyOnceEdgesTest {
     }
 
     @Test
+    void aSnapshotBelowADeleteWhoseRoundFailedHoldsTheOlderValueItWillRemove() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-snapshot-unapplied-delete"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "a", 0)));
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
+            write(table, 1, List.of(put(1, 0, "k", 1))); // older than the delete, of another partition
+            write(table, 0, List.of(delete(0, 1, "k", 2)));
+            // the delete's round fails before its base commit: the base never took the delete in
+            TableSeams.failMergeCommitsAt(table, stage -> {
+                if (stage == CommitStage.CHECKED) {
+                    throw new IllegalStateException("crash before the base commit");
+                }
+            });
+            try {
+                table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
+            } catch (RuntimeException crashed) {
+                // as a crash would
+            }
+            TableSeams.failMergeCommitsAt(table, null);
+            table.merges().pass(MergeRequest.of(shard(1)).limits(8, 0)); // k merges before its delete does
+            assertThat(table.get("k")).isEmpty(); // the delete is pending
+
+            TableSnapshots.Snapshot cut =
+                    table.snapshots().create("below-the-delete", new TableSnapshots.Cut(TOPIC, Map.of(0, 1L, 1, 1L)));
+            assertThat(cut.offsets()).containsEntry(TOPIC + ":0", 1L).containsEntry(TOPIC + ":1", 1L);
+            assertThat(liveKeys(location, "below-the-delete")).containsExactlyInAnyOrder("a", "k");
+
+            table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
+            assertThat(baseRows(location)).containsOnlyKeys("a");
+        }
+    }
+
+    @Test
     void aSnapshotNeverTagsAVersionMadeBetweenARoundsDataAndItsMarks() throws Exception {
         TableLocation location = TableLocation.local(freshDir("edge-snapshot"));
         try (RolloutTable table =

@@ -125,7 +125,6 @@ public final class RoundWrite {
             List<MergedGeneration> marks,
             Map<String, Long> planned,
             Consumer<CommitStage> fault) {
-        appendDeletes(rows);
         Dataset current = base;
         try {
             for (int attempt = 0; attempt <= settings.mergeConflictRetries(); attempt++) {
@@ -144,6 +143,7 @@ public final class RoundWrite {
                         && split.replace().isEmpty()
                         && split.deletions().isEmpty()) {
                     split.count(meters);
+                    appendDeletes(rows);
                     return new Written(current == base ? null : current, 0, 0, 0, split.dropped(), 0, 0);
                 }
                 try {
@@ -151,6 +151,7 @@ public final class RoundWrite {
                     if (current != base) {
                         current.close();
                     }
+                    appendDeletes(rows);
                     return written;
                 } catch (FencedCommit.Preempted e) {
                     meters.appendsPreempted.increment();
@@ -170,8 +171,10 @@ public final class RoundWrite {
     }
 
     /**
-     * The round's deletes appended to the deletes kept beside the base ({@link BaseDeletes}), before the base commit
-     * that applies them: a reader of the base and then of the deletes finds every delete the base applied. A delete
+     * The round's deletes appended to the deletes kept beside the base ({@link BaseDeletes}), after the base commit
+     * that applied them and before their marks: a kept delete is always one a base version applied (a value is never
+     * refused for a delete the base has not taken in, which a snapshot could not tell), and until the marks its
+     * generation is still pending, so a reader between the two finds it there. A delete
      * already kept (a round merged again after its marks failed, or retried) is not appended twice: the filter of kept
      * deletes rules most out, the rest are looked up.
      */

@@ -56,8 +56,8 @@ public final class ReadCatalog implements AutoCloseable {
     }
 
     /**
-     * One open handle of the base at one version, with the deletes kept beside it (null: none) opened after it, so they
-     * hold every delete that version applied; shared by every snapshot of that version.
+     * One open handle of the base at one version, with the deletes kept beside it (null: none) opened after it, so
+     * every delete that version applied is in them or still pending; shared by every snapshot of that version.
      */
     private static final class BaseHandle {
         final Dataset dataset;
@@ -333,7 +333,7 @@ public final class ReadCatalog implements AutoCloseable {
             Dataset opened = lance.openBase();
             Dataset deletes;
             try {
-                deletes = BaseDeletes.open(lance); // after the base: a merge appends its deletes before its commit
+                deletes = BaseDeletes.open(lance); // after the base: a delete it applied is kept, or still pending
             } catch (RuntimeException e) {
                 opened.close();
                 throw e;

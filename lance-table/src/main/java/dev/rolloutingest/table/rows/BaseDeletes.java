@@ -12,10 +12,9 @@ import org.lance.WriteParams;
  * that the base and its tags hold live rows only: a plain Lance reader of either never sees a deleted record. Each row
  * is a delete as a generation held it ({@link Tombstones}: the record_id, its source partition, offset and ingest time),
  * the order a value of the key that merges later is checked against ({@link NewestWins}). A merge appends its deletes
- * here before it commits the base (so whoever reads the base and then this finds every delete the base applied; a delete
- * appended by a round that then failed is a real delete of a sealed generation, which that generation's readers see as
- * pending anyway); maintenance drops those no older value can reach. The same delete may be held twice (a round retried
- * after its append): identical rows, so the newest is the same either way.
+ * here after its base commit and before its marks (so every delete kept was applied by a base version, and one a base
+ * version applied that is not kept yet is still pending); maintenance drops those no older value can reach. A round
+ * merged again after its marks failed finds its deletes kept and does not append them twice.
  *
  * <p>Lance's cleanup of the base leaves the folder alone: it removes only what it finds under its own folders
  * ({@code data/}, {@code _versions/}, {@code _deletions/}, {@code _indices/}, {@code _transactions/}), as it leaves
