@@ -40,7 +40,7 @@ public final class LanceIo {
     private LanceIo(TableLocation location, BufferAllocator allocator, Session session, boolean ownsSession) {
         this.location = location;
         this.allocator = allocator;
-        LanceNativeCopies.sweepOnce();
+        NativeLibraryCopies.sweepOnce();
         this.session = session;
         this.ownsSession = ownsSession;
     }
