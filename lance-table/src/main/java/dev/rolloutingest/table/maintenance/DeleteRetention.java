@@ -71,15 +71,16 @@ final class DeleteRetention {
             if (deletes == null) {
                 return new TableMaintenance.DropResult(0, cutoff);
             }
-            if (dropped(deletes, cutoff).count() == 0) {
+            Dropped dropped = dropped(deletes, cutoff);
+            if (dropped.count() == 0) {
                 return new TableMaintenance.DropResult(0, cutoff);
             }
             // only when there is something to drop: the pending generations are read in full for it
             Instant oldestPending = oldestPendingRow();
             if (oldestPending != null && oldestPending.isBefore(cutoff)) {
                 cutoff = oldestPending;
+                dropped = dropped(deletes, cutoff); // fewer: only those older than every pending row
             }
-            Dropped dropped = dropped(deletes, cutoff);
             long count = dropped.count();
             if (count == 0) {
                 return new TableMaintenance.DropResult(0, cutoff);
@@ -189,16 +190,16 @@ final class DeleteRetention {
      * Rewrites the deletes kept beside the base into few fragments once they are spread over more than {@link
      * #KEPT_FRAGMENTS_MAX}: every merge round with deletes appends one, and reads and merges scan them. A plain lance
      * compaction (the dataset has no fence and no index); a drop committed meanwhile makes it fail, to be tried again
-     * at the next run. Returns the fragments before and after.
+     * at the next run.
      */
-    int[] compactKept() {
+    void compactKept() {
         try (Dataset deletes = BaseDeletes.open(lance)) {
             if (deletes == null) {
-                return new int[] {0, 0};
+                return;
             }
             int before = deletes.getFragments().size();
             if (before <= KEPT_FRAGMENTS_MAX) {
-                return new int[] {before, before};
+                return;
             }
             CompactionOptions options = CompactionOptions.builder()
                     .withTargetRowsPerFragment(1_000_000)
@@ -212,20 +213,17 @@ final class DeleteRetention {
                 Compaction.commitCompaction(deletes, rewritten, options);
             }
             try (Dataset after = BaseDeletes.open(lance)) {
-                int fragments = after.getFragments().size();
                 log.info(
                         "Table {}: compacted the deletes beside the base from {} fragments into {}",
                         lance.location(),
                         before,
-                        fragments);
-                return new int[] {before, fragments};
+                        after.getFragments().size());
             }
         } catch (RuntimeException e) {
             log.warn(
                     "Table {}: compacting the deletes beside the base failed ({}); tried again at the next run",
                     lance.location(),
                     e.getMessage());
-            return new int[] {-1, -1};
         }
     }
 

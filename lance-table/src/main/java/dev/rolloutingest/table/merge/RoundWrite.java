@@ -184,24 +184,13 @@ public final class RoundWrite {
         if (deletes.isEmpty()) {
             return;
         }
-        try (Dataset kept = BaseDeletes.open(lance)) {
-            if (kept != null) {
-                deletedKeys.catchUp(kept);
-                Set<String> maybeKept = new HashSet<>();
-                deletes.stream()
-                        .filter(row -> deletedKeys.mightHold(row.hash()))
-                        .forEach(row -> maybeKept.add(row.keyString()));
-                if (!maybeKept.isEmpty()) {
-                    Map<String, List<MergeJoin.BaseRow>> already = MergeJoin.SCAN.find(kept, maybeKept);
-                    deletes = deletes.stream()
-                            .filter(row -> already.getOrDefault(row.keyString(), List.of()).stream()
-                                    .noneMatch(b -> b.partition() == row.partition() && b.offset() == row.offset()))
-                            .toList();
-                }
-                if (deletes.isEmpty()) {
-                    return;
-                }
-            }
+        Map<String, List<MergeJoin.BaseRow>> already = keptDeletesOf(deletes);
+        deletes = deletes.stream()
+                .filter(row -> already.getOrDefault(row.keyString(), List.of()).stream()
+                        .noneMatch(b -> b.partition() == row.partition() && b.offset() == row.offset()))
+                .toList();
+        if (deletes.isEmpty()) {
+            return;
         }
         List<VectorSchemaRoot> batches =
                 WriteBatches.slices(reads.withAllColumns(deletes), RolloutSchema.SCHEMA, lance.allocator());
@@ -209,6 +198,26 @@ public final class RoundWrite {
             BaseDeletes.append(lance, batches);
         } finally {
             batches.forEach(VectorSchemaRoot::close);
+        }
+    }
+
+    /**
+     * The deletes kept beside the base of these rows' keys, by key: only keys the filter of kept deletes may hold are
+     * looked up (one scan of the kept deletes' key and order columns); none when no delete was ever kept.
+     */
+    private Map<String, List<MergeJoin.BaseRow>> keptDeletesOf(List<MergeSource.Row> rows) {
+        try (Dataset kept = BaseDeletes.open(lance)) {
+            if (kept == null || rows.isEmpty()) {
+                return Map.of();
+            }
+            deletedKeys.catchUp(kept);
+            Set<String> maybeKept = new HashSet<>();
+            for (MergeSource.Row row : rows) {
+                if (deletedKeys.mightHold(row.hash())) {
+                    maybeKept.add(row.keyString());
+                }
+            }
+            return maybeKept.isEmpty() ? Map.of() : MergeJoin.SCAN.find(kept, maybeKept);
         }
     }
 
@@ -221,21 +230,8 @@ public final class RoundWrite {
         // A delete needs no look at the kept deletes: a base value older than it goes, and no base value is older
         // than a kept delete. A value older than a kept delete of its key must not enter the base: its key is
         // looked up among them when their filter may hold it (rarely: a key written again after its delete).
-        Map<String, List<MergeJoin.BaseRow>> deleted = Map.of();
-        try (Dataset kept = BaseDeletes.open(lance)) {
-            if (kept != null) {
-                deletedKeys.catchUp(kept);
-                Set<String> maybeDeleted = new HashSet<>();
-                for (MergeSource.Row row : rows) {
-                    if (!row.isTombstone() && deletedKeys.mightHold(row.hash())) {
-                        maybeDeleted.add(row.keyString());
-                    }
-                }
-                if (!maybeDeleted.isEmpty()) {
-                    deleted = MergeJoin.SCAN.find(kept, maybeDeleted);
-                }
-            }
-        }
+        Map<String, List<MergeJoin.BaseRow>> deleted =
+                keptDeletesOf(rows.stream().filter(row -> !row.isTombstone()).toList());
         List<MergeSource.Row> append = new ArrayList<>();
         List<MergeSource.Row> maybe = new ArrayList<>();
         long deletesNoOp = 0;
