@@ -3,6 +3,7 @@ package dev.rolloutingest.table;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
 import static dev.rolloutingest.table.TableFixtures.baseRows;
 import static dev.rolloutingest.table.TableFixtures.delete;
+import static dev.rolloutingest.table.TableFixtures.deletesBeside;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
 import static dev.rolloutingest.table.TableFixtures.keys;
 import static dev.rolloutingest.table.TableFixtures.write;
@@ -103,6 +104,34 @@ class ExactlyOnceEdgesTest {
             assertThat(a.get("k")).as("k was deleted by generation 4").isEmpty();
             assertThat(liveKeys(location)).containsExactly("j");
             assertThat(a.generations().watermarks()).containsEntry(shard(0), 4L);
+        }
+    }
+
+    @Test
+    void anOlderPutMergedWhileADeletesRoundIsBetweenItsBaseCommitAndKeepingTheDeleteStaysOutOfTheBase()
+            throws Exception {
+        TableLocation location = TableLocation.local(freshDir("edge-delete-not-kept-yet"));
+        try (RolloutTable a = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                RolloutTable b =
+                        RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(a, 0, List.of(put(0, 0, "k", 0), put(0, 1, "j", 0)));
+            a.merges().pass(MergeRequest.of(shard(0)).limits(8, 0)); // k and j in the base
+            write(a, 0, List.of(delete(0, 2, "k", 20))); // k deleted
+            write(a, 1, List.of(put(1, 0, "k", 10), put(1, 1, "i", 10))); // a put of k ingested before the delete
+
+            // A's base commit removes k's value; before A keeps the delete beside the base, B merges the older put
+            once(a, CommitStage.BASE_COMMITTED, () -> b.merges()
+                    .pass(MergeRequest.of(shard(1)).limits(8, 0)));
+            a.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
+            TableSeams.failMergeCommitsAt(a, null);
+
+            assertThat(deletesBeside(location)).containsExactly("k=0@2");
+            assertThat(baseRows(location))
+                    .as("lance-core alone: no value older than a kept delete")
+                    .containsOnlyKeys("j", "i");
+            assertThat(a.get("k")).isEmpty();
+            assertThat(a.generations().pending(shard(0))).isEmpty();
+            assertThat(a.generations().pending(shard(1))).isEmpty();
         }
     }
 

@@ -3,6 +3,7 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.MemoryBudget;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.BatchReader;
@@ -46,6 +47,7 @@ public final class MergeCommitter {
     MergeCommitter(
             LanceIo lance,
             ObjectStore store,
+            GenerationCatalog catalog,
             TableSettings settings,
             BaseKeys keys,
             BaseKeys deletedKeys,
@@ -53,7 +55,7 @@ public final class MergeCommitter {
         this.lance = lance;
         this.settings = settings;
         this.meters = meters;
-        this.writer = new RoundWrite(lance, store, settings, keys, deletedKeys, meters);
+        this.writer = new RoundWrite(lance, store, catalog, settings, keys, deletedKeys, meters);
     }
 
     /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */

@@ -52,7 +52,7 @@ public final class MergeRound {
         this.preparer = new MergePreparer(lance, settings, keys, merges);
         // the deletes kept beside the base are few next to its rows: their filter starts small
         BaseKeys deletedKeys = new BaseKeys(lance, meters, BaseKeys.MIN_CAPACITY / 10);
-        this.committer = new MergeCommitter(lance, store, settings, keys, deletedKeys, merges);
+        this.committer = new MergeCommitter(lance, store, catalog, settings, keys, deletedKeys, merges);
     }
 
     /**

@@ -2,6 +2,7 @@ package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.KeyFilter;
@@ -57,6 +58,7 @@ public final class RoundWrite {
 
     private final LanceIo lance;
     private final ObjectStore store;
+    private final GenerationCatalog catalog;
     private final TableSettings settings;
     private final BaseKeys keys;
     /** The same filter over the deletes kept beside the base. */
@@ -68,12 +70,14 @@ public final class RoundWrite {
     RoundWrite(
             LanceIo lance,
             ObjectStore store,
+            GenerationCatalog catalog,
             TableSettings settings,
             BaseKeys keys,
             BaseKeys deletedKeys,
             MergeMeters meters) {
         this.lance = lance;
         this.store = store;
+        this.catalog = catalog;
         this.settings = settings;
         this.keys = keys;
         this.deletedKeys = deletedKeys;
@@ -137,7 +141,9 @@ public final class RoundWrite {
                 }
                 List<Fragment> fragments = current.getFragments();
                 keys.catchUp(current, fragments);
-                Split split = split(current, rows);
+                Map<String, Long> watermarks = MemWalWatermarks.read(current);
+                Map<String, Long> unmarked = UnmarkedDeletes.at(current, watermarks);
+                Split split = split(current, rows, watermarks, unmarked);
                 fault.accept(CommitStage.CHECKED);
                 if (split.append().isEmpty()
                         && split.replace().isEmpty()
@@ -147,10 +153,11 @@ public final class RoundWrite {
                     return new Written(current == base ? null : current, 0, 0, 0, split.dropped(), 0, 0);
                 }
                 try {
-                    Written written = write(current, fragments, split, marks);
+                    Written written = write(current, fragments, split, marks, unmarked);
                     if (current != base) {
                         current.close();
                     }
+                    fault.accept(CommitStage.BASE_COMMITTED);
                     appendDeletes(rows);
                     return written;
                 } catch (FencedCommit.Preempted e) {
@@ -226,12 +233,27 @@ public final class RoundWrite {
      * they replace) or dropped; a delete replaces the base rows it is newer than and is itself written beside the
      * base only ({@link #appendDeletes}).
      */
-    private Split split(Dataset base, List<MergeSource.Row> rows) {
+    private Split split(
+            Dataset base, List<MergeSource.Row> rows, Map<String, Long> watermarks, Map<String, Long> unmarked) {
         // A delete needs no look at the kept deletes: a base value older than it goes, and no base value is older
-        // than a kept delete. A value older than a kept delete of its key must not enter the base: its key is
-        // looked up among them when their filter may hold it (rarely: a key written again after its delete).
-        Map<String, List<MergeJoin.BaseRow>> deleted =
-                keptDeletesOf(rows.stream().filter(row -> !row.isTombstone()).toList());
+        // than a kept delete. A value older than a delete the base applied must not enter the base: its key is
+        // looked up among the deletes applied but not kept yet (only while a round is between its base commit and
+        // keeping its deletes) and among the kept ones when their filter may hold it (rarely: a key written again
+        // after its delete).
+        List<MergeSource.Row> values =
+                rows.stream().filter(row -> !row.isTombstone()).toList();
+        Map<String, List<MergeJoin.BaseRow>> deleted = new HashMap<>(AppliedDeletes.of(
+                lance,
+                catalog,
+                unmarked,
+                watermarks,
+                values.stream().map(MergeSource.Row::keyString).collect(java.util.stream.Collectors.toSet())));
+        keptDeletesOf(values)
+                .forEach((key, kept) -> deleted.merge(key, kept, (a, b) -> {
+                    List<MergeJoin.BaseRow> both = new ArrayList<>(a);
+                    both.addAll(b);
+                    return both;
+                }));
         List<MergeSource.Row> append = new ArrayList<>();
         List<MergeSource.Row> maybe = new ArrayList<>();
         long deletesNoOp = 0;
@@ -329,7 +351,12 @@ public final class RoundWrite {
     }
 
     /** Writes the split's rows (adopting whole generations of new keys) and commits them fenced. */
-    private Written write(Dataset current, List<Fragment> fragments, Split split, List<MergedGeneration> marks) {
+    private Written write(
+            Dataset current,
+            List<Fragment> fragments,
+            Split split,
+            List<MergedGeneration> marks,
+            Map<String, Long> unmarked) {
         long started = System.nanoTime();
         Schema table = AddedColumns.tableSchema(current.getSchema());
         if (lance.hasWriteFault()) {
@@ -377,7 +404,7 @@ public final class RoundWrite {
                     adopted.fragments(),
                     split.deletions(),
                     keys.firstUnseenId(),
-                    properties(current, split, marks));
+                    properties(split, marks, unmarked));
             // every key written, replacing ones too: a value that replaced only a delete kept beside the base may have
             // a key the filter (built after that delete) lacks, in a fragment it now counts as seen
             List<KeyFilter.Hash> added = new ArrayList<>();
@@ -407,10 +434,11 @@ public final class RoundWrite {
      * The data commit's properties: what it merged, and the generations whose deletes it and the data commits before
      * it applied that the base's watermarks do not cover yet ({@link UnmarkedDeletes}).
      */
-    private static Map<String, String> properties(Dataset current, Split split, List<MergedGeneration> marks) {
+    private static Map<String, String> properties(
+            Split split, List<MergedGeneration> marks, Map<String, Long> unmarkedBefore) {
         Map<String, String> properties = new HashMap<>();
         properties.put(UnmarkedDeletes.DATA_COMMIT, describe(marks));
-        Map<String, Long> unmarked = new HashMap<>(UnmarkedDeletes.at(current, MemWalWatermarks.read(current)));
+        Map<String, Long> unmarked = new HashMap<>(unmarkedBefore);
         if (!split.deletions().isEmpty()) {
             marks.forEach(mark -> unmarked.merge(
                     mark.shardId(), mark.generation(), (a, b) -> Long.compareUnsigned(a, b) >= 0 ? a : b));
