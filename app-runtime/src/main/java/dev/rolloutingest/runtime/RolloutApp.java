@@ -6,6 +6,8 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.catalog.TableCatalog;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.ObjLongConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.Topology;
@@ -33,19 +35,64 @@ public abstract class RolloutApp implements AutoCloseable {
      */
     protected RolloutApp(String name, AppConfig config, String shadowGroup, String shadowGroupKey) {
         this.startup = new StartupPhases(name);
-        new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
-        startup.mark("schema registry reached");
+        NativePreload.start();
+        // the registry's check and the shadow group's offsets are round trips to other servers: they run beside the
+        // tables' open, and their errors are raised after it, in this order
+        CompletableFuture<Void> registryReached = CompletableFuture.runAsync(
+                () -> new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable(),
+                RolloutApp::startupThread);
+        CompletableFuture<ShadowGroupOffsets> shadow = shadowGroup.isEmpty()
+                ? CompletableFuture.completedFuture(null)
+                : CompletableFuture.supplyAsync(
+                        () -> new ShadowGroupOffsets(
+                                shadowGroup,
+                                shadowGroupKey,
+                                config.clientConfig(),
+                                Duration.ofMillis(config.lagPublishIntervalMs())),
+                        RolloutApp::startupThread);
         this.registry = Observability.prometheus(name);
-        this.tables = config.openTables(registry);
-        startup.mark("tables opened");
-        this.shadowGroup = shadowGroup.isEmpty()
-                ? null
-                : new ShadowGroupOffsets(
-                        shadowGroup,
-                        shadowGroupKey,
-                        config.clientConfig(),
-                        Duration.ofMillis(config.lagPublishIntervalMs()));
-        startup.mark("shadow group set up");
+        TableCatalog opened = null;
+        try {
+            opened = config.openTables(registry);
+            startup.mark("tables opened (the registry's check and the shadow group beside)");
+            joinStartup(registryReached);
+            startup.mark("schema registry reached");
+            this.shadowGroup = joinStartup(shadow);
+            startup.mark("shadow group set up");
+        } catch (RuntimeException e) {
+            shadow.thenAccept(group -> {
+                if (group != null) {
+                    group.close();
+                }
+            });
+            if (opened != null) {
+                opened.close();
+            }
+            registry.close();
+            throw e;
+        }
+        this.tables = opened;
+    }
+
+    private static void startupThread(Runnable task) {
+        Thread thread = new Thread(task, "app-startup");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** A start step's result, its own exception raised as it was thrown. */
+    private static <T> T joinStartup(CompletableFuture<T> step) {
+        try {
+            return step.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException cause) {
+                throw cause;
+            }
+            if (e.getCause() instanceof Error error) {
+                throw error;
+            }
+            throw e;
+        }
     }
 
     /** Where a processor reports the position the shadow group shows; does nothing without one. */

@@ -1,6 +1,7 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.runtime.NativePreload;
 import dev.rolloutingest.runtime.RolloutApp;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import io.micrometer.core.instrument.Gauge;
@@ -58,6 +59,7 @@ public final class IngestApp extends RolloutApp {
 
     /** Runs until SIGTERM: {@code IngestApp [config.properties]}, env vars override the file. */
     public static void main(String[] args) throws InterruptedException {
+        NativePreload.start(); // first: it overlaps the rest of the start
         IngestConfig config =
                 IngestConfig.load(ConfigSources.file(args.length > 0 ? Path.of(args[0]) : null), System.getenv());
         StreamsRuntime.runUntilTerminated(new IngestApp(config).start(), "rollout-ingest");

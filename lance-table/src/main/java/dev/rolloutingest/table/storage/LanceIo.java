@@ -10,6 +10,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
+import org.lance.JniLoader;
 import org.lance.ReadOptions;
 import org.lance.Session;
 import org.lance.WriteParams;
@@ -45,7 +46,18 @@ public final class LanceIo {
         this.ownsSession = ownsSession;
     }
 
+    /**
+     * Loads lance-core's native library now (its leftover copies swept first): lance-core unpacks 173 MB from its jar
+     * and loads it at its first use, 1.5-2 s of a process's start, which a caller may spend on another thread while
+     * the start does other work.
+     */
+    public static void loadNativeLibrary() {
+        NativeLibraryCopies.sweepOnce();
+        JniLoader.ensureLoaded();
+    }
+
     static Session session(long cacheBytes) {
+        NativeLibraryCopies.sweepOnce();
         return Session.builder()
                 .indexCacheSizeBytes(cacheBytes / 4 * 3)
                 .metadataCacheSizeBytes(cacheBytes / 4)
