@@ -1,5 +1,6 @@
 package dev.rolloutingest.embedded;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -18,10 +19,22 @@ public final class ChildJvm implements AutoCloseable {
     private final Path log;
     private final Thread reaper;
 
+    /**
+     * Set (by a module's build) to classpath entries that come before this JVM's own: lance-core's native library
+     * unpacked, found before the copy in its jar, as the packaged command finds it.
+     */
+    public static final String CLASSPATH_FIRST = "rollout.child.classpath.first";
+
     private ChildJvm(Process process, Path log) {
         this.process = process;
         this.log = log;
         this.reaper = ChildProcesses.reapOnExit(process, "child-jvm-reaper-" + process.pid());
+    }
+
+    private static String classpath() {
+        String own = System.getProperty("java.class.path");
+        String first = System.getProperty(CLASSPATH_FIRST, "");
+        return first.isEmpty() || !Files.isDirectory(Path.of(first)) ? own : first + File.pathSeparator + own;
     }
 
     public static ChildJvm start(
@@ -45,7 +58,7 @@ public final class ChildJvm implements AutoCloseable {
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
                 "--add-opens=jdk.httpserver/sun.net.httpserver=ALL-UNNAMED"));
         command.addAll(List.of(jvmArgs));
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
+        command.addAll(List.of("-cp", classpath(), main.getName()));
         command.addAll(args);
         try {
             Files.createDirectories(log.getParent());
