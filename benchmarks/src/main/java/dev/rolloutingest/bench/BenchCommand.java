@@ -54,7 +54,11 @@ final class BenchCommand implements Callable<Integer> {
                     + " fleet-fairness (--isolation-tables tables on one fleet for --seconds, one --hot-factor times"
                     + " hotter: every table's highest pending count against --merge-trigger), serve (--serve-clients"
                     + " concurrent scans of a --scan-base-rows table over HTTP and Arrow Flight from one and from two"
-                    + " serve replicas, against as many plain lance-core scans; /health's slowest answer meanwhile)")
+                    + " serve replicas, against as many plain lance-core scans; /health's slowest answer meanwhile),"
+                    + " peer-iceberg (the same --records rollouts per --formats value format drained from a backlog"
+                    + " by rollout-ingest and by Apache Iceberg's Kafka Connect sink in turn: rows/s end to end and"
+                    + " from 10 %% to 90 %%, first and all rows readable, all merged, CPU seconds, peak RSS, table"
+                    + " bytes, lost and duplicated)")
     String suite;
 
     @Option(
@@ -153,16 +157,35 @@ final class BenchCommand implements Callable<Integer> {
             description = "merge: rollout.merge.scan.join.max.base.rows of the drains (0 = always the index join)")
     long scanJoinMaxBaseRows;
 
-    @Option(names = "--records", defaultValue = "300000", description = "ingest: rollouts preloaded")
-    int records;
+    @Option(
+            names = "--records",
+            description = "ingest, many-tables: rollouts preloaded (default 300,000); peer-iceberg: rollouts per value"
+                    + " format (default 500,000)")
+    Integer records;
 
-    @Option(names = "--partitions", defaultValue = "4", description = "ingest: partitions of the input topic")
+    /** --records, or the suite's default. */
+    private int records(int suiteDefault) {
+        return records == null ? suiteDefault : records;
+    }
+
+    @Option(
+            names = "--formats",
+            split = ",",
+            defaultValue = "json,avro",
+            description = "peer-iceberg: value formats, each its own topic and run (json: both systems; avro:"
+                    + " rollout-ingest alone, the sink's AvroConverter is not served)")
+    List<String> peerFormats = new ArrayList<>();
+
+    @Option(
+            names = "--partitions",
+            defaultValue = "4",
+            description = "ingest, peer-iceberg: partitions of the input topic")
     int partitions;
 
     @Option(
             names = "--payload-bytes",
             defaultValue = "1024",
-            description = "ingest, merge-round, scan: payload of each rollout")
+            description = "ingest, merge-round, scan, peer-iceberg: payload of each rollout")
     int payloadBytes;
 
     @Option(
@@ -291,7 +314,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (suite.equals("many-tables")) {
             printMachine("%n");
-            new ManyTablesBench(dir, records, partitions, payloadBytes, tableCounts, manyTablesSealRows).run();
+            new ManyTablesBench(dir, records(300_000), partitions, payloadBytes, tableCounts, manyTablesSealRows).run();
             return 0;
         }
         if (suite.equals("merge-round")) {
@@ -319,7 +342,7 @@ final class BenchCommand implements Callable<Integer> {
             printMachine("");
             new ValueFormatBench(
                             dir,
-                            records,
+                            records(300_000),
                             partitions,
                             payloadBytes,
                             valueFormats.stream()
@@ -333,13 +356,29 @@ final class BenchCommand implements Callable<Integer> {
             printMachine("");
             new IngestBench(
                             dir,
-                            records,
+                            records(300_000),
                             partitions,
                             payloadBytes,
                             freshRate,
                             freshSeconds,
                             topologySettings,
                             !noLimits)
+                    .run();
+            return 0;
+        }
+        if (suite.equals("peer-iceberg")) {
+            // the systems run in JVMs of their own: this JVM's heap says nothing about them
+            System.out.printf(
+                    "machine: %d cores, java %s%n",
+                    Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
+            new PeerIcebergBench(
+                            dir,
+                            records(500_000),
+                            partitions,
+                            payloadBytes,
+                            peerFormats.stream()
+                                    .map(dev.rolloutingest.serde.values.ValueFormat::of)
+                                    .toList())
                     .run();
             return 0;
         }

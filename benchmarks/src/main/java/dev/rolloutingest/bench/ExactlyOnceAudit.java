@@ -23,36 +23,75 @@ final class ExactlyOnceAudit {
             Thread.sleep(1_000);
         }
         System.out.printf("drained the rest in %.1f s%n", (System.nanoTime() - drainStart) / 1e9);
-        BitSet seen = new BitSet();
-        long[] counts = new long[4]; // rows, duplicated, unknown, misrouted
+        Tally tally = new Tally(acked);
+        long[] misrouted = new long[1];
         java.util.Set<String> tablesSeen = new java.util.TreeSet<>();
         table.baseIds((name, id) -> {
-            counts[0]++;
             tablesSeen.add(name);
-            int index = Integer.parseInt(id.substring(id.lastIndexOf('-') + 1));
-            if (!acked.get(index)) {
-                counts[2]++; // sent but not acknowledged: allowed (the send may have landed)
-            }
-            if (seen.get(index)) {
-                counts[1]++;
-            }
+            int index = tally.add(id);
             if (tables > 0 && !name.equals(SustainedRig.experimentOf(index, tables))) {
-                counts[3]++;
+                misrouted[0]++;
             }
-            seen.set(index);
         });
-        BitSet lost = (BitSet) acked.clone();
-        lost.andNot(seen);
         System.out.printf(
                 "end: %,d records acknowledged (%,d sent), %,d rows in the base%s: %d lost, %d duplicated%s"
                         + " (%d rows of sends that were not acknowledged)%n",
                 acked.cardinality(),
                 produced,
-                counts[0],
+                tally.rows(),
                 tables == 0 ? "" : "s of " + tablesSeen.size() + " tables",
-                lost.cardinality(),
-                counts[1],
-                tables == 0 ? "" : ", " + counts[3] + " in another table than their own",
-                counts[2]);
+                tally.lost(),
+                tally.duplicated(),
+                tables == 0 ? "" : ", " + misrouted[0] + " in another table than their own",
+                tally.unacknowledged());
+    }
+
+    /**
+     * The record_ids read back from a table, counted against the acknowledged records' indexes (an id ends in
+     * {@code -<index>}, as RolloutGenerator names them): rows, duplicated, not acknowledged, and at the end lost.
+     */
+    static final class Tally {
+        private final BitSet acked;
+        private final BitSet seen = new BitSet();
+        private long rows;
+        private long duplicated;
+        private long unacknowledged;
+
+        Tally(BitSet acked) {
+            this.acked = acked;
+        }
+
+        /** Counts one id read; returns its index. */
+        int add(String id) {
+            int index = Integer.parseInt(id.substring(id.lastIndexOf('-') + 1));
+            rows++;
+            if (!acked.get(index)) {
+                unacknowledged++; // sent but not acknowledged: allowed (the send may have landed)
+            }
+            if (seen.get(index)) {
+                duplicated++;
+            }
+            seen.set(index);
+            return index;
+        }
+
+        long rows() {
+            return rows;
+        }
+
+        long duplicated() {
+            return duplicated;
+        }
+
+        long unacknowledged() {
+            return unacknowledged;
+        }
+
+        /** Acknowledged records not read. */
+        int lost() {
+            BitSet lost = (BitSet) acked.clone();
+            lost.andNot(seen);
+            return lost.cardinality();
+        }
     }
 }
