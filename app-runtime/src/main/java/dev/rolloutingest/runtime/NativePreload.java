@@ -1,6 +1,6 @@
 package dev.rolloutingest.runtime;
 
-import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.RolloutTable;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -41,7 +41,7 @@ public final class NativePreload {
     private static void load() {
         try {
             long started = System.nanoTime();
-            LanceIo.loadNativeLibrary();
+            RolloutTable.loadNativeLibrary();
             long lance = System.nanoTime();
             RocksDB.loadLibrary();
             long rocks = System.nanoTime();

@@ -106,6 +106,15 @@ public final class RolloutTable implements AutoCloseable {
         this.snapshots = new TableSnapshots(lance, catalog, merges);
     }
 
+    /**
+     * Loads lance-core's native library now, which the first table open otherwise does (1.2-2.3 s: it is unpacked from
+     * lance-core's jar unless the packaged command finds it beside its jar), so a process may load it on a thread of
+     * its own while its start does other work.
+     */
+    public static void loadNativeLibrary() {
+        LanceIo.loadNativeLibrary();
+    }
+
     /** Opens the table, creating it (schema + MemWAL) when nothing is at the URI yet. */
     public static RolloutTable createOrOpen(TableLocation location, TableSettings settings, MeterRegistry meters) {
         return createOrOpen(location, settings, meters, null);
