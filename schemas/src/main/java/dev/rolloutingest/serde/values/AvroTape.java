@@ -1,9 +1,7 @@
 package dev.rolloutingest.serde.values;
 
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.Base64;
 import org.apache.avro.Schema;
 import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.DecoderFactory;
@@ -188,9 +186,9 @@ final class AvroTape {
 
     /**
      * The base64 text of a JSON string in UTF-8 {@code json} from {@code from} (after its opening quote) to its closing
-     * quote, decoded into the tape as bytes with the JDK's decoder (standard alphabet, padding optional). False, with
-     * the tape as it was, for a string with an escape, a space or anything the JDK's decoder refuses: the caller then
-     * asks the JSON parser, whose decoder has the final word.
+     * quote, decoded straight into the tape as bytes in one pass (standard alphabet, padding optional: what the JDK's
+     * basic decoder takes). False, with the tape as it was, for a string with an escape, a space or anything else:
+     * the caller then asks the JSON parser, whose decoder has the final word.
      */
     boolean writeBase64(byte[] json, int from, int end) {
         int close = from;
@@ -203,14 +201,60 @@ final class AvroTape {
         if (close == end) {
             return false;
         }
-        ByteBuffer decoded;
-        try {
-            decoded = Base64.getDecoder().decode(ByteBuffer.wrap(json, from, close - from));
-        } catch (IllegalArgumentException e) {
+        // the standard alphabet as the JDK's basic decoder takes it: padding optional, but when present it completes
+        // the last unit of four; anything else is left to the parser's decoder (and its refusal)
+        int chars = close - from;
+        int padding = chars > 0 && json[close - 1] == '=' ? (chars > 1 && json[close - 2] == '=' ? 2 : 1) : 0;
+        int data = chars - padding;
+        int rest = data % 4;
+        if (rest == 1 || padding > 0 && chars % 4 != 0) {
             return false;
         }
-        writeBytes(decoded.array(), decoded.arrayOffset() + decoded.position(), decoded.remaining());
+        int count = data / 4 * 3 + (rest == 0 ? 0 : rest - 1);
+        int start = length;
+        writeLong(count);
+        ensure(count);
+        int out = length;
+        int in = from;
+        for (int full = from + data - rest; in < full; in += 4) {
+            int bits = BASE64[json[in] & 0xFF] << 18
+                    | BASE64[json[in + 1] & 0xFF] << 12
+                    | BASE64[json[in + 2] & 0xFF] << 6
+                    | BASE64[json[in + 3] & 0xFF];
+            if (bits < 0) { // an invalid character's -1 sets the sign bit
+                length = start;
+                return false;
+            }
+            buffer[out++] = (byte) (bits >> 16);
+            buffer[out++] = (byte) (bits >> 8);
+            buffer[out++] = (byte) bits;
+        }
+        if (rest > 0) {
+            int bits = BASE64[json[in] & 0xFF] << 18
+                    | BASE64[json[in + 1] & 0xFF] << 12
+                    | (rest == 3 ? BASE64[json[in + 2] & 0xFF] << 6 : 0);
+            if (bits < 0) {
+                length = start;
+                return false;
+            }
+            buffer[out++] = (byte) (bits >> 16);
+            if (rest == 3) {
+                buffer[out++] = (byte) (bits >> 8);
+            }
+        }
+        length = out;
         return true;
+    }
+
+    /** Each byte's value in the standard base64 alphabet, -1 for every other byte. */
+    private static final int[] BASE64 = new int[256];
+
+    static {
+        Arrays.fill(BASE64, -1);
+        String alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for (int i = 0; i < alphabet.length(); i++) {
+            BASE64[alphabet.charAt(i)] = i;
+        }
     }
 
     /** Zig-zag varint size of a non-negative value. */

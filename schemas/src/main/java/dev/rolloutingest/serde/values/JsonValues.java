@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -30,6 +31,8 @@ import org.apache.avro.Schema;
 final class JsonValues {
     private static final JsonFactory FACTORY = JsonFactory.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+            // logprobs and rewards are floats: Jackson's bundled fast parser, correctly rounded like the JDK's
+            .enable(StreamReadFeature.USE_FAST_DOUBLE_PARSER)
             .build();
     private static final ObjectMapper TREES = new ObjectMapper(FACTORY);
 

@@ -234,6 +234,39 @@ class JsonValuesTest {
     }
 
     @Test
+    void floatsReadAsTheJdkParsesTheirText() {
+        // every form a writer may use: shortest repr, long expansions, exponents, halfway and subnormal values
+        java.util.SplittableRandom random = new java.util.SplittableRandom(20261206);
+        List<String> texts = new java.util.ArrayList<>(List.of(
+                "1.00000017881393432617187499",
+                "1.000000178813934326171875",
+                "1.4e-45",
+                "7.0e-46",
+                "3.4028235e38",
+                "3.4028236e38",
+                "0.1",
+                "1e-50",
+                "123456789012345678901234567890",
+                "2.9802322387695312E-8"));
+        for (int n = 0; n < 2_000; n++) {
+            double d = Double.longBitsToDouble(random.nextLong()) % 1e6;
+            if (Double.isFinite(d)) {
+                texts.add(Double.toString(d));
+                texts.add(Float.toString((float) d));
+                texts.add(new java.math.BigDecimal(d)
+                        .round(new java.math.MathContext(60))
+                        .toString());
+            }
+            texts.add(random.nextInt(1000) + "." + random.nextLong(1L << 62) + "e" + (random.nextInt(90) - 60));
+        }
+        for (String text : texts) {
+            Object read = read("{" + REQUIRED + ",\"output_logprobs\":[" + text + "]}")
+                    .get("output_logprobs");
+            assertThat(read).as(text).isEqualTo(List.of(Float.parseFloat(text)));
+        }
+    }
+
+    @Test
     void theTapeDecodesUsualBase64ItselfPaddedOrNot() {
         java.util.SplittableRandom random = new java.util.SplittableRandom(7);
         for (int n = 0; n < 200; n++) {
