@@ -1,6 +1,8 @@
 package dev.rolloutingest.runtime;
 
 import dev.rolloutingest.table.RolloutTable;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -41,6 +43,9 @@ public final class NativePreload {
     private static void load() {
         try {
             long started = System.nanoTime();
+            // both unpack their library into the temp directory; one that is missing would fail lance-core's class
+            // for the rest of the process
+            Files.createDirectories(Path.of(System.getProperty("java.io.tmpdir")));
             RolloutTable.loadNativeLibrary();
             long lance = System.nanoTime();
             RocksDB.loadLibrary();

@@ -36,11 +36,8 @@ public abstract class RolloutApp implements AutoCloseable {
     protected RolloutApp(String name, AppConfig config, String shadowGroup, String shadowGroupKey) {
         this.startup = new StartupPhases(name);
         NativePreload.start();
-        // the registry's check and the shadow group's offsets are round trips to other servers: they run beside the
-        // tables' open, and their errors are raised after it, in this order
-        CompletableFuture<Void> registryReached = CompletableFuture.runAsync(
-                () -> new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable(),
-                RolloutApp::startupThread);
+        // the shadow group's offsets are a round trip to the cluster: read beside the registry's check and the
+        // tables' open, its error raised after theirs; the registry is checked first, before any table is touched
         CompletableFuture<ShadowGroupOffsets> shadow = shadowGroup.isEmpty()
                 ? CompletableFuture.completedFuture(null)
                 : CompletableFuture.supplyAsync(
@@ -50,16 +47,17 @@ public abstract class RolloutApp implements AutoCloseable {
                                 config.clientConfig(),
                                 Duration.ofMillis(config.lagPublishIntervalMs())),
                         RolloutApp::startupThread);
-        this.registry = Observability.prometheus(name);
         TableCatalog opened = null;
+        PrometheusMeterRegistry prometheus = null;
         try {
-            opened = config.openTables(registry);
-            startup.mark("tables opened (the registry's check and the shadow group beside)");
-            joinStartup(registryReached);
+            new SchemaRegistryClient(SerdeConfig.from(config.serdeConfig())).checkReachable();
             startup.mark("schema registry reached");
+            prometheus = Observability.prometheus(name);
+            opened = config.openTables(prometheus);
+            startup.mark("tables opened");
             this.shadowGroup = joinStartup(shadow);
-            startup.mark("shadow group set up");
-        } catch (RuntimeException e) {
+            startup.mark("shadow group set up (beside the two before)");
+        } catch (RuntimeException | Error e) {
             shadow.thenAccept(group -> {
                 if (group != null) {
                     group.close();
@@ -68,9 +66,12 @@ public abstract class RolloutApp implements AutoCloseable {
             if (opened != null) {
                 opened.close();
             }
-            registry.close();
+            if (prometheus != null) {
+                prometheus.close();
+            }
             throw e;
         }
+        this.registry = prometheus;
         this.tables = opened;
     }
 
