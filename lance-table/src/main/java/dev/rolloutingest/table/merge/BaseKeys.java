@@ -1,7 +1,6 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.rows.KeyFilter;
-import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -17,13 +16,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
-import org.apache.arrow.vector.VarCharVector;
-import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
 import org.lance.Fragment;
 import org.lance.FragmentMetadata;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -295,27 +290,7 @@ public final class BaseKeys {
 
     /** Reads the record_ids of the fragments (all when null) into the filter; returns how many. */
     private long readKeys(Dataset base, List<Integer> fragmentIds) {
-        ScanOptions.Builder options = new ScanOptions.Builder()
-                .columns(List.of(RolloutSchema.RECORD_ID))
-                .batchSize(65_536);
-        if (fragmentIds != null) {
-            options.fragmentIds(fragmentIds);
-        }
-        long read = 0;
-        try (LanceScanner scanner = base.newScan(options.build());
-                ArrowReader reader = scanner.scanBatches()) {
-            while (reader.loadNextBatch()) {
-                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector(RolloutSchema.RECORD_ID);
-                for (int i = 0; i < ids.getValueCount(); i++) {
-                    filter.add(KeyFilter.murmur3x64(ids.get(i)));
-                }
-                read += ids.getValueCount();
-            }
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw LanceIo.unchecked(e);
-        }
+        long read = KeyFilter.forEachKey(base, fragmentIds, filter::add);
         added += read;
         keysRead.increment(read);
         return read;

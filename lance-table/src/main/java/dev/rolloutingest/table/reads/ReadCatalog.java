@@ -6,7 +6,6 @@ import dev.rolloutingest.table.generations.PendingShard;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.KeyFilter;
-import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import java.time.Duration;
@@ -21,11 +20,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.arrow.vector.VarCharVector;
-import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
-import org.lance.ipc.LanceScanner;
-import org.lance.ipc.ScanOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -95,22 +90,7 @@ public final class ReadCatalog implements AutoCloseable {
 
         private static KeyFilter keysOf(Dataset deletes) {
             KeyFilter filter = KeyFilter.withCapacity(Math.max(1_024, deletes.countRows()));
-            try (LanceScanner scanner = deletes.newScan(new ScanOptions.Builder()
-                            .columns(List.of(RolloutSchema.RECORD_ID))
-                            .build());
-                    ArrowReader reader = scanner.scanBatches()) {
-                while (reader.loadNextBatch()) {
-                    VarCharVector ids =
-                            (VarCharVector) reader.getVectorSchemaRoot().getVector(RolloutSchema.RECORD_ID);
-                    for (int i = 0; i < ids.getValueCount(); i++) {
-                        filter.add(KeyFilter.murmur3x64(ids.get(i)));
-                    }
-                }
-            } catch (RuntimeException e) {
-                throw e;
-            } catch (Exception e) {
-                throw LanceIo.unchecked(e);
-            }
+            KeyFilter.forEachKey(deletes, null, filter::add);
             return filter;
         }
 

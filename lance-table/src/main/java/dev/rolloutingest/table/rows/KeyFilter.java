@@ -1,11 +1,19 @@
 package dev.rolloutingest.table.rows;
 
+import dev.rolloutingest.table.storage.LanceIo;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collection;
+import java.util.List;
+import java.util.function.Consumer;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.lance.Dataset;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
 
 /**
  * A Bloom filter of a generation's record_ids, written into its seal. Generations are immutable, so the
@@ -60,6 +68,35 @@ public final class KeyFilter {
     public static Hash hash(String key) {
         byte[] bytes = key.getBytes(StandardCharsets.UTF_8);
         return murmur3x64(bytes);
+    }
+
+    /**
+     * Hands {@code action} the hash of the record_id of every row of {@code dataset}, or of these fragments of it only
+     * (null: all), read as one scan of that column; returns how many.
+     */
+    public static long forEachKey(Dataset dataset, List<Integer> fragmentIds, Consumer<Hash> action) {
+        ScanOptions.Builder options = new ScanOptions.Builder()
+                .columns(List.of(RolloutSchema.RECORD_ID))
+                .batchSize(65_536);
+        if (fragmentIds != null) {
+            options.fragmentIds(fragmentIds);
+        }
+        long read = 0;
+        try (LanceScanner scanner = dataset.newScan(options.build());
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VarCharVector ids = (VarCharVector) reader.getVectorSchemaRoot().getVector(RolloutSchema.RECORD_ID);
+                for (int i = 0; i < ids.getValueCount(); i++) {
+                    action.accept(murmur3x64(ids.get(i)));
+                }
+                read += ids.getValueCount();
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw LanceIo.unchecked(e);
+        }
+        return read;
     }
 
     public void add(Hash hash) {
