@@ -196,7 +196,8 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--set",
-            description = "ingest: a setting for the topology's app, repeatable: streams.num.stream.threads=2")
+            description =
+                    "ingest, peer-iceberg: a setting for the ingest app, repeatable: streams.num.stream.threads=2")
     Map<String, String> topologySettings = new HashMap<>();
 
     @Option(names = "--no-limits", description = "ingest: measure the topology only, not (a)-(c)")
@@ -378,7 +379,8 @@ final class BenchCommand implements Callable<Integer> {
                             payloadBytes,
                             peerFormats.stream()
                                     .map(dev.rolloutingest.serde.values.ValueFormat::of)
-                                    .toList())
+                                    .toList(),
+                            topologySettings)
                     .run();
             return 0;
         }

@@ -73,8 +73,19 @@ final class PeerIcebergBench {
     private final int partitions;
     private final int payloadBytes;
     private final List<ValueFormat> formats;
+    private final Map<String, String> ingestSettings;
 
-    PeerIcebergBench(Path dir, int records, int partitions, int payloadBytes, List<ValueFormat> formats) {
+    /**
+     * @param ingestSettings settings of the ingest app beyond the run's own (--set), for trying one against the
+     *     defaults on the same records
+     */
+    PeerIcebergBench(
+            Path dir,
+            int records,
+            int partitions,
+            int payloadBytes,
+            List<ValueFormat> formats,
+            Map<String, String> ingestSettings) {
         for (ValueFormat format : formats) {
             if (format != ValueFormat.JSON && format != ValueFormat.AVRO) {
                 throw new IllegalArgumentException("peer-iceberg runs json and avro, not " + format);
@@ -85,6 +96,7 @@ final class PeerIcebergBench {
         this.partitions = partitions;
         this.payloadBytes = payloadBytes;
         this.formats = formats;
+        this.ingestSettings = Map.copyOf(ingestSettings);
     }
 
     /** One system's drain of the backlog; times in seconds from the start of its JVMs, NaN when never reached. */
@@ -144,7 +156,8 @@ final class PeerIcebergBench {
                     records, payloadBytes, partitions);
             System.out.println("- rollout-ingest: the ingest app and the merge-worker, each in its own JVM;"
                     + " rollout.value.format per topic, rollout.seal.max.age.ms=5000,"
-                    + " rollout.merge.max.pending.age.ms=5000, other settings default");
+                    + " rollout.merge.max.pending.age.ms=5000, other settings default"
+                    + (ingestSettings.isEmpty() ? "" : "; the ingest app also " + ingestSettings));
             System.out.printf(
                     "- Iceberg: iceberg-kafka-connect %s in Kafka Connect %s standalone (the connect-standalone"
                             + " main), JsonConverter schemas.enable=false, Hadoop catalog on local disk, table created"
@@ -303,6 +316,12 @@ final class PeerIcebergBench {
         }
     }
 
+    private Map<String, String> withIngestSettings(Map<String, String> own) {
+        Map<String, String> all = new LinkedHashMap<>(own);
+        all.putAll(ingestSettings);
+        return all;
+    }
+
     private Outcome rolloutIngest(EmbeddedKafka kafka, ApicurioRegistry registry, ValueFormat format, BitSet acked)
             throws Exception {
         SustainedRig rig = new SustainedRig(root.resolve("rollout-ingest-" + format), 0, partitions, payloadBytes, 0);
@@ -314,7 +333,7 @@ final class PeerIcebergBench {
                 registry,
                 tableDir,
                 FreePorts.next(),
-                Map.of(
+                withIngestSettings(Map.of(
                         "application.id",
                         "peer-ingest-" + format,
                         "rollout.input.topic",
@@ -326,7 +345,7 @@ final class PeerIcebergBench {
                         "rollout.dlq.topic",
                         "dlq-" + format,
                         "rollout.seal.max.age.ms",
-                        "5000"));
+                        "5000")));
         Path mergeConfig = rig.config(
                 "merge",
                 kafka,
