@@ -11,10 +11,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.IntVector;
-import org.apache.arrow.vector.TimeStampMicroTZVector;
-import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarCharVector;
 import org.lance.Dataset;
 
@@ -79,11 +75,7 @@ final class AppliedDeletes {
                         ((VarCharVector) batch.getVector(RolloutSchema.RECORD_ID)).get(i), StandardCharsets.UTF_8);
                 if (keys.contains(key)) {
                     found.computeIfAbsent(key, k -> new ArrayList<>(1))
-                            .add(new MergeJoin.BaseRow(
-                                    ((UInt8Vector) batch.getVector("_rowaddr")).get(i),
-                                    ((IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION)).get(i),
-                                    ((BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET)).get(i),
-                                    ((TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT)).get(i)));
+                            .add(MergeJoin.BaseRowColumns.of(batch).row(i));
                 }
             });
         }

@@ -47,6 +47,22 @@ public enum MergeJoin {
         }
     }
 
+    /** The row address and order columns of a batch, looked up once for all its rows. */
+    record BaseRowColumns(
+            UInt8Vector addresses, IntVector partitions, BigIntVector offsets, TimeStampMicroTZVector ingested) {
+        static BaseRowColumns of(VectorSchemaRoot batch) {
+            return new BaseRowColumns(
+                    (UInt8Vector) batch.getVector("_rowaddr"),
+                    (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION),
+                    (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET),
+                    (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT));
+        }
+
+        BaseRow row(int i) {
+            return new BaseRow(addresses.get(i), partitions.get(i), offsets.get(i), ingested.get(i));
+        }
+    }
+
     /** The index for a base over {@code scanMaxBaseRows} rows (0 = always), the scan otherwise. */
     static MergeJoin forBase(long baseRows, long scanMaxBaseRows) {
         return scanMaxBaseRows > 0 && baseRows <= scanMaxBaseRows ? SCAN : INDEX;
@@ -103,17 +119,13 @@ public enum MergeJoin {
             while (reader.loadNextBatch()) {
                 VectorSchemaRoot batch = reader.getVectorSchemaRoot();
                 VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                UInt8Vector addresses = (UInt8Vector) batch.getVector("_rowaddr");
-                IntVector partitions = (IntVector) batch.getVector(RolloutSchema.SOURCE_PARTITION);
-                BigIntVector offsets = (BigIntVector) batch.getVector(RolloutSchema.SOURCE_OFFSET);
-                TimeStampMicroTZVector ingested = (TimeStampMicroTZVector) batch.getVector(RolloutSchema.INGESTED_AT);
+                BaseRowColumns columns = BaseRowColumns.of(batch);
                 for (int i = 0; i < batch.getRowCount(); i++) {
                     String key = new String(ids.get(i), StandardCharsets.UTF_8);
                     if (wanted != null && !wanted.contains(key)) {
                         continue;
                     }
-                    found.computeIfAbsent(key, k -> new ArrayList<>(1))
-                            .add(new BaseRow(addresses.get(i), partitions.get(i), offsets.get(i), ingested.get(i)));
+                    found.computeIfAbsent(key, k -> new ArrayList<>(1)).add(columns.row(i));
                 }
             }
         } catch (RuntimeException e) {

@@ -41,8 +41,7 @@ public final class LanceIo {
     private LanceIo(TableLocation location, BufferAllocator allocator, Session session, boolean ownsSession) {
         this.location = location;
         this.allocator = allocator;
-        NativeLibraryCopies.sweepOnce();
-        this.session = session;
+        this.session = session; // built by session(), which swept the native library copies first
         this.ownsSession = ownsSession;
     }
 
