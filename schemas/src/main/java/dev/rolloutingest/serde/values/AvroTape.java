@@ -71,6 +71,11 @@ final class AvroTape {
         return length;
     }
 
+    /** A copy of the bytes written, for comparing two decoders' rows. */
+    byte[] written() {
+        return Arrays.copyOf(buffer, length);
+    }
+
     void writeLong(long n) {
         ensure(10);
         long v = (n << 1) ^ (n >> 63);
@@ -187,19 +192,19 @@ final class AvroTape {
     /**
      * The base64 text of a JSON string in UTF-8 {@code json} from {@code from} (after its opening quote) to its closing
      * quote, decoded straight into the tape as bytes in one pass (standard alphabet, padding optional: what the JDK's
-     * basic decoder takes). False, with the tape as it was, for a string with an escape, a space or anything else:
-     * the caller then asks the JSON parser, whose decoder has the final word.
+     * basic decoder takes). Returns the index of the closing quote; -1, with the tape as it was, for a string with an
+     * escape, a space or anything else: the caller then asks the JSON parser, whose decoder has the final word.
      */
-    boolean writeBase64(byte[] json, int from, int end) {
+    int writeBase64(byte[] json, int from, int end) {
         int close = from;
         while (close < end && json[close] != '"') {
             if (json[close] == '\\') {
-                return false;
+                return -1;
             }
             close++;
         }
         if (close == end) {
-            return false;
+            return -1;
         }
         // the standard alphabet as the JDK's basic decoder takes it: padding optional, but when present it completes
         // the last unit of four; anything else is left to the parser's decoder (and its refusal)
@@ -208,7 +213,7 @@ final class AvroTape {
         int data = chars - padding;
         int rest = data % 4;
         if (rest == 1 || padding > 0 && chars % 4 != 0) {
-            return false;
+            return -1;
         }
         int count = data / 4 * 3 + (rest == 0 ? 0 : rest - 1);
         int start = length;
@@ -223,7 +228,7 @@ final class AvroTape {
                     | BASE64[json[in + 3] & 0xFF];
             if (bits < 0) { // an invalid character's -1 sets the sign bit
                 length = start;
-                return false;
+                return -1;
             }
             buffer[out++] = (byte) (bits >> 16);
             buffer[out++] = (byte) (bits >> 8);
@@ -235,7 +240,7 @@ final class AvroTape {
                     | (rest == 3 ? BASE64[json[in + 2] & 0xFF] << 6 : 0);
             if (bits < 0) {
                 length = start;
-                return false;
+                return -1;
             }
             buffer[out++] = (byte) (bits >> 16);
             if (rest == 3) {
@@ -243,7 +248,7 @@ final class AvroTape {
             }
         }
         length = out;
-        return true;
+        return close;
     }
 
     /** Each byte's value in the standard base64 alphabet, -1 for every other byte. */

@@ -189,7 +189,7 @@ final class JsonFields {
         JsonToken t = in.currentToken();
         if (t == JsonToken.VALUE_STRING) {
             long quote = in.currentTokenLocation().getByteOffset(); // from the start of the value's JSON
-            if (quote >= 0 && tape.writeBase64(json.bytes(), json.offset() + (int) quote + 1, json.end())) {
+            if (quote >= 0 && tape.writeBase64(json.bytes(), json.offset() + (int) quote + 1, json.end()) >= 0) {
                 return; // decoded from the value's bytes, the string left for the parser to skip unread
             }
             byte[] decoded;

@@ -15,9 +15,10 @@ import java.util.Map;
 import org.apache.avro.Schema;
 
 /**
- * A JSON object mapped to the contract by field name, written to an {@link AvroTape}: the contract's fields straight
- * from the parser's tokens ({@link JsonFields}: no tree, no Strings but the metadata's), the fields it adds through a
- * tree (rare) after them. The rules, the same for plain JSON and JSON Schema values:
+ * A JSON object mapped to the contract by field name, written to an {@link AvroTape}. A value of contract fields only,
+ * well-formed, is read straight off its bytes ({@link ContractJsonScan}); any other by the parser: the contract's fields
+ * from its tokens ({@link JsonFields}: no tree, no Strings but the metadata's), the fields it adds through a tree
+ * (rare) after them. The rules, the same for plain JSON and JSON Schema values:
  * <ul>
  *   <li>a required field (record_id, experiment, rollout_id, sequence_order, role, created_at) absent or null: {@code
  *       missing-field}; another field absent or null takes the contract's default (null, [], {}, include_in_training
@@ -48,12 +49,27 @@ final class JsonValues {
     }
 
     /**
-     * Writes the row of the JSON object in {@code bytes[offset, offset + length)} to {@code tape}.
+     * Writes the row of the JSON object in {@code bytes[offset, offset + length)} to {@code tape}: read by {@code
+     * scan} straight off the bytes when it is of the shape producers write, else by the parser.
      *
      * @param declared the JSON Schema's types of fields beyond the contract (empty for plain JSON)
      * @param schemaId the value's schema id, {@link AddedFields#NO_SCHEMA_ID} for plain JSON
      */
-    void read(byte[] bytes, int offset, int length, Map<String, Schema> declared, int schemaId, AvroTape tape) {
+    void read(
+            byte[] bytes,
+            int offset,
+            int length,
+            Map<String, Schema> declared,
+            int schemaId,
+            AvroTape tape,
+            ContractJsonScan scan) {
+        if (!scan.read(bytes, offset, length, tape)) {
+            readByParser(bytes, offset, length, declared, schemaId, tape);
+        }
+    }
+
+    /** {@link #read} by the parser alone: every value, whatever its shape. */
+    void readByParser(byte[] bytes, int offset, int length, Map<String, Schema> declared, int schemaId, AvroTape tape) {
         tape.reset();
         int seen = 0;
         List<String> addedNames = null;

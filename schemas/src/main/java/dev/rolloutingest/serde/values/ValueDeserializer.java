@@ -41,6 +41,7 @@ public final class ValueDeserializer implements FieldsDeserializer {
 
     private static final class PerThread {
         final AvroTape tape = new AvroTape();
+        final ContractJsonScan jsonScan = new ContractJsonScan();
         final ProtobufValues protobuf;
         final MessageIndexes indexes = new MessageIndexes();
 
@@ -105,7 +106,7 @@ public final class ValueDeserializer implements FieldsDeserializer {
                             + "); set the topic's format to auto or the serializer's");
         }
         PerThread thread = threads.get();
-        json.read(bytes, 0, bytes.length, Map.of(), AddedFields.NO_SCHEMA_ID, thread.tape);
+        json.read(bytes, 0, bytes.length, Map.of(), AddedFields.NO_SCHEMA_ID, thread.tape, thread.jsonScan);
         return stage(thread.tape, reader);
     }
 
@@ -151,7 +152,8 @@ public final class ValueDeserializer implements FieldsDeserializer {
                         bytes.length - WireFormat.HEADER_LENGTH,
                         declared,
                         id,
-                        thread.tape);
+                        thread.tape,
+                        thread.jsonScan);
                 yield stage(thread.tape, reader);
             }
             default -> protobuf(id, bytes, reader);
