@@ -196,8 +196,7 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--set",
-            description =
-                    "ingest, peer-iceberg: a setting for the ingest app, repeatable: streams.num.stream.threads=2")
+            description = "ingest, peer-iceberg: a setting for the ingest app, repeatable: rollout.stream.threads=1")
     Map<String, String> topologySettings = new HashMap<>();
 
     @Option(names = "--no-limits", description = "ingest: measure the topology only, not (a)-(c)")

@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.StreamsConfig;
 
 /**
@@ -47,6 +48,7 @@ public final class IngestConfig extends AppConfig {
     public static final String SEAL_CHECK_INTERVAL_MS = "rollout.seal.check.interval.ms";
     public static final String SEAL_WRITE_ATTEMPTS = "rollout.seal.write.attempts";
     public static final String SEAL_WRITE_THREADS = "rollout.seal.write.threads";
+    public static final String STREAM_THREADS = "rollout.stream.threads";
     public static final String MAX_INFLIGHT_BLOB_BYTES = "rollout.max.inflight.blob.bytes";
     public static final String LARGE_BLOB_LOG_BYTES = "rollout.large.blob.log.bytes";
     public static final String MAX_PAYLOAD_BYTES = "rollout.max.payload.bytes";
@@ -110,13 +112,27 @@ public final class IngestConfig extends AppConfig {
                     "Attempts to write a generation (exponential backoff from 200 ms) before the stream thread fails"
                             + " and is replaced, redoing the batch from the last commit")
             .define(
+                    STREAM_THREADS,
+                    INT,
+                    0,
+                    ConfigDef.Range.between(0, 256),
+                    MEDIUM,
+                    "Stream threads of this instance (Kafka Streams' num.stream.threads), each reading, decoding and"
+                            + " batching its share of the input partitions on a core of its own; 0 = one per core the"
+                            + " JVM sees. Each costs a consumer, a transactional producer and its batches' memory"
+                            + " (all within " + MAX_INFLIGHT_BLOB_BYTES + "); threads beyond the input"
+                            + " partitions idle")
+            .define(
                     SEAL_WRITE_THREADS,
                     INT,
                     2,
                     ConfigDef.Range.between(0, 64),
                     MEDIUM,
                     "Threads writing sealed batches as generations while the stream threads go on with the next batch"
-                            + " (one write per partition at a time; 0 = write on the stream thread)")
+                            + " (one write per partition at a time; 0 = write on the stream thread). Each write in"
+                            + " flight holds its batch (within " + MAX_INFLIGHT_BLOB_BYTES + ") and lance-core's"
+                            + " encoding takes a core while it runs: 2 keeps writes overlapping the stream threads"
+                            + " without them waiting on one another")
             .define(
                     MAX_INFLIGHT_BLOB_BYTES,
                     LONG,
@@ -204,6 +220,13 @@ public final class IngestConfig extends AppConfig {
     private IngestConfig(Map<String, Object> raw) {
         super(DEFINITION, raw);
         requireWithinMergeMemory(SEAL_MAX_BYTES);
+        Object streamsThreads = raw.get(ConfigSources.STREAMS_PREFIX + StreamsConfig.NUM_STREAM_THREADS_CONFIG);
+        if (streamsThreads != null) {
+            throw new ConfigException(
+                    ConfigSources.STREAMS_PREFIX + StreamsConfig.NUM_STREAM_THREADS_CONFIG,
+                    streamsThreads,
+                    "the ingest app's stream threads are " + STREAM_THREADS);
+        }
         this.input = new InputSettings(parsed, manyTables());
     }
 
@@ -220,16 +243,23 @@ public final class IngestConfig extends AppConfig {
         return input;
     }
 
-    /** New topics of the pattern are found at the consumers' metadata refresh. */
+    /** The stream threads; new topics of the pattern are found at the consumers' metadata refresh. */
     @Override
     public Properties streamsProperties() {
         Properties props = super.streamsProperties();
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, streamThreads());
         if (input.inputPattern() != null) {
             props.putIfAbsent(
                     StreamsConfig.consumerPrefix(ConsumerConfig.METADATA_MAX_AGE_CONFIG),
                     Long.toString(input.refreshMs()));
         }
         return props;
+    }
+
+    /** {@link #STREAM_THREADS}, its 0 resolved to the cores this JVM sees. */
+    public int streamThreads() {
+        int configured = parsed.getInt(STREAM_THREADS);
+        return configured > 0 ? configured : Runtime.getRuntime().availableProcessors();
     }
 
     public String generationsTopic() {

@@ -38,6 +38,21 @@ class IngestConfigTest {
     }
 
     @Test
+    void streamThreadsDefaultToOnePerCoreAndTheStreamsKeyForThemIsRefusedNamingTheOneToSet() {
+        assertThat(IngestConfig.load(required(), Map.of()).streamsProperties())
+                .containsEntry("num.stream.threads", Runtime.getRuntime().availableProcessors());
+        assertThat(IngestConfig.load(required(), Map.of("ROLLOUT_STREAM_THREADS", "3"))
+                        .streamsProperties())
+                .containsEntry("num.stream.threads", 3);
+        Properties file = required();
+        file.put("streams.num.stream.threads", "2");
+        assertThatThrownBy(() -> IngestConfig.load(file, Map.of()))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streams.num.stream.threads")
+                .hasMessageContaining("rollout.stream.threads");
+    }
+
+    @Test
     void aSealLargerThanOneMergeCommitCanHoldIsRefusedAtStart() {
         assertThat(IngestConfig.load(required(), Map.of()).sealMaxBytes()).isLessThanOrEqualTo(50L << 20);
         assertThatThrownBy(() ->
