@@ -104,6 +104,7 @@ final class PeerIcebergBench {
             String system,
             double endToEnd,
             double steady,
+            double steadyCpuMicrosPerRow,
             double firstReadable,
             double allReadable,
             double allMerged,
@@ -116,6 +117,7 @@ final class PeerIcebergBench {
         static Outcome notRun(String system, String why) {
             return new Outcome(
                     system,
+                    Double.NaN,
                     Double.NaN,
                     Double.NaN,
                     Double.NaN,
@@ -167,7 +169,9 @@ final class PeerIcebergBench {
             System.out.println("- times in s from the start of the system's JVMs; readable = rollout-ingest sealed"
                     + " (readable through the table's reads), Iceberg committed (a snapshot); merged = in the base"
                     + " (Iceberg: committed); steady = rows/s between the samples (every 250 ms) that first reach 10 %"
-                    + " and 90 % of the rows; CPU = user + system of the system's JVMs at its last mark; peak RSS ="
+                    + " and 90 % of the rows; CPU = user + system of the system's JVMs at its last mark (their"
+                    + " start included), CPU 10→90 % = what they used between those two samples, per row landed"
+                    + " (rollout-ingest: readable); peak RSS ="
                     + " VmHWM (rollout-ingest: both JVMs added); the broker runs in the bench's JVM, counted for"
                     + " neither");
             System.out.printf(
@@ -278,7 +282,7 @@ final class PeerIcebergBench {
         return bytes;
     }
 
-    /** Rows over time, sampled: {nanos, rows}. */
+    /** Rows over time, sampled: {nanos, rows, CPU µs the system's JVMs had used}. */
     private static final class Curve {
         private final long start;
         private final List<long[]> samples = new ArrayList<>();
@@ -287,8 +291,8 @@ final class PeerIcebergBench {
             this.start = start;
         }
 
-        void add(long nanos, long rows) {
-            samples.add(new long[] {nanos, rows});
+        void add(long nanos, long rows, double cpuSeconds) {
+            samples.add(new long[] {nanos, rows, (long) (cpuSeconds * 1e6)});
         }
 
         long last() {
@@ -313,6 +317,16 @@ final class PeerIcebergBench {
                 return Double.NaN;
             }
             return (to[1] - from[1]) / ((to[0] - from[0]) / 1e9);
+        }
+
+        /** CPU µs per row between the samples that first reach 10 % and 90 % of {@code total}: landing, not starting. */
+        double steadyCpuMicrosPerRow(long total) {
+            long[] from = reaching((total + 9) / 10);
+            long[] to = reaching((total * 9 + 9) / 10);
+            if (from == null || to == null || to[1] == from[1]) {
+                return Double.NaN;
+            }
+            return (double) (to[2] - from[2]) / (to[1] - from[1]);
         }
     }
 
@@ -390,8 +404,9 @@ final class PeerIcebergBench {
                         progressAt = now;
                     }
                     seen = sealed;
-                    readable.add(now, sealed);
-                    merged.add(now, base);
+                    double cpu = ProcessCpu.seconds(ingest.pid()) + ProcessCpu.seconds(merge.pid());
+                    readable.add(now, sealed, cpu);
+                    merged.add(now, base, cpu);
                     if (base >= expected) {
                         break;
                     }
@@ -423,6 +438,7 @@ final class PeerIcebergBench {
                 "rollout-ingest",
                 expected / allReadable,
                 readable.steady(expected),
+                readable.steadyCpuMicrosPerRow(expected),
                 readable.secondsTo(1),
                 allReadable,
                 merged.secondsTo(expected),
@@ -504,7 +520,7 @@ final class PeerIcebergBench {
                     if (rows > committed.last()) {
                         progressAt = now;
                     }
-                    committed.add(now, rows);
+                    committed.add(now, rows, ProcessCpu.seconds(connect.pid()));
                     if (rows >= expected) {
                         break;
                     }
@@ -535,6 +551,7 @@ final class PeerIcebergBench {
                     "Iceberg sink",
                     expected / allCommitted,
                     committed.steady(expected),
+                    committed.steadyCpuMicrosPerRow(expected),
                     committed.secondsTo(1),
                     allCommitted,
                     allCommitted,
@@ -590,18 +607,18 @@ final class PeerIcebergBench {
                 "%n### %s: %,d rollouts, %,d bytes a value on average (%.1f MB on the topic)%n%n",
                 format, rows, bytes / Math.max(1, rows), bytes / 1e6);
         System.out.println("| system | end-to-end rows/s | steady 10→90 % rows/s | first readable row (s) |"
-                + " all readable (s) | all merged (s) | CPU s | CPU µs/row | peak RSS MiB | table bytes | lost |"
-                + " duplicated |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|");
+                + " all readable (s) | all merged (s) | CPU s | CPU µs/row | CPU µs/row 10→90 % | peak RSS MiB |"
+                + " table bytes | lost | duplicated |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (Outcome o : outcomes) {
             if (!o.ran()) {
                 System.out.printf(
-                        "| %s | %s | | | | | | | | | | |%n",
+                        "| %s | %s | | | | | | | | | | | |%n",
                         o.system(), o.note().replaceFirst(":.*", ""));
                 continue;
             }
             System.out.printf(
-                    "| %s | %s | %s | %s | %s | %s | %.1f | %,.0f | %,d | %.1f MB | %d | %d |%n",
+                    "| %s | %s | %s | %s | %s | %s | %.1f | %,.0f | %s | %,d | %.1f MB | %d | %d |%n",
                     o.system(),
                     number(o.endToEnd()),
                     number(o.steady()),
@@ -610,6 +627,7 @@ final class PeerIcebergBench {
                     seconds(o.allMerged()),
                     o.cpuSeconds(),
                     o.cpuSeconds() * 1e6 / rows,
+                    number(o.steadyCpuMicrosPerRow()),
                     o.peakRssMiB(),
                     o.tableBytes() / 1e6,
                     o.lost(),
@@ -621,10 +639,12 @@ final class PeerIcebergBench {
         if (peer.ran()) {
             System.out.printf(
                     "rollout-ingest / Iceberg: steady %s, end-to-end %s (to all readable), %s (rollout-ingest to all"
-                            + " merged)%n",
+                            + " merged); CPU per row %s, %s between 10 %% and 90 %%%n",
                     ratio(ours.steady(), peer.steady()),
                     ratio(ours.endToEnd(), peer.endToEnd()),
-                    ratio(rows / ours.allMerged(), peer.endToEnd()));
+                    ratio(rows / ours.allMerged(), peer.endToEnd()),
+                    ratio(ours.cpuSeconds(), peer.cpuSeconds()),
+                    ratio(ours.steadyCpuMicrosPerRow(), peer.steadyCpuMicrosPerRow()));
         }
         for (Outcome o : outcomes) {
             System.out.println("- " + o.note());
