@@ -102,10 +102,10 @@ class IngestZombieIT {
     }
 
     /**
-     * Until the group is stable with {@code members} members, each owning input partitions, all of them together
-     * (within {@code seconds}).
+     * Until the group is stable with the stream threads of {@code instances} instances, each instance owning input
+     * partitions, all of them together (within {@code seconds}).
      */
-    private static void awaitGroup(String group, String input, int members, int seconds) throws Exception {
+    private static void awaitGroup(String group, String input, int instances, int seconds) throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
         String last = "not described yet";
         try (Admin admin = cluster.kafka().admin()) {
@@ -122,19 +122,22 @@ class IngestZombieIT {
                     continue;
                 }
                 last = description.toString();
-                Set<Integer> owned = new TreeSet<>();
-                boolean eachOwns = true;
+                // a member is one stream thread: its static id is the instance's with the thread's index after it
+                Map<String, Set<Integer>> ownedByInstance = new TreeMap<>();
                 for (MemberDescription member : description.members()) {
-                    Set<Integer> own = new TreeSet<>();
+                    String instance = member.groupInstanceId()
+                            .map(id -> id.substring(0, id.lastIndexOf('-')))
+                            .orElse(member.consumerId());
+                    Set<Integer> own = ownedByInstance.computeIfAbsent(instance, i -> new TreeSet<>());
                     member.assignment().topicPartitions().stream()
                             .filter(tp -> tp.topic().equals(input))
                             .forEach(tp -> own.add(tp.partition()));
-                    eachOwns &= !own.isEmpty();
-                    owned.addAll(own);
                 }
+                Set<Integer> owned = new TreeSet<>();
+                ownedByInstance.values().forEach(owned::addAll);
                 if (description.groupState() == GroupState.STABLE
-                        && description.members().size() == members
-                        && eachOwns
+                        && ownedByInstance.size() == instances
+                        && ownedByInstance.values().stream().noneMatch(Set::isEmpty)
                         && owned.size() == PARTITIONS) {
                     return;
                 }
@@ -142,7 +145,7 @@ class IngestZombieIT {
             }
         }
         throw new AssertionError(
-                "group " + group + " not stable with " + members + " members within " + seconds + " s: " + last);
+                "group " + group + " not stable with " + instances + " instances within " + seconds + " s: " + last);
     }
 
     /** Until the log holds {@code text} (within {@code seconds}). */
