@@ -282,7 +282,7 @@ final class PeerIcebergBench {
         return bytes;
     }
 
-    /** Rows over time, sampled: {nanos, rows, CPU µs the system's JVMs had used}. */
+    /** Rows over time, sampled: {nanos, rows, CPU µs the system's JVMs had used, CPU µs of one of them}. */
     private static final class Curve {
         private final long start;
         private final List<long[]> samples = new ArrayList<>();
@@ -291,8 +291,8 @@ final class PeerIcebergBench {
             this.start = start;
         }
 
-        void add(long nanos, long rows, double cpuSeconds) {
-            samples.add(new long[] {nanos, rows, (long) (cpuSeconds * 1e6)});
+        void add(long nanos, long rows, double cpuSeconds, double oneJvmCpuSeconds) {
+            samples.add(new long[] {nanos, rows, (long) (cpuSeconds * 1e6), (long) (oneJvmCpuSeconds * 1e6)});
         }
 
         long last() {
@@ -321,12 +321,21 @@ final class PeerIcebergBench {
 
         /** CPU µs per row between the samples that first reach 10 % and 90 % of {@code total}: landing, not starting. */
         double steadyCpuMicrosPerRow(long total) {
+            return steadyCpu(total, 2);
+        }
+
+        /** {@link #steadyCpuMicrosPerRow} of the one JVM sampled apart. */
+        double steadyOneJvmCpuMicrosPerRow(long total) {
+            return steadyCpu(total, 3);
+        }
+
+        private double steadyCpu(long total, int column) {
             long[] from = reaching((total + 9) / 10);
             long[] to = reaching((total * 9 + 9) / 10);
             if (from == null || to == null || to[1] == from[1]) {
                 return Double.NaN;
             }
-            return (double) (to[2] - from[2]) / (to[1] - from[1]);
+            return (double) (to[column] - from[column]) / (to[1] - from[1]);
         }
     }
 
@@ -404,9 +413,10 @@ final class PeerIcebergBench {
                         progressAt = now;
                     }
                     seen = sealed;
-                    double cpu = ProcessCpu.seconds(ingest.pid()) + ProcessCpu.seconds(merge.pid());
-                    readable.add(now, sealed, cpu);
-                    merged.add(now, base, cpu);
+                    double mergeCpuNow = ProcessCpu.seconds(merge.pid());
+                    double cpu = ProcessCpu.seconds(ingest.pid()) + mergeCpuNow;
+                    readable.add(now, sealed, cpu, mergeCpuNow);
+                    merged.add(now, base, cpu, mergeCpuNow);
                     if (base >= expected) {
                         break;
                     }
@@ -448,9 +458,15 @@ final class PeerIcebergBench {
                 tally.lost(),
                 tally.duplicated(),
                 String.format(
-                        "rollout-ingest: CPU ingest %.1f s + merge-worker %.1f s; peak RSS ingest %,d MiB + merge-worker"
+                        "rollout-ingest: steady into the base %s rows/s (10→90 %% of the rows merged); CPU 10→90 %%"
+                                + " ingest %s + merge-worker %s µs/row; CPU ingest %.1f s + merge-worker %.1f s;"
+                                + " peak RSS ingest %,d MiB + merge-worker"
                                 + " %,d MiB; table %.1f MB = base %.1f MB + sealed generations %.1f MB (merged ones"
                                 + " stay until GC, rollout.gc.interval.ms 300 s)",
+                        number(merged.steady(expected)),
+                        number(readable.steadyCpuMicrosPerRow(expected)
+                                - readable.steadyOneJvmCpuMicrosPerRow(expected)),
+                        number(readable.steadyOneJvmCpuMicrosPerRow(expected)),
                         ingestCpu,
                         mergeCpu,
                         ingestRss,
@@ -520,7 +536,8 @@ final class PeerIcebergBench {
                     if (rows > committed.last()) {
                         progressAt = now;
                     }
-                    committed.add(now, rows, ProcessCpu.seconds(connect.pid()));
+                    double connectCpu = ProcessCpu.seconds(connect.pid());
+                    committed.add(now, rows, connectCpu, connectCpu);
                     if (rows >= expected) {
                         break;
                     }
