@@ -12,6 +12,9 @@ import java.util.Arrays;
  * exactly, a lone surrogate, malformed UTF-8 or JSON) it declines, leaving the row to {@link JsonValues}' parser,
  * whose rules and errors are the format's: so a value this reads gives the very tape the parser would write, and a
  * value it declines reads (or fails) exactly as before.
+ *
+ * <p>Over 300 lines because it is a whole reader of JSON's grammar (strings with their escapes and UTF-8, numbers,
+ * literals, arrays, the metadata object) for the contract's fields: splitting it would split one cursor's state.
  */
 final class ContractJsonScan {
     private static final ContractField[] FIELDS = ContractField.ALL;
@@ -36,13 +39,6 @@ final class ContractJsonScan {
         return (length & 31) << 5 | first & 31;
     }
 
-    /** Thrown, without a stack, where the scan gives the row up to the parser. */
-    private static final RuntimeException DECLINE = new RuntimeException("declined", null, false, false) {};
-
-    private byte[] in;
-    private int pos;
-    private int end;
-    private AvroTape tape;
     /**
      * The longest string and number the parser takes (its default read constraints): longer ones are declined, so
      * the parser refuses them as before.
@@ -51,7 +47,17 @@ final class ContractJsonScan {
 
     private static final int MAX_NUMBER_CHARS = 1000;
 
-    /** Scratch: a string's decoded escapes, a number's characters for the JDK's parser, a map's entry spans. */
+    /** Thrown, without a stack, where the scan gives the row up to the parser. */
+    private static final RuntimeException DECLINE = new RuntimeException("declined", null, false, false) {};
+
+    private byte[] in;
+    private int pos;
+    private int end;
+    private AvroTape tape;
+    /**
+     * Scratch, one scan per thread like its tape: a string's decoded escapes, a number's characters for the JDK's
+     * parser, a map's entry spans. Each grows to the largest of its kind read, which the record's size bounds.
+     */
     private byte[] text = new byte[256];
 
     private char[] chars = new char[64];
