@@ -40,12 +40,15 @@ final class ContractJsonScan {
     }
 
     /**
-     * The longest string and number the parser takes (its default read constraints): longer ones are declined, so
-     * the parser refuses them as before.
+     * The longest string and number the parser takes (its default read constraints, {@code StreamReadConstraints}):
+     * longer ones are declined, so the parser refuses them as before.
      */
     private static final int MAX_STRING_BYTES = 20_000_000;
 
     private static final int MAX_NUMBER_CHARS = 1000;
+
+    /** The longest object key the parser takes, in UTF-8 bytes (a metadata key). */
+    private static final int MAX_NAME_BYTES = 50_000;
 
     /** Thrown, without a stack, where the scan gives the row up to the parser. */
     private static final RuntimeException DECLINE = new RuntimeException("declined", null, false, false) {};
@@ -219,6 +222,9 @@ final class ContractJsonScan {
             throw DECLINE;
         }
         int n = unescaped(start);
+        if (n > MAX_STRING_BYTES) { // decoded, its UTF-8 bytes: never fewer than the parser's characters
+            throw DECLINE;
+        }
         tape.writeBytes(text, 0, n);
     }
 
@@ -472,6 +478,9 @@ final class ContractJsonScan {
                 int keyStart = pos;
                 skipString();
                 int keyEnd = pos;
+                if (keyEnd - keyStart - 2 > MAX_NAME_BYTES) { // the raw bytes: never fewer than the name's
+                    throw DECLINE;
+                }
                 skipSpace();
                 expect(':');
                 skipSpace();

@@ -174,6 +174,24 @@ class ContractJsonScanTest {
         }
     }
 
+    @Test
+    void aStringOrKeyPastTheParsersReadLimitsIsDeclinedSoTheParserRefusesIt() {
+        String required = "\"record_id\":\"r\",\"experiment\":\"e\",\"rollout_id\":\"ro\",\"sequence_order\":1,"
+                + "\"role\":\"user\",\"created_at\":1";
+        String escapedLong = "\\n" + "a".repeat(20_000_001); // past 20,000,000 characters once decoded
+        String longKey = "k".repeat(50_001); // past 50,000 bytes
+        for (String json : List.of(
+                "{" + required + ",\"content\":\"" + escapedLong + "\"}",
+                "{" + required + ",\"metadata\":{\"" + longKey + "\":\"v\"}}")) {
+            byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+            assertThat(scan.read(bytes, 0, bytes.length, scanned)).isFalse();
+            assertThat(compare(bytes)).isFalse();
+        }
+        // at the limits both read them, to the same tape
+        String atLimitKey = "{" + required + ",\"metadata\":{\"" + "k".repeat(50_000) + "\":\"v\"}}";
+        assertThat(compare(atLimitKey.getBytes(StandardCharsets.UTF_8))).isTrue();
+    }
+
     /** True when the scan read the value (and its tape is the parser's); false when it declined. */
     private boolean compare(byte[] json) {
         boolean scannedIt = scan.read(json, 0, json.length, scanned);
