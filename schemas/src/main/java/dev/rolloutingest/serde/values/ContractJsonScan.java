@@ -58,12 +58,10 @@ final class ContractJsonScan {
     private int end;
     private AvroTape tape;
     /**
-     * Scratch, one scan per thread like its tape: a string's decoded escapes, a number's characters for the JDK's
-     * parser, a map's entry spans. Each grows to the largest of its kind read, which the record's size bounds.
+     * Scratch, one scan per thread like its tape: a string's decoded escapes and a map's entry spans. Each grows to
+     * the largest of its kind read, which the record's size bounds.
      */
     private byte[] text = new byte[256];
-
-    private char[] chars = new char[64];
 
     private int[] spans = new int[32];
 
@@ -638,23 +636,14 @@ final class ContractJsonScan {
                 return negative ? -f : f;
             }
         }
-        return Float.parseFloat(ascii(start, pos));
+        // the number's bytes are ASCII (its grammar checked above): Latin-1 reads them as its characters
+        return Float.parseFloat(new String(in, start, pos - start, StandardCharsets.ISO_8859_1));
     }
 
     /** Whether {@code d} lies exactly halfway between {@code f} (its rounding) and the float beyond it. */
     private static boolean halfway(double d, float f) {
         float other = d > f ? Math.nextUp(f) : Math.nextDown(f);
         return d == ((double) f + (double) other) / 2;
-    }
-
-    private String ascii(int from, int to) {
-        if (chars.length < to - from) {
-            chars = new char[to - from];
-        }
-        for (int i = from; i < to; i++) {
-            chars[i - from] = (char) in[i];
-        }
-        return new String(chars, 0, to - from);
     }
 
     private boolean bool() {
