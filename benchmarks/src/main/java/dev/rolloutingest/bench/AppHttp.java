@@ -12,6 +12,7 @@ import java.util.regex.Pattern;
 
 /** What the runs read of the apps' HTTP endpoints on loopback: the merge-worker's /pending and its round times. */
 final class AppHttp {
+    private static final Pattern MERGED_ROWS = Pattern.compile("(?m)^rollout_merge_rows_total\\{[^}]*\\} (\\S+)$");
     private static final Pattern SUM =
             Pattern.compile("(?m)^rollout_merge_round_(prepare|commit)_seconds_sum\\{[^}]*\\} (\\S+)$");
 
@@ -72,5 +73,15 @@ final class AppHttp {
             sum += Double.parseDouble(m.group(2));
         }
         return sum;
+    }
+
+    /** Rows the merge-worker folded into the base, every path (new, adopted, replacing, superseded), from its /metrics. */
+    static double mergedRows(int port) throws Exception {
+        Matcher m = MERGED_ROWS.matcher(get(port, "/metrics"));
+        double rows = 0;
+        while (m.find()) {
+            rows += Double.parseDouble(m.group(1));
+        }
+        return rows;
     }
 }

@@ -1,5 +1,6 @@
 package dev.rolloutingest.bench;
 
+import dev.rolloutingest.table.TableSettings;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -36,7 +37,7 @@ final class BenchCommand implements Callable<Integer> {
                     + " backlog and shard count at --read-base-rows base sizes, merge passes and lists at both), merge (draining a"
                     + " backlog with 1, 2, 4 merge threads), merge-join (a merge commit's time and memory with the scan"
                     + " join and the index join against the base's size), merge-round (a round of 16,000 rows against the"
-                    + " base's size: new keys appended, 1 %% and 50 %% present, 10 %% deletes, the join-only path, a plain Append as the"
+                    + " base's size: new keys appended, updates of keys merged in the last rounds, 1 %% and 50 %% present, 10 %% deletes, the join-only path, a plain Append as the"
                     + " floor; --round-base-rows, --commits rounds each), capacity (ingest alone for --seconds, then the"
                     + " merge-worker alone draining that backlog: merge / ingest), merge-instances (ingest alone for"
                     + " --seconds, then that backlog drained by --merge-instances merge-worker JVMs per run: rows/s"
@@ -236,6 +237,14 @@ final class BenchCommand implements Callable<Integer> {
             description = "merge-instances: run worker i on CPU i alone (taskset), as if each had a machine of one CPU")
     boolean pinCpus;
 
+    @Option(
+            names = "--rescore-after-ms",
+            defaultValue = "0",
+            description =
+                    "sustained: every rollout sent again this much later with another reward, an update of its row"
+                            + " (0 = new keys only)")
+    long rescoreAfterMs;
+
     @Option(names = "--seconds", defaultValue = "300", description = "sustained: length of the run")
     int seconds;
 
@@ -267,6 +276,13 @@ final class BenchCommand implements Callable<Integer> {
             split = ",",
             description = "merge-round: base sizes")
     long[] roundBaseRows;
+
+    @Option(
+            names = "--key-addresses-bytes",
+            defaultValue = "-1",
+            description = "merge-round: the committer's book of the newest keys' addresses"
+                    + " (rollout.merge.key.addresses.bytes; -1 = its default, 0 = every update through the index)")
+    long keyAddressesBytes;
 
     @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
     long scanBaseRows;
@@ -319,7 +335,11 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (suite.equals("merge-round")) {
             printMachine("%n");
-            new MergeRoundBench(System.out, payloadBytes).run(dir, roundBaseRows, commits);
+            new MergeRoundBench(
+                            System.out,
+                            payloadBytes,
+                            keyAddressesBytes < 0 ? TableSettings.DEFAULTS.mergeKeyAddressesBytes() : keyAddressesBytes)
+                    .run(dir, roundBaseRows, commits);
             return 0;
         }
         if (suite.equals("capacity") || suite.equals("sustained") || suite.equals("merge-instances")) {
@@ -334,7 +354,7 @@ final class BenchCommand implements Callable<Integer> {
                 new MergeInstancesBench(rig)
                         .run(mergeInstances.stream().mapToInt(Integer::intValue).toArray(), pinCpus);
             } else {
-                new SustainedBench(rig).run();
+                new SustainedBench(rig, rescoreAfterMs).run();
             }
             return 0;
         }

@@ -19,7 +19,10 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -41,8 +44,9 @@ import org.lance.operation.Append;
 /**
  * What a merge round costs as the base grows: on a MemWAL base of N rows (UUID-like record_ids, built with plain
  * appends and given the record_id index), rounds that fold 16 generations of 4 shards (1,000 rows each) whose
- * keys are all new (appended with adoption, appended without it, or all joined as before), 1 % present or 50 %
- * present, or 10 % of its rows deletes of keys the base holds; each round timed from plan to commit (plan, prepare, the
+ * keys are all new (appended with adoption, appended without it, or all joined as before), all updates of keys merged
+ * in the last four rounds (a rollout scored after it landed), 1 % present or 50 % present (random base keys), or 10 %
+ * of its rows deletes of keys the base holds; each round timed from plan to commit (plan, prepare, the
  * commits), with the key filter already built (its build is timed once, apart) and the record_id index brought up
  * to date between rounds, untimed, as the merge-worker's upkeep does every few seconds. Beside them the floor: a plain
  * lance-core Append commit of as many rows on the same base. And the same rounds with the append path off
@@ -60,9 +64,17 @@ public final class MergeRoundBench {
     private final BufferAllocator allocator = new RootAllocator();
     private final long[] nextOffset = new long[SHARDS];
     private long nextNewKey;
+    /** The new keys of the last rounds, oldest first: what an update of a just-merged rollout picks from. */
+    private final ArrayDeque<String> recentKeys = new ArrayDeque<>();
 
-    public MergeRoundBench(PrintStream out, int payloadBytes) {
+    private static final int RECENT_KEYS = 4 * ROUND_ROWS;
+
+    private final long keyAddressesBytes;
+
+    /** @param keyAddressesBytes the committer's book of key addresses ({@code rollout.merge.key.addresses.bytes}) */
+    public MergeRoundBench(PrintStream out, int payloadBytes, long keyAddressesBytes) {
         this.out = out;
+        this.keyAddressesBytes = keyAddressesBytes;
         this.generator = new RolloutGenerator("round", payloadBytes, 11);
     }
 
@@ -74,7 +86,12 @@ public final class MergeRoundBench {
 
     /** A key the base does not hold, spread over the same range as the base's (a UUID from other seeds). */
     private String newKey() {
-        return baseKey(~(nextNewKey++));
+        String key = baseKey(~(nextNewKey++));
+        recentKeys.addLast(key);
+        if (recentKeys.size() > RECENT_KEYS) {
+            recentKeys.removeFirst();
+        }
+        return key;
     }
 
     public void run(Path dir, long[] baseSizes, int rounds) throws Exception {
@@ -99,18 +116,20 @@ public final class MergeRoundBench {
                     "base of %,d rows written and indexed in %d s%n",
                     baseRows, (System.nanoTime() - built) / 1_000_000_000);
             reportFilter(location, baseRows);
-            for (double[] mix : new double[][] {{0, 0}, {0.01, 0}, {0.5, 0}, {0, DELETED}}) {
+            for (double[] mix : new double[][] {{0, 0, 0}, {0, 0, 1}, {0.01, 0, 0}, {0.5, 0, 0}, {0, DELETED, 0}}) {
                 double present = mix[0];
                 double deleted = mix[1];
+                boolean recent = mix[2] > 0;
                 for (String path : List.of("append + join", "append, no adoption", "join only")) {
                     boolean append = !path.equals("join only");
-                    if ((present > 0 || deleted > 0) && !path.equals("append + join")) {
+                    if ((present > 0 || deleted > 0 || recent) && !path.equals("append + join")) {
                         continue; // the other paths are compared on all-new rounds
                     }
                     TableSettings settings = TableSettings.DEFAULTS
                             .with(TableSettings.MERGE_APPEND_NEW_KEYS, append)
                             .with(TableSettings.MERGE_ADOPT_GENERATIONS, !path.equals("append, no adoption"))
-                            .with(TableSettings.MERGE_ADOPT_MIN_ROWS, 0);
+                            .with(TableSettings.MERGE_ADOPT_MIN_ROWS, 0)
+                            .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, keyAddressesBytes);
                     SimpleMeterRegistry meters = new SimpleMeterRegistry();
                     try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
                         List<Long> floorMs = new ArrayList<>();
@@ -119,19 +138,23 @@ public final class MergeRoundBench {
                         }
                         table.maintenance().optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
-                        round(table, baseRows, present, deleted);
+                        round(table, baseRows, present, deleted, recent);
                         table.maintenance().optimizeKeyIndex();
                         io.micrometer.core.instrument.Timer appendTimer = meters.get("rollout.merge.phase")
                                 .tag("phase", "append")
                                 .timer();
                         long warmAppends = appendTimer.count();
+                        io.micrometer.core.instrument.Timer finds =
+                                meters.get("rollout.merge.key.addresses.find").timer();
+                        long warmFinds = finds.count();
+                        double warmFindMs = finds.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS);
                         double warmAppendMs = appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS);
                         List<Long> roundMs = new ArrayList<>();
                         List<Long> commitMs = new ArrayList<>();
                         for (int r = 0; r < rounds; r++) {
                             table.maintenance()
                                     .optimizeKeyIndex(); // not timed: the merge-worker's upkeep, between rounds
-                            long[] timed = round(table, baseRows, present, deleted);
+                            long[] timed = round(table, baseRows, present, deleted, recent);
                             roundMs.add(timed[0]);
                             commitMs.add(timed[1]);
                         }
@@ -141,21 +164,30 @@ public final class MergeRoundBench {
                                 : (appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmAppendMs)
                                         / (appendTimer.count() - warmAppends);
                         long floor = MergeJoinBench.median(floorMs);
-                        if (path.equals("append + join") && present == 0 && deleted == 0) {
+                        if (path.equals("append + join") && present == 0 && deleted == 0 && !recent) {
                             allNewAppendRound.put(baseRows, round);
                         }
                         out.printf(
                                 "| %,d | %s | %s | %d ms | %d ms (append, mean: %.0f ms) | %d ms | %.1fx |%n",
                                 baseRows,
-                                deleted > 0
-                                        ? String.format("%.0f %% deletes of present keys", deleted * 100)
-                                        : String.format("%.0f %%", present * 100),
+                                recent
+                                        ? "100 % updates of keys merged in the last 4 rounds"
+                                        : deleted > 0
+                                                ? String.format("%.0f %% deletes of present keys", deleted * 100)
+                                                : String.format("%.0f %%", present * 100),
                                 path,
                                 round,
                                 MergeJoinBench.median(commitMs),
                                 appendMean,
                                 floor,
                                 (double) round / Math.max(1, floor));
+                        if (finds.count() > warmFinds) {
+                            out.printf(
+                                    "  (of which finding replaced rows through the book of key addresses: %.0f ms a"
+                                            + " round, mean)%n",
+                                    (finds.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmFindMs)
+                                            / (finds.count() - warmFinds));
+                        }
                     }
                 }
             }
@@ -218,9 +250,15 @@ public final class MergeRoundBench {
     /** The share of a round's rows that are deletes of keys the base holds, in the deletes case. */
     private static final double DELETED = 0.1;
 
-    /** One round: 16 generations written (not timed), then plan, prepare and commit timed. */
-    private long[] round(RolloutTable table, long baseRows, double present, double deleted) {
+    /**
+     * One round: 16 generations written (not timed), then plan, prepare and commit timed. {@code recent}: every row
+     * an update of a distinct key among the new keys of the last rounds.
+     */
+    private long[] round(RolloutTable table, long baseRows, double present, double deleted, boolean recent) {
         Random random = new Random(nextNewKey);
+        List<String> updated = new ArrayList<>(recentKeys);
+        Collections.shuffle(updated, random);
+        Iterator<String> updates = updated.iterator();
         List<String> shards = new ArrayList<>();
         for (int p = 0; p < SHARDS; p++) {
             shards.add(ShardId.of(TOPIC, p + 1));
@@ -236,9 +274,11 @@ public final class MergeRoundBench {
                     }
                     Rollout rollout = generator.rollout(first + i, 2);
                     rollout.setRecordId(
-                            random.nextDouble() < present
-                                    ? baseKey((long) (random.nextDouble() * baseRows))
-                                    : newKey());
+                            recent
+                                    ? updates.next()
+                                    : random.nextDouble() < present
+                                            ? baseKey((long) (random.nextDouble() * baseRows))
+                                            : newKey());
                     rows.add(new RolloutRow(rollout, p + 1, first + i, Instant.now()));
                 }
                 nextOffset[p] += ROWS_PER_GENERATION;

@@ -30,9 +30,12 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class SustainedBench {
     private final SustainedRig rig;
+    private final long rescoreAfterMs;
 
-    SustainedBench(SustainedRig rig) {
+    /** @param rescoreAfterMs each rollout sent again this much later with another reward (0 = new keys only) */
+    SustainedBench(SustainedRig rig, long rescoreAfterMs) {
         this.rig = rig;
+        this.rescoreAfterMs = rescoreAfterMs;
     }
 
     void run() throws Exception {
@@ -47,9 +50,12 @@ final class SustainedBench {
             Path mergeConfig = rig.config("merge", kafka, registry, tableDir, mergePort);
             int countTrigger = 8; // rollout.merge.after.generations, default
             System.out.printf(
-                    "sustained run: %d s, producer unthrottled, %d partitions, %d-byte payloads, %s, ingest and"
+                    "sustained run: %d s, producer unthrottled%s, %d partitions, %d-byte payloads, %s, ingest and"
                             + " merge-worker in their own JVMs (-Xmx1g) with default settings%n%n",
                     rig.seconds(),
+                    rescoreAfterMs > 0
+                            ? ", every rollout sent twice (again " + rescoreAfterMs + " ms later, another reward)"
+                            : "",
                     rig.partitions(),
                     rig.payloadBytes(),
                     rig.tables() == 0
@@ -73,7 +79,8 @@ final class SustainedBench {
                 AtomicLong produced = new AtomicLong();
                 AtomicBoolean producing = new AtomicBoolean(true);
                 Thread producer = new Thread(
-                        () -> rig.produce(kafka, registry, producing, acked, produced), "sustained-producer");
+                        () -> rig.produce(kafka, registry, producing, acked, produced, rescoreAfterMs),
+                        "sustained-producer");
                 SustainedTarget table = rig.target(tableDir, ingest, mergePort);
                 try {
                     double busyAtStart = AppHttp.awaitMergeMetrics(mergePort, merge);
@@ -83,6 +90,7 @@ final class SustainedBench {
                     String maxPendingShard = "";
                     int maxPendingAt = 0;
                     long sealedAtStart = table.sealed();
+                    double foldedAtStart = AppHttp.mergedRows(mergePort);
                     long baseAtStart = table.baseRows();
                     try (Writer samples = Files.newBufferedWriter(dir.resolve("pending.tsv"), StandardCharsets.UTF_8)) {
                         samples.write("t\tpending_per_shard\n");
@@ -117,10 +125,11 @@ final class SustainedBench {
                     long sealedInRun = table.sealed() - sealedAtStart;
                     long mergedInRun = table.baseRows() - baseAtStart;
                     double busy = AppHttp.mergeBusySeconds(mergePort) - busyAtStart;
+                    double folded = AppHttp.mergedRows(mergePort) - foldedAtStart;
                     producing.set(false);
                     producer.join();
                     double ingestRate = sealedInRun / wall;
-                    double mergeCapacity = mergedInRun / busy;
+                    double mergeCapacity = folded / busy;
                     System.out.printf(
                             "%npending generations per shard%s, sampled every second: max %d (%s at %d s); count trigger"
                                     + " %d, bound 2x = %d: %s%n",
@@ -132,9 +141,16 @@ final class SustainedBench {
                             2 * countTrigger,
                             maxPending <= 2 * countTrigger ? "within" : "EXCEEDED");
                     System.out.printf(
-                            "ingest: %,.0f rows/s sealed (wall time); merge: %,d rows in %.1f s of round work ="
-                                    + " %,.0f rows/s capacity; merge capacity / ingest = %.2f%n",
-                            ingestRate, mergedInRun, busy, mergeCapacity, mergeCapacity / ingestRate);
+                            "ingest: %,.0f rows/s sealed (wall time); merge: %,.0f rows folded = %,.0f rows/s (wall time;"
+                                    + " %,d new in the base), in %.1f s of round work = %,.0f rows/s capacity; merge"
+                                    + " capacity / ingest = %.2f%n",
+                            ingestRate,
+                            folded,
+                            folded / wall,
+                            mergedInRun,
+                            busy,
+                            mergeCapacity,
+                            mergeCapacity / ingestRate);
                     System.out.printf(
                             "peak RSS: ingest %d MiB, merge-worker %d MiB%n",
                             ProcessMemory.hwmMiB(ingest.pid()), ProcessMemory.hwmMiB(merge.pid()));

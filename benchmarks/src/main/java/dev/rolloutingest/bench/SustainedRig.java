@@ -14,6 +14,7 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
@@ -72,31 +73,63 @@ record SustainedRig(Path dir, int seconds, int partitions, int payloadBytes, int
             AtomicBoolean producing,
             BitSet acked,
             AtomicLong produced) {
+        produce(kafka, registry, producing, acked, produced, 0);
+    }
+
+    /**
+     * {@link #produce}, each rollout sent again {@code rescoreAfterMs} later (0 = never) with another version of its
+     * values (another reward), as a scorer does: the same record_id, an update of the row.
+     */
+    void produce(
+            EmbeddedKafka kafka,
+            ApicurioRegistry registry,
+            AtomicBoolean producing,
+            BitSet acked,
+            AtomicLong produced,
+            long rescoreAfterMs) {
         ConfluentAvroSerializer<Rollout> serializer = BenchClients.rolloutSerializer(registry);
         RolloutGenerator generator = new RolloutGenerator("sus", payloadBytes, 11);
+        ArrayDeque<long[]> rescores = new ArrayDeque<>(); // {due nanos, index}, due ascending
         try (KafkaProducer<byte[], byte[]> producer = BenchClients.bulkProducer(kafka)) {
             for (int i = 0; producing.get(); i++) {
-                Rollout rollout = generator.rollout(i, 0);
-                if (tables > 0) {
-                    rollout.setExperiment(experimentOf(i, tables));
+                long now = System.nanoTime();
+                while (!rescores.isEmpty() && rescores.peekFirst()[0] <= now) {
+                    send(producer, serializer, generator, (int) rescores.pollFirst()[1], 1, acked);
+                    produced.incrementAndGet();
                 }
-                int index = i;
-                producer.send(
-                        new ProducerRecord<>(
-                                TOPIC,
-                                rollout.getRecordId().getBytes(StandardCharsets.UTF_8),
-                                serializer.serialize(TOPIC, rollout)),
-                        (metadata, error) -> {
-                            if (error == null) {
-                                synchronized (acked) {
-                                    acked.set(index);
-                                }
-                            }
-                        });
+                send(producer, serializer, generator, i, 0, acked);
                 produced.incrementAndGet();
+                if (rescoreAfterMs > 0) {
+                    rescores.addLast(new long[] {now + rescoreAfterMs * 1_000_000L, i});
+                }
             }
             producer.flush();
         }
+    }
+
+    private void send(
+            KafkaProducer<byte[], byte[]> producer,
+            ConfluentAvroSerializer<Rollout> serializer,
+            RolloutGenerator generator,
+            int index,
+            int version,
+            BitSet acked) {
+        Rollout rollout = generator.rollout(index, version);
+        if (tables > 0) {
+            rollout.setExperiment(experimentOf(index, tables));
+        }
+        producer.send(
+                new ProducerRecord<>(
+                        TOPIC,
+                        rollout.getRecordId().getBytes(StandardCharsets.UTF_8),
+                        serializer.serialize(TOPIC, rollout)),
+                (metadata, error) -> {
+                    if (error == null) {
+                        synchronized (acked) {
+                            acked.set(index);
+                        }
+                    }
+                });
     }
 
     /** The one table, once the ingest app created it. */

@@ -4,6 +4,7 @@ import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_GENERATIONS;
 import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_MIN_ROWS;
 import static dev.rolloutingest.table.TableSettings.MERGE_APPEND_NEW_KEYS;
 import static dev.rolloutingest.table.TableSettings.MERGE_CONFLICT_RETRIES;
+import static dev.rolloutingest.table.TableSettings.MERGE_KEY_ADDRESSES_BYTES;
 import static dev.rolloutingest.table.TableSettings.MERGE_MAX_BYTES;
 import static dev.rolloutingest.table.TableSettings.MERGE_MAX_GENERATIONS;
 import static dev.rolloutingest.table.TableSettings.MERGE_ROUND_MAX_BYTES;
@@ -93,6 +94,17 @@ final class MergeSettings {
                                 + " base row, whatever the keys); larger bases look each key up through the record_id"
                                 + " index (~0.2 ms a key). 0 = always the index. At most 1/1000 of the base's rows are"
                                 + " always looked up through the index")
+                .define(
+                        MERGE_KEY_ADDRESSES_BYTES,
+                        LONG,
+                        64L << 20,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Memory per table of the merge committer's book of where the base's newest keys sit (32-64"
+                                + " bytes a key: 64 MiB holds the newest 1.5-3M keys): an update of a key it holds finds"
+                                + " the row it replaces by one take of its address, not a lookup in the record_id index"
+                                + " (~0.2-0.7 ms a key); read lazily, so a table of new keys only never fills it."
+                                + " 0 = every update through the index")
                 .define(
                         MERGE_APPEND_NEW_KEYS,
                         BOOLEAN,

@@ -28,18 +28,19 @@ public final class ResidentMemory {
     }
 
     /**
-     * The merge committer's filter of base keys (~1.8 bytes per key, at least a million keys' worth once it merged)
-     * and what the read catalog keeps (pending seals' key filters, generations' key positions). lance-core's caches
+     * The merge committer's filter of base keys (~1.8 bytes per key, at least a million keys' worth once it merged),
+     * its book of the newest keys' addresses (up to {@code rollout.merge.key.addresses.bytes}) and what the read catalog keeps (pending seals' key filters, generations' key positions). lance-core's caches
      * are the catalog's shared ones when the table has a catalog.
      */
     public long bytes() {
-        return merge.baseKeys().sizeBytes() + readCatalog.residentBytes();
+        return merge.baseKeys().sizeBytes() + merge.keyAddresses().sizeBytes() + readCatalog.residentBytes();
     }
 
     /** Lets go of {@link #bytes} and of the open base and generation handles; returns the bytes released. */
     public long release() {
         long held = bytes();
         merge.baseKeys().release();
+        merge.keyAddresses().release();
         readCatalog.release();
         return held;
     }

@@ -33,6 +33,7 @@ public final class TableSettings {
     public static final String MERGE_THREADS_IDLE_STOP_MS = "rollout.merge.threads.idle.stop.ms";
     public static final String MERGE_ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
     public static final String MERGE_SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
+    public static final String MERGE_KEY_ADDRESSES_BYTES = "rollout.merge.key.addresses.bytes";
     public static final String MERGE_APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
     public static final String MERGE_ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
     public static final String MERGE_ADOPT_MIN_ROWS = "rollout.merge.adopt.min.rows";
@@ -204,6 +205,11 @@ public final class TableSettings {
 
     public long mergeScanJoinMaxBaseRows() {
         return longValue(MERGE_SCAN_JOIN_MAX_BASE_ROWS);
+    }
+
+    /** Memory of a table's book of its newest keys' row addresses (see {@link #MERGE_KEY_ADDRESSES_BYTES}). */
+    public long mergeKeyAddressesBytes() {
+        return longValue(MERGE_KEY_ADDRESSES_BYTES);
     }
 
     public boolean mergeAppendNewKeys() {

@@ -6,6 +6,8 @@ import static dev.rolloutingest.table.TableFixtures.delete;
 import static dev.rolloutingest.table.TableFixtures.deletesBeside;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
 import static dev.rolloutingest.table.TableFixtures.keys;
+import static dev.rolloutingest.table.TableFixtures.latestVersion;
+import static dev.rolloutingest.table.TableFixtures.restore;
 import static dev.rolloutingest.table.TableFixtures.write;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -24,9 +26,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.Test;
-import org.lance.Dataset;
 
 /**
  * The interleavings where deletes, a second committer, snapshots and restores meet a merge round. Each drives the
@@ -335,23 +335,6 @@ class ExactlyOnceEdgesTest {
             write(table, 0, List.of(put(0, 4, "k", 3)));
             table.merges().pass(MergeRequest.of(shard(0)).limits(8, 0));
             assertThat(baseRows(location)).containsEntry("k", "0@4"); // fails on a key seen twice
-        }
-    }
-
-    private static long latestVersion(TableLocation location) throws Exception {
-        try (RootAllocator allocator = new RootAllocator();
-                Dataset latest =
-                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
-            return latest.version();
-        }
-    }
-
-    private static void restore(TableLocation location, long version) throws Exception {
-        try (RootAllocator allocator = new RootAllocator();
-                Dataset latest =
-                        Dataset.open().allocator(allocator).uri(location.uri()).build();
-                Dataset old = latest.checkoutVersion(version)) {
-            old.restore();
         }
     }
 

@@ -227,4 +227,23 @@ public final class TableFixtures {
                 .counter()
                 .count();
     }
+
+    /** The base's latest version, read by lance-core alone. */
+    public static long latestVersion(TableLocation location) throws Exception {
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset latest =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+            return latest.version();
+        }
+    }
+
+    /** An operator's restore of the base to an older version, with lance-core alone. */
+    public static void restore(TableLocation location, long version) throws Exception {
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset latest =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build();
+                Dataset old = latest.checkoutVersion(version)) {
+            old.restore();
+        }
+    }
 }

@@ -3,19 +3,15 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.WeakHashMap;
 import org.lance.Dataset;
 import org.lance.Fragment;
 import org.lance.FragmentMetadata;
@@ -104,25 +100,12 @@ public final class BaseKeys {
         this.keysRead = Counter.builder("rollout.merge.key.filter.keys.read")
                 .description("Base record_ids read into the merge committer's key filter (builds and catch-ups)")
                 .register(meters);
-        Set<BaseKeys> ofRegistry = FILTERS.computeIfAbsent(meters, m -> {
-            Set<BaseKeys> filters = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
-            // one series for every table of the process (the metrics stay unlabelled by table)
-            Gauge.builder("rollout.merge.key.filter.bytes", filters, BaseKeys::totalBytes)
-                    .description("Memory of the merge committers' filters of base keys, over every table")
-                    .baseUnit("bytes")
-                    .register(m);
-            return filters;
-        });
-        ofRegistry.add(this);
-    }
-
-    /** The filters of each meter registry's tables, summed by its one gauge. */
-    private static final Map<MeterRegistry, Set<BaseKeys>> FILTERS = Collections.synchronizedMap(new WeakHashMap<>());
-
-    private static double totalBytes(Set<BaseKeys> filters) {
-        synchronized (filters) {
-            return filters.stream().mapToDouble(BaseKeys::sizeBytes).sum();
-        }
+        SummedGauges.add(
+                meters,
+                "rollout.merge.key.filter.bytes",
+                "Memory of the merge committers' filters of base keys, over every table",
+                this,
+                BaseKeys::sizeBytes);
     }
 
     /**

@@ -16,7 +16,8 @@ import org.lance.fragment.DataFile;
 import org.lance.schema.LanceField;
 
 /**
- * A generation whose rows all go to the base as new keys is taken in whole: its data files are linked into the
+ * A generation whose rows all go to the base, as new keys or in place of older base rows of their keys (those marked
+ * deleted by the same commit), is taken in whole: its data files are linked into the
  * base's {@code data/} (a hard link on local disk, a server-side copy on S3) and appended as a fragment of their
  * own, instead of being read and written again. lance-core 7.0.0 accepts such a fragment because a generation is
  * written with the base's exact schema, so its data files carry the base's field ids; this is checked per
@@ -61,13 +62,13 @@ public final class GenerationAdoption {
         out.append(')');
     }
 
-    /** The append's rows split into whole generations to adopt and the rows to write. */
+    /** The rows that go in split into whole generations to adopt and the rows to write. */
     record Split(List<MergeSource.Span> adopt, List<MergeSource.Row> rows) {}
 
-    /** Generations every row of which is in {@code append} and whose schema is {@code baseSchema}. */
-    static Split split(List<MergeSource.Row> append, String baseSchema, long minRows) {
+    /** Generations every row of which is in {@code kept} and whose schema is {@code baseSchema}. */
+    static Split split(List<MergeSource.Row> kept, String baseSchema, long minRows) {
         Map<MergeSource.Span, Integer> appended = new IdentityHashMap<>();
-        for (MergeSource.Row row : append) {
+        for (MergeSource.Row row : kept) {
             appended.merge(row.source().spanOf(row.ordinal()), 1, Integer::sum);
         }
         List<MergeSource.Span> adopt = new ArrayList<>();
@@ -82,12 +83,12 @@ public final class GenerationAdoption {
             }
         }
         if (adopt.isEmpty()) {
-            return new Split(List.of(), append);
+            return new Split(List.of(), kept);
         }
         Set<MergeSource.Span> adopted = Collections.newSetFromMap(new IdentityHashMap<>());
         adopted.addAll(adopt);
         List<MergeSource.Row> rows = new ArrayList<>();
-        for (MergeSource.Row row : append) {
+        for (MergeSource.Row row : kept) {
             if (!adopted.contains(row.source().spanOf(row.ordinal()))) {
                 rows.add(row);
             }

@@ -50,12 +50,13 @@ public final class MergeCommitter {
             GenerationCatalog catalog,
             TableSettings settings,
             BaseKeys keys,
+            KeyAddresses addresses,
             BaseKeys deletedKeys,
             MergeMeters meters) {
         this.lance = lance;
         this.settings = settings;
         this.meters = meters;
-        this.writer = new RoundWrite(lance, store, catalog, settings, keys, deletedKeys, meters);
+        this.writer = new RoundWrite(lance, store, catalog, settings, keys, addresses, deletedKeys, meters);
     }
 
     /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */
@@ -265,17 +266,17 @@ public final class MergeCommitter {
             }
             commitFault.accept(CommitStage.MARKED);
             log.info(
-                    "Table {}: commit of {} generations of {} shards: {} rows appended ({} in {} adopted generations),"
-                            + " {} replacing {} older base rows, {} older than the base's dropped, in {} ms; marks in {}"
-                            + " ms",
+                    "Table {}: commit of {} generations of {} shards: {} rows appended and {} replacing {} older base"
+                            + " rows ({} of them in {} adopted generations), {} older than the base's dropped, in {} ms;"
+                            + " marks in {} ms",
                     lance.location(),
                     marks.size(),
                     group.size(),
                     written.appendedRows(),
-                    written.adoptedRows(),
-                    written.adoptedGenerations(),
                     written.joinedRows(),
                     written.replacedRows(),
+                    written.adoptedRows(),
+                    written.adoptedGenerations(),
                     written.droppedRows(),
                     (marksStarted - started) / 1_000_000,
                     (System.nanoTime() - marksStarted) / 1_000_000);

@@ -86,7 +86,7 @@ public enum MergeJoin {
      */
     static final long SMALL_SOURCE_FRACTION = 1_000;
 
-    private static final List<String> COLUMNS = List.of(
+    static final List<String> COLUMNS = List.of(
             RolloutSchema.RECORD_ID,
             RolloutSchema.SOURCE_PARTITION,
             RolloutSchema.SOURCE_OFFSET,

@@ -16,29 +16,20 @@ import java.util.Set;
 final class MergePreparer {
     private final LanceIo lance;
     private final TableSettings settings;
-    private final BaseKeys keys;
     private final MergeMeters meters;
     private final GenerationReads reads;
 
-    MergePreparer(LanceIo lance, TableSettings settings, BaseKeys keys, MergeMeters meters) {
+    MergePreparer(LanceIo lance, TableSettings settings, MergeMeters meters) {
         this.lance = lance;
         this.settings = settings;
-        this.keys = keys;
         this.meters = meters;
         this.reads = new GenerationReads(lance);
     }
 
     /**
-     * A generation with at most 1/this of its keys maybe in the base is likely all new: 0.4 %, above the key
-     * filter's false positives (0.1 % a layer). More, and they are likely real updates, so the generation is read
-     * in full here, on the prepare threads, rather than on the commit thread (a 1 % mix read there doubled a round).
-     */
-    private static final int LIKELY_NEW_MAYBES = 250;
-
-    /**
      * Reads a plan's generations, ascending, newest row per key; safe on any thread. Every generation's keys and
-     * provenance are read first; a generation the merge will likely adopt whole (all its rows kept, its keys ruled
-     * out by the committer's filter as it stands but for a few false positives) stays at that, the others are read in full. The commit reads in
+     * provenance are read first; a generation the merge will likely adopt whole (no row of it dropped within the round,
+     * no delete in it) stays at that, the others are read in full. The commit reads in
      * full whatever it cannot adopt after all.
      */
     PreparedMerge prepare(MergePlan plan) {
@@ -64,14 +55,9 @@ final class MergePreparer {
                     if (!byKeys.contains(span.generation())) {
                         continue; // read in full already
                     }
-                    // a few maybes are the filter's false positives, which the commit checks exactly
-                    if (span.fragment() != null
-                            && !source.anyDropped(span)
-                            && !source.mayHoldDeletes(span)
-                            && source.hashes(span).stream()
-                                            .filter(keys::mightHold)
-                                            .count()
-                                    <= span.rows() / LIKELY_NEW_MAYBES) {
+                    // new keys and newer values of base keys alike go in whole; a row older than the base's of
+                    // its key (a round redone) is found at the commit, which then reads the generation in full
+                    if (span.fragment() != null && !source.anyDropped(span) && !source.mayHoldDeletes(span)) {
                         source.keepKeysOnly(span);
                     } else {
                         reads.readFull(source, span);

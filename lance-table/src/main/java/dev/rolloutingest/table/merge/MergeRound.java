@@ -21,8 +21,8 @@ import org.slf4j.LoggerFactory;
  * commit that marks all of them merged. Three steps, so the caller can run the slow part in parallel and
  * the commit alone: {@link #plan} (one look at the watermarks and the seals), {@link #prepare} (read and
  * de-duplicate one shard's generations; any thread, memory = that shard's rows: {@link MergePreparer}), {@link
- * #commit} (serial: {@link MergeCommitter}, its new keys appended by {@link RoundAppend}, its deletes applied by
- * {@link RoundDeletes}). This class holds the plan and the types the three steps pass along.
+ * #commit} (serial: {@link MergeCommitter}, its rows placed and committed by {@link RoundWrite}). This class holds the
+ * plan and the types the three steps pass along.
  *
  * <p>Per shard the guarantees of a single pass hold: at most N consecutive generations above its watermark,
  * ascending, within a byte budget (the oldest always, so a large one cannot block its shard); the
@@ -38,6 +38,7 @@ public final class MergeRound {
     private final LanceIo lance;
     private final GenerationCatalog catalog;
     private final BaseKeys keys;
+    private final KeyAddresses addresses;
     private final MergePreparer preparer;
     private final MergeCommitter committer;
     private final MergeMeters meters;
@@ -47,12 +48,13 @@ public final class MergeRound {
         this.lance = lance;
         this.catalog = catalog;
         this.keys = new BaseKeys(lance, meters);
+        this.addresses = new KeyAddresses(meters, settings.mergeKeyAddressesBytes());
         this.meters = new MergeMeters(meters);
         MergeMeters merges = this.meters;
-        this.preparer = new MergePreparer(lance, settings, keys, merges);
+        this.preparer = new MergePreparer(lance, settings, merges);
         // the deletes kept beside the base are few next to its rows: their filter starts small
         BaseKeys deletedKeys = new BaseKeys(lance, meters, BaseKeys.MIN_CAPACITY / 10);
-        this.committer = new MergeCommitter(lance, store, catalog, settings, keys, deletedKeys, merges);
+        this.committer = new MergeCommitter(lance, store, catalog, settings, keys, addresses, deletedKeys, merges);
     }
 
     /**
@@ -145,5 +147,10 @@ public final class MergeRound {
     /** The committer's filter of base keys (tests and benchmarks look at it). */
     public BaseKeys baseKeys() {
         return keys;
+    }
+
+    /** The committer's book of the newest keys' row addresses. */
+    public KeyAddresses keyAddresses() {
+        return addresses;
     }
 }

@@ -38,8 +38,9 @@ import org.slf4j.LoggerFactory;
  *   <li>a key the committer's filter rules out ({@link BaseKeys}) is new: <b>appended</b>, and a generation all of
  *       whose rows are appended is <b>adopted</b> whole (its files linked, {@link GenerationAdoption}) when it has at
  *       least {@code rollout.merge.adopt.min.rows} rows;
- *   <li>every other key is looked up exactly ({@link MergeJoin}): one the base lacks is appended too; one it holds is
- *       <b>joined</b>: the newer of the two by {@link NewestWins} stays, the base row is marked deleted when the round's
+ *   <li>every other key is looked up exactly, where the committer's book of the newest keys places it ({@link
+ *       KeyAddresses}: the row there must hold it) or else through the join ({@link MergeJoin}): one the base lacks is
+ *       appended too; one it holds is <b>joined</b>: the newer of the two by {@link NewestWins} stays, the base row is marked deleted when the round's
  *       row replaces it, and the round's row is dropped when the base's is newer.
  * </ul>
  *
@@ -61,6 +62,7 @@ public final class RoundWrite {
     private final GenerationCatalog catalog;
     private final TableSettings settings;
     private final BaseKeys keys;
+    private final KeyAddresses addresses;
     /** The same filter over the deletes kept beside the base. */
     private final BaseKeys deletedKeys;
 
@@ -73,6 +75,7 @@ public final class RoundWrite {
             GenerationCatalog catalog,
             TableSettings settings,
             BaseKeys keys,
+            KeyAddresses addresses,
             BaseKeys deletedKeys,
             MergeMeters meters) {
         this.lance = lance;
@@ -80,6 +83,7 @@ public final class RoundWrite {
         this.catalog = catalog;
         this.settings = settings;
         this.keys = keys;
+        this.addresses = addresses;
         this.deletedKeys = deletedKeys;
         this.meters = meters;
         this.reads = new GenerationReads(lance);
@@ -143,7 +147,7 @@ public final class RoundWrite {
                 keys.catchUp(current, fragments);
                 Map<String, Long> watermarks = MemWalWatermarks.read(current);
                 Map<String, Long> unmarked = UnmarkedDeletes.at(current, watermarks);
-                Split split = split(current, rows, watermarks, unmarked);
+                Split split = split(current, fragments, rows, watermarks, unmarked);
                 fault.accept(CommitStage.CHECKED);
                 if (split.append().isEmpty()
                         && split.replace().isEmpty()
@@ -234,7 +238,11 @@ public final class RoundWrite {
      * base only ({@link #appendDeletes}).
      */
     private Split split(
-            Dataset base, List<MergeSource.Row> rows, Map<String, Long> watermarks, Map<String, Long> unmarked) {
+            Dataset base,
+            List<Fragment> fragments,
+            List<MergeSource.Row> rows,
+            Map<String, Long> watermarks,
+            Map<String, Long> unmarked) {
         // A delete needs no look at the kept deletes: a base value older than it goes, and no base value is older
         // than a kept delete. A value older than a delete the base applied must not enter the base: its key is
         // looked up among the deletes applied but not kept yet (only while a round is between its base commit and
@@ -272,10 +280,15 @@ public final class RoundWrite {
         if (maybe.isEmpty()) {
             return new Split(append, List.of(), FencedCommit.Deletions.NONE, 0, 0, deletesNoOp, 0);
         }
-        MergeJoin how = MergeJoin.forCommit(maybe.size(), base.countRows(), settings.mergeScanJoinMaxBaseRows());
-        Map<String, List<MergeJoin.BaseRow>> held =
-                how.find(base, maybe.stream().map(MergeSource.Row::keyString).toList());
-        meters.commitsByJoin.get(how).increment();
+        // a key updated soon after it landed sits where the book of the newest keys says; the rest are joined
+        KeyAddresses.Found placed = addresses.find(base, fragments, maybe, rows.size());
+        Map<String, List<MergeJoin.BaseRow>> held = new HashMap<>(placed.rows());
+        if (!placed.missed().isEmpty()) {
+            MergeJoin how =
+                    MergeJoin.forCommit(placed.missed().size(), base.countRows(), settings.mergeScanJoinMaxBaseRows());
+            held.putAll(how.find(base, placed.missed()));
+            meters.commitsByJoin.get(how).increment();
+        }
         List<MergeSource.Row> replace = new ArrayList<>();
         Map<Integer, List<Integer>> deletions = new HashMap<>();
         long dropped = 0;
@@ -369,19 +382,19 @@ public final class RoundWrite {
                 checked.forEach(VectorSchemaRoot::close);
             }
         }
+        // every row that goes in, new or replacing: a generation all of whose rows do is adopted whole
+        List<MergeSource.Row> kept = new ArrayList<>(split.append());
+        kept.addAll(split.replace());
         GenerationAdoption.Split adoption = settings.mergeAdoptGenerations() && settings.mergeAppendNewKeys()
-                ? GenerationAdoption.split(
-                        split.append(), GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
-                : new GenerationAdoption.Split(List.of(), split.append());
-        List<MergeSource.Row> toWrite = new ArrayList<>(adoption.rows());
-        toWrite.addAll(split.replace());
-        List<MergeSource.Row> written = new ArrayList<>(reads.withAllColumns(toWrite));
+                ? GenerationAdoption.split(kept, GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
+                : new GenerationAdoption.Split(List.of(), kept);
+        List<MergeSource.Row> written = new ArrayList<>(reads.withAllColumns(adoption.rows()));
         List<VectorSchemaRoot> batches = new ArrayList<>(WriteBatches.slices(written, table, lance.allocator()));
         try {
             GenerationAdoption.Linked adopted = GenerationAdoption.link(store, adoption.adopt());
             try {
                 List<MergeSource.Row> notLinked = new ArrayList<>();
-                for (MergeSource.Row row : split.append()) {
+                for (MergeSource.Row row : kept) {
                     if (adopted.failed().contains(row.source().spanOf(row.ordinal()))) {
                         notLinked.add(row);
                     }
@@ -412,9 +425,11 @@ public final class RoundWrite {
             split.replace().forEach(row -> added.add(row.hash()));
             keys.appended(result.dataset(), result.fragmentIds(), added);
             meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
-            long appendedWritten = written.size() - split.replace().size();
+            // a replacing row counts as joined however it went in; an adopted one is not written
+            long replacedAdopted = adopted.rows() - adoptedNew(split, adoption, adopted);
+            long appendedWritten = written.size() - (split.replace().size() - replacedAdopted);
             meters.rowsByPath.get(MergePath.APPEND).increment(appendedWritten);
-            meters.rowsByPath.get(MergePath.ADOPT).increment(adopted.rows());
+            meters.rowsByPath.get(MergePath.ADOPT).increment(adopted.rows() - replacedAdopted);
             meters.rowsByPath.get(MergePath.JOIN).increment(split.replace().size());
             split.count(meters);
             return new Written(
@@ -428,6 +443,16 @@ public final class RoundWrite {
         } finally {
             batches.forEach(VectorSchemaRoot::close);
         }
+    }
+
+    /** The new-key rows among the adopted generations' rows (the rest replaced base rows). */
+    private static long adoptedNew(Split split, GenerationAdoption.Split adoption, GenerationAdoption.Linked adopted) {
+        Set<MergeSource.Span> linked = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        linked.addAll(adoption.adopt());
+        linked.removeAll(adopted.failed());
+        return split.append().stream()
+                .filter(row -> linked.contains(row.source().spanOf(row.ordinal())))
+                .count();
     }
 
     /**

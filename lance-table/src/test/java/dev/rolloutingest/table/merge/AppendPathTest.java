@@ -162,6 +162,48 @@ class AppendPathTest {
         }
     }
 
+    @Test
+    void aGenerationWhoseRowsAllReplaceOlderBaseRowsIsAdoptedWholeAndTheRowsItReplacesLeave() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("adopt-updates"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters)) {
+            write(table, 0, 0, 0, 100, 0); // key-0..99
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            SealedGeneration updates =
+                    table.generations().write(TOPIC, 0, 100, 149, rows(0, 100, 0, 50, 1), 50 * 100L); // key-0..49
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(rows(meters, MergePath.JOIN)).isEqualTo(50);
+            assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(100); // the first generation's new keys only
+            assertThat(rows(meters, MergePath.APPEND)).isZero();
+            Path genFile;
+            try (var files =
+                    Files.list(Path.of(location.resolve(updates.datasetPath())).resolve("data"))) {
+                genFile = files.findFirst().orElseThrow();
+            }
+            try (var files = Files.list(Path.of(location.uri(), "data"))) {
+                assertThat(files.filter(f -> f.getFileName().toString().endsWith("-" + genFile.getFileName())))
+                        .hasSize(1);
+            }
+
+            write(table, 0, 150, 40, 30, 2); // key-40..69: 30 updates and nothing else: adopted too
+            write(table, 0, 180, 95, 10, 3); // key-95..104: 5 updates, 5 new keys: adopted too
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(rows(meters, MergePath.JOIN)).isEqualTo(85);
+            assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(105);
+            assertThat(rows(meters, MergePath.APPEND)).isZero();
+
+            Map<String, String> base = baseRows(location); // fails on a key held twice
+            assertThat(base).hasSize(105);
+            assertThat(base.get("key-0")).isEqualTo("0@100");
+            assertThat(base.get("key-45")).isEqualTo("0@155");
+            assertThat(base.get("key-70")).isEqualTo("0@70");
+            assertThat(base.get("key-99")).isEqualTo("0@184");
+            assertThat(base.get("key-104")).isEqualTo("0@189");
+            assertThat(table.get("key-45").orElseThrow().sourceOffset()).isEqualTo(155);
+        }
+    }
+
     /**
      * An append's fragments keep the ids it gives them (lance numbers only id 0), and an index segment's fragment list stays as it was
      * made: a fragment deleted whole leaves its id in the index. The append numbers its fragments above it, or a
@@ -361,28 +403,30 @@ class AppendPathTest {
     }
 
     /**
-     * A generation of mostly new keys and a few the base holds is prepared with its keys only (it looks new), then
-     * cannot be adopted: its rows are read in full at the commit, the new ones appended, the others joined.
+     * A generation of mostly new keys and a few rows older than the base's of their keys is prepared with its keys
+     * only (it looks new), then cannot be adopted (rows of it are dropped): its rows are read in full at the commit,
+     * the new ones appended.
      */
     @Test
-    void aMostlyNewGenerationWithAFewUpdatesIsReadInFullAtTheCommit() throws Exception {
+    void aMostlyNewGenerationWithAFewRowsOlderThanTheBaseIsReadInFullAtTheCommit() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
-        TableLocation location = TableLocation.local(freshDir("few-updates"));
-        String shard = ShardId.of(TOPIC, 0);
+        TableLocation location = TableLocation.local(freshDir("few-older"));
         try (RolloutTable table = RolloutTable.createOrOpen(location, ADOPTING, meters)) {
-            write(table, 0, 0, 0, 100, 0); // key-0..99
-            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
-            List<RolloutRow> rows = new ArrayList<>(rows(0, 100, 0, 2, 1)); // key-0, key-1: updates
-            rows.addAll(rows(0, 102, 1000, 998, 1)); // key-1000..1997: new
-            table.generations().write(TOPIC, 0, 100, 1099, rows, rows.size() * 100L);
-            MergeResult merged = table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            write(table, 0, 0, 0, 100, 10); // key-0..99, ingested at 10 s
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            // partition 1, ingested at 1 s: key-0 and key-1 lose to the base's; key-1000..1997 are new
+            List<RolloutRow> rows = new ArrayList<>(rows(1, 0, 0, 2, 1));
+            rows.addAll(rows(1, 2, 1000, 998, 1));
+            table.generations().write(TOPIC, 1, 0, 999, rows, rows.size() * 100L);
+            MergeResult merged =
+                    table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 1)).limits(8, 0));
             assertThat(merged.rows()).isEqualTo(1000);
-            assertThat(rows(meters, MergePath.JOIN)).isEqualTo(2);
+            assertThat(rows(meters, MergePath.SUPERSEDED)).isEqualTo(2);
             assertThat(rows(meters, MergePath.APPEND)).isEqualTo(998);
             Map<String, String> base = baseRows(location);
             assertThat(base).hasSize(100 + 998);
-            assertThat(base.get("key-1")).isEqualTo("0@101");
-            for (RolloutRow written : List.of(rows.get(0), rows.get(2), rows.get(999))) {
+            assertThat(base.get("key-1")).isEqualTo("0@1");
+            for (RolloutRow written : List.of(rows.get(2), rows.get(500), rows.get(999))) {
                 assertThat(table.get(written.rollout().getRecordId().toString())
                                 .orElseThrow()
                                 .rollout())

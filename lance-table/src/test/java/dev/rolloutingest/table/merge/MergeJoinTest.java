@@ -32,13 +32,20 @@ class MergeJoinTest {
      */
     private static Map<String, String> mergeWorkload(
             SimpleMeterRegistry meters, long scanJoinMaxBaseRows, boolean appendNewKeys) {
+        return mergeWorkload(meters, scanJoinMaxBaseRows, appendNewKeys, 0);
+    }
+
+    /** @param keyAddressesBytes the committer's book of key addresses (0: off, every key through the join) */
+    private static Map<String, String> mergeWorkload(
+            SimpleMeterRegistry meters, long scanJoinMaxBaseRows, boolean appendNewKeys, long keyAddressesBytes) {
         Instant t0 = Instant.parse("2026-12-01T00:00:00Z");
         try (RolloutTable table = localTable(
                 "join-" + scanJoinMaxBaseRows,
                 meters,
                 TableSettings.DEFAULTS
                         .with(TableSettings.MERGE_SCAN_JOIN_MAX_BASE_ROWS, scanJoinMaxBaseRows)
-                        .with(TableSettings.MERGE_APPEND_NEW_KEYS, appendNewKeys))) {
+                        .with(TableSettings.MERGE_APPEND_NEW_KEYS, appendNewKeys)
+                        .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, keyAddressesBytes))) {
             List<String> shards = List.of(ShardId.of(TOPIC, 0), ShardId.of(TOPIC, 1));
             for (int round = 0; round < 3; round++) {
                 for (int p = 0; p < 2; p++) {
@@ -96,6 +103,24 @@ class MergeJoinTest {
         assertThat(scanned.get("k-350")).isEqualTo("1@600");
         // k-0: partition 0 at 0, 400, 800 and partition 1 at 150, 550; 800 is the only round-2 write.
         assertThat(scanned.get("k-0")).isEqualTo("0@800");
+    }
+
+    @Test
+    void theBookOfKeyAddressesLeavesTheSameRowsAsTheJoins() {
+        SimpleMeterRegistry joinMeters = new SimpleMeterRegistry();
+        SimpleMeterRegistry bookMeters = new SimpleMeterRegistry();
+        Map<String, String> joined = mergeWorkload(joinMeters, ALWAYS_INDEX, true);
+        Map<String, String> placed =
+                mergeWorkload(bookMeters, ALWAYS_INDEX, true, TableSettings.DEFAULTS.mergeKeyAddressesBytes());
+
+        assertThat(placed).hasSize(400).isEqualTo(joined);
+        double found = bookMeters
+                .get("rollout.merge.key.addresses.lookups")
+                .tag("result", "found")
+                .counter()
+                .count();
+        assertThat(found).isGreaterThan(1000); // 1,400 rows of keys the base held, all but the first's placed
+        assertThat(commits(bookMeters, MergeJoin.INDEX)).isLessThan(commits(joinMeters, MergeJoin.INDEX));
     }
 
     @Test

@@ -1,0 +1,360 @@
+package dev.rolloutingest.table.merge;
+
+import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.rows.RolloutSchema;
+import dev.rolloutingest.table.storage.LanceIo;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.ToLongFunction;
+import org.apache.arrow.vector.UInt8Vector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.lance.Dataset;
+import org.lance.Fragment;
+import org.lance.ipc.LanceScanner;
+import org.lance.ipc.ScanOptions;
+
+/**
+ * Where the base's newest keys sit: a key's hash to its row address, so a merge commit finds the base rows its updates
+ * replace without a lookup per key in the record_id index. Rollouts are updated soon after they land (scored, judged,
+ * re-sent), so the rows an update replaces sit in the newest fragments, and those are what this book holds.
+ *
+ * <p>An address is a hint, never trusted alone: {@link #find} takes the rows at the hinted addresses from the very
+ * version the commit checks against, and a key counts as found only when the live row there holds it. lance-core does
+ * not return a deleted row, and a row moved by a compaction or an address used again after a restore holds another
+ * key or none; such a key, and every key without a hint, goes through the exact join ({@link MergeJoin}). A stale
+ * address costs a lookup, never a wrong row, so the book needs no invalidation to stay exact.
+ *
+ * <p>Filled lazily, when a commit has more keys to look up than the key filter's false positives explain (so a table
+ * that only ever gains new keys never pays for it): of the fragments it has not read, the newest that its capacity
+ * holds are read, oldest first (record_ids with their row addresses); the others (older ones, or one larger than
+ * what is left, as a compaction's output) are passed over for good.
+ * The fragments this committer appends are read the same way at its next lookup. (lance-core numbers a new fragment above every id it gave out, a restore's too; were an
+ * id used again, a row found there would hold another key or one that is that key's only row.) Memory ({@code rollout.merge.key.addresses.bytes}): two tables of hash and address, 16 bytes a
+ * slot, each at most 3/4 full; when the younger is full the older is dropped, so the book holds between one and two
+ * tables' worth of the newest keys.
+ */
+public final class KeyAddresses {
+    static final String ROW_ADDRESS = "_rowaddr";
+    private static final int FIRST_SLOTS = 4_096;
+    private static final int BYTES_PER_SLOT = 16;
+    /** At most 1/this of a round's rows looking held is what the key filter's false positives explain. */
+    private static final int LIKELY_FALSE_POSITIVES = 200;
+
+    private final ToLongFunction<KeyFilter.Hash> slotHash;
+    private final int maxSlots;
+    private final Counter found;
+    private final Counter stale;
+    private final Counter absent;
+    private final Counter keysRead;
+    private final Timer finds;
+    private Slots young;
+    private Slots old;
+    /** Fragments read or passed over. */
+    private final Set<Integer> known = new HashSet<>();
+
+    /** @param maxBytes the book's memory at most; 0 turns it off (every key through the join) */
+    public KeyAddresses(MeterRegistry meters, long maxBytes) {
+        this(meters, maxBytes, KeyAddresses::slotHash);
+    }
+
+    /** @param slotHash a key's hash in the book (tests make keys share one) */
+    KeyAddresses(MeterRegistry meters, long maxBytes, ToLongFunction<KeyFilter.Hash> slotHash) {
+        this.slotHash = slotHash;
+        long slots = Math.max(0, maxBytes / 2 / BYTES_PER_SLOT);
+        this.maxSlots = slots < FIRST_SLOTS ? 0 : Integer.highestOneBit((int) Math.min(slots, 1 << 30));
+        String lookups = "rollout.merge.key.addresses.lookups";
+        String description = "Keys a merge commit looked for in its book of the newest keys' row addresses: found (the"
+                + " live row at the address holds the key), stale (it does not: a lookup through the join) or absent";
+        this.found = Counter.builder(lookups)
+                .tag("result", "found")
+                .description(description)
+                .register(meters);
+        this.stale = Counter.builder(lookups)
+                .tag("result", "stale")
+                .description(description)
+                .register(meters);
+        this.absent = Counter.builder(lookups)
+                .tag("result", "absent")
+                .description(description)
+                .register(meters);
+        this.finds = Timer.builder("rollout.merge.key.addresses.find")
+                .description("Time a merge commit spent finding base rows through the book of the newest keys'"
+                        + " addresses: reading the fragments it had not read, taking the rows at the addresses")
+                .register(meters);
+        this.keysRead = Counter.builder("rollout.merge.key.addresses.keys.read")
+                .description("Base record_ids read with their row addresses into the merge committer's book")
+                .register(meters);
+        SummedGauges.add(
+                meters,
+                "rollout.merge.key.addresses.bytes",
+                "Memory of the merge committers' books of the newest keys' row addresses, over every table",
+                this,
+                KeyAddresses::sizeBytes);
+    }
+
+    /** What {@link #find} found: base rows by key, and the keys it left to the join. */
+    record Found(Map<String, List<MergeJoin.BaseRow>> rows, List<String> missed) {}
+
+    /**
+     * The base rows of the keys that this book places and {@code base} confirms; every other key is missed. Brings
+     * the book up to {@code base} first.
+     */
+    synchronized Found find(Dataset base, List<Fragment> fragments, Collection<MergeSource.Row> keys, int roundRows) {
+        // a few keys of a round the key filter could not rule out are its false positives (0.1-0.5 %): not worth
+        // filling the book for, on a table that may only ever gain new keys
+        boolean likelyFalsePositives = keys.size() <= roundRows / LIKELY_FALSE_POSITIVES;
+        if (maxSlots == 0 || keys.isEmpty() || young == null && likelyFalsePositives) {
+            return new Found(
+                    Map.of(), keys.stream().map(MergeSource.Row::keyString).toList());
+        }
+        long started = System.nanoTime();
+        try {
+            return placed(base, fragments, keys);
+        } finally {
+            finds.record(Duration.ofNanos(System.nanoTime() - started));
+        }
+    }
+
+    private Found placed(Dataset base, List<Fragment> fragments, Collection<MergeSource.Row> keys) {
+        catchUp(base, fragments);
+        Map<Integer, Fragment> byId = new HashMap<>();
+        fragments.forEach(f -> byId.put(f.getId(), f));
+        Map<Integer, Long> rowsById = new HashMap<>(); // of the fragments hinted at only: a metadata read each
+        Map<String, Long> hinted = new HashMap<>();
+        List<String> missed = new ArrayList<>();
+        for (MergeSource.Row row : keys) {
+            long address = get(slotHash.applyAsLong(row.hash()));
+            Fragment fragment = address < 0 ? null : byId.get((int) (address >>> 32));
+            Long rows = fragment == null
+                    ? null
+                    : rowsById.computeIfAbsent(
+                            fragment.getId(), id -> fragment.metadata().getPhysicalRows());
+            // an address beyond its fragment's rows, or in a fragment gone from this version, is not asked for
+            if (rows != null && (address & 0xFFFF_FFFFL) < rows) {
+                hinted.put(row.keyString(), address);
+            } else {
+                missed.add(row.keyString());
+                (address < 0 ? absent : stale).increment();
+            }
+        }
+        Map<String, List<MergeJoin.BaseRow>> confirmed = hinted.isEmpty() ? Map.of() : take(base, hinted);
+        hinted.keySet().forEach(key -> {
+            if (!confirmed.containsKey(key)) {
+                missed.add(key);
+                stale.increment();
+            }
+        });
+        found.increment(confirmed.size());
+        return new Found(confirmed, missed);
+    }
+
+    /** The live rows at the hinted addresses that hold the key they were asked for. */
+    private Map<String, List<MergeJoin.BaseRow>> take(Dataset base, Map<String, Long> hinted) {
+        long[] addresses = hinted.values().stream()
+                .mapToLong(Long::longValue)
+                .distinct()
+                .sorted()
+                .toArray();
+        List<String> columns = new ArrayList<>(MergeJoin.COLUMNS);
+        columns.add(ROW_ADDRESS);
+        Map<String, List<MergeJoin.BaseRow>> confirmed = new HashMap<>();
+        try (ArrowReader reader = base.takeRows(Arrays.stream(addresses).boxed().toList(), columns)) {
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                MergeJoin.BaseRowColumns rows = MergeJoin.BaseRowColumns.of(batch);
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    String key = new String(ids.get(i), StandardCharsets.UTF_8);
+                    MergeJoin.BaseRow row = rows.row(i);
+                    Long asked = hinted.get(key);
+                    if (asked != null && asked == row.address()) {
+                        confirmed.put(key, List.of(row));
+                    }
+                }
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw LanceIo.unchecked(e);
+        }
+        return confirmed;
+    }
+
+    /**
+     * Reads the fragments of {@code base} it has not read: the newest up to what the book holds, oldest first, so the
+     * newest stay when the younger table rolls over; the older ones are passed over for good.
+     */
+    private void catchUp(Dataset base, List<Fragment> fragments) {
+        Set<Integer> present = new HashSet<>();
+        fragments.forEach(f -> present.add(f.getId()));
+        known.retainAll(present); // fragments compacted or deleted away
+        List<Fragment> unread = fragments.stream()
+                .filter(f -> !known.contains(f.getId()))
+                .sorted(Comparator.comparingInt(Fragment::getId).reversed())
+                .toList();
+        if (unread.isEmpty()) {
+            return;
+        }
+        long room = 2L * maxEntries(maxSlots);
+        List<Integer> toRead = new ArrayList<>();
+        for (Fragment fragment : unread) {
+            long rows = fragment.metadata().getPhysicalRows();
+            if (rows <= room) { // one that does not fit (a compaction's output, say) is passed over, not the rest
+                toRead.add(fragment.getId());
+                room -= rows;
+            }
+            known.add(fragment.getId());
+        }
+        if (!toRead.isEmpty()) {
+            toRead.sort(Comparator.naturalOrder());
+            read(base, toRead);
+        }
+    }
+
+    private void read(Dataset base, List<Integer> fragmentIds) {
+        ScanOptions options = new ScanOptions.Builder()
+                .columns(List.of(RolloutSchema.RECORD_ID))
+                .withRowAddress(true)
+                .fragmentIds(fragmentIds)
+                .batchSize(65_536)
+                .build();
+        long read = 0;
+        try (LanceScanner scanner = base.newScan(options);
+                ArrowReader reader = scanner.scanBatches()) {
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
+                UInt8Vector addresses = (UInt8Vector) batch.getVector(ROW_ADDRESS);
+                for (int i = 0; i < batch.getRowCount(); i++) {
+                    put(slotHash.applyAsLong(KeyFilter.murmur3x64(ids.get(i))), addresses.get(i));
+                }
+                read += batch.getRowCount();
+            }
+        } catch (RuntimeException e) {
+            release(); // never keep a half-read fragment as read
+            throw e;
+        } catch (Exception e) {
+            release();
+            throw LanceIo.unchecked(e);
+        }
+        keysRead.increment(read);
+    }
+
+    /** A key's hash in the book: never 0, which marks an empty slot. */
+    private static long slotHash(KeyFilter.Hash hash) {
+        return hash.h1() == 0 ? 1 : hash.h1();
+    }
+
+    private long get(long hash) {
+        long address = young == null ? -1 : young.get(hash);
+        return address >= 0 || old == null ? address : old.get(hash);
+    }
+
+    private void put(long hash, long address) {
+        if (young == null) {
+            young = new Slots(Math.min(FIRST_SLOTS, maxSlots));
+        }
+        if (young.size >= maxEntries(young.hashes.length)) {
+            if (young.hashes.length < maxSlots) {
+                young = young.doubled();
+            } else {
+                Slots dropped = old;
+                old = young;
+                young = dropped != null ? dropped.cleared() : new Slots(maxSlots);
+            }
+        }
+        young.put(hash, address);
+    }
+
+    private static long maxEntries(int slots) {
+        return slots / 4L * 3;
+    }
+
+    /** Lets go of every address (an idle table's memory, or a base that went back); the next lookup reads again. */
+    public synchronized void release() {
+        young = null;
+        old = null;
+        known.clear();
+    }
+
+    public synchronized long sizeBytes() {
+        long slots = (young == null ? 0 : young.hashes.length) + (old == null ? 0 : old.hashes.length);
+        return slots * BYTES_PER_SLOT;
+    }
+
+    /** Open addressing over a power-of-two number of slots, linear probing; a hash put again takes the new address. */
+    private static final class Slots {
+        final long[] hashes;
+        final long[] addresses;
+        final int mask;
+        int size;
+
+        Slots(int slots) {
+            hashes = new long[slots];
+            addresses = new long[slots];
+            mask = slots - 1;
+        }
+
+        long get(long hash) {
+            for (int i = index(hash); ; i = (i + 1) & mask) {
+                long at = hashes[i];
+                if (at == hash) {
+                    return addresses[i];
+                }
+                if (at == 0) {
+                    return -1;
+                }
+            }
+        }
+
+        void put(long hash, long address) {
+            for (int i = index(hash); ; i = (i + 1) & mask) {
+                long at = hashes[i];
+                if (at == hash) {
+                    addresses[i] = address;
+                    return;
+                }
+                if (at == 0) {
+                    hashes[i] = hash;
+                    addresses[i] = address;
+                    size++;
+                    return;
+                }
+            }
+        }
+
+        private int index(long hash) {
+            return (int) (hash ^ (hash >>> 32)) & mask;
+        }
+
+        Slots doubled() {
+            Slots bigger = new Slots(hashes.length * 2);
+            for (int i = 0; i < hashes.length; i++) {
+                if (hashes[i] != 0) {
+                    bigger.put(hashes[i], addresses[i]);
+                }
+            }
+            return bigger;
+        }
+
+        Slots cleared() {
+            Arrays.fill(hashes, 0);
+            size = 0;
+            return this;
+        }
+    }
+}

@@ -1,0 +1,271 @@
+package dev.rolloutingest.table.merge;
+
+import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static dev.rolloutingest.table.TableFixtures.baseRows;
+import static dev.rolloutingest.table.TableFixtures.delete;
+import static dev.rolloutingest.table.TableFixtures.freshDir;
+import static dev.rolloutingest.table.TableFixtures.latestVersion;
+import static dev.rolloutingest.table.TableFixtures.put;
+import static dev.rolloutingest.table.TableFixtures.restore;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.table.RolloutTable;
+import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.TableFixtures;
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.rows.RolloutRow;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.Test;
+import org.lance.Dataset;
+
+/**
+ * The committer's book of the newest keys' addresses finds the rows an update replaces without the join, and a stale
+ * address (rows compacted away, a row deleted, an id used again after a restore) never stands for a key's row: every
+ * outcome is the one the exact join gives, read from the base by lance-core alone.
+ */
+class KeyAddressesTest {
+    private static final RolloutGenerator GENERATOR = new RolloutGenerator("book", 8, 3);
+
+    /** Puts of key-(start..start+n) at offsets first.. of a partition, ingested {@code seconds} after T0. */
+    private static List<RolloutRow> puts(int partition, long first, int start, int n, long seconds) {
+        List<RolloutRow> rows = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            rows.add(put(GENERATOR, partition, first + i, "key-" + (start + i), seconds));
+        }
+        return rows;
+    }
+
+    private static void merge(RolloutTable table, int partition, List<RolloutRow> rows) {
+        TableFixtures.write(table, partition, rows);
+        table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, partition)).limits(8, 0));
+    }
+
+    private static double lookups(SimpleMeterRegistry meters, String result) {
+        return meters.get("rollout.merge.key.addresses.lookups")
+                .tag("result", result)
+                .counter()
+                .count();
+    }
+
+    private static double joinCommits(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.join.commits").counters().stream()
+                .mapToDouble(c -> c.count())
+                .sum();
+    }
+
+    @Test
+    void anUpdateOfARecentlyMergedKeyIsFoundAtItsAddressWithoutTheJoin() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-found"));
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99
+            merge(table, 0, puts(0, 100, 0, 50, 1)); // key-0..49 again: updates
+            merge(table, 0, puts(0, 150, 0, 10, 2)); // key-0..9 a third time: the book read the updates too
+
+            assertThat(lookups(meters, "found")).isEqualTo(60);
+            assertThat(lookups(meters, "stale") + lookups(meters, "absent")).isZero();
+            assertThat(joinCommits(meters)).isZero();
+            Map<String, String> base = baseRows(location); // fails on a key held twice
+            assertThat(base).hasSize(100);
+            assertThat(base.get("key-5")).isEqualTo("0@155");
+            assertThat(base.get("key-40")).isEqualTo("0@140");
+            assertThat(base.get("key-70")).isEqualTo("0@70");
+            assertThat(meters.get("rollout.merge.key.addresses.bytes").gauge().value())
+                    .isGreaterThan(0);
+        }
+    }
+
+    @Test
+    void withTheBookOffEveryUpdateGoesThroughTheJoin() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-off"));
+        TableSettings off = TableSettings.DEFAULTS.with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 0L);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, off, meters)) {
+            merge(table, 0, puts(0, 0, 0, 100, 0));
+            merge(table, 0, puts(0, 100, 0, 50, 1));
+            assertThat(lookups(meters, "found")).isZero();
+            assertThat(joinCommits(meters)).isEqualTo(1);
+            assertThat(baseRows(location)).hasSize(100).containsEntry("key-5", "0@105");
+        }
+    }
+
+    @Test
+    void addressesOfRowsACompactionMovedAreNotUsed() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-compacted"));
+        // the smallest book: 6,144 keys, so the compacted fragment is passed over
+        TableSettings small = TableSettings.DEFAULTS.with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 128L << 10);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, small, meters)) {
+            for (int g = 0; g < 4; g++) {
+                merge(table, 0, puts(0, g * 2_500L, g * 2_500, 2_500, g)); // key-0..9999, four fragments
+            }
+            merge(table, 0, puts(0, 10_000, 6_000, 10, 4)); // key-6000..6009: found in the third fragment
+            assertThat(lookups(meters, "found")).isEqualTo(10);
+
+            // the rows of key-2500..9999 move to one fragment of 7,490 rows, passed over; key-6000..6009 stay in
+            // the newest fragment, which the compaction leaves as it is
+            assertThat(table.maintenance().compact(1_000_000).fragmentsAfter()).isEqualTo(3);
+            merge(table, 0, puts(0, 10_010, 6_000, 20, 5)); // key-6000..6019
+
+            assertThat(lookups(meters, "found")).isEqualTo(20);
+            assertThat(lookups(meters, "stale")).isEqualTo(10); // key-6010..6019, moved by the compaction
+            Map<String, String> base = baseRows(location);
+            assertThat(base).hasSize(10_000);
+            assertThat(base.get("key-6005")).isEqualTo("0@10015");
+            assertThat(base.get("key-6019")).isEqualTo("0@10029");
+            assertThat(base.get("key-6020")).isEqualTo("0@6020");
+        }
+    }
+
+    /**
+     * A row a delete removed is not returned at its address, so the key is looked up exactly. Here the difference
+     * shows: once the delete is dropped from beside the base, a value older than the deleted one lands as the join
+     * finds no row of its key, where the deleted row would have won over it.
+     */
+    @Test
+    void aDeletedRowsAddressDoesNotStandForItsKey() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-deleted"));
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            merge(table, 0, List.of(put(GENERATOR, 0, 0, "k", 10), put(GENERATOR, 0, 1, "j", 10)));
+            merge(table, 0, List.of(delete(0, 2, "k", 11)));
+            assertThat(lookups(meters, "found")).isEqualTo(1); // the delete found k's row by its address
+            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
+
+            merge(table, 1, List.of(put(GENERATOR, 1, 0, "k", 5))); // older than the deleted value
+
+            assertThat(lookups(meters, "stale")).isEqualTo(1);
+            assertThat(baseRows(location)).containsOnly(Map.entry("j", "0@1"), Map.entry("k", "1@0"));
+        }
+    }
+
+    /**
+     * A restore takes away fragments the book read (and lance-core numbers new ones above every id it gave out, so
+     * none comes back under an old id): the address of a row moved before the restore is not used.
+     */
+    @Test
+    void anAddressInAFragmentARestoreTookAwayIsNotUsed() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-restore"));
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99: fragment 0
+            long restored = latestVersion(location);
+            merge(table, 0, puts(0, 100, 5, 1, 1)); // key-5 moves to fragment 1
+            merge(table, 0, puts(0, 101, 6, 1, 2)); // the book reads fragment 1: key-5 there
+            forgetGenerations(location, "-o100-100", "-o101-101"); // as their collection after the merge does
+            restore(location, restored); // key-5 is back in fragment 0, fragment 1 is gone
+            merge(table, 0, puts(0, 102, 50, 1, 3)); // key-50 moves to a new fragment
+            assertThat(lookups(meters, "stale")).isZero();
+
+            merge(table, 0, puts(0, 103, 5, 1, 4)); // key-5 again: the book still places it in fragment 1
+
+            assertThat(lookups(meters, "stale")).isEqualTo(1);
+            Map<String, String> base = baseRows(location); // fails on a key held twice
+            assertThat(base).hasSize(100);
+            assertThat(base.get("key-5")).isEqualTo("0@103");
+            assertThat(base.get("key-50")).isEqualTo("0@102");
+            assertThat(base.get("key-6")).isEqualTo("0@6");
+        }
+    }
+
+    /** A key whose hash in the book another key shares is found only at its own row, never at the other's. */
+    @Test
+    void aRowAtAnAddressCountsOnlyForTheKeyItHolds() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("book-collision"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            merge(table, 0, puts(0, 0, 0, 10, 0)); // key-0..9, read in order: the shared slot ends with key-9's
+        }
+        KeyAddresses book = new KeyAddresses(new SimpleMeterRegistry(), 1L << 20, hash -> 7);
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+            KeyAddresses.Found found = book.find(base, base.getFragments(), List.of(row("key-3"), row("key-9")), 2);
+            assertThat(found.rows()).containsOnlyKeys("key-9");
+            assertThat(found.rows().get("key-9").get(0).rowOffset()).isEqualTo(9);
+            assertThat(found.missed()).containsExactly("key-3");
+        }
+    }
+
+    @Test
+    void aFewKeysOfALargeRoundDoNotFillTheBookTheyAreTheFiltersFalsePositives() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("book-false-positives"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            merge(table, 0, puts(0, 0, 0, 10, 0));
+        }
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        KeyAddresses book = new KeyAddresses(meters, 1L << 20);
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+            KeyAddresses.Found found = book.find(base, base.getFragments(), List.of(row("key-3")), 1_000);
+            assertThat(found.rows()).isEmpty();
+            assertThat(found.missed()).containsExactly("key-3");
+            assertThat(book.sizeBytes()).isZero();
+            assertThat(meters.get("rollout.merge.key.addresses.keys.read")
+                            .counter()
+                            .count())
+                    .isZero();
+
+            found = book.find(base, base.getFragments(), List.of(row("key-3")), 100);
+            assertThat(found.rows()).containsOnlyKeys("key-3");
+            assertThat(meters.get("rollout.merge.key.addresses.keys.read")
+                            .counter()
+                            .count())
+                    .isEqualTo(10);
+        }
+    }
+
+    private static MergeSource.Row row(String key) {
+        return new MergeSource.Row(key.getBytes(StandardCharsets.UTF_8), KeyFilter.hash(key), null, 0, null, 0);
+    }
+
+    /** Removes the seals and files of the generations whose names end so. */
+    private static void forgetGenerations(TableLocation location, String... suffixes) throws Exception {
+        try (Stream<Path> files = Files.walk(Path.of(location.uri()))) {
+            for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
+                for (Path part : Path.of(location.uri()).relativize(path)) {
+                    String name = part.toString().replace(".json", "");
+                    if (Arrays.stream(suffixes).anyMatch(name::endsWith)) {
+                        Files.delete(path);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void aRestartedCommitterReadsTheNewestFragmentsAgain() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("book-restart"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            merge(table, 0, puts(0, 0, 0, 100, 0));
+        }
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            merge(table, 0, puts(0, 100, 0, 30, 1));
+            assertThat(lookups(meters, "found")).isEqualTo(30);
+            assertThat(meters.get("rollout.merge.key.addresses.keys.read")
+                            .counter()
+                            .count())
+                    .isEqualTo(100);
+            assertThat(baseRows(location)).hasSize(100).containsEntry("key-29", "0@129");
+        }
+    }
+}
