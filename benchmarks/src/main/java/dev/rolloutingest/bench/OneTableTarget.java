@@ -2,6 +2,7 @@ package dev.rolloutingest.bench;
 
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
+import dev.rolloutingest.table.generations.SealedGeneration;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -43,6 +44,17 @@ final class OneTableTarget implements SustainedTarget {
             }
         }
         return new Worst(worstShard, worst, perShard.toString());
+    }
+
+    @Override
+    public long pendingRecords() {
+        long records = 0;
+        for (int p = 0; p < partitions; p++) {
+            for (SealedGeneration seal : table.generations().pending(ShardId.of(SustainedRig.TOPIC, p))) {
+                records += seal.lastOffset() - seal.firstOffset() + 1;
+            }
+        }
+        return records;
     }
 
     @Override

@@ -91,6 +91,7 @@ final class SustainedBench {
                     int maxPendingAt = 0;
                     long sealedAtStart = table.sealed();
                     double foldedAtStart = AppHttp.mergedRows(mergePort);
+                    long pendingAtStart = table.pendingRecords();
                     long baseAtStart = table.baseRows();
                     try (Writer samples = Files.newBufferedWriter(dir.resolve("pending.tsv"), StandardCharsets.UTF_8)) {
                         samples.write("t\tpending_per_shard\n");
@@ -126,6 +127,10 @@ final class SustainedBench {
                     long mergedInRun = table.baseRows() - baseAtStart;
                     double busy = AppHttp.mergeBusySeconds(mergePort) - busyAtStart;
                     double folded = AppHttp.mergedRows(mergePort) - foldedAtStart;
+                    long pendingAtEnd = table.pendingRecords();
+                    // records whose generations were merged in the run (a rescored record's two rows both count,
+                    // also when one round folded both and only the newer reached the commit)
+                    long mergedRecords = pendingAtEnd < 0 ? -1 : sealedInRun - (pendingAtEnd - pendingAtStart);
                     producing.set(false);
                     producer.join();
                     double ingestRate = sealedInRun / wall;
@@ -141,8 +146,8 @@ final class SustainedBench {
                             2 * countTrigger,
                             maxPending <= 2 * countTrigger ? "within" : "EXCEEDED");
                     System.out.printf(
-                            "ingest: %,.0f rows/s sealed (wall time); merge: %,.0f rows folded = %,.0f rows/s (wall time;"
-                                    + " %,d new in the base), in %.1f s of round work = %,.0f rows/s capacity; merge"
+                            "ingest: %,.0f rows/s sealed (wall time); merge: %,.0f rows reached a commit = %,.0f rows/s"
+                                    + " (wall time; %,d new in the base), in %.1f s of round work = %,.0f rows/s capacity; merge"
                                     + " capacity / ingest = %.2f%n",
                             ingestRate,
                             folded,
@@ -151,6 +156,11 @@ final class SustainedBench {
                             busy,
                             mergeCapacity,
                             mergeCapacity / ingestRate);
+                    if (mergedRecords >= 0) {
+                        System.out.printf(
+                                "merged: %,d records of the run's generations = %,.0f records/s (wall time)%n",
+                                mergedRecords, mergedRecords / wall);
+                    }
                     System.out.printf(
                             "peak RSS: ingest %d MiB, merge-worker %d MiB%n",
                             ProcessMemory.hwmMiB(ingest.pid()), ProcessMemory.hwmMiB(merge.pid()));

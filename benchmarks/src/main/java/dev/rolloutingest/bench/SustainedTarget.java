@@ -28,6 +28,11 @@ interface SustainedTarget extends AutoCloseable {
     /** Pending generations, over every shard (and table). */
     int pendingTotal() throws Exception;
 
+    /** Records of the pending generations, over every shard; -1 where the target does not read them. */
+    default long pendingRecords() throws Exception {
+        return -1;
+    }
+
     /** Every record_id of the base (or of each table's base, with the table's name), read by lance-core alone. */
     void baseIds(java.util.function.BiConsumer<String, String> id) throws Exception;
 

@@ -100,11 +100,12 @@ final class MergeSettings {
                         64L << 20,
                         ConfigDef.Range.atLeast(0),
                         MEDIUM,
-                        "Memory per table of the merge committer's book of where the base's newest keys sit (32-64"
-                                + " bytes a key: 64 MiB holds the newest 1.5-3M keys): an update of a key it holds finds"
-                                + " the row it replaces by one take of its address, not a lookup in the record_id index"
-                                + " (~0.2-0.7 ms a key); read lazily, so a table of new keys only never fills it."
-                                + " 0 = every update through the index")
+                        "Memory per table, at most, of the merge committer's book of where the base's newest keys"
+                                + " sit (it grows with the keys it reads, 21-43 bytes a key: 64 MiB holds the newest"
+                                + " 1.5-3M keys, ~50 bytes a base row the whole table): an update of a key it holds finds"
+                                + " the row it replaces by a take of its address, not a lookup in the record_id index"
+                                + " (~0.2-0.7 ms a key); filled only once a commit has updates, so a table of new keys"
+                                + " never pays for it. 0 = every update through the index")
                 .define(
                         MERGE_APPEND_NEW_KEYS,
                         BOOLEAN,

@@ -153,8 +153,8 @@ final class ReadSettings {
                         1L << 30,
                         ConfigDef.Range.atLeast(0),
                         MEDIUM,
-                        "With many tables: memory the open tables keep between uses (merge key filters, read"
-                                + " catalogs' key filters and positions), all tables together; over it the least"
+                        "With many tables: memory the open tables keep between uses (merge key filters and books"
+                                + " of key addresses, read catalogs' key filters and positions), all tables together; over it the least"
                                 + " recently used idle tables let theirs go and build it again when used (0 = no"
                                 + " budget)")
                 .define(

@@ -33,7 +33,8 @@ import org.lance.ipc.ScanOptions;
  * re-sent), so the rows an update replaces sit in the newest fragments, and those are what this book holds.
  *
  * <p>An address is a hint, never trusted alone: {@link #find} takes the rows at the hinted addresses from the very
- * version the commit checks against, and a key counts as found only when the live row there holds it. lance-core does
+ * version the commit checks against (the rows of fragments it reads into the book on the way, the newest, it has
+ * already), and a key counts as found only when the live row there holds it. lance-core does
  * not return a deleted row, and a row moved by a compaction or an address used again after a restore holds another
  * key or none; such a key, and every key without a hint, goes through the exact join ({@link MergeJoin}). A stale
  * address costs a lookup, never a wrong row, so the book needs no invalidation to stay exact.
@@ -60,6 +61,7 @@ public final class KeyAddresses {
     private final Counter stale;
     private final Counter absent;
     private final Counter keysRead;
+    private final Counter taken;
     private final Timer finds;
     private Slots young;
     private Slots old;
@@ -94,6 +96,10 @@ public final class KeyAddresses {
         this.finds = Timer.builder("rollout.merge.key.addresses.find")
                 .description("Time a merge commit spent finding base rows through the book of the newest keys'"
                         + " addresses: reading the fragments it had not read, taking the rows at the addresses")
+                .register(meters);
+        this.taken = Counter.builder("rollout.merge.key.addresses.rows.taken")
+                .description("Base rows taken at the addresses the merge committer's book gave, to confirm them (rows"
+                        + " the book read in the same commit need none)")
                 .register(meters);
         this.keysRead = Counter.builder("rollout.merge.key.addresses.keys.read")
                 .description("Base record_ids read with their row addresses into the merge committer's book")
@@ -130,13 +136,22 @@ public final class KeyAddresses {
     }
 
     private Found placed(Dataset base, List<Fragment> fragments, Collection<MergeSource.Row> keys) {
-        catchUp(base, fragments);
+        Map<Long, List<MergeSource.Row>> wanted = new HashMap<>();
+        for (MergeSource.Row row : keys) {
+            wanted.computeIfAbsent(slotHash.applyAsLong(row.hash()), h -> new ArrayList<>(1))
+                    .add(row);
+        }
+        // the keys' rows among those the catch-up reads are live in this very version: no take for them
+        Map<String, List<MergeJoin.BaseRow>> confirmed = new HashMap<>(catchUp(base, fragments, wanted));
         Map<Integer, Fragment> byId = new HashMap<>();
         fragments.forEach(f -> byId.put(f.getId(), f));
         Map<Integer, Long> rowsById = new HashMap<>(); // of the fragments hinted at only: a metadata read each
         Map<String, Long> hinted = new HashMap<>();
         List<String> missed = new ArrayList<>();
         for (MergeSource.Row row : keys) {
+            if (confirmed.containsKey(row.keyString())) {
+                continue;
+            }
             long address = get(slotHash.applyAsLong(row.hash()));
             Fragment fragment = address < 0 ? null : byId.get((int) (address >>> 32));
             Long rows = fragment == null
@@ -151,7 +166,9 @@ public final class KeyAddresses {
                 (address < 0 ? absent : stale).increment();
             }
         }
-        Map<String, List<MergeJoin.BaseRow>> confirmed = hinted.isEmpty() ? Map.of() : take(base, hinted);
+        if (!hinted.isEmpty()) {
+            confirmed.putAll(take(base, hinted));
+        }
         hinted.keySet().forEach(key -> {
             if (!confirmed.containsKey(key)) {
                 missed.add(key);
@@ -172,6 +189,7 @@ public final class KeyAddresses {
         List<String> columns = new ArrayList<>(MergeJoin.COLUMNS);
         columns.add(ROW_ADDRESS);
         Map<String, List<MergeJoin.BaseRow>> confirmed = new HashMap<>();
+        taken.increment(addresses.length);
         try (ArrowReader reader = base.takeRows(Arrays.stream(addresses).boxed().toList(), columns)) {
             while (reader.loadNextBatch()) {
                 VectorSchemaRoot batch = reader.getVectorSchemaRoot();
@@ -198,7 +216,8 @@ public final class KeyAddresses {
      * Reads the fragments of {@code base} it has not read: the newest up to what the book holds, oldest first, so the
      * newest stay when the younger table rolls over; the older ones are passed over for good.
      */
-    private void catchUp(Dataset base, List<Fragment> fragments) {
+    private Map<String, List<MergeJoin.BaseRow>> catchUp(
+            Dataset base, List<Fragment> fragments, Map<Long, List<MergeSource.Row>> wanted) {
         Set<Integer> present = new HashSet<>();
         fragments.forEach(f -> present.add(f.getId()));
         known.retainAll(present); // fragments compacted or deleted away
@@ -207,7 +226,7 @@ public final class KeyAddresses {
                 .sorted(Comparator.comparingInt(Fragment::getId).reversed())
                 .toList();
         if (unread.isEmpty()) {
-            return;
+            return Map.of();
         }
         long room = 2L * maxEntries(maxSlots);
         List<Integer> toRead = new ArrayList<>();
@@ -219,19 +238,23 @@ public final class KeyAddresses {
             }
             known.add(fragment.getId());
         }
-        if (!toRead.isEmpty()) {
-            toRead.sort(Comparator.naturalOrder());
-            read(base, toRead);
+        if (toRead.isEmpty()) {
+            return Map.of();
         }
+        toRead.sort(Comparator.naturalOrder());
+        return read(base, toRead, wanted);
     }
 
-    private void read(Dataset base, List<Integer> fragmentIds) {
+    /** Reads the fragments' keys into the book; returns the rows of the wanted keys among them. */
+    private Map<String, List<MergeJoin.BaseRow>> read(
+            Dataset base, List<Integer> fragmentIds, Map<Long, List<MergeSource.Row>> wanted) {
         ScanOptions options = new ScanOptions.Builder()
-                .columns(List.of(RolloutSchema.RECORD_ID))
+                .columns(MergeJoin.COLUMNS)
                 .withRowAddress(true)
                 .fragmentIds(fragmentIds)
                 .batchSize(65_536)
                 .build();
+        Map<String, List<MergeJoin.BaseRow>> rows = new HashMap<>();
         long read = 0;
         try (LanceScanner scanner = base.newScan(options);
                 ArrowReader reader = scanner.scanBatches()) {
@@ -239,8 +262,16 @@ public final class KeyAddresses {
                 VectorSchemaRoot batch = reader.getVectorSchemaRoot();
                 VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                 UInt8Vector addresses = (UInt8Vector) batch.getVector(ROW_ADDRESS);
+                MergeJoin.BaseRowColumns columns = MergeJoin.BaseRowColumns.of(batch);
                 for (int i = 0; i < batch.getRowCount(); i++) {
-                    put(slotHash.applyAsLong(KeyFilter.murmur3x64(ids.get(i))), addresses.get(i));
+                    byte[] id = ids.get(i);
+                    long hash = slotHash.applyAsLong(KeyFilter.murmur3x64(id));
+                    put(hash, addresses.get(i));
+                    for (MergeSource.Row row : wanted.getOrDefault(hash, List.of())) {
+                        if (Arrays.equals(row.key(), id)) {
+                            rows.put(row.keyString(), List.of(columns.row(i)));
+                        }
+                    }
                 }
                 read += batch.getRowCount();
             }
@@ -252,6 +283,7 @@ public final class KeyAddresses {
             throw LanceIo.unchecked(e);
         }
         keysRead.increment(read);
+        return rows;
     }
 
     /** A key's hash in the book: never 0, which marks an empty slot. */

@@ -61,6 +61,10 @@ class KeyAddressesTest {
                 .count();
     }
 
+    private static double taken(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.key.addresses.rows.taken").counter().count();
+    }
+
     private static double joinCommits(SimpleMeterRegistry meters) {
         return meters.get("rollout.merge.join.commits").counters().stream()
                 .mapToDouble(c -> c.count())
@@ -75,14 +79,19 @@ class KeyAddressesTest {
             merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99
             merge(table, 0, puts(0, 100, 0, 50, 1)); // key-0..49 again: updates
             merge(table, 0, puts(0, 150, 0, 10, 2)); // key-0..9 a third time: the book read the updates too
+            // found in fragments the book read on the way, in this version: nothing to take
+            assertThat(taken(meters)).isZero();
+            merge(table, 0, puts(0, 160, 60, 10, 3)); // key-60..69: in a fragment read two commits ago, taken
 
-            assertThat(lookups(meters, "found")).isEqualTo(60);
+            assertThat(lookups(meters, "found")).isEqualTo(70);
+            assertThat(taken(meters)).isEqualTo(10);
             assertThat(lookups(meters, "stale") + lookups(meters, "absent")).isZero();
             assertThat(joinCommits(meters)).isZero();
             Map<String, String> base = baseRows(location); // fails on a key held twice
             assertThat(base).hasSize(100);
             assertThat(base.get("key-5")).isEqualTo("0@155");
             assertThat(base.get("key-40")).isEqualTo("0@140");
+            assertThat(base.get("key-65")).isEqualTo("0@165");
             assertThat(base.get("key-70")).isEqualTo("0@70");
             assertThat(meters.get("rollout.merge.key.addresses.bytes").gauge().value())
                     .isGreaterThan(0);
@@ -194,6 +203,14 @@ class KeyAddressesTest {
         try (RootAllocator allocator = new RootAllocator();
                 Dataset base =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+            // the first find reads the fragment, and key-0's row from it, by its key, not by the shared slot
+            assertThat(book.find(base, base.getFragments(), List.of(row("key-0")), 1)
+                            .rows()
+                            .get("key-0")
+                            .get(0)
+                            .rowOffset())
+                    .isZero();
+            // the fragment read already: key-3 and key-9 are placed by the shared slot, whose row is key-9's
             KeyAddresses.Found found = book.find(base, base.getFragments(), List.of(row("key-3"), row("key-9")), 2);
             assertThat(found.rows()).containsOnlyKeys("key-9");
             assertThat(found.rows().get("key-9").get(0).rowOffset()).isEqualTo(9);
