@@ -67,6 +67,8 @@ public final class KeyAddresses {
     private Slots old;
     /** Fragments read or passed over. */
     private final Set<Integer> known = new HashSet<>();
+    /** The tables' memory, kept for {@link #sizeBytes}. */
+    private volatile long bytes;
 
     /** @param maxBytes the book's memory at most; 0 turns it off (every key through the join) */
     public KeyAddresses(MeterRegistry meters, long maxBytes) {
@@ -299,6 +301,7 @@ public final class KeyAddresses {
     private void put(long hash, long address) {
         if (young == null) {
             young = new Slots(Math.min(FIRST_SLOTS, maxSlots));
+            countBytes();
         }
         if (young.size >= maxEntries(young.hashes.length)) {
             if (young.hashes.length < maxSlots) {
@@ -308,8 +311,14 @@ public final class KeyAddresses {
                 old = young;
                 young = dropped != null ? dropped.cleared() : new Slots(maxSlots);
             }
+            countBytes();
         }
         young.put(hash, address);
+    }
+
+    private void countBytes() {
+        long slots = (young == null ? 0 : young.hashes.length) + (old == null ? 0 : old.hashes.length);
+        bytes = slots * BYTES_PER_SLOT;
     }
 
     private static long maxEntries(int slots) {
@@ -321,11 +330,12 @@ public final class KeyAddresses {
         young = null;
         old = null;
         known.clear();
+        countBytes();
     }
 
-    public synchronized long sizeBytes() {
-        long slots = (young == null ? 0 : young.hashes.length) + (old == null ? 0 : old.hashes.length);
-        return slots * BYTES_PER_SLOT;
+    /** Without the lock: a scrape of the gauge never waits for a commit's read of the book. */
+    public long sizeBytes() {
+        return bytes;
     }
 
     /** Open addressing over a power-of-two number of slots, linear probing; a hash put again takes the new address. */
