@@ -154,9 +154,9 @@ final class ReadSettings {
                         ConfigDef.Range.atLeast(0),
                         MEDIUM,
                         "With many tables: memory the open tables keep between uses (merge key filters and books"
-                                + " of key addresses, read catalogs' key filters and positions), all tables together; over it the least"
-                                + " recently used idle tables let theirs go and build it again when used (0 = no"
-                                + " budget)")
+                                + " of key addresses, read catalogs' key filters and positions), all tables together;"
+                                + " over it the least recently used idle tables let theirs go and build it again when"
+                                + " used (0 = no budget)")
                 .define(
                         TABLES_IDLE_RELEASE_MS,
                         LONG,

@@ -29,8 +29,9 @@ public final class ResidentMemory {
 
     /**
      * The merge committer's filter of base keys (~1.8 bytes per key, at least a million keys' worth once it merged),
-     * its book of the newest keys' addresses (up to {@code rollout.merge.key.addresses.bytes}) and what the read catalog keeps (pending seals' key filters, generations' key positions). lance-core's caches
-     * are the catalog's shared ones when the table has a catalog.
+     * its book of the newest keys' addresses (up to {@code rollout.merge.key.addresses.bytes}) and what the read
+     * catalog keeps (pending seals' key filters, generations' key positions). lance-core's caches are the catalog's
+     * shared ones when the table has a catalog.
      */
     public long bytes() {
         return merge.baseKeys().sizeBytes() + merge.keyAddresses().sizeBytes() + readCatalog.residentBytes();

@@ -17,8 +17,7 @@ import org.lance.schema.LanceField;
 
 /**
  * A generation whose rows all go to the base, as new keys or in place of older base rows of their keys (those marked
- * deleted by the same commit), is taken in whole: its data files are linked into the
- * base's {@code data/} (a hard link on local disk, a server-side copy on S3) and appended as a fragment of their
+ * deleted by the same commit), is taken in whole: its data files are linked into the base's {@code data/} (a hard link on local disk, a server-side copy on S3) and appended as a fragment of their
  * own, instead of being read and written again. lance-core 7.0.0 accepts such a fragment because a generation is
  * written with the base's exact schema, so its data files carry the base's field ids; this is checked per
  * generation (lance's field ids, names and types), and a generation that differs, has more than one fragment or a

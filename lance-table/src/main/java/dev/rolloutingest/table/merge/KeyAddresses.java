@@ -151,7 +151,8 @@ public final class KeyAddresses {
         Map<String, Long> hinted = new HashMap<>();
         List<String> missed = new ArrayList<>();
         for (MergeSource.Row row : keys) {
-            if (confirmed.containsKey(row.keyString())) {
+            String key = row.keyString();
+            if (confirmed.containsKey(key)) {
                 continue;
             }
             long address = get(slotHash.applyAsLong(row.hash()));
@@ -162,9 +163,9 @@ public final class KeyAddresses {
                             fragment.getId(), id -> fragment.metadata().getPhysicalRows());
             // an address beyond its fragment's rows, or in a fragment gone from this version, is not asked for
             if (rows != null && (address & 0xFFFF_FFFFL) < rows) {
-                hinted.put(row.keyString(), address);
+                hinted.put(key, address);
             } else {
-                missed.add(row.keyString());
+                missed.add(key);
                 (address < 0 ? absent : stale).increment();
             }
         }

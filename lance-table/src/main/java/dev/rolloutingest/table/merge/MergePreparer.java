@@ -29,8 +29,8 @@ final class MergePreparer {
     /**
      * Reads a plan's generations, ascending, newest row per key; safe on any thread. Every generation's keys and
      * provenance are read first; a generation the merge will likely adopt whole (no row of it dropped within the round,
-     * no delete in it) stays at that, the others are read in full. The commit reads in
-     * full whatever it cannot adopt after all.
+     * no delete in it) stays at that, the others are read in full. The commit reads in full whatever it cannot adopt
+     * after all.
      */
     PreparedMerge prepare(MergePlan plan) {
         if (plan.failure() != null) {

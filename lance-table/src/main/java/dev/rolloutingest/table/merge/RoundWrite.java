@@ -16,8 +16,10 @@ import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.UnmarkedDeletes;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -40,8 +42,8 @@ import org.slf4j.LoggerFactory;
  *       least {@code rollout.merge.adopt.min.rows} rows;
  *   <li>every other key is looked up exactly, where the committer's book of the newest keys places it ({@link
  *       KeyAddresses}: the row there must hold it) or else through the join ({@link MergeJoin}): one the base lacks is
- *       appended too; one it holds is <b>joined</b>: the newer of the two by {@link NewestWins} stays, the base row is marked deleted when the round's
- *       row replaces it, and the round's row is dropped when the base's is newer.
+ *       appended too; one it holds is <b>joined</b>: the newer of the two by {@link NewestWins} stays, the base row is
+ *       marked deleted when the round's row replaces it, and the round's row is dropped when the base's is newer.
  * </ul>
  *
  * A delete (a tombstone, {@link Tombstones}) takes part in the rule like a value, but is kept beside the base, not in it
@@ -426,7 +428,7 @@ public final class RoundWrite {
             keys.appended(result.dataset(), result.fragmentIds(), added);
             meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
             // a replacing row counts as joined however it went in; an adopted one is not written
-            long replacedAdopted = adopted.rows() - adoptedNew(split, adoption, adopted);
+            long replacedAdopted = replacedAdopted(split, adoption, adopted);
             long appendedWritten = written.size() - (split.replace().size() - replacedAdopted);
             meters.rowsByPath.get(MergePath.APPEND).increment(appendedWritten);
             meters.rowsByPath.get(MergePath.ADOPT).increment(adopted.rows() - replacedAdopted);
@@ -445,12 +447,13 @@ public final class RoundWrite {
         }
     }
 
-    /** The new-key rows among the adopted generations' rows (the rest replaced base rows). */
-    private static long adoptedNew(Split split, GenerationAdoption.Split adoption, GenerationAdoption.Linked adopted) {
-        Set<MergeSource.Span> linked = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    /** The replacing rows that went in with their adopted generations (linked, so not written). */
+    private static long replacedAdopted(
+            Split split, GenerationAdoption.Split adoption, GenerationAdoption.Linked adopted) {
+        Set<MergeSource.Span> linked = Collections.newSetFromMap(new IdentityHashMap<>());
         linked.addAll(adoption.adopt());
-        linked.removeAll(adopted.failed());
-        return split.append().stream()
+        adopted.failed().forEach(linked::remove);
+        return split.replace().stream()
                 .filter(row -> linked.contains(row.source().spanOf(row.ordinal())))
                 .count();
     }
