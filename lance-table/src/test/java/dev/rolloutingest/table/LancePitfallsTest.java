@@ -22,7 +22,6 @@ import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
-import dev.rolloutingest.table.storage.BatchReader;
 import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.ObjectStores;
@@ -386,23 +385,9 @@ class LancePitfallsTest {
     }
 
     private void mark(LanceIo lance, org.lance.Dataset base, long generation) {
-        try (base;
-                org.apache.arrow.vector.VectorSchemaRoot empty =
-                        org.apache.arrow.vector.VectorSchemaRoot.create(base.getSchema(), lance.allocator());
-                org.apache.arrow.c.ArrowArrayStream stream =
-                        org.apache.arrow.c.ArrowArrayStream.allocateNew(lance.allocator())) {
-            empty.allocateNew();
-            empty.setRowCount(0);
-            org.apache.arrow.c.Data.exportArrayStream(
-                    lance.allocator(), new BatchReader(lance.allocator(), empty), stream);
-            base.mergeInsert(
-                            MergeCommitter.marksOnly()
-                                    .markGenerationsAsMerged(
-                                            List.of(new org.lance.memwal.MergedGeneration(shard, generation)))
-                                    .withConflictRetries(0),
-                            stream)
-                    .dataset()
-                    .close();
+        try (base) {
+            MergeCommitter.markMerged(
+                    base, List.of(new org.lance.memwal.MergedGeneration(shard, generation)), 0, lance.allocator());
         }
     }
 

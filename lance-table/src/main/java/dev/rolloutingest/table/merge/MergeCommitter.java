@@ -4,7 +4,6 @@ import dev.rolloutingest.table.MemoryBudget;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.BatchReader;
 import dev.rolloutingest.table.storage.LanceIo;
@@ -18,6 +17,7 @@ import java.util.Map;
 import java.util.function.Consumer;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
@@ -255,15 +255,7 @@ public final class MergeCommitter {
                 commitFault.accept(CommitStage.APPENDED);
             }
             long marksStarted = System.nanoTime();
-            Schema table = AddedColumns.tableSchema(target.getSchema());
-            MergeInsertParams params =
-                    marksOnly().markGenerationsAsMerged(marks).withConflictRetries(settings.mergeConflictRetries());
-            try (VectorSchemaRoot empty = emptyBatch(table);
-                    ArrowArrayStream stream = ArrowArrayStream.allocateNew(lance.allocator())) {
-                Data.exportArrayStream(lance.allocator(), new BatchReader(lance.allocator(), empty), stream);
-                MergeInsertResult inserted = target.mergeInsert(params, stream);
-                inserted.dataset().close();
-            }
+            markMerged(target, marks, settings.mergeConflictRetries(), lance.allocator());
             commitFault.accept(CommitStage.MARKED);
             log.info(
                     "Table {}: commit of {} generations of {} shards: {} rows appended and {} replacing {} older base"
@@ -288,20 +280,34 @@ public final class MergeCommitter {
     }
 
     /**
-     * The merge-insert that carries marks alone, with an empty source. lance-core 7.0.0 refuses one that can change
-     * nothing (matched: do nothing, not matched: do nothing) even with marks ("not configured to change the data in
-     * any way"), so it says "update when matched": with no source rows nothing is matched.
+     * Marks generations merged, alone: a merge-insert with an empty source that carries the marks. Its source holds
+     * the key column only: with no rows it changes no fragment either way, and lance plans and commits it 3-4x faster
+     * than one with every column of the table (9-21 against 22-87 ms at 1M rows, interleaved in one run).
+     */
+    public static void markMerged(
+            Dataset target, List<MergedGeneration> marks, int conflictRetries, BufferAllocator allocator) {
+        Schema keyOnly = new Schema(List.of(target.getSchema().findField(RolloutSchema.RECORD_ID)));
+        MergeInsertParams params = marksOnly().markGenerationsAsMerged(marks).withConflictRetries(conflictRetries);
+        try (VectorSchemaRoot empty = VectorSchemaRoot.create(keyOnly, allocator);
+                ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
+            empty.allocateNew();
+            empty.setRowCount(0);
+            Data.exportArrayStream(allocator, new BatchReader(allocator, empty), stream);
+            MergeInsertResult inserted = target.mergeInsert(params, stream);
+            inserted.dataset().close();
+        } catch (Exception e) {
+            throw LanceIo.unchecked(e);
+        }
+    }
+
+    /**
+     * The merge-insert params that carry marks alone. lance-core 7.0.0 refuses one that can change nothing (matched:
+     * do nothing, not matched: do nothing) even with marks ("not configured to change the data in any way"), so it
+     * says "update when matched": with no source rows nothing is matched.
      */
     public static MergeInsertParams marksOnly() {
         return new MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
                 .withMatchedUpdateAll()
                 .withNotMatched(MergeInsertParams.WhenNotMatched.DoNothing);
-    }
-
-    private VectorSchemaRoot emptyBatch(Schema table) {
-        VectorSchemaRoot empty = VectorSchemaRoot.create(table, lance.allocator());
-        empty.allocateNew();
-        empty.setRowCount(0);
-        return empty;
     }
 }

@@ -252,46 +252,69 @@ class AppendPathTest {
     /**
      * lance-core 7.0.0 refuses a merge-insert that can change nothing (matched: do nothing, not matched: do
      * nothing) even when it carries marks ("not configured to change the data in any way"); so the marks ride on
-     * an update-when-matched merge-insert with an empty source ({@link MergeCommitter#marksOnly}).
+     * an update-when-matched merge-insert with an empty source of the key column alone
+     * ({@link MergeCommitter#markMerged}), which moves the watermark and leaves every fragment, row and column as it
+     * was.
      */
     @Test
-    void marksAloneRideOnAnUpdateWhenMatchedMergeInsertWithAnEmptySource() throws Exception {
+    void marksAloneRideOnAnUpdateWhenMatchedMergeInsertWithAnEmptyKeyOnlySource() throws Exception {
         TableLocation location = TableLocation.local(freshDir("marks-only"));
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table =
                         RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
                 RootAllocator allocator = new RootAllocator()) {
-            SealedGeneration generation = table.generations().write(TOPIC, 0, 0, 9, rows(0, 0, 0, 10, 0), 1000);
+            write(table, 0, 0, 0, 10, 0);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            SealedGeneration generation = table.generations().write(TOPIC, 0, 10, 19, rows(0, 10, 10, 10, 0), 1000);
             List<org.lance.memwal.MergedGeneration> marks =
                     List.of(new org.lance.memwal.MergedGeneration(shard, generation.generation()));
-            for (boolean ownParams : new boolean[] {false, true}) {
-                org.lance.merge.MergeInsertParams params = ownParams
-                        ? MergeCommitter.marksOnly()
-                        : new org.lance.merge.MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
-                                .withMatchedDoNothing()
-                                .withNotMatched(org.lance.merge.MergeInsertParams.WhenNotMatched.DoNothing);
-                try (Dataset base = Dataset.open()
-                                .allocator(allocator)
-                                .uri(location.uri())
-                                .build();
-                        VectorSchemaRoot empty = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
-                        org.apache.arrow.c.ArrowArrayStream stream =
-                                org.apache.arrow.c.ArrowArrayStream.allocateNew(allocator)) {
-                    empty.allocateNew();
-                    empty.setRowCount(0);
-                    org.apache.arrow.c.Data.exportArrayStream(allocator, new BatchReader(allocator, empty), stream);
-                    if (ownParams) {
-                        base.mergeInsert(params.markGenerationsAsMerged(marks), stream)
-                                .dataset()
-                                .close();
-                    } else {
-                        assertThatThrownBy(() -> base.mergeInsert(params.markGenerationsAsMerged(marks), stream))
-                                .hasMessageContaining("not configured to change the data");
-                    }
-                }
-                assertThat(table.generations().watermarks().getOrDefault(shard, 0L))
-                        .as(ownParams ? "marked by the merge's own params" : "refused, nothing marked")
-                        .isEqualTo(ownParams ? generation.generation() : 0L);
+            try (Dataset base = Dataset.open()
+                            .allocator(allocator)
+                            .uri(location.uri())
+                            .build();
+                    VectorSchemaRoot empty = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
+                    org.apache.arrow.c.ArrowArrayStream stream =
+                            org.apache.arrow.c.ArrowArrayStream.allocateNew(allocator)) {
+                empty.allocateNew();
+                empty.setRowCount(0);
+                org.apache.arrow.c.Data.exportArrayStream(allocator, new BatchReader(allocator, empty), stream);
+                org.lance.merge.MergeInsertParams doNothing = new org.lance.merge.MergeInsertParams(
+                                List.of(RolloutSchema.RECORD_ID))
+                        .withMatchedDoNothing()
+                        .withNotMatched(org.lance.merge.MergeInsertParams.WhenNotMatched.DoNothing);
+                assertThatThrownBy(() -> base.mergeInsert(doNothing.markGenerationsAsMerged(marks), stream))
+                        .hasMessageContaining("not configured to change the data");
+            }
+            assertThat(table.generations().watermarks().getOrDefault(shard, 0L))
+                    .as("refused, nothing marked")
+                    .isLessThan(generation.generation());
+            String before;
+            org.apache.arrow.vector.types.pojo.Schema schemaBefore;
+            try (Dataset base =
+                    Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+                before = base.getFragments().stream()
+                        .map(f -> f.metadata().toString())
+                        .toList()
+                        .toString();
+                schemaBefore = base.getSchema();
+                MergeCommitter.markMerged(base, marks, 0, allocator);
+            }
+            assertThat(table.generations().watermarks().getOrDefault(shard, 0L))
+                    .as("marked by the merge's own merge-insert")
+                    .isEqualTo(generation.generation());
+            try (Dataset base =
+                    Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+                assertThat(base.getFragments().stream()
+                                .map(f -> f.metadata().toString())
+                                .toList()
+                                .toString())
+                        .as("no fragment changed")
+                        .isEqualTo(before);
+                assertThat(base.getSchema()).isEqualTo(schemaBefore);
+                assertThat(base.countRows()).isEqualTo(10);
+            }
+            for (int k = 0; k < 10; k++) {
+                assertThat(table.get("key-" + k)).as("key-%d", k).isPresent();
             }
         }
     }
