@@ -284,6 +284,13 @@ final class BenchCommand implements Callable<Integer> {
                     + " (rollout.merge.key.addresses.bytes; -1 = its default, 0 = every update through the index)")
     long keyAddressesBytes;
 
+    @Option(
+            names = "--key-addresses-file-max-bytes",
+            defaultValue = "-1",
+            description = "merge-round: the largest file of every base key's address"
+                    + " (rollout.merge.key.addresses.file.max.bytes; -1 = its default, 0 = no file)")
+    long keyAddressesFileMaxBytes;
+
     @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
     long scanBaseRows;
 
@@ -338,7 +345,10 @@ final class BenchCommand implements Callable<Integer> {
             new MergeRoundBench(
                             System.out,
                             payloadBytes,
-                            keyAddressesBytes < 0 ? TableSettings.DEFAULTS.mergeKeyAddressesBytes() : keyAddressesBytes)
+                            keyAddressesBytes < 0 ? TableSettings.DEFAULTS.mergeKeyAddressesBytes() : keyAddressesBytes,
+                            keyAddressesFileMaxBytes < 0
+                                    ? TableSettings.DEFAULTS.mergeKeyAddressesFileMaxBytes()
+                                    : keyAddressesFileMaxBytes)
                     .run(dir, roundBaseRows, commits);
             return 0;
         }

@@ -70,11 +70,17 @@ public final class MergeRoundBench {
     private static final int RECENT_KEYS = 4 * ROUND_ROWS;
 
     private final long keyAddressesBytes;
+    private final long keyAddressesFileMaxBytes;
 
-    /** @param keyAddressesBytes the committer's book of key addresses ({@code rollout.merge.key.addresses.bytes}) */
-    public MergeRoundBench(PrintStream out, int payloadBytes, long keyAddressesBytes) {
+    /**
+     * @param keyAddressesBytes the committer's book of key addresses ({@code rollout.merge.key.addresses.bytes})
+     * @param keyAddressesFileMaxBytes its file of every key's address ({@code
+     *     rollout.merge.key.addresses.file.max.bytes}; 0 = none)
+     */
+    public MergeRoundBench(PrintStream out, int payloadBytes, long keyAddressesBytes, long keyAddressesFileMaxBytes) {
         this.out = out;
         this.keyAddressesBytes = keyAddressesBytes;
+        this.keyAddressesFileMaxBytes = keyAddressesFileMaxBytes;
         this.generator = new RolloutGenerator("round", payloadBytes, 11);
     }
 
@@ -129,7 +135,13 @@ public final class MergeRoundBench {
                             .with(TableSettings.MERGE_APPEND_NEW_KEYS, append)
                             .with(TableSettings.MERGE_ADOPT_GENERATIONS, !path.equals("append, no adoption"))
                             .with(TableSettings.MERGE_ADOPT_MIN_ROWS, 0)
-                            .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, keyAddressesBytes);
+                            .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, keyAddressesBytes)
+                            .with(TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES, keyAddressesFileMaxBytes)
+                            .with(
+                                    TableSettings.MERGE_KEY_ADDRESSES_FILE_DIR,
+                                    dir.toAbsolutePath()
+                                            .resolve("key-addresses")
+                                            .toString());
                     SimpleMeterRegistry meters = new SimpleMeterRegistry();
                     try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
                         List<Long> floorMs = new ArrayList<>();
@@ -139,6 +151,17 @@ public final class MergeRoundBench {
                         table.maintenance().optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
                         round(table, baseRows, present, deleted, recent);
+                        // a warm-up that met old keys builds the file of every key's address in the background: as
+                        // the filter, built before the rounds are timed
+                        table.merges().keyAddressFileBuild().join();
+                        io.micrometer.core.instrument.Timer fileBuilds = meters.get(
+                                        "rollout.merge.key.addresses.file.builds")
+                                .timer();
+                        if (fileBuilds.count() > 0) {
+                            out.printf(
+                                    "  (file of every key's address built in %.0f ms, once)%n",
+                                    fileBuilds.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS));
+                        }
                         table.maintenance().optimizeKeyIndex();
                         io.micrometer.core.instrument.Timer appendTimer = meters.get("rollout.merge.phase")
                                 .tag("phase", "append")
@@ -191,9 +214,15 @@ public final class MergeRoundBench {
                     }
                 }
             }
-            try (var files = java.nio.file.Files.walk(Path.of(location.uri()))) {
-                files.sorted(java.util.Comparator.reverseOrder())
-                        .forEach(f -> f.toFile().delete());
+            for (Path written :
+                    List.of(Path.of(location.uri()), dir.toAbsolutePath().resolve("key-addresses"))) {
+                if (!java.nio.file.Files.exists(written)) {
+                    continue;
+                }
+                try (var files = java.nio.file.Files.walk(written)) {
+                    files.sorted(java.util.Comparator.reverseOrder())
+                            .forEach(f -> f.toFile().delete());
+                }
             }
         }
         if (allNewAppendRound.size() > 1) {

@@ -5,6 +5,8 @@ import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_MIN_ROWS;
 import static dev.rolloutingest.table.TableSettings.MERGE_APPEND_NEW_KEYS;
 import static dev.rolloutingest.table.TableSettings.MERGE_CONFLICT_RETRIES;
 import static dev.rolloutingest.table.TableSettings.MERGE_KEY_ADDRESSES_BYTES;
+import static dev.rolloutingest.table.TableSettings.MERGE_KEY_ADDRESSES_FILE_DIR;
+import static dev.rolloutingest.table.TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES;
 import static dev.rolloutingest.table.TableSettings.MERGE_MAX_BYTES;
 import static dev.rolloutingest.table.TableSettings.MERGE_MAX_GENERATIONS;
 import static dev.rolloutingest.table.TableSettings.MERGE_ROUND_MAX_BYTES;
@@ -18,6 +20,7 @@ import static org.apache.kafka.common.config.ConfigDef.Importance.MEDIUM;
 import static org.apache.kafka.common.config.ConfigDef.Type.BOOLEAN;
 import static org.apache.kafka.common.config.ConfigDef.Type.INT;
 import static org.apache.kafka.common.config.ConfigDef.Type.LONG;
+import static org.apache.kafka.common.config.ConfigDef.Type.STRING;
 
 import org.apache.kafka.common.config.ConfigDef;
 
@@ -106,6 +109,25 @@ final class MergeSettings {
                                 + " the row it replaces by a take of its address, not a lookup in the record_id index"
                                 + " (~0.2-0.7 ms a key); filled only once a commit has updates, so a table of new keys"
                                 + " never pays for it. 0 = every update through the index")
+                .define(
+                        MERGE_KEY_ADDRESSES_FILE_MAX_BYTES,
+                        LONG,
+                        4L << 30,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Local disk per table, at most, of the merge committer's file of where every base key sat when"
+                                + " it last read the base whole (16 bytes a base row, 1/32 byte a row of memory): an update"
+                                + " of an old key the book of the newest keys does not hold finds its row by a block read"
+                                + " and a take, not a lookup in the record_id index. Built in the background once a commit"
+                                + " meets such updates, again when a quarter of the rows moved or are newer than it; kept"
+                                + " across restarts. A table larger than this has none. 0 = no file")
+                .define(
+                        MERGE_KEY_ADDRESSES_FILE_DIR,
+                        STRING,
+                        "",
+                        LOW,
+                        "Folder of the merge committers' files of key addresses, a subfolder a table (empty: the JVM's"
+                                + " temporary folder); losing it costs a rebuild, never a wrong row")
                 .define(
                         MERGE_APPEND_NEW_KEYS,
                         BOOLEAN,

@@ -34,6 +34,8 @@ public final class TableSettings {
     public static final String MERGE_ROUND_MAX_BYTES = "rollout.merge.round.max.bytes";
     public static final String MERGE_SCAN_JOIN_MAX_BASE_ROWS = "rollout.merge.scan.join.max.base.rows";
     public static final String MERGE_KEY_ADDRESSES_BYTES = "rollout.merge.key.addresses.bytes";
+    public static final String MERGE_KEY_ADDRESSES_FILE_DIR = "rollout.merge.key.addresses.file.dir";
+    public static final String MERGE_KEY_ADDRESSES_FILE_MAX_BYTES = "rollout.merge.key.addresses.file.max.bytes";
     public static final String MERGE_APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
     public static final String MERGE_ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
     public static final String MERGE_ADOPT_MIN_ROWS = "rollout.merge.adopt.min.rows";
@@ -210,6 +212,22 @@ public final class TableSettings {
     /** Memory of a table's book of its newest keys' row addresses (see {@link #MERGE_KEY_ADDRESSES_BYTES}). */
     public long mergeKeyAddressesBytes() {
         return longValue(MERGE_KEY_ADDRESSES_BYTES);
+    }
+
+    /**
+     * The folder of the merge committers' files of every base key's address, a subfolder a table (see {@link
+     * #MERGE_KEY_ADDRESSES_FILE_DIR}); empty: {@code rollout-key-addresses} in the JVM's temporary folder.
+     */
+    public java.nio.file.Path mergeKeyAddressesFileDir() {
+        String dir = (String) values.get(MERGE_KEY_ADDRESSES_FILE_DIR);
+        return dir == null || dir.isBlank()
+                ? java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "rollout-key-addresses")
+                : java.nio.file.Path.of(dir);
+    }
+
+    /** The largest file of a table's key addresses (see {@link #MERGE_KEY_ADDRESSES_FILE_MAX_BYTES}); 0 = none. */
+    public long mergeKeyAddressesFileMaxBytes() {
+        return longValue(MERGE_KEY_ADDRESSES_FILE_MAX_BYTES);
     }
 
     public boolean mergeAppendNewKeys() {

@@ -1,5 +1,7 @@
 package dev.rolloutingest.table.merge;
 
+import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
@@ -7,6 +9,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -17,6 +20,13 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarCharVector;
@@ -26,6 +36,8 @@ import org.lance.Dataset;
 import org.lance.Fragment;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Where the base's newest keys sit: a key's hash to its row address, so a merge commit finds the base rows its updates
@@ -42,11 +54,17 @@ import org.lance.ipc.ScanOptions;
  * <p>Filled lazily, when a commit has more keys to look up than the key filter's false positives explain (so a table
  * that only ever gains new keys never pays for it): of the fragments it has not read, the newest that its capacity
  * holds are read, oldest first (record_ids with their row addresses); the others (older ones, or one larger than
- * what is left, as a compaction's output) are passed over for good.
- * The fragments this committer appends are read the same way at its next lookup. (lance-core numbers a new fragment above every id it gave out, a restore's too; were an
- * id used again, a row found there would hold another key or one that is that key's only row.) Memory ({@code rollout.merge.key.addresses.bytes}): two tables of hash and address, 16 bytes a
- * slot, each at most 3/4 full; when the younger is full the older is dropped, so the book holds between one and two
- * tables' worth of the newest keys.
+ * what is left, as a compaction's output) are passed over for good. The fragments this committer appends are read
+ * the same way at its next lookup. (lance-core numbers a new fragment above every id it gave out, a restore's too;
+ * were an id used again, a row found there would hold another key or one that is that key's only row.) Memory
+ * ({@code rollout.merge.key.addresses.bytes}): two tables of hash and address, 16 bytes a slot, each at most 3/4
+ * full; when the younger is full the older is dropped, so the book holds between one and two tables' worth of the
+ * newest keys.
+ *
+ * <p>Keys it does not hold are asked of a {@link KeyAddressFile} of every base key's address on local disk (1/32 byte
+ * a base row of memory), built in the background once a commit leaves more keys to the join than the false positives
+ * explain (updates of old keys), and again when it has grown stale: a compaction moved a quarter of its rows, or a
+ * quarter as many rows are newer than it. It outlives a restart; its hints are confirmed by the same take.
  */
 public final class KeyAddresses {
     static final String ROW_ADDRESS = "_rowaddr";
@@ -55,8 +73,34 @@ public final class KeyAddresses {
     /** At most 1/this of a round's rows looking held is what the key filter's false positives explain. */
     private static final int LIKELY_FALSE_POSITIVES = 200;
 
+    private static final Logger log = LoggerFactory.getLogger(KeyAddresses.class);
+    /** A failed build of the file is tried again after this long. */
+    private static final long FILE_RETRY_NANOS = 60_000_000_000L;
+    /** Builds of every table's file, one at a time: each reads a whole base's keys. */
+    private static final ExecutorService FILE_BUILDS = Executors.newSingleThreadExecutor(task -> {
+        Thread thread = new Thread(task, "key-address-file-build");
+        thread.setDaemon(true);
+        return thread;
+    });
+
     private final ToLongFunction<KeyFilter.Hash> slotHash;
     private final int maxSlots;
+    private final long maxBytes;
+    /** The table's folder of key address files; null: no file. */
+    private final Path fileFolder;
+
+    private final long fileMaxBytes;
+    private final Supplier<Dataset> openBase;
+    private final Counter fileHints;
+    private final Timer fileBuilds;
+    private KeyAddressFile file;
+    /** Whether the folder was looked in for a file since the last release. */
+    private boolean fileLooked;
+
+    private CompletableFuture<Void> building = CompletableFuture.completedFuture(null);
+    private long nextBuildNanos;
+    private boolean tooLargeLogged;
+    private volatile boolean closed;
     private final Counter found;
     private final Counter stale;
     private final Counter absent;
@@ -67,17 +111,41 @@ public final class KeyAddresses {
     private Slots old;
     /** Fragments read or passed over. */
     private final Set<Integer> known = new HashSet<>();
-    /** The tables' memory, kept for {@link #sizeBytes}. */
+    /** The tables' and the file's memory, kept for {@link #sizeBytes}. */
     private volatile long bytes;
+
+    private volatile long onDisk;
 
     /** @param maxBytes the book's memory at most; 0 turns it off (every key through the join) */
     public KeyAddresses(MeterRegistry meters, long maxBytes) {
-        this(meters, maxBytes, KeyAddresses::slotHash);
+        this(meters, maxBytes, KeyAddresses::slotHash, null, 0, null);
     }
 
-    /** @param slotHash a key's hash in the book (tests make keys share one) */
-    KeyAddresses(MeterRegistry meters, long maxBytes, ToLongFunction<KeyFilter.Hash> slotHash) {
+    /**
+     * With a file of every base key's address beside the book.
+     *
+     * @param fileFolder the table's own folder of such files (kept across restarts)
+     * @param fileMaxBytes no file for a base whose file would be larger; 0 = no file
+     * @param openBase the base at its latest version, for a build in the background
+     */
+    public KeyAddresses(
+            MeterRegistry meters, long maxBytes, Path fileFolder, long fileMaxBytes, Supplier<Dataset> openBase) {
+        this(meters, maxBytes, KeyAddresses::slotHash, fileFolder, fileMaxBytes, openBase);
+    }
+
+    /** @param slotHash a key's hash in the book and the file (tests make keys share one) */
+    KeyAddresses(
+            MeterRegistry meters,
+            long maxBytes,
+            ToLongFunction<KeyFilter.Hash> slotHash,
+            Path fileFolder,
+            long fileMaxBytes,
+            Supplier<Dataset> openBase) {
         this.slotHash = slotHash;
+        this.maxBytes = maxBytes;
+        this.fileFolder = maxBytes == 0 || fileMaxBytes == 0 ? null : fileFolder;
+        this.fileMaxBytes = fileMaxBytes;
+        this.openBase = openBase;
         long slots = Math.max(0, maxBytes / 2 / BYTES_PER_SLOT);
         this.maxSlots = slots < FIRST_SLOTS ? 0 : Integer.highestOneBit((int) Math.min(slots, 1 << 30));
         String lookups = "rollout.merge.key.addresses.lookups";
@@ -106,6 +174,19 @@ public final class KeyAddresses {
         this.keysRead = Counter.builder("rollout.merge.key.addresses.keys.read")
                 .description("Base record_ids read with their row addresses into the merge committer's book")
                 .register(meters);
+        this.fileHints = Counter.builder("rollout.merge.key.addresses.file.hints")
+                .description("Addresses of keys the book of the newest keys did not hold, given by the file of every"
+                        + " base key's address (each then confirmed by the take like the book's)")
+                .register(meters);
+        this.fileBuilds = Timer.builder("rollout.merge.key.addresses.file.builds")
+                .description("Builds of a table's file of every base key's address, in the background")
+                .register(meters);
+        SummedGauges.add(
+                meters,
+                "rollout.merge.key.addresses.file.bytes",
+                "Local disk of the merge committers' files of every base key's address, over every table",
+                this,
+                KeyAddresses::fileBytes);
         SummedGauges.add(
                 meters,
                 "rollout.merge.key.addresses.bytes",
@@ -131,13 +212,13 @@ public final class KeyAddresses {
         }
         long started = System.nanoTime();
         try {
-            return placed(base, fragments, keys);
+            return placed(base, fragments, keys, roundRows);
         } finally {
             finds.record(Duration.ofNanos(System.nanoTime() - started));
         }
     }
 
-    private Found placed(Dataset base, List<Fragment> fragments, Collection<MergeSource.Row> keys) {
+    private Found placed(Dataset base, List<Fragment> fragments, Collection<MergeSource.Row> keys, int roundRows) {
         Map<Long, List<MergeSource.Row>> wanted = new HashMap<>();
         for (MergeSource.Row row : keys) {
             wanted.computeIfAbsent(slotHash.applyAsLong(row.hash()), h -> new ArrayList<>(1))
@@ -150,12 +231,20 @@ public final class KeyAddresses {
         Map<Integer, Long> rowsById = new HashMap<>(); // of the fragments hinted at only: a metadata read each
         Map<String, Long> hinted = new HashMap<>();
         List<String> missed = new ArrayList<>();
+        KeyAddressFile everyKey = fileFolder == null ? null : file();
         for (MergeSource.Row row : keys) {
             String key = row.keyString();
             if (confirmed.containsKey(key)) {
                 continue;
             }
-            long address = get(slotHash.applyAsLong(row.hash()));
+            long hash = slotHash.applyAsLong(row.hash());
+            long address = get(hash);
+            if (address < 0 && everyKey != null) {
+                address = everyKey.get(hash);
+                if (address >= 0) {
+                    fileHints.increment();
+                }
+            }
             Fragment fragment = address < 0 ? null : byId.get((int) (address >>> 32));
             Long rows = fragment == null
                     ? null
@@ -179,7 +268,121 @@ public final class KeyAddresses {
             }
         });
         found.increment(confirmed.size());
+        // more keys left to the join than the key filter's false positives explain: updates of old keys
+        if (fileFolder != null && missed.size() > roundRows / LIKELY_FALSE_POSITIVES) {
+            buildFileIfDue(fragments);
+        }
         return new Found(confirmed, missed);
+    }
+
+    /** A table's own folder of key address files: its last path segment and a hash of its whole URI. */
+    public static String folderOf(TableLocation location) {
+        String uri = location.uri();
+        String name = uri.replaceAll("/+$", "");
+        name = name.substring(name.lastIndexOf('/') + 1).replaceAll("[^A-Za-z0-9._-]", "_");
+        try {
+            byte[] digest =
+                    java.security.MessageDigest.getInstance("SHA-256").digest(uri.getBytes(StandardCharsets.UTF_8));
+            return name + "-" + java.util.HexFormat.of().formatHex(digest, 0, 8);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The file, the newest in the folder after a start or a release. */
+    private KeyAddressFile file() {
+        if (!fileLooked) {
+            fileLooked = true;
+            file = KeyAddressFile.newest(fileFolder);
+            countBytes();
+        }
+        return file;
+    }
+
+    /**
+     * Starts a build of the file in the background, unless one is under way, the last failed less than a minute ago,
+     * the base is larger than the file may be, or the file is fresh: its fragments still hold at least 3/4 of the rows
+     * it holds (a compaction moved fewer) and the fragments newer than it fewer than 1/4.
+     */
+    private void buildFileIfDue(List<Fragment> fragments) {
+        if (closed || !building.isDone() || System.nanoTime() - nextBuildNanos < 0) {
+            return;
+        }
+        long rows = 0;
+        long covered = 0;
+        int maxCovered = file == null ? Integer.MIN_VALUE : file.maxFragmentId();
+        for (Fragment fragment : fragments) {
+            long physical = fragment.metadata().getPhysicalRows();
+            rows += physical;
+            if (fragment.getId() <= maxCovered) {
+                covered += physical;
+            }
+        }
+        if (rows * 16 > fileMaxBytes) {
+            if (!tooLargeLogged) {
+                tooLargeLogged = true;
+                log.info(
+                        "Table {}: no file of key addresses: {} base rows need {} bytes, more than {}; updates of old"
+                                + " keys go through the record_id index",
+                        fileFolder.getFileName(),
+                        rows,
+                        rows * 16,
+                        TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES);
+            }
+            return;
+        }
+        if (file != null && covered >= file.pairs() / 4 * 3 && rows - covered <= file.pairs() / 4) {
+            return;
+        }
+        building = CompletableFuture.runAsync(this::buildFile, FILE_BUILDS);
+    }
+
+    private void buildFile() {
+        long started = System.nanoTime();
+        try (Dataset base = openBase.get()) {
+            KeyAddressFile built = KeyAddressFile.build(
+                    base,
+                    base.getFragments(),
+                    fileFolder,
+                    Math.max(1L << 20, maxBytes / 2),
+                    key -> slotHash.applyAsLong(KeyFilter.murmur3x64(key)),
+                    () -> closed);
+            fileBuilds.record(Duration.ofNanos(System.nanoTime() - started));
+            log.info(
+                    "Table {}: built the file of {} key addresses at version {} in {} ms",
+                    fileFolder.getFileName(),
+                    built.pairs(),
+                    built.version(),
+                    (System.nanoTime() - started) / 1_000_000);
+            adopt(built);
+        } catch (Exception e) {
+            log.warn(
+                    "Table {}: building the file of key addresses failed; tried again in a minute",
+                    fileFolder.getFileName(),
+                    e);
+            synchronized (this) {
+                nextBuildNanos = System.nanoTime() + FILE_RETRY_NANOS;
+            }
+        }
+    }
+
+    private synchronized void adopt(KeyAddressFile built) {
+        if (closed) {
+            built.close();
+            return;
+        }
+        if (file != null) {
+            file.close();
+        }
+        file = built;
+        fileLooked = true;
+        built.deleteOthers();
+        countBytes();
+    }
+
+    /** The build of the file under way, or the last one. */
+    public synchronized CompletableFuture<Void> fileBuild() {
+        return building;
     }
 
     /** The live rows at the hinted addresses that hold the key they were asked for. */
@@ -319,7 +522,8 @@ public final class KeyAddresses {
 
     private void countBytes() {
         long slots = (young == null ? 0 : young.hashes.length) + (old == null ? 0 : old.hashes.length);
-        bytes = slots * BYTES_PER_SLOT;
+        bytes = slots * BYTES_PER_SLOT + (file == null ? 0 : file.memoryBytes());
+        onDisk = file == null ? 0 : file.fileBytes();
     }
 
     private static long maxEntries(int slots) {
@@ -331,12 +535,35 @@ public final class KeyAddresses {
         young = null;
         old = null;
         known.clear();
+        if (file != null) {
+            file.close();
+            file = null;
+        }
+        fileLooked = false;
         countBytes();
+    }
+
+    /** Stops a build of the file under way (waiting for it to stop) and lets go of every address and the file. */
+    public void close() {
+        closed = true;
+        try {
+            fileBuild().get(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            log.warn("Table {}: a build of the file of key addresses still runs after a minute of closing", fileFolder);
+        }
+        release();
     }
 
     /** Without the lock: a scrape of the gauge never waits for a commit's read of the book. */
     public long sizeBytes() {
         return bytes;
+    }
+
+    /** The file's bytes on disk, 0 without one. */
+    public long fileBytes() {
+        return onDisk;
     }
 
     /** Open addressing over a power-of-two number of slots, linear probing; a hash put again takes the new address. */

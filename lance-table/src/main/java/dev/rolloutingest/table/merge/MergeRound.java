@@ -48,7 +48,12 @@ public final class MergeRound {
         this.lance = lance;
         this.catalog = catalog;
         this.keys = new BaseKeys(lance, meters);
-        this.addresses = new KeyAddresses(meters, settings.mergeKeyAddressesBytes());
+        this.addresses = new KeyAddresses(
+                meters,
+                settings.mergeKeyAddressesBytes(),
+                settings.mergeKeyAddressesFileDir().resolve(KeyAddresses.folderOf(lance.location())),
+                settings.mergeKeyAddressesFileMaxBytes(),
+                lance::openBase);
         this.meters = new MergeMeters(meters);
         MergeMeters merges = this.meters;
         this.preparer = new MergePreparer(lance, settings, merges);

@@ -177,6 +177,14 @@ public final class TableMerges implements AutoCloseable {
         return lane.getPoolSize() > 0;
     }
 
+    /**
+     * The background build of the table's file of every base key's address under way, or the last one (a bench waits
+     * for it before it times rounds).
+     */
+    public CompletableFuture<Void> keyAddressFileBuild() {
+        return merge.keyAddresses().fileBuild();
+    }
+
     /** The capacity this table's rounds take their turns and preparers from. */
     public MergeCapacity capacity() {
         return capacity;
@@ -326,6 +334,7 @@ public final class TableMerges implements AutoCloseable {
             log.warn("Table {}: a merge round still runs after a minute of closing: {}", uri, e.toString());
         }
         lane.shutdown();
+        merge.keyAddresses().close();
         if (ownsCapacity) {
             capacity.close();
         }

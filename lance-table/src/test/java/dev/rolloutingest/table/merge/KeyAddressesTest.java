@@ -14,6 +14,7 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutRow;
@@ -199,7 +200,7 @@ class KeyAddressesTest {
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
             merge(table, 0, puts(0, 0, 0, 10, 0)); // key-0..9, read in order: the shared slot ends with key-9's
         }
-        KeyAddresses book = new KeyAddresses(new SimpleMeterRegistry(), 1L << 20, hash -> 7);
+        KeyAddresses book = new KeyAddresses(new SimpleMeterRegistry(), 1L << 20, hash -> 7, null, 0, null);
         try (RootAllocator allocator = new RootAllocator();
                 Dataset base =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
@@ -284,5 +285,86 @@ class KeyAddressesTest {
                     .isEqualTo(100);
             assertThat(baseRows(location)).hasSize(100).containsEntry("key-29", "0@129");
         }
+    }
+
+    private static double fileHints(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.key.addresses.file.hints").counter().count();
+    }
+
+    private static long fileBuilds(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.key.addresses.file.builds").timer().count();
+    }
+
+    private static void awaitFileBuild(RolloutTable table) {
+        TableSeams.mergeRound(table).keyAddresses().fileBuild().join();
+    }
+
+    /** The smallest book (6,144 keys) and a folder of files of the test's own. */
+    private static TableSettings smallBookWithFile(String name) {
+        return TableSettings.DEFAULTS
+                .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 128L << 10)
+                .with(TableSettings.MERGE_KEY_ADDRESSES_FILE_DIR, freshDir(name).toString());
+    }
+
+    /**
+     * Updates of old keys the book no longer holds: the first round goes through the join and has the file of every
+     * key's address built; from then on such keys are found at the file's addresses, each confirmed by the take. A
+     * restarted committer opens the file it left, and a compaction that moved the rows makes the file's addresses
+     * stale (each such key through the join, never a wrong row) and has it built again.
+     */
+    @Test
+    void updatesOfOldKeysTheBookDoesNotHoldAreFoundThroughTheFileWhichOutlivesARestart() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("file-old-keys"));
+        TableSettings settings = smallBookWithFile("file-old-keys-files");
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table = RolloutTable.createOrOpen(location, settings, meters)) {
+            for (int g = 0; g < 8; g++) {
+                merge(table, 0, puts(0, g * 2_500L, g * 2_500, 2_500, g)); // key-0..19999, eight fragments
+            }
+            merge(table, 0, puts(0, 20_000, 0, 100, 10)); // key-0..99: older than the book holds
+            assertThat(lookups(meters, "found")).isZero();
+            assertThat(joinCommits(meters)).isEqualTo(1);
+            awaitFileBuild(table);
+            assertThat(fileBuilds(meters)).isEqualTo(1);
+
+            merge(table, 0, puts(0, 20_100, 100, 100, 11)); // key-100..199
+            assertThat(fileHints(meters)).isEqualTo(100);
+            assertThat(lookups(meters, "found")).isEqualTo(100);
+            assertThat(joinCommits(meters)).isEqualTo(1);
+        }
+        SimpleMeterRegistry restarted = new SimpleMeterRegistry();
+        try (RolloutTable table = RolloutTable.createOrOpen(location, settings, restarted)) {
+            merge(table, 0, puts(0, 20_200, 200, 100, 12)); // key-200..299
+            assertThat(fileHints(restarted)).isEqualTo(100);
+            assertThat(lookups(restarted, "found")).isEqualTo(100);
+            assertThat(fileBuilds(restarted))
+                    .as("the file left before the restart")
+                    .isZero();
+
+            // every row but the first fragment's (the commits' fence) moves: the file's addresses of them point at
+            // fragments that are gone
+            assertThat(table.maintenance().compact(1_000_000).fragmentsAfter()).isLessThan(4);
+            merge(table, 0, puts(0, 20_300, 2_500, 100, 13)); // key-2500..2599, in the second fragment before
+            assertThat(lookups(restarted, "stale")).isEqualTo(100);
+            assertThat(lookups(restarted, "found")).isEqualTo(100);
+            assertThat(joinCommits(restarted)).isEqualTo(1);
+            awaitFileBuild(table);
+            assertThat(fileBuilds(restarted))
+                    .as("built again after the compaction")
+                    .isEqualTo(1);
+
+            merge(table, 0, puts(0, 20_400, 2_600, 100, 14)); // key-2600..2699
+            assertThat(fileHints(restarted)).isEqualTo(300);
+            assertThat(lookups(restarted, "found")).isEqualTo(200);
+            assertThat(joinCommits(restarted)).isEqualTo(1);
+        }
+        Map<String, String> base = baseRows(location); // fails on a key held twice
+        assertThat(base).hasSize(20_000);
+        assertThat(base.get("key-50")).isEqualTo("0@20050");
+        assertThat(base.get("key-150")).isEqualTo("0@20150");
+        assertThat(base.get("key-250")).isEqualTo("0@20250");
+        assertThat(base.get("key-2550")).isEqualTo("0@20350");
+        assertThat(base.get("key-2650")).isEqualTo("0@20450");
+        assertThat(base.get("key-550")).isEqualTo("0@550");
     }
 }
