@@ -7,8 +7,8 @@ import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,8 +31,9 @@ import org.lance.ipc.ScanOptions;
 
 /**
  * Where every key of the base sat when the base was last read whole: a file on the merge-worker's local disk of
- * (hash, row address) pairs sorted by hash (unsigned), 16 bytes a base row, with the first hash of every block of 256
- * pairs kept in memory (1/32 byte a row) to find the 4 KiB block a key's pair sits in. {@link KeyAddresses} asks it
+ * (hash, row address) pairs sorted by hash (unsigned), 16 bytes a base row, read through a mapping of the file, with
+ * the first hash of every block of 256 pairs kept in memory (1/32 byte a row) to find the 4 KiB block, one page, a
+ * key's pair sits in. {@link KeyAddresses} asks it
  * for the keys its book of the newest keys does not hold, so an update of a random old key costs a block read and a
  * take instead of a lookup in the record_id index. Its addresses are hints the take confirms, like the book's.
  *
@@ -44,25 +45,40 @@ import org.lance.ipc.ScanOptions;
 final class KeyAddressFile implements AutoCloseable {
     static final String SUFFIX = ".addresses";
     private static final long MAGIC = 0x524B_4144_4452_0001L; // "RKADDR" and the format's version
-    private static final int HEADER_BYTES = 40;
+    /** A multiple of a pair's bytes: pairs never cross a mapped segment's end. */
+    private static final int HEADER_BYTES = 48;
+    /** Pairs are read through mappings of the file of 2^this bytes each (a mapping holds at most 2 GiB). */
+    private static final int SEGMENT_SHIFT = 30;
+
     static final int BLOCK_PAIRS = 256;
     private static final int PAIR_BYTES = 16;
 
     private final Path path;
     private final FileChannel channel;
+    /** The file mapped, in segments of 1 GiB: a read of a pair is a memory read, from the page cache when cold. */
+    private final MappedByteBuffer[] segments;
+
+    private final int segmentShift;
+
     private final long pairs;
     private final long version;
     private final int maxFragmentId;
     /** The first hash of every block. */
     private final long[] blockFirst;
 
-    private final ByteBuffer block = ByteBuffer.allocate(BLOCK_PAIRS * PAIR_BYTES);
-    private int cachedBlock = -1;
-    private int cachedPairs;
-
-    private KeyAddressFile(Path path, FileChannel channel, long pairs, long version, int maxFragmentId, long[] first) {
+    private KeyAddressFile(
+            Path path,
+            FileChannel channel,
+            MappedByteBuffer[] segments,
+            int segmentShift,
+            long pairs,
+            long version,
+            int maxFragmentId,
+            long[] first) {
         this.path = path;
         this.channel = channel;
+        this.segments = segments;
+        this.segmentShift = segmentShift;
         this.pairs = pairs;
         this.version = version;
         this.maxFragmentId = maxFragmentId;
@@ -71,6 +87,11 @@ final class KeyAddressFile implements AutoCloseable {
 
     /** Opens a file this class wrote; a file of another format or cut short fails with an IOException. */
     static KeyAddressFile open(Path path) throws IOException {
+        return open(path, SEGMENT_SHIFT);
+    }
+
+    /** @param segmentShift mappings of 2^this bytes each, at least a pair's (tests map many small ones) */
+    static KeyAddressFile open(Path path, int segmentShift) throws IOException {
         FileChannel channel = FileChannel.open(path, StandardOpenOption.READ);
         try {
             ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
@@ -83,6 +104,7 @@ final class KeyAddressFile implements AutoCloseable {
             long version = header.getLong();
             int maxFragmentId = (int) header.getLong();
             long blocks = header.getLong();
+            header.getLong(); // reserved
             if (pairs < 0 || blocks != blocksOf(pairs) || blocks > Integer.MAX_VALUE) {
                 throw new IOException("a key address file with a broken header: " + path);
             }
@@ -96,7 +118,14 @@ final class KeyAddressFile implements AutoCloseable {
             index.flip();
             long[] first = new long[(int) blocks];
             index.asLongBuffer().get(first);
-            return new KeyAddressFile(path, channel, pairs, version, maxFragmentId, first);
+            long size = channel.size();
+            MappedByteBuffer[] segments = new MappedByteBuffer[(int) ((size - 1 >> segmentShift) + 1)];
+            for (int k = 0; k < segments.length; k++) {
+                long from = (long) k << segmentShift;
+                segments[k] =
+                        channel.map(FileChannel.MapMode.READ_ONLY, from, Math.min(size - from, 1L << segmentShift));
+            }
+            return new KeyAddressFile(path, channel, segments, segmentShift, pairs, version, maxFragmentId, first);
         } catch (IOException | RuntimeException e) {
             channel.close();
             throw e;
@@ -107,32 +136,19 @@ final class KeyAddressFile implements AutoCloseable {
         return (pairs + BLOCK_PAIRS - 1) / BLOCK_PAIRS;
     }
 
-    /** The address the file holds for a hash, or -1. Not thread-safe: its caller holds a lock. */
+    /** The address the file holds for a hash, or -1. */
     long get(long hash) {
         int b = lastBlockAtOrBelow(hash);
         if (b < 0) {
             return -1;
         }
-        try {
-            if (b != cachedBlock) {
-                cachedBlock = -1;
-                long first = (long) b * BLOCK_PAIRS;
-                cachedPairs = (int) Math.min(BLOCK_PAIRS, pairs - first);
-                block.clear().limit(cachedPairs * PAIR_BYTES);
-                readFully(channel, block, HEADER_BYTES + first * PAIR_BYTES);
-                cachedBlock = b;
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading the key address file " + path, e);
-        }
-        int lo = 0;
-        int hi = cachedPairs - 1;
+        long lo = (long) b * BLOCK_PAIRS;
+        long hi = Math.min(pairs, lo + BLOCK_PAIRS) - 1;
         while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            long at = block.getLong(mid * PAIR_BYTES);
-            int c = Long.compareUnsigned(at, hash);
+            long mid = (lo + hi) >>> 1;
+            int c = Long.compareUnsigned(longAt(HEADER_BYTES + mid * PAIR_BYTES), hash);
             if (c == 0) {
-                return block.getLong(mid * PAIR_BYTES + 8);
+                return longAt(HEADER_BYTES + mid * PAIR_BYTES + 8);
             } else if (c < 0) {
                 lo = mid + 1;
             } else {
@@ -140,6 +156,10 @@ final class KeyAddressFile implements AutoCloseable {
             }
         }
         return -1;
+    }
+
+    private long longAt(long offset) {
+        return segments[(int) (offset >>> segmentShift)].getLong((int) (offset & ((1L << segmentShift) - 1)));
     }
 
     private int lastBlockAtOrBelow(long hash) {
@@ -172,9 +192,9 @@ final class KeyAddressFile implements AutoCloseable {
         return maxFragmentId;
     }
 
-    /** Its memory: the blocks' first hashes and one block. */
+    /** Its memory: the blocks' first hashes (the mapped pairs are the page cache's, which the system reclaims). */
     long memoryBytes() {
-        return blockFirst.length * 8L + block.capacity();
+        return blockFirst.length * 8L;
     }
 
     long fileBytes() {
@@ -306,6 +326,7 @@ final class KeyAddressFile implements AutoCloseable {
             out.writeLong(version);
             out.writeLong(maxFragmentId);
             out.writeLong(blocks);
+            out.writeLong(0); // reserved: the pairs start 16-aligned
             long written = 0;
             for (int b = 0; b < 1 << bits; b++) {
                 Path file = bucket(work, b);

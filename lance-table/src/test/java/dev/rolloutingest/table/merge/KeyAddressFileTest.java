@@ -102,6 +102,12 @@ class KeyAddressFileTest {
                     assertThat(file.get(hashOf("absent-" + i))).isEqualTo(-1);
                 }
             }
+            // read through mappings of 4 KiB each, as a file over 1 GiB is read through several
+            try (KeyAddressFile file =
+                    KeyAddressFile.open(folder.resolve(base.version() + KeyAddressFile.SUFFIX), 12)) {
+                expected.forEach((key, address) ->
+                        assertThat(file.get(hashOf(key))).as(key).isEqualTo(address));
+            }
             assertThat(Files.list(folder).map(p -> p.getFileName().toString()).toList())
                     .as("the buckets are gone, the file stays")
                     .containsExactly(base.version() + KeyAddressFile.SUFFIX);
