@@ -48,8 +48,8 @@ import org.lance.operation.Append;
  * in the last four rounds (a rollout scored after it landed), 1 % present or 50 % present (random base keys), or 10 %
  * of its rows deletes of keys the base holds; each round timed from plan to commit (plan, prepare, the
  * commits), with the key filter already built (its build is timed once, apart) and the record_id index brought up
- * to date between rounds, untimed, as the merge-worker's upkeep does every few seconds. Beside them the floor: a plain
- * lance-core Append commit of as many rows on the same base. And the same rounds with the append path off
+ * to date between rounds, untimed, as the merge-worker's upkeep does every few seconds. Beside each round the floor: a
+ * plain lance-core Append commit of as many rows on the same base, just before it. And the same rounds with the append path off
  * (every row through the merge-insert join), the cost before it. Run by {@code rollout-ingest bench merge-round}.
  */
 public final class MergeRoundBench {
@@ -155,9 +155,7 @@ public final class MergeRoundBench {
                     SimpleMeterRegistry meters = new SimpleMeterRegistry();
                     try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
                         List<Long> floorMs = new ArrayList<>();
-                        for (int r = 0; r < rounds; r++) {
-                            floorMs.add(plainAppend(location));
-                        }
+                        floorMs.add(plainAppend(location));
                         table.maintenance().optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
                         round(table, baseRows, present, deleted, recent);
@@ -185,6 +183,9 @@ public final class MergeRoundBench {
                         List<Long> roundMs = new ArrayList<>();
                         List<Long> commitMs = new ArrayList<>();
                         for (int r = 0; r < rounds; r++) {
+                            // each round beside a floor of the same moment (the machine's speed drifts); the round
+                            // then also reads the floor's keys into its key filter, so it is the one that pays
+                            floorMs.add(plainAppend(location));
                             table.maintenance()
                                     .optimizeKeyIndex(); // not timed: the merge-worker's upkeep, between rounds
                             long[] timed = round(table, baseRows, present, deleted, recent);
@@ -345,7 +346,7 @@ public final class MergeRoundBench {
         List<RolloutRow> rows = new ArrayList<>();
         for (int i = 0; i < ROUND_ROWS; i++) {
             Rollout rollout = generator.rollout(i, 3);
-            rollout.setRecordId(newKey());
+            rollout.setRecordId(baseKey(~(nextNewKey++))); // new, but not a merged key an update picks
             rows.add(new RolloutRow(rollout, 0, i, Instant.now()));
         }
         rows.sort((a, b) -> a.rollout()
