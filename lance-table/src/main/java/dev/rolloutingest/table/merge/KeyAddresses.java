@@ -275,6 +275,13 @@ public final class KeyAddresses {
         return new Found(confirmed, missed);
     }
 
+    /** Reads the fragments of {@code base} it has not read, if it holds any keys yet (a book never filled stays so). */
+    synchronized void catchUp(Dataset base, List<Fragment> fragments) {
+        if (young != null) {
+            catchUp(base, fragments, Map.of());
+        }
+    }
+
     /** A table's own folder of key address files: its last path segment and a hash of its whole URI. */
     public static String folderOf(TableLocation location) {
         String uri = location.uri();

@@ -15,6 +15,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
+import org.lance.Dataset;
+import org.lance.Fragment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -175,6 +177,18 @@ public final class TableMerges implements AutoCloseable {
     /** Whether the table's committer thread is running (it stops when idle; tests and the resident-tables bench). */
     public boolean committerRunning() {
         return lane.getPoolSize() > 0;
+    }
+
+    /**
+     * Brings the committer's key filter, and its book of key addresses once filled, up to the base's latest version, as
+     * the next commit would: after rows landed in the base another way (a bench's plain appends beside its rounds).
+     */
+    public void catchUp() {
+        try (Dataset base = merge.lance().openBase()) {
+            List<Fragment> fragments = base.getFragments();
+            merge.baseKeys().catchUp(base, fragments);
+            merge.keyAddresses().catchUp(base, fragments);
+        }
     }
 
     /**
