@@ -158,6 +158,12 @@ public final class MergeRoundBench {
                         floorMs.add(plainAppend(location));
                         table.maintenance().optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
+                        if (recent) {
+                            // the keys it updates land first as rollouts do, in rounds of new keys (untimed)
+                            for (int r = 0; r < RECENT_KEYS / ROUND_ROWS; r++) {
+                                round(table, baseRows, 0, 0, false);
+                            }
+                        }
                         round(table, baseRows, present, deleted, recent);
                         // a warm-up that met old keys builds the file of every key's address in the background: as
                         // the filter, built before the rounds are timed

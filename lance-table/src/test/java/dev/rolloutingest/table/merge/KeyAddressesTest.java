@@ -16,6 +16,8 @@ import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.storage.BatchReader;
+import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutRow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -30,8 +32,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
+import org.lance.WriteParams;
 
 /**
  * The committer's book of the newest keys' addresses finds the rows an update replaces without the join, and a stale
@@ -366,5 +370,51 @@ class KeyAddressesTest {
         assertThat(base.get("key-2550")).isEqualTo("0@20350");
         assertThat(base.get("key-2650")).isEqualTo("0@20450");
         assertThat(base.get("key-550")).isEqualTo("0@550");
+    }
+
+    /**
+     * Rows that landed in the base another way (a plain append beside the merges) are read into the committer's key
+     * filter and its book by {@link TableMerges#catchUp}, so the next commit does not read them; a book never filled
+     * stays empty.
+     */
+    @Test
+    void catchUpReadsRowsAppendedBesideTheMergesIntoAFilledBookOnly() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-catch-up"));
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters);
+                RootAllocator allocator = new RootAllocator()) {
+            merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99
+            appendBeside(location, allocator, puts(1, 0, 1_000, 10, 0)); // key-1000..1009
+            table.merges().catchUp();
+            assertThat(keysRead(meters)).as("a book never filled stays so").isZero();
+
+            merge(table, 0, puts(0, 100, 0, 50, 1)); // updates: the book is filled with all 110 keys
+            assertThat(keysRead(meters)).isEqualTo(110);
+            appendBeside(location, allocator, puts(1, 10, 2_000, 10, 0)); // key-2000..2009
+            table.merges().catchUp(); // the 50 rows the commit wrote, and the 10 beside
+            assertThat(keysRead(meters)).isEqualTo(170);
+
+            merge(table, 0, puts(0, 150, 2_000, 10, 2)); // updates of the rows appended beside
+            assertThat(keysRead(meters)).as("read by the catch-up, not by the commit").isEqualTo(170);
+            assertThat(baseRows(location)).hasSize(120).containsEntry("key-2005", "0@155");
+        }
+    }
+
+    private static double keysRead(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.key.addresses.keys.read").counter().count();
+    }
+
+    private static void appendBeside(TableLocation location, RootAllocator allocator, List<RolloutRow> rows)
+            throws Exception {
+        try (VectorSchemaRoot root = ArrowRows.toRoot(allocator, rows);
+                BatchReader reader = new BatchReader(allocator, root)) {
+            Dataset.write()
+                    .allocator(allocator)
+                    .reader(reader)
+                    .uri(location.uri())
+                    .mode(WriteParams.WriteMode.APPEND)
+                    .execute()
+                    .close();
+        }
     }
 }
