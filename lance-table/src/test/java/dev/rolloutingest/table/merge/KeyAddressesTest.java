@@ -16,10 +16,10 @@ import dev.rolloutingest.table.TableFixtures;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
-import dev.rolloutingest.table.storage.BatchReader;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutRow;
+import dev.rolloutingest.table.storage.BatchReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -395,7 +395,9 @@ class KeyAddressesTest {
             assertThat(keysRead(meters)).isEqualTo(170);
 
             merge(table, 0, puts(0, 150, 2_000, 10, 2)); // updates of the rows appended beside
-            assertThat(keysRead(meters)).as("read by the catch-up, not by the commit").isEqualTo(170);
+            assertThat(keysRead(meters))
+                    .as("read by the catch-up, not by the commit")
+                    .isEqualTo(170);
             assertThat(baseRows(location)).hasSize(120).containsEntry("key-2005", "0@155");
         }
     }
