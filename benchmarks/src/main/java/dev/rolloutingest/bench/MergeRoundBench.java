@@ -152,18 +152,24 @@ public final class MergeRoundBench {
                                     dir.toAbsolutePath()
                                             .resolve("key-addresses")
                                             .toString());
+                    if (recent) {
+                        // the keys it updates land first as rollouts do, in rounds of new keys (untimed) with the
+                        // default settings: generations this small are not adopted, so each round's rows are written
+                        // together, one fragment a round
+                        TableSettings landing = settings.with(
+                                TableSettings.MERGE_ADOPT_MIN_ROWS, TableSettings.DEFAULTS.mergeAdoptMinRows());
+                        try (RolloutTable table = RolloutTable.open(location, landing, new SimpleMeterRegistry())) {
+                            for (int r = 0; r < RECENT_KEYS / ROUND_ROWS; r++) {
+                                round(table, baseRows, 0, 0, false);
+                            }
+                        }
+                    }
                     SimpleMeterRegistry meters = new SimpleMeterRegistry();
                     try (RolloutTable table = RolloutTable.open(location, settings, meters)) {
                         List<Long> floorMs = new ArrayList<>();
                         floorMs.add(plainAppend(location));
                         table.maintenance().optimizeKeyIndex(); // as the merge-worker's upkeep does every few seconds
                         // warm-up: builds the key filter (it reads the floor's fragments too), opens the index
-                        if (recent) {
-                            // the keys it updates land first as rollouts do, in rounds of new keys (untimed)
-                            for (int r = 0; r < RECENT_KEYS / ROUND_ROWS; r++) {
-                                round(table, baseRows, 0, 0, false);
-                            }
-                        }
                         round(table, baseRows, present, deleted, recent);
                         // a warm-up that met old keys builds the file of every key's address in the background: as
                         // the filter, built before the rounds are timed
