@@ -372,6 +372,31 @@ class KeyAddressesTest {
         assertThat(base.get("key-550")).isEqualTo("0@550");
     }
 
+    /** A base whose file would be larger than the setting allows has none: its old keys go through the join. */
+    @Test
+    void aBaseLargerThanTheFileMayBeHasNoFile() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("file-too-large"));
+        TableSettings settings = smallBookWithFile("file-too-large-files")
+                .with(TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES, 16L * 19_999); // one row short
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table = RolloutTable.createOrOpen(location, settings, meters)) {
+            for (int g = 0; g < 8; g++) {
+                merge(table, 0, puts(0, g * 2_500L, g * 2_500, 2_500, g)); // key-0..19999
+            }
+            merge(table, 0, puts(0, 20_000, 0, 100, 10)); // key-0..99: older than the book holds
+            awaitFileBuild(table);
+            merge(table, 0, puts(0, 20_100, 100, 100, 11)); // key-100..199
+            assertThat(fileBuilds(meters)).isZero();
+            assertThat(fileHints(meters)).isZero();
+            assertThat(joinCommits(meters)).isEqualTo(2);
+            assertThat(meters.get("rollout.merge.key.addresses.file.bytes")
+                            .gauge()
+                            .value())
+                    .isZero();
+        }
+        assertThat(baseRows(location)).hasSize(20_000).containsEntry("key-150", "0@20150");
+    }
+
     /**
      * Rows that landed in the base another way (a plain append beside the merges) are read into the committer's key
      * filter and its book by {@link TableMerges#catchUp}, so the next commit does not read them; a book never filled
