@@ -239,17 +239,11 @@ class KeyAddressesTest {
             assertThat(found.rows()).isEmpty();
             assertThat(found.missed()).containsExactly("key-3");
             assertThat(book.sizeBytes()).isZero();
-            assertThat(meters.get("rollout.merge.key.addresses.keys.read")
-                            .counter()
-                            .count())
-                    .isZero();
+            assertThat(keysRead(meters)).isZero();
 
             found = book.find(base, base.getFragments(), List.of(row("key-3")), 100);
             assertThat(found.rows()).containsOnlyKeys("key-3");
-            assertThat(meters.get("rollout.merge.key.addresses.keys.read")
-                            .counter()
-                            .count())
-                    .isEqualTo(10);
+            assertThat(keysRead(meters)).isEqualTo(10);
         }
     }
 
@@ -283,10 +277,7 @@ class KeyAddressesTest {
         try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             merge(table, 0, puts(0, 100, 0, 30, 1));
             assertThat(lookups(meters, "found")).isEqualTo(30);
-            assertThat(meters.get("rollout.merge.key.addresses.keys.read")
-                            .counter()
-                            .count())
-                    .isEqualTo(100);
+            assertThat(keysRead(meters)).isEqualTo(100);
             assertThat(baseRows(location)).hasSize(100).containsEntry("key-29", "0@129");
         }
     }
