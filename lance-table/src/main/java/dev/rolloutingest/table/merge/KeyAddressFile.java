@@ -108,7 +108,7 @@ final class KeyAddressFile implements AutoCloseable {
             if (pairs < 0 || blocks != blocksOf(pairs) || blocks > Integer.MAX_VALUE) {
                 throw new IOException("a key address file with a broken header: " + path);
             }
-            long expected = HEADER_BYTES + pairs * PAIR_BYTES + blocks * 8;
+            long expected = bytesOf(pairs);
             if (channel.size() != expected) {
                 throw new IOException("a key address file cut short: " + path + " (" + channel.size() + " of "
                         + expected + " bytes)");
@@ -198,7 +198,12 @@ final class KeyAddressFile implements AutoCloseable {
     }
 
     long fileBytes() {
-        return HEADER_BYTES + pairs * PAIR_BYTES + blockFirst.length * 8L;
+        return bytesOf(pairs);
+    }
+
+    /** A whole file's size: the header, the pairs, the blocks' first hashes. */
+    private static long bytesOf(long pairs) {
+        return HEADER_BYTES + pairs * PAIR_BYTES + blocksOf(pairs) * 8;
     }
 
     Path path() {
