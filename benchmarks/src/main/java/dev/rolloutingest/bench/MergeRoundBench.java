@@ -191,6 +191,14 @@ public final class MergeRoundBench {
                                 meters.get("rollout.merge.key.addresses.find").timer();
                         long warmFinds = finds.count();
                         double warmFindMs = finds.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS);
+                        io.micrometer.core.instrument.Counter unread = meters.get(
+                                        "rollout.merge.key.addresses.rows.trusted")
+                                .counter();
+                        io.micrometer.core.instrument.Counter taken = meters.get(
+                                        "rollout.merge.key.addresses.rows.taken")
+                                .counter();
+                        double warmUnread = unread.count();
+                        double warmTaken = taken.count();
                         double warmAppendMs = appendTimer.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS);
                         List<Long> roundMs = new ArrayList<>();
                         List<Long> commitMs = new ArrayList<>();
@@ -231,9 +239,11 @@ public final class MergeRoundBench {
                         if (finds.count() > warmFinds) {
                             out.printf(
                                     "  (of which finding replaced rows through the book of key addresses: %.0f ms a"
-                                            + " round, mean)%n",
+                                            + " round, mean; rows a round replaced unread %.0f, taken %.0f)%n",
                                     (finds.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS) - warmFindMs)
-                                            / (finds.count() - warmFinds));
+                                            / (finds.count() - warmFinds),
+                                    (unread.count() - warmUnread) / rounds,
+                                    (taken.count() - warmTaken) / rounds);
                         }
                     }
                 }

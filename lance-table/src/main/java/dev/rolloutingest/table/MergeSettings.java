@@ -104,11 +104,13 @@ final class MergeSettings {
                         ConfigDef.Range.atLeast(0),
                         MEDIUM,
                         "Memory per table, at most, of the merge committer's book of where the base's newest keys"
-                                + " sit (it grows with the keys it reads, 21-43 bytes a key: 64 MiB holds the newest"
-                                + " 1.5-3M keys, ~50 bytes a base row the whole table): an update of a key it holds finds"
-                                + " the row it replaces by a take of its address, not a lookup in the record_id index"
-                                + " (~0.2-0.7 ms a key); filled only once a commit has updates, so a table of new keys"
-                                + " never pays for it. 0 = every update through the index")
+                                + " sit (it grows with the keys it reads, 37-73 bytes a key: 64 MiB holds the newest"
+                                + " 0.9-1.8M keys, ~75 bytes a base row the whole table): an update of a key it holds"
+                                + " finds the row it replaces at its address, not by a lookup in the record_id index"
+                                + " (~0.2-0.7 ms a key), and replaces it unread when it is newer than every row of the"
+                                + " row's fragment and no one but this committer changed the fragment since it was"
+                                + " read (else a take of the row); filled only once a commit has updates, so a table"
+                                + " of new keys never pays for it. 0 = every update through the index")
                 .define(
                         MERGE_KEY_ADDRESSES_FILE_MAX_BYTES,
                         LONG,

@@ -34,6 +34,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
 import org.lance.Fragment;
+import org.lance.FragmentMetadata;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 import org.slf4j.Logger;
@@ -44,12 +45,16 @@ import org.slf4j.LoggerFactory;
  * replace without a lookup per key in the record_id index. Rollouts are updated soon after they land (scored, judged,
  * re-sent), so the rows an update replaces sit in the newest fragments, and those are what this book holds.
  *
- * <p>An address is a hint, never trusted alone: {@link #find} takes the rows at the hinted addresses from the very
- * version the commit checks against (the rows of fragments it reads into the book on the way, the newest, it has
- * already), and a key counts as found only when the live row there holds it. lance-core does
- * not return a deleted row, and a row moved by a compaction or an address used again after a restore holds another
- * key or none; such a key, and every key without a hint, goes through the exact join ({@link MergeJoin}). A stale
- * address costs a lookup, never a wrong row, so the book needs no invalidation to stay exact.
+ * <p>An address is a hint, never trusted on its own. {@link #find} replaces the row at a hinted address unread only
+ * when the slot's second hash is the key's too, the row is live as far as the book's read of its fragment and this
+ * committer's own commits since tell ({@link RowLiveness}: anyone else's commit to the fragment, a delete, a restore,
+ * another committer, leaves a deletion file the book does not know), and the round's row is newer than every row of
+ * the fragment ({@link FragmentBounds}). Otherwise it takes the rows at the hinted addresses from the very version the
+ * commit checks against (the rows of fragments it reads into the book on the way, the newest, it has already), and a
+ * key counts as found only when the live row there holds it. lance-core does not return a deleted row, and a row
+ * moved by a compaction or an address used again after a restore holds another key or none; such a key, and every
+ * key without a hint, goes through the exact join ({@link MergeJoin}). A stale address costs a lookup, never a wrong
+ * row.
  *
  * <p>Filled lazily, when a commit has more keys to look up than the key filter's false positives explain (so a table
  * that only ever gains new keys never pays for it): of the fragments it has not read, the newest that its capacity
@@ -57,9 +62,9 @@ import org.slf4j.LoggerFactory;
  * what is left, as a compaction's output) are passed over for good. The fragments this committer appends are read
  * the same way at its next lookup. (lance-core numbers a new fragment above every id it gave out, a restore's too;
  * were an id used again, a row found there would hold another key or one that is that key's only row.) Memory
- * ({@code rollout.merge.key.addresses.bytes}): two tables of hash and address, 16 bytes a slot, each at most 3/4
- * full; when the younger is full the older is dropped, so the book holds between one and two tables' worth of the
- * newest keys.
+ * ({@code rollout.merge.key.addresses.bytes}): two tables of hash, second hash and address, 24 bytes a slot, each at
+ * most 3/4 full, in 7/8 of it (the rest holds the addresses this committer deleted at); when the younger is full the
+ * older is dropped, so the book holds between one and two tables' worth of the newest keys.
  *
  * <p>Keys it does not hold are asked of a {@link KeyAddressFile} of every base key's address on local disk (1/32 byte
  * a base row of memory), built in the background once a commit leaves more keys to the join than the false positives
@@ -69,7 +74,8 @@ import org.slf4j.LoggerFactory;
 public final class KeyAddresses {
     static final String ROW_ADDRESS = "_rowaddr";
     private static final int FIRST_SLOTS = 4_096;
-    private static final int BYTES_PER_SLOT = 16;
+    /** A slot's hash, second hash and address. */
+    private static final int BYTES_PER_SLOT = 24;
     /** At most 1/this of a round's rows looking held is what the key filter's false positives explain. */
     private static final int LIKELY_FALSE_POSITIVES = 200;
 
@@ -107,10 +113,18 @@ public final class KeyAddresses {
     private final Counter keysRead;
     private final Counter taken;
     private final Timer finds;
+    private final Counter trusted;
     private Slots young;
+    /** The second hash of the slot {@link #get} found last. */
+    private long lastCheck;
+
     private Slots old;
     /** Fragments read or passed over. */
     private final Set<Integer> known = new HashSet<>();
+    /** The order bounds of the fragments read, by id. */
+    private final Map<Integer, FragmentBounds> bounds = new HashMap<>();
+
+    private final RowLiveness liveness;
     /** The tables' and the file's memory, kept for {@link #sizeBytes}. */
     private volatile long bytes;
 
@@ -146,8 +160,10 @@ public final class KeyAddresses {
         this.fileFolder = maxBytes == 0 || fileMaxBytes == 0 ? null : fileFolder;
         this.fileMaxBytes = fileMaxBytes;
         this.openBase = openBase;
-        long slots = Math.max(0, maxBytes / 2 / BYTES_PER_SLOT);
-        this.maxSlots = slots < FIRST_SLOTS ? 0 : Integer.highestOneBit((int) Math.min(slots, 1 << 30));
+        long slots = Math.max(0, maxBytes / 16 * 7 / BYTES_PER_SLOT);
+        this.maxSlots = slots < FIRST_SLOTS ? 0 : (int) Math.min(slots, 1 << 30);
+        // the addresses this committer deleted at, in an eighth of the memory: 8 bytes each, at most half full
+        this.liveness = new RowLiveness((int) Math.min(1 << 28, maxBytes / 8 / 16));
         String lookups = "rollout.merge.key.addresses.lookups";
         String description = "Keys a merge commit looked for in its book of the newest keys' row addresses: found (the"
                 + " live row at the address holds the key), stale (it does not: a lookup through the join) or absent";
@@ -166,6 +182,12 @@ public final class KeyAddresses {
         this.finds = Timer.builder("rollout.merge.key.addresses.find")
                 .description("Time a merge commit spent finding base rows through the book of the newest keys'"
                         + " addresses: reading the fragments it had not read, taking the rows at the addresses")
+                .register(meters);
+        this.trusted = Counter.builder("rollout.merge.key.addresses.rows.trusted")
+                .description("Base rows a merge commit replaced at the address the book gave without reading them:"
+                        + " the same key's hashes, its fragment's deletions as the book saw them or changed by this"
+                        + " committer's own commits only (never at that row), the round's row newer than every row"
+                        + " of the fragment")
                 .register(meters);
         this.taken = Counter.builder("rollout.merge.key.addresses.rows.taken")
                 .description("Base rows taken at the addresses the merge committer's book gave, to confirm them (rows"
@@ -195,30 +217,48 @@ public final class KeyAddresses {
                 KeyAddresses::sizeBytes);
     }
 
-    /** What {@link #find} found: base rows by key, and the keys it left to the join. */
-    record Found(Map<String, List<MergeJoin.BaseRow>> rows, List<String> missed) {}
+    /**
+     * What {@link #find} found: base rows by key (read, with their order), the addresses of live base rows that the
+     * round's row of their key replaces (known without a read), and the keys it left to the join.
+     */
+    record Found(Map<String, List<MergeJoin.BaseRow>> rows, Map<String, Long> replaced, List<String> missed) {}
 
     /**
      * The base rows of the keys that this book places and {@code base} confirms; every other key is missed. Brings
      * the book up to {@code base} first.
+     *
+     * @param exact keys whose base rows must be read to be compared (a key with a delete kept beside the base): never
+     *     among the replaced
      */
-    synchronized Found find(Dataset base, List<Fragment> fragments, Collection<MergeSource.Row> keys, int roundRows) {
+    synchronized Found find(
+            Dataset base,
+            List<Fragment> fragments,
+            Collection<MergeSource.Row> keys,
+            int roundRows,
+            Set<String> exact) {
         // a few keys of a round the key filter could not rule out are its false positives (0.1-0.5 %): not worth
         // filling the book for, on a table that may only ever gain new keys
         boolean likelyFalsePositives = keys.size() <= roundRows / LIKELY_FALSE_POSITIVES;
         if (maxSlots == 0 || keys.isEmpty() || young == null && likelyFalsePositives) {
             return new Found(
-                    Map.of(), keys.stream().map(MergeSource.Row::keyString).toList());
+                    Map.of(),
+                    Map.of(),
+                    keys.stream().map(MergeSource.Row::keyString).toList());
         }
         long started = System.nanoTime();
         try {
-            return placed(base, fragments, keys, roundRows);
+            return placed(base, fragments, keys, roundRows, exact);
         } finally {
             finds.record(Duration.ofNanos(System.nanoTime() - started));
         }
     }
 
-    private Found placed(Dataset base, List<Fragment> fragments, Collection<MergeSource.Row> keys, int roundRows) {
+    private Found placed(
+            Dataset base,
+            List<Fragment> fragments,
+            Collection<MergeSource.Row> keys,
+            int roundRows,
+            Set<String> exact) {
         Map<Long, List<MergeSource.Row>> wanted = new HashMap<>();
         for (MergeSource.Row row : keys) {
             wanted.computeIfAbsent(slotHash.applyAsLong(row.hash()), h -> new ArrayList<>(1))
@@ -230,6 +270,7 @@ public final class KeyAddresses {
         fragments.forEach(f -> byId.put(f.getId(), f));
         Map<Integer, Long> rowsById = new HashMap<>(); // of the fragments hinted at only: a metadata read each
         Map<String, Long> hinted = new HashMap<>();
+        Map<String, Long> replaced = new HashMap<>();
         List<String> missed = new ArrayList<>();
         KeyAddressFile everyKey = fileFolder == null ? null : file();
         for (MergeSource.Row row : keys) {
@@ -239,8 +280,10 @@ public final class KeyAddresses {
             }
             long hash = slotHash.applyAsLong(row.hash());
             long address = get(hash);
+            RowLiveness.Source source = RowLiveness.Source.BOOK;
             if (address < 0 && everyKey != null) {
                 address = everyKey.get(hash);
+                source = null; // the file holds no second hash: its hints are read
                 if (address >= 0) {
                     fileHints.increment();
                 }
@@ -252,7 +295,11 @@ public final class KeyAddresses {
                             fragment.getId(), id -> fragment.metadata().getPhysicalRows());
             // an address beyond its fragment's rows, or in a fragment gone from this version, is not asked for
             if (rows != null && (address & 0xFFFF_FFFFL) < rows) {
-                hinted.put(key, address);
+                if (source != null && !exact.contains(key) && replacedUnread(row, address, fragment, source)) {
+                    replaced.put(key, address);
+                } else {
+                    hinted.put(key, address);
+                }
             } else {
                 missed.add(key);
                 (address < 0 ? absent : stale).increment();
@@ -267,12 +314,48 @@ public final class KeyAddresses {
                 stale.increment();
             }
         });
-        found.increment(confirmed.size());
+        found.increment(confirmed.size() + replaced.size());
+        trusted.increment(replaced.size());
         // more keys left to the join than the key filter's false positives explain: updates of old keys
         if (fileFolder != null && missed.size() > roundRows / LIKELY_FALSE_POSITIVES) {
             buildFileIfDue(fragments);
         }
-        return new Found(confirmed, missed);
+        return new Found(confirmed, replaced, missed);
+    }
+
+    /**
+     * Whether the round's row replaces the live row of its key at the address without a read of the row: the slot's
+     * second hash is the key's too (two keys sharing both 64-bit hashes is as likely as two UUIDs colliding), the row
+     * is live as far as the source and this committer's own commits since know ({@link RowLiveness}), and the round's
+     * row is newer than every row of the fragment ({@link FragmentBounds}: a replay of older offsets is read).
+     */
+    private boolean replacedUnread(MergeSource.Row row, long address, Fragment fragment, RowLiveness.Source source) {
+        FragmentBounds fragmentBounds = bounds.get(fragment.getId());
+        return lastCheck == row.hash().h2()
+                && fragmentBounds != null
+                && liveness.live(source, address, FragmentBounds.DeletionState.of(fragment.metadata()))
+                && fragmentBounds.olderThan(row.partition(), row.offset(), row.ingestedMicros());
+    }
+
+    /**
+     * This committer's commit deleted {@code rows}: the fragments went from their state in {@code before} (the
+     * version the commit was checked against) to {@code after} (a fragment left without rows is absent). Rows the book
+     * saw live in them stay trusted, but for those.
+     */
+    synchronized void committed(List<Fragment> before, List<FragmentMetadata> after, Map<Integer, List<Integer>> rows) {
+        if (rows.isEmpty()) {
+            return;
+        }
+        Map<Integer, FragmentBounds.DeletionState> was = new HashMap<>();
+        for (Fragment fragment : before) {
+            if (rows.containsKey(fragment.getId())) {
+                was.put(fragment.getId(), FragmentBounds.DeletionState.of(fragment.metadata()));
+            }
+        }
+        Map<Integer, FragmentBounds.DeletionState> is = new HashMap<>();
+        after.forEach(f -> is.put(f.getId(), FragmentBounds.DeletionState.of(f)));
+        liveness.committed(was, is, rows);
+        countBytes();
     }
 
     /** Reads the fragments of {@code base} it has not read, if it holds any keys yet (a book never filled stays so). */
@@ -434,6 +517,8 @@ public final class KeyAddresses {
         Set<Integer> present = new HashSet<>();
         fragments.forEach(f -> present.add(f.getId()));
         known.retainAll(present); // fragments compacted or deleted away
+        bounds.keySet().retainAll(present);
+        liveness.retain(present);
         List<Fragment> unread = fragments.stream()
                 .filter(f -> !known.contains(f.getId()))
                 .sorted(Comparator.comparingInt(Fragment::getId).reversed())
@@ -455,19 +540,25 @@ public final class KeyAddresses {
             return Map.of();
         }
         toRead.sort(Comparator.naturalOrder());
-        return read(base, toRead, wanted);
+        Map<Integer, Fragment> byId = new HashMap<>();
+        fragments.forEach(f -> byId.put(f.getId(), f));
+        return read(base, toRead.stream().map(byId::get).toList(), wanted);
     }
 
-    /** Reads the fragments' keys into the book; returns the rows of the wanted keys among them. */
+    /**
+     * Reads the fragments' keys into the book, with each fragment's order bounds and deletion state; returns the rows
+     * of the wanted keys among them.
+     */
     private Map<String, List<MergeJoin.BaseRow>> read(
-            Dataset base, List<Integer> fragmentIds, Map<Long, List<MergeSource.Row>> wanted) {
+            Dataset base, List<Fragment> fragments, Map<Long, List<MergeSource.Row>> wanted) {
         ScanOptions options = new ScanOptions.Builder()
                 .columns(MergeJoin.COLUMNS)
                 .withRowAddress(true)
-                .fragmentIds(fragmentIds)
+                .fragmentIds(fragments.stream().map(Fragment::getId).toList())
                 .batchSize(65_536)
                 .build();
         Map<String, List<MergeJoin.BaseRow>> rows = new HashMap<>();
+        Map<Integer, FragmentBounds.Builder> fragmentBounds = new HashMap<>();
         long read = 0;
         try (LanceScanner scanner = base.newScan(options);
                 ArrowReader reader = scanner.scanBatches()) {
@@ -476,10 +567,19 @@ public final class KeyAddresses {
                 VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                 UInt8Vector addresses = (UInt8Vector) batch.getVector(ROW_ADDRESS);
                 MergeJoin.BaseRowColumns columns = MergeJoin.BaseRowColumns.of(batch);
+                FragmentBounds.Builder into = null;
+                int intoId = -1;
                 for (int i = 0; i < batch.getRowCount(); i++) {
                     byte[] id = ids.get(i);
-                    long hash = slotHash.applyAsLong(KeyFilter.murmur3x64(id));
-                    put(hash, addresses.get(i));
+                    KeyFilter.Hash keyHash = KeyFilter.murmur3x64(id);
+                    long hash = slotHash.applyAsLong(keyHash);
+                    long address = addresses.get(i);
+                    put(hash, keyHash.h2(), address);
+                    if ((int) (address >>> 32) != intoId || into == null) {
+                        intoId = (int) (address >>> 32);
+                        into = fragmentBounds.computeIfAbsent(intoId, f -> new FragmentBounds.Builder());
+                    }
+                    into.add(columns.partition(i), columns.offset(i), columns.ingestedMicros(i));
                     for (MergeSource.Row row : wanted.getOrDefault(hash, List.of())) {
                         if (Arrays.equals(row.key(), id)) {
                             rows.put(row.keyString(), List.of(columns.row(i)));
@@ -496,6 +596,16 @@ public final class KeyAddresses {
             throw LanceIo.unchecked(e);
         }
         keysRead.increment(read);
+        for (Fragment fragment : fragments) {
+            FragmentBounds.Builder built = fragmentBounds.get(fragment.getId());
+            if (built != null) { // a fragment with no live row has none to find
+                bounds.put(fragment.getId(), built.build());
+                liveness.saw(
+                        RowLiveness.Source.BOOK,
+                        fragment.getId(),
+                        FragmentBounds.DeletionState.of(fragment.metadata()));
+            }
+        }
         return rows;
     }
 
@@ -504,19 +614,26 @@ public final class KeyAddresses {
         return hash.h1() == 0 ? 1 : hash.h1();
     }
 
+    /** The address of a hash, or -1; its second hash in {@link #lastCheck}. */
     private long get(long hash) {
-        long address = young == null ? -1 : young.get(hash);
-        return address >= 0 || old == null ? address : old.get(hash);
+        for (Slots slots : new Slots[] {young, old}) {
+            int at = slots == null ? -1 : slots.find(hash);
+            if (at >= 0) {
+                lastCheck = slots.checks[at];
+                return slots.addresses[at];
+            }
+        }
+        return -1;
     }
 
-    private void put(long hash, long address) {
+    private void put(long hash, long check, long address) {
         if (young == null) {
             young = new Slots(Math.min(FIRST_SLOTS, maxSlots));
             countBytes();
         }
         if (young.size >= maxEntries(young.hashes.length)) {
             if (young.hashes.length < maxSlots) {
-                young = young.doubled();
+                young = young.grown((int) Math.min(maxSlots, 2L * young.hashes.length));
             } else {
                 Slots dropped = old;
                 old = young;
@@ -524,12 +641,12 @@ public final class KeyAddresses {
             }
             countBytes();
         }
-        young.put(hash, address);
+        young.put(hash, check, address);
     }
 
     private void countBytes() {
         long slots = (young == null ? 0 : young.hashes.length) + (old == null ? 0 : old.hashes.length);
-        bytes = slots * BYTES_PER_SLOT + (file == null ? 0 : file.memoryBytes());
+        bytes = slots * BYTES_PER_SLOT + liveness.bytes() + (file == null ? 0 : file.memoryBytes());
         onDisk = file == null ? 0 : file.fileBytes();
     }
 
@@ -542,6 +659,8 @@ public final class KeyAddresses {
         young = null;
         old = null;
         known.clear();
+        bounds.clear();
+        liveness.clear();
         if (file != null) {
             file.close();
             file = null;
@@ -573,24 +692,27 @@ public final class KeyAddresses {
         return onDisk;
     }
 
-    /** Open addressing over a power-of-two number of slots, linear probing; a hash put again takes the new address. */
+    /** Open addressing over any number of slots, linear probing; a hash put again takes the new address. */
     private static final class Slots {
         final long[] hashes;
+        /** The keys' second hashes. */
+        final long[] checks;
+
         final long[] addresses;
-        final int mask;
         int size;
 
         Slots(int slots) {
             hashes = new long[slots];
+            checks = new long[slots];
             addresses = new long[slots];
-            mask = slots - 1;
         }
 
-        long get(long hash) {
-            for (int i = index(hash); ; i = (i + 1) & mask) {
+        /** The slot of a hash, or -1. */
+        int find(long hash) {
+            for (int i = index(hash); ; i = next(i)) {
                 long at = hashes[i];
                 if (at == hash) {
-                    return addresses[i];
+                    return i;
                 }
                 if (at == 0) {
                     return -1;
@@ -598,31 +720,35 @@ public final class KeyAddresses {
             }
         }
 
-        void put(long hash, long address) {
-            for (int i = index(hash); ; i = (i + 1) & mask) {
+        void put(long hash, long check, long address) {
+            for (int i = index(hash); ; i = next(i)) {
                 long at = hashes[i];
-                if (at == hash) {
-                    addresses[i] = address;
-                    return;
-                }
                 if (at == 0) {
                     hashes[i] = hash;
-                    addresses[i] = address;
                     size++;
+                }
+                if (at == 0 || at == hash) {
+                    checks[i] = check;
+                    addresses[i] = address;
                     return;
                 }
             }
         }
 
+        /** The hash's high half scaled to the slots: any count of slots, no power of two needed. */
         private int index(long hash) {
-            return (int) (hash ^ (hash >>> 32)) & mask;
+            return (int) (((hash >>> 32) * hashes.length) >>> 32);
         }
 
-        Slots doubled() {
-            Slots bigger = new Slots(hashes.length * 2);
+        private int next(int i) {
+            return i + 1 == hashes.length ? 0 : i + 1;
+        }
+
+        Slots grown(int slots) {
+            Slots bigger = new Slots(slots);
             for (int i = 0; i < hashes.length; i++) {
                 if (hashes[i] != 0) {
-                    bigger.put(hashes[i], addresses[i]);
+                    bigger.put(hashes[i], checks[i], addresses[i]);
                 }
             }
             return bigger;

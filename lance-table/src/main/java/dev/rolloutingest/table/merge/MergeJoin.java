@@ -59,7 +59,19 @@ public enum MergeJoin {
         }
 
         BaseRow row(int i) {
-            return new BaseRow(addresses.get(i), partitions.get(i), offsets.get(i), ingested.get(i));
+            return new BaseRow(addresses.get(i), partition(i), offset(i), ingestedMicros(i));
+        }
+
+        int partition(int i) {
+            return partitions.get(i);
+        }
+
+        long offset(int i) {
+            return offsets.get(i);
+        }
+
+        long ingestedMicros(int i) {
+            return ingested.get(i);
         }
     }
 

@@ -283,7 +283,7 @@ public final class RoundWrite {
             return new Split(append, List.of(), FencedCommit.Deletions.NONE, 0, 0, deletesNoOp, 0);
         }
         // a key updated soon after it landed sits where the book of the newest keys says; the rest are joined
-        KeyAddresses.Found placed = addresses.find(base, fragments, maybe, rows.size());
+        KeyAddresses.Found placed = addresses.find(base, fragments, maybe, rows.size(), deleted.keySet());
         Map<String, List<MergeJoin.BaseRow>> held = new HashMap<>(placed.rows());
         if (!placed.missed().isEmpty()) {
             MergeJoin how =
@@ -297,6 +297,18 @@ public final class RoundWrite {
         long falsePositives = 0;
         long deletesApplied = 0;
         for (MergeSource.Row row : maybe) {
+            Long replacedAt = placed.replaced().get(row.keyString());
+            if (replacedAt != null) { // newer than every row of its base row's fragment, with no delete kept
+                deletions
+                        .computeIfAbsent((int) (replacedAt >>> 32), f -> new ArrayList<>())
+                        .add((int) (long) replacedAt);
+                if (row.isTombstone()) {
+                    deletesApplied++;
+                } else {
+                    replace.add(row);
+                }
+                continue;
+            }
             List<MergeJoin.BaseRow> inBase = held.getOrDefault(row.keyString(), List.of());
             List<MergeJoin.BaseRow> inDeletes = deleted.getOrDefault(row.keyString(), List.of());
             if (inBase.isEmpty() && inDeletes.isEmpty()) {
@@ -426,6 +438,7 @@ public final class RoundWrite {
             split.append().forEach(row -> added.add(row.hash()));
             split.replace().forEach(row -> added.add(row.hash()));
             keys.appended(result.dataset(), result.fragmentIds(), added);
+            addresses.committed(fragments, result.updated(), split.deletions().rowsByFragment());
             meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
             // a replacing row counts as joined however it went in; an adopted one is not written
             long replacedAdopted = replacedAdopted(split, adoption, adopted);

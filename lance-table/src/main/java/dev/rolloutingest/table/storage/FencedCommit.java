@@ -133,14 +133,15 @@ public final class FencedCommit {
                     lanceNumbers
                             ? null
                             : added.stream().map(FragmentMetadata::getId).toList(),
-                    added);
+                    added,
+                    updated);
         } catch (Exception thrown) {
             RuntimeException e = LanceIo.unchecked(thrown);
             if (isPreempted(e)) {
                 Optional<Dataset> landed = landed(lance, base.version(), added);
                 if (landed.isPresent()) {
                     // a store that retried the manifest write can report a conflict for a commit that landed
-                    return committed(landed.get(), null, added);
+                    return committed(landed.get(), null, added, updated);
                 }
                 removeUnreferenced(lance, store, base.version(), written);
                 throw new Preempted(
@@ -153,9 +154,10 @@ public final class FencedCommit {
     }
 
     /** The committed version with its new fragments' ids ({@code ids}, or as lance numbered them); closed on failure. */
-    private static Committed committed(Dataset dataset, List<Integer> ids, List<FragmentMetadata> added) {
+    private static Committed committed(
+            Dataset dataset, List<Integer> ids, List<FragmentMetadata> added, List<FragmentMetadata> updated) {
         try {
-            return new Committed(dataset, ids != null ? ids : idsOf(dataset, added));
+            return new Committed(dataset, ids != null ? ids : idsOf(dataset, added), updated);
         } catch (RuntimeException e) {
             dataset.close();
             throw e;
@@ -318,7 +320,12 @@ public final class FencedCommit {
     }
 
     /** The committed version (the caller closes it) and the ids its new fragments got. */
-    public record Committed(Dataset dataset, List<Integer> fragmentIds) {}
+    /**
+     * @param fragmentIds the new fragments' ids
+     * @param updated the base fragments the commit marked rows deleted in, as it left them (one it emptied is not
+     *     among them)
+     */
+    public record Committed(Dataset dataset, List<Integer> fragmentIds, List<FragmentMetadata> updated) {}
 
     public static int firstFreeId(Dataset base) {
         return firstFreeId(base.getFragments(), base);

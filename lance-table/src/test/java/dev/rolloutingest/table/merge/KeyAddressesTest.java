@@ -30,6 +30,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -66,6 +67,10 @@ class KeyAddressesTest {
                 .count();
     }
 
+    private static double trusted(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.key.addresses.rows.trusted").counter().count();
+    }
+
     private static double taken(SimpleMeterRegistry meters) {
         return meters.get("rollout.merge.key.addresses.rows.taken").counter().count();
     }
@@ -86,10 +91,12 @@ class KeyAddressesTest {
             merge(table, 0, puts(0, 150, 0, 10, 2)); // key-0..9 a third time: the book read the updates too
             // found in fragments the book read on the way, in this version: nothing to take
             assertThat(taken(meters)).isZero();
-            merge(table, 0, puts(0, 160, 60, 10, 3)); // key-60..69: in a fragment read two commits ago, taken
+            // key-60..69: in a fragment read two commits ago, untouched since, all its rows older: replaced unread
+            merge(table, 0, puts(0, 160, 60, 10, 3));
 
             assertThat(lookups(meters, "found")).isEqualTo(70);
-            assertThat(taken(meters)).isEqualTo(10);
+            assertThat(trusted(meters)).isEqualTo(10);
+            assertThat(taken(meters)).isZero();
             assertThat(lookups(meters, "stale") + lookups(meters, "absent")).isZero();
             assertThat(joinCommits(meters)).isZero();
             Map<String, String> base = baseRows(location); // fails on a key held twice
@@ -121,8 +128,8 @@ class KeyAddressesTest {
     void addressesOfRowsACompactionMovedAreNotUsed() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("book-compacted"));
-        // the smallest book: 6,144 keys, so the compacted fragment is passed over
-        TableSettings small = TableSettings.DEFAULTS.with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 128L << 10);
+        // a small book: 7,166 keys, so the compacted fragment is passed over
+        TableSettings small = TableSettings.DEFAULTS.with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 256L << 10);
         try (RolloutTable table = RolloutTable.createOrOpen(location, small, meters)) {
             for (int g = 0; g < 4; g++) {
                 merge(table, 0, puts(0, g * 2_500L, g * 2_500, 2_500, g)); // key-0..9999, four fragments
@@ -196,6 +203,69 @@ class KeyAddressesTest {
         }
     }
 
+    /** A small book (7,166 keys), no file: a fragment of more rows than it holds is passed over. */
+    private static final TableSettings SMALL_BOOK = TableSettings.DEFAULTS
+            .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 256L << 10)
+            .with(TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES, 0L);
+
+    private static List<RolloutRow> concat(List<RolloutRow> a, List<RolloutRow> b) {
+        List<RolloutRow> both = new ArrayList<>(a);
+        both.addAll(b);
+        return both;
+    }
+
+    /**
+     * A row this committer replaced is never replaced again unread at its old address: here the book still places the
+     * key there (its new row sits in a fragment too large for the book), and the fragment's deletions are the book's
+     * own, so only the committer's record of the addresses it deleted at tells the row is gone.
+     */
+    @Test
+    void aRowThisCommitterReplacedIsNotReplacedAgainAtItsOldAddress() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-own-delete"));
+        try (RolloutTable table = RolloutTable.createOrOpen(location, SMALL_BOOK, meters)) {
+            merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99: fragment 0
+            merge(table, 0, puts(0, 100, 0, 10, 1)); // key-0..9: the book reads fragment 0
+            // key-50 replaced unread in fragment 0; its new row lands beside 8,000 new keys, a fragment passed over
+            merge(table, 0, concat(puts(0, 110, 50, 1, 2), puts(0, 111, 1_000, 8_000, 2)));
+            assertThat(trusted(meters)).isEqualTo(1);
+
+            merge(table, 0, puts(0, 8_111, 50, 1, 3)); // key-50 again: the book still places it in fragment 0
+
+            Map<String, String> base = baseRows(location); // fails on a key held twice
+            assertThat(base).hasSize(8_100);
+            assertThat(base.get("key-50")).isEqualTo("0@8111");
+            assertThat(trusted(meters)).isEqualTo(1);
+            assertThat(lookups(meters, "stale")).isEqualTo(1);
+        }
+    }
+
+    /**
+     * A row another committer replaced (a second merge-worker of the table) is read, not trusted: its fragment's
+     * deletions are no longer the ones the book saw. Here its new row sits in a fragment too large for the book, which
+     * still places the key at the old row.
+     */
+    @Test
+    void aRowAnotherCommitterReplacedIsReadNotTrusted() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-other-committer"));
+        try (RolloutTable table = RolloutTable.createOrOpen(location, SMALL_BOOK, meters);
+                RolloutTable other = RolloutTable.createOrOpen(location, SMALL_BOOK, new SimpleMeterRegistry())) {
+            merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99: fragment 0
+            merge(table, 0, puts(0, 100, 0, 10, 1)); // key-0..9: the book reads fragment 0
+            // the other committer replaces key-50, its new row beside 8,000 new keys
+            merge(other, 1, concat(puts(1, 0, 50, 1, 2), puts(1, 1, 1_000, 8_000, 2)));
+
+            merge(table, 0, puts(0, 110, 50, 1, 3)); // key-50, newer: the book places it in fragment 0
+
+            Map<String, String> base = baseRows(location); // fails on a key held twice
+            assertThat(base).hasSize(8_100);
+            assertThat(base.get("key-50")).isEqualTo("0@110");
+            assertThat(trusted(meters)).isZero();
+            assertThat(lookups(meters, "stale")).isEqualTo(1);
+        }
+    }
+
     /** A key whose hash in the book another key shares is found only at its own row, never at the other's. */
     @Test
     void aRowAtAnAddressCountsOnlyForTheKeyItHolds() throws Exception {
@@ -209,17 +279,58 @@ class KeyAddressesTest {
                 Dataset base =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
             // the first find reads the fragment, and key-0's row from it, by its key, not by the shared slot
-            assertThat(book.find(base, base.getFragments(), List.of(row("key-0")), 1)
+            assertThat(book.find(base, base.getFragments(), List.of(row("key-0")), 1, Set.of("key-0"))
                             .rows()
                             .get("key-0")
                             .get(0)
                             .rowOffset())
                     .isZero();
             // the fragment read already: key-3 and key-9 are placed by the shared slot, whose row is key-9's
-            KeyAddresses.Found found = book.find(base, base.getFragments(), List.of(row("key-3"), row("key-9")), 2);
+            KeyAddresses.Found found = book.find(
+                    base, base.getFragments(), List.of(row("key-3"), row("key-9")), 2, Set.of("key-3", "key-9"));
             assertThat(found.rows()).containsOnlyKeys("key-9");
             assertThat(found.rows().get("key-9").get(0).rowOffset()).isEqualTo(9);
             assertThat(found.missed()).containsExactly("key-3");
+        }
+    }
+
+    /**
+     * A row is replaced unread only for the key whose two hashes its slot holds (here every key shares the first), and
+     * only by a row newer than every row of its fragment; otherwise it is read and compared.
+     */
+    @Test
+    void aRowIsReplacedUnreadOnlyByANewerRowOfTheKeyWhoseBothHashesItsSlotHolds() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("book-unread"));
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            merge(table, 0, puts(0, 0, 0, 10, 0)); // key-0..9 at offsets 0..9: the shared slot ends with key-9's
+        }
+        KeyAddresses book = new KeyAddresses(new SimpleMeterRegistry(), 1L << 20, hash -> 7, null, 0, null);
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build();
+                MergeSource round = new MergeSource()) {
+            book.find(base, base.getFragments(), List.of(row("key-0")), 1, Set.of("key-0")); // reads the fragment
+            try (VectorSchemaRoot rows = ArrowRows.toRoot(
+                    allocator,
+                    List.of(
+                            put(GENERATOR, 0, 100, "key-3", 1),
+                            put(GENERATOR, 0, 101, "key-9", 1),
+                            put(GENERATOR, 0, 5, "key-9", 1)))) {
+                round.addAll(rows, allocator);
+            }
+
+            KeyAddresses.Found found =
+                    book.find(base, base.getFragments(), List.of(round.row(0), round.row(1)), 2, Set.of());
+            assertThat(found.replaced()).containsOnlyKeys("key-9");
+            assertThat(found.replaced().get("key-9") & 0xFFFF_FFFFL).isEqualTo(9);
+            assertThat(found.rows()).isEmpty();
+            assertThat(found.missed()).containsExactly("key-3"); // read at key-9's row: not its own
+
+            // key-9 at an offset below the newest of its fragment: read, for the rule to compare
+            found = book.find(base, base.getFragments(), List.of(round.row(2)), 1, Set.of());
+            assertThat(found.replaced()).isEmpty();
+            assertThat(found.rows()).containsOnlyKeys("key-9");
         }
     }
 
@@ -235,13 +346,14 @@ class KeyAddressesTest {
         try (RootAllocator allocator = new RootAllocator();
                 Dataset base =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
-            KeyAddresses.Found found = book.find(base, base.getFragments(), List.of(row("key-3")), 1_000);
+            KeyAddresses.Found found =
+                    book.find(base, base.getFragments(), List.of(row("key-3")), 1_000, Set.of("key-3"));
             assertThat(found.rows()).isEmpty();
             assertThat(found.missed()).containsExactly("key-3");
             assertThat(book.sizeBytes()).isZero();
             assertThat(keysRead(meters)).isZero();
 
-            found = book.find(base, base.getFragments(), List.of(row("key-3")), 100);
+            found = book.find(base, base.getFragments(), List.of(row("key-3")), 100, Set.of("key-3"));
             assertThat(found.rows()).containsOnlyKeys("key-3");
             assertThat(keysRead(meters)).isEqualTo(10);
         }
@@ -294,10 +406,10 @@ class KeyAddressesTest {
         TableSeams.mergeRound(table).keyAddresses().fileBuild().join();
     }
 
-    /** The smallest book (6,144 keys) and a folder of files of the test's own. */
+    /** A small book (7,166 keys) and a folder of files of the test's own. */
     private static TableSettings smallBookWithFile(String name) {
         return TableSettings.DEFAULTS
-                .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 128L << 10)
+                .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 256L << 10)
                 .with(TableSettings.MERGE_KEY_ADDRESSES_FILE_DIR, freshDir(name).toString());
     }
 

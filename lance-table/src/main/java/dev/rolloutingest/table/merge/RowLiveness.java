@@ -1,0 +1,174 @@
+package dev.rolloutingest.table.merge;
+
+import dev.rolloutingest.table.merge.FragmentBounds.DeletionState;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Whether a row a source of addresses saw live is live still, without reading it: its fragment's deletions are the
+ * ones the source saw, or moved on from them by this committer's own commits only, and none of those deleted the row.
+ * A commit of anyone else (a delete, a restore, another committer) leaves another deletion file than the ones known
+ * here, and every row of that fragment must then be read to be trusted.
+ *
+ * <p>The addresses this committer deleted at are kept up to {@code maxDeleted}; past that they are let go together
+ * with every fragment they were in (whose rows are then read again to be trusted), so memory stays bounded.
+ */
+final class RowLiveness {
+    /** Who saw a fragment's rows live: the book of the newest keys, or the file of every key. */
+    enum Source {
+        BOOK,
+        FILE
+    }
+
+    private static final long EMPTY = -1;
+
+    private final Map<Source, Map<Integer, DeletionState>> seen = new EnumMap<>(Source.class);
+    /** Fragments whose known state moved on through this committer's deletions (and their addresses below). */
+    private final Set<Integer> moved = new HashSet<>();
+
+    private final int maxDeleted;
+    /** Open addressing, linear probing, at most half full; null while empty. */
+    private long[] deleted;
+
+    private int deletedCount;
+
+    RowLiveness(int maxDeleted) {
+        this.maxDeleted = maxDeleted;
+        for (Source source : Source.values()) {
+            seen.put(source, new HashMap<>());
+        }
+    }
+
+    /** The source read the fragment's live rows in this deletion state. */
+    void saw(Source source, int fragment, DeletionState state) {
+        seen.get(source).put(fragment, state);
+    }
+
+    void forget(Source source) {
+        seen.get(source).clear();
+    }
+
+    /** Lets go of every fragment's state and every deleted address. */
+    void clear() {
+        seen.values().forEach(Map::clear);
+        moved.clear();
+        deleted = null;
+        deletedCount = 0;
+    }
+
+    /** Keeps the fragments of a version only: the others are gone (compacted, deleted, restored away). */
+    void retain(Set<Integer> present) {
+        seen.values().forEach(states -> states.keySet().retainAll(present));
+        moved.retainAll(present);
+    }
+
+    /** True when the row the source saw live at {@code address} is live in a version whose fragment is {@code now}. */
+    boolean live(Source source, long address, DeletionState now) {
+        DeletionState known = seen.get(source).get((int) (address >>> 32));
+        return now.equals(known) && !deletedHere(address);
+    }
+
+    /**
+     * This committer's commit deleted {@code rows} (offsets by fragment): each fragment went from its state in the
+     * version the commit was checked against ({@code before}) to {@code after} (absent: the fragment went, no row
+     * left). A source that knew the state before knows the one after, less the rows deleted.
+     */
+    void committed(
+            Map<Integer, DeletionState> before, Map<Integer, DeletionState> after, Map<Integer, List<Integer>> rows) {
+        if (rows.isEmpty()) {
+            return;
+        }
+        if (deletedCount + rows.values().stream().mapToLong(List::size).sum() > maxDeleted) {
+            // let go of what the deleted addresses stood for: those fragments' rows are read again to be trusted
+            for (Map<Integer, DeletionState> states : seen.values()) {
+                states.keySet().removeAll(moved);
+            }
+            moved.clear();
+            deleted = null;
+            deletedCount = 0;
+        }
+        for (Map.Entry<Integer, List<Integer>> fragment : rows.entrySet()) {
+            int id = fragment.getKey();
+            DeletionState was = before.get(id);
+            DeletionState is = after.get(id);
+            for (Map<Integer, DeletionState> states : seen.values()) {
+                if (is != null && was != null && was.equals(states.get(id))) {
+                    states.put(id, is);
+                } else {
+                    states.remove(id);
+                }
+            }
+            if (is != null && deletedCount + fragment.getValue().size() <= maxDeleted) {
+                moved.add(id);
+                for (int offset : fragment.getValue()) {
+                    addDeleted((long) id << 32 | (offset & 0xFFFF_FFFFL));
+                }
+            } else {
+                for (Map<Integer, DeletionState> states : seen.values()) {
+                    states.remove(id);
+                }
+            }
+        }
+    }
+
+    /** The memory of the deleted addresses. */
+    long bytes() {
+        return deleted == null ? 0 : deleted.length * 8L;
+    }
+
+    private boolean deletedHere(long address) {
+        if (deleted == null) {
+            return false;
+        }
+        for (int i = index(address, deleted.length); ; i = (i + 1) & (deleted.length - 1)) {
+            if (deleted[i] == address) {
+                return true;
+            }
+            if (deleted[i] == EMPTY) {
+                return false;
+            }
+        }
+    }
+
+    private void addDeleted(long address) {
+        if (deleted == null) {
+            deleted = empty(64);
+        }
+        if ((deletedCount + 1) * 2L > deleted.length) {
+            long[] old = deleted;
+            deleted = empty(old.length * 2);
+            deletedCount = 0;
+            for (long a : old) {
+                if (a != EMPTY) {
+                    addDeleted(a);
+                }
+            }
+        }
+        for (int i = index(address, deleted.length); ; i = (i + 1) & (deleted.length - 1)) {
+            if (deleted[i] == address) {
+                return;
+            }
+            if (deleted[i] == EMPTY) {
+                deleted[i] = address;
+                deletedCount++;
+                return;
+            }
+        }
+    }
+
+    private static int index(long address, int slots) {
+        long h = address * 0x9E37_79B9_7F4A_7C15L;
+        return (int) (h >>> 32) & (slots - 1);
+    }
+
+    private static long[] empty(int slots) {
+        long[] a = new long[slots];
+        Arrays.fill(a, EMPTY);
+        return a;
+    }
+}
