@@ -2,6 +2,7 @@ package dev.rolloutingest.table;
 
 import static dev.rolloutingest.table.TableFixtures.T0;
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static dev.rolloutingest.table.TableFixtures.appendWithLance;
 import static dev.rolloutingest.table.TableFixtures.baseRows;
 import static dev.rolloutingest.table.TableFixtures.delete;
 import static dev.rolloutingest.table.TableFixtures.deletesBeside;
@@ -15,22 +16,18 @@ import dev.rolloutingest.table.merge.CommitStage;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.reads.ScanQuery;
-import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.snapshots.TableSnapshots;
-import dev.rolloutingest.table.storage.BatchReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
-import org.lance.WriteParams;
 
 /**
  * A delete is a row of the generation (a tombstone) that wins or loses by the same rule as values: reads stop
@@ -203,18 +200,8 @@ class DeletesTest {
                             .uri(location.uri())
                             .build()) {
                 base.delete(RolloutSchema.RECORD_ID + " = 'key-1'");
-                try (VectorSchemaRoot row = ArrowRows.toRoot(
-                                allocator, List.of(new RolloutRow(Tombstones.of("key-1", at), 0, 3, at)));
-                        BatchReader reader = new BatchReader(allocator, row)) {
-                    Dataset.write()
-                            .allocator(allocator)
-                            .reader(reader)
-                            .uri(location.uri())
-                            .mode(WriteParams.WriteMode.APPEND)
-                            .execute()
-                            .close();
-                }
             }
+            appendWithLance(location, List.of(new RolloutRow(Tombstones.of("key-1", at), 0, 3, at)));
             assertThat(table.get("key-1")).isEmpty();
             assertThat(table.maintenance()
                             .dropDeletes(Duration.between(T0, Instant.now()).plusDays(1))

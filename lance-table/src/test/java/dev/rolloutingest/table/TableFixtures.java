@@ -6,9 +6,11 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.merge.MergePath;
+import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
+import dev.rolloutingest.table.storage.BatchReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -25,6 +27,7 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
+import org.lance.WriteParams;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 
@@ -234,6 +237,21 @@ public final class TableFixtures {
                 Dataset latest =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
             return latest.version();
+        }
+    }
+
+    /** Rows appended to the base with lance-core alone, as a writer other than the merge would. */
+    public static void appendWithLance(TableLocation location, List<RolloutRow> rows) throws Exception {
+        try (RootAllocator allocator = new RootAllocator();
+                VectorSchemaRoot root = ArrowRows.toRoot(allocator, rows);
+                BatchReader reader = new BatchReader(allocator, root)) {
+            Dataset.write()
+                    .allocator(allocator)
+                    .reader(reader)
+                    .uri(location.uri())
+                    .mode(WriteParams.WriteMode.APPEND)
+                    .execute()
+                    .close();
         }
     }
 
