@@ -118,11 +118,12 @@ final class MergeSettings {
                         ConfigDef.Range.atLeast(0),
                         MEDIUM,
                         "Local disk per table, at most, of the merge committer's file of where every base key sat when"
-                                + " it last read the base whole (16 bytes a base row, 1/32 byte a row of memory): an update"
-                                + " of an old key the book of the newest keys does not hold finds its row by a block read"
-                                + " and a take, not a lookup in the record_id index. Built in the background once a commit"
-                                + " meets such updates, again when a quarter of the rows moved or are newer than it; kept"
-                                + " across restarts. A table larger than this has none. 0 = no file")
+                                + " it last read the base whole (24 bytes a base row, 1/16 byte a row of memory: 4 GiB"
+                                + " holds 178M rows): an update of an old key the book of the newest keys does not hold"
+                                + " finds its row by a block read (and a take, when someone else changed the row's"
+                                + " fragment since), not a lookup in the record_id index. Built in the background once a"
+                                + " commit meets such updates, again when a quarter of the rows moved or are newer than it;"
+                                + " kept across restarts. A table larger than this has none. 0 = no file")
                 .define(
                         MERGE_KEY_ADDRESSES_FILE_DIR,
                         STRING,

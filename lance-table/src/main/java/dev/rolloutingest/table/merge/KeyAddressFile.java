@@ -1,5 +1,6 @@
 package dev.rolloutingest.table.merge;
 
+import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import java.io.BufferedInputStream;
@@ -16,11 +17,12 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.function.BooleanSupplier;
 import java.util.function.ToLongFunction;
-import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
@@ -31,67 +33,76 @@ import org.lance.ipc.ScanOptions;
 
 /**
  * Where every key of the base sat when the base was last read whole: a file on the merge-worker's local disk of
- * (hash, row address) pairs sorted by hash (unsigned), 16 bytes a base row, read through a mapping of the file, with
- * the first hash of every block of 256 pairs kept in memory (1/32 byte a row) to find the 4 KiB block, one page, a
- * key's pair sits in. {@link KeyAddresses} asks it
- * for the keys its book of the newest keys does not hold, so an update of a random old key costs a block read and a
- * take instead of a lookup in the record_id index. Its addresses are hints the take confirms, like the book's.
+ * (hash, second hash, row address) entries sorted by hash (unsigned), 24 bytes a base row, read through a mapping of
+ * the file, with the first hash of every block of 128 entries kept in memory (1/16 byte a row) to find the 3 KiB block
+ * a key's entry sits in. {@link KeyAddresses} asks it for the keys its book of the newest keys does not hold, so an
+ * update of a random old key costs a block read instead of a lookup in the record_id index. Its addresses are hints
+ * like the book's, and it holds what trusting one unread needs: each fragment's deletion state and order bounds
+ * ({@link FragmentBounds}) as the build read them.
  *
- * <p>Built from one version of the base: its record_ids with row addresses, bucketed by the hash's top bits into
- * files of at most {@code bucketBytes} each, each bucket then sorted in memory and appended. So a build holds one
- * bucket in memory, whatever the table's size. The file names the highest fragment id it covers and the rows it
- * holds, from which {@link KeyAddresses} tells when it has grown stale.
+ * <p>Built from one version of the base: its record_ids and order columns with row addresses, bucketed by the hash's
+ * top bits into files of at most {@code bucketBytes} each, each bucket then sorted in memory and appended. So a build
+ * holds one bucket in memory, whatever the table's size. The file names the highest fragment id it covers and the
+ * rows it holds, from which {@link KeyAddresses} tells when it has grown stale.
  */
 final class KeyAddressFile implements AutoCloseable {
     static final String SUFFIX = ".addresses";
-    private static final long MAGIC = 0x524B_4144_4452_0001L; // "RKADDR" and the format's version
-    /** A multiple of a pair's bytes: pairs never cross a mapped segment's end. */
+    private static final long MAGIC = 0x524B_4144_4452_0002L; // "RKADDR" and the format's version
+    /** A multiple of an entry's bytes: entries never cross a mapped segment's end. */
     private static final int HEADER_BYTES = 48;
-    /** Pairs are read through mappings of the file of 2^this bytes each (a mapping holds at most 2 GiB). */
-    private static final int SEGMENT_SHIFT = 30;
 
-    static final int BLOCK_PAIRS = 256;
-    private static final int PAIR_BYTES = 16;
+    static final int BLOCK_ENTRIES = 128;
+    static final int ENTRY_BYTES = 24;
+    /** Entries are read through mappings of the file of this many entries each (a mapping holds at most 2 GiB). */
+    private static final int SEGMENT_ENTRIES = 1 << 25;
 
     private final Path path;
     private final FileChannel channel;
-    /** The file mapped, in segments of 1 GiB: a read of a pair is a memory read, from the page cache when cold. */
+    /** The file mapped, in segments of 768 MiB: a read of an entry is a memory read, from the page cache when cold. */
     private final MappedByteBuffer[] segments;
 
-    private final int segmentShift;
+    private final long segmentBytes;
 
-    private final long pairs;
+    private final long entries;
     private final long version;
     private final int maxFragmentId;
     /** The first hash of every block. */
     private final long[] blockFirst;
+    /** Each fragment's order bounds and deletion state when the build read it. */
+    private final Map<Integer, FragmentBounds> bounds;
+
+    private final Map<Integer, FragmentBounds.DeletionState> deletions;
+    private final long fragmentBytes;
 
     private KeyAddressFile(
             Path path,
             FileChannel channel,
             MappedByteBuffer[] segments,
-            int segmentShift,
-            long pairs,
-            long version,
-            int maxFragmentId,
-            long[] first) {
+            long segmentBytes,
+            long[] header,
+            long[] first,
+            Map<Integer, FragmentBounds> bounds,
+            Map<Integer, FragmentBounds.DeletionState> deletions) {
         this.path = path;
         this.channel = channel;
         this.segments = segments;
-        this.segmentShift = segmentShift;
-        this.pairs = pairs;
-        this.version = version;
-        this.maxFragmentId = maxFragmentId;
+        this.segmentBytes = segmentBytes;
+        this.entries = header[0];
+        this.version = header[1];
+        this.maxFragmentId = (int) header[2];
+        this.fragmentBytes = header[3];
         this.blockFirst = first;
+        this.bounds = bounds;
+        this.deletions = deletions;
     }
 
     /** Opens a file this class wrote; a file of another format or cut short fails with an IOException. */
     static KeyAddressFile open(Path path) throws IOException {
-        return open(path, SEGMENT_SHIFT);
+        return open(path, SEGMENT_ENTRIES);
     }
 
-    /** @param segmentShift mappings of 2^this bytes each, at least a pair's (tests map many small ones) */
-    static KeyAddressFile open(Path path, int segmentShift) throws IOException {
+    /** @param segmentEntries mappings of this many entries each (tests map many small ones) */
+    static KeyAddressFile open(Path path, int segmentEntries) throws IOException {
         FileChannel channel = FileChannel.open(path, StandardOpenOption.READ);
         try {
             ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
@@ -100,55 +111,99 @@ final class KeyAddressFile implements AutoCloseable {
             if (header.getLong() != MAGIC) {
                 throw new IOException("not a key address file: " + path);
             }
-            long pairs = header.getLong();
+            long entries = header.getLong();
             long version = header.getLong();
-            int maxFragmentId = (int) header.getLong();
+            long maxFragmentId = header.getLong();
             long blocks = header.getLong();
-            header.getLong(); // reserved
-            if (pairs < 0 || blocks != blocksOf(pairs) || blocks > Integer.MAX_VALUE) {
+            long fragmentBytes = header.getLong();
+            if (entries < 0 || blocks != blocksOf(entries) || blocks > Integer.MAX_VALUE || fragmentBytes < 0) {
                 throw new IOException("a key address file with a broken header: " + path);
             }
-            long expected = bytesOf(pairs);
+            long expected = bytesOf(entries, fragmentBytes);
             if (channel.size() != expected) {
                 throw new IOException("a key address file cut short: " + path + " (" + channel.size() + " of "
                         + expected + " bytes)");
             }
             ByteBuffer index = ByteBuffer.allocate((int) blocks * 8);
-            readFully(channel, index, HEADER_BYTES + pairs * PAIR_BYTES);
+            readFully(channel, index, HEADER_BYTES + entries * ENTRY_BYTES);
             index.flip();
             long[] first = new long[(int) blocks];
             index.asLongBuffer().get(first);
-            long size = channel.size();
-            MappedByteBuffer[] segments = new MappedByteBuffer[(int) ((size - 1 >> segmentShift) + 1)];
-            for (int k = 0; k < segments.length; k++) {
-                long from = (long) k << segmentShift;
-                segments[k] =
-                        channel.map(FileChannel.MapMode.READ_ONLY, from, Math.min(size - from, 1L << segmentShift));
+            if (fragmentBytes > Integer.MAX_VALUE) {
+                throw new IOException("a key address file with a broken header: " + path);
             }
-            return new KeyAddressFile(path, channel, segments, segmentShift, pairs, version, maxFragmentId, first);
+            ByteBuffer fragments = ByteBuffer.allocate((int) fragmentBytes);
+            readFully(channel, fragments, HEADER_BYTES + entries * ENTRY_BYTES + blocks * 8);
+            fragments.flip();
+            Map<Integer, FragmentBounds> bounds = new HashMap<>();
+            Map<Integer, FragmentBounds.DeletionState> deletions = new HashMap<>();
+            readFragments(fragments, bounds, deletions);
+            long size = channel.size();
+            long segmentBytes = (long) segmentEntries * ENTRY_BYTES;
+            MappedByteBuffer[] segments = new MappedByteBuffer[(int) ((size - 1) / segmentBytes + 1)];
+            for (int k = 0; k < segments.length; k++) {
+                long from = k * segmentBytes;
+                segments[k] = channel.map(FileChannel.MapMode.READ_ONLY, from, Math.min(size - from, segmentBytes));
+            }
+            return new KeyAddressFile(
+                    path,
+                    channel,
+                    segments,
+                    segmentBytes,
+                    new long[] {entries, version, maxFragmentId, fragmentBytes},
+                    first,
+                    bounds,
+                    deletions);
         } catch (IOException | RuntimeException e) {
             channel.close();
             throw e;
         }
     }
 
-    private static long blocksOf(long pairs) {
-        return (pairs + BLOCK_PAIRS - 1) / BLOCK_PAIRS;
+    /** Each fragment: its id, deletion state, then its bounds' partitions with their offset and ingest time. */
+    private static void readFragments(
+            ByteBuffer in, Map<Integer, FragmentBounds> bounds, Map<Integer, FragmentBounds.DeletionState> deletions)
+            throws IOException {
+        try {
+            while (in.hasRemaining()) {
+                int id = in.getInt();
+                boolean any = in.get() != 0;
+                FragmentBounds.DeletionState state = any
+                        ? new FragmentBounds.DeletionState(true, in.getLong(), in.getLong())
+                        : FragmentBounds.DeletionState.NONE;
+                int partitions = in.getInt();
+                if (partitions < 0 || partitions > in.remaining() / 20) {
+                    throw new IOException("a key address file with broken fragment bounds");
+                }
+                FragmentBounds.Builder builder = new FragmentBounds.Builder();
+                for (int p = 0; p < partitions; p++) {
+                    builder.add(in.getInt(), in.getLong(), in.getLong());
+                }
+                bounds.put(id, builder.build());
+                deletions.put(id, state);
+            }
+        } catch (java.nio.BufferUnderflowException e) {
+            throw new IOException("a key address file with broken fragment bounds", e);
+        }
     }
 
-    /** The address the file holds for a hash, or -1. */
-    long get(long hash) {
+    private static long blocksOf(long entries) {
+        return (entries + BLOCK_ENTRIES - 1) / BLOCK_ENTRIES;
+    }
+
+    /** The entry of a hash, or -1. */
+    long find(long hash) {
         int b = lastBlockAtOrBelow(hash);
         if (b < 0) {
             return -1;
         }
-        long lo = (long) b * BLOCK_PAIRS;
-        long hi = Math.min(pairs, lo + BLOCK_PAIRS) - 1;
+        long lo = (long) b * BLOCK_ENTRIES;
+        long hi = Math.min(entries, lo + BLOCK_ENTRIES) - 1;
         while (lo <= hi) {
             long mid = (lo + hi) >>> 1;
-            int c = Long.compareUnsigned(longAt(HEADER_BYTES + mid * PAIR_BYTES), hash);
+            int c = Long.compareUnsigned(longAt(HEADER_BYTES + mid * ENTRY_BYTES), hash);
             if (c == 0) {
-                return longAt(HEADER_BYTES + mid * PAIR_BYTES + 8);
+                return mid;
             } else if (c < 0) {
                 lo = mid + 1;
             } else {
@@ -158,8 +213,35 @@ final class KeyAddressFile implements AutoCloseable {
         return -1;
     }
 
+    /** The second hash of the key at an entry. */
+    long check(long entry) {
+        return longAt(HEADER_BYTES + entry * ENTRY_BYTES + 8);
+    }
+
+    /** The row address at an entry. */
+    long address(long entry) {
+        return longAt(HEADER_BYTES + entry * ENTRY_BYTES + 16);
+    }
+
+    /** The address the file holds for a hash, or -1. */
+    long get(long hash) {
+        long entry = find(hash);
+        return entry < 0 ? -1 : address(entry);
+    }
+
+    /** A fragment's order bounds when the build read it; null for a fragment it did not read. */
+    FragmentBounds bounds(int fragment) {
+        return bounds.get(fragment);
+    }
+
+    /** Each fragment's deletion state when the build read it. */
+    Map<Integer, FragmentBounds.DeletionState> deletions() {
+        return deletions;
+    }
+
     private long longAt(long offset) {
-        return segments[(int) (offset >>> segmentShift)].getLong((int) (offset & ((1L << segmentShift) - 1)));
+        int segment = (int) (offset / segmentBytes);
+        return segments[segment].getLong((int) (offset - segment * segmentBytes));
     }
 
     private int lastBlockAtOrBelow(long hash) {
@@ -178,8 +260,8 @@ final class KeyAddressFile implements AutoCloseable {
         return found;
     }
 
-    long pairs() {
-        return pairs;
+    long entries() {
+        return entries;
     }
 
     /** The base version it was built from. */
@@ -192,18 +274,26 @@ final class KeyAddressFile implements AutoCloseable {
         return maxFragmentId;
     }
 
-    /** Its memory: the blocks' first hashes (the mapped pairs are the page cache's, which the system reclaims). */
+    /**
+     * Its memory: the blocks' first hashes and the fragments' bounds (the mapped entries are the page cache's, which
+     * the system reclaims).
+     */
     long memoryBytes() {
-        return blockFirst.length * 8L;
+        return blockFirst.length * 8L + fragmentBytes * 3;
     }
 
     long fileBytes() {
-        return bytesOf(pairs);
+        return bytesOf(entries, fragmentBytes);
     }
 
-    /** A whole file's size: the header, the pairs, the blocks' first hashes. */
-    private static long bytesOf(long pairs) {
-        return HEADER_BYTES + pairs * PAIR_BYTES + blocksOf(pairs) * 8;
+    /** A whole file's size: the header, the entries, the blocks' first hashes, the fragments. */
+    private static long bytesOf(long entries, long fragmentBytes) {
+        return HEADER_BYTES + entries * ENTRY_BYTES + blocksOf(entries) * 8 + fragmentBytes;
+    }
+
+    /** What a file of this many base rows takes on disk, about: its entries. */
+    static long bytesFor(long rows) {
+        return rows * ENTRY_BYTES;
     }
 
     Path path() {
@@ -223,10 +313,14 @@ final class KeyAddressFile implements AutoCloseable {
      * Writes the file of {@code base}'s keys into {@code folder} ({@code <version>.addresses}, written under a
      * temporary name and renamed whole) and opens it.
      *
-     * @param bucketBytes the most pairs' bytes a bucket holds in memory while it is sorted
+     * @param bucketBytes the most entries' bytes a bucket holds in memory while it is sorted
      */
     static KeyAddressFile build(
-            Dataset base, List<Fragment> fragments, Path folder, long bucketBytes, ToLongFunction<byte[]> hashOfKey)
+            Dataset base,
+            List<Fragment> fragments,
+            Path folder,
+            long bucketBytes,
+            ToLongFunction<KeyFilter.Hash> hashOfKey)
             throws IOException {
         return build(base, fragments, folder, bucketBytes, hashOfKey, () -> false);
     }
@@ -237,7 +331,7 @@ final class KeyAddressFile implements AutoCloseable {
             List<Fragment> fragments,
             Path folder,
             long bucketBytes,
-            ToLongFunction<byte[]> hashOfKey,
+            ToLongFunction<KeyFilter.Hash> hashOfKey,
             BooleanSupplier cancelled)
             throws IOException {
         long rows = 0;
@@ -249,15 +343,17 @@ final class KeyAddressFile implements AutoCloseable {
             ids.add(fragment.getId());
         }
         int bits = 0;
-        while (bits < 10 && (rows * PAIR_BYTES >> bits) > bucketBytes) {
+        while (bits < 10 && (rows * ENTRY_BYTES >> bits) > bucketBytes) {
             bits++;
         }
         Files.createDirectories(folder);
         Path work = Files.createTempDirectory(folder, "build-");
         try {
-            long pairs = writeBuckets(base, ids, work, bits, hashOfKey, cancelled);
+            Map<Integer, FragmentBounds.Builder> bounds = new HashMap<>();
+            long entries = writeBuckets(base, ids, work, bits, hashOfKey, bounds, cancelled);
             Path written = work.resolve("whole");
-            writeSorted(work, bits, pairs, base.version(), maxFragmentId, written);
+            byte[] fragmentSection = fragmentSection(fragments, bounds);
+            writeSorted(work, bits, entries, new long[] {base.version(), maxFragmentId}, fragmentSection, written);
             Path target = folder.resolve(base.version() + SUFFIX);
             Files.move(written, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             return open(target);
@@ -271,19 +367,20 @@ final class KeyAddressFile implements AutoCloseable {
             List<Integer> ids,
             Path work,
             int bits,
-            ToLongFunction<byte[]> hash,
+            ToLongFunction<KeyFilter.Hash> hash,
+            Map<Integer, FragmentBounds.Builder> bounds,
             BooleanSupplier cancelled)
             throws IOException {
         int buckets = 1 << bits;
         int buffer = Math.max(4096, (1 << 20) / buckets);
         DataOutputStream[] out = new DataOutputStream[buckets];
-        long pairs = 0;
+        long entries = 0;
         try {
             for (int b = 0; b < buckets; b++) {
                 out[b] = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(bucket(work, b)), buffer));
             }
             ScanOptions options = new ScanOptions.Builder()
-                    .columns(List.of(RolloutSchema.RECORD_ID))
+                    .columns(MergeJoin.COLUMNS)
                     .withRowAddress(true)
                     .fragmentIds(ids)
                     .batchSize(65_536)
@@ -296,14 +393,24 @@ final class KeyAddressFile implements AutoCloseable {
                     }
                     VectorSchemaRoot batch = reader.getVectorSchemaRoot();
                     VarCharVector keys = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
-                    UInt8Vector addresses = (UInt8Vector) batch.getVector(KeyAddresses.ROW_ADDRESS);
+                    MergeJoin.BaseRowColumns columns = MergeJoin.BaseRowColumns.of(batch);
+                    FragmentBounds.Builder into = null;
+                    int intoId = -1;
                     for (int i = 0; i < batch.getRowCount(); i++) {
-                        long h = hash.applyAsLong(keys.get(i));
+                        KeyFilter.Hash keyHash = KeyFilter.murmur3x64(keys.get(i));
+                        long h = hash.applyAsLong(keyHash);
+                        long address = columns.addresses().get(i);
                         DataOutputStream to = out[bits == 0 ? 0 : (int) (h >>> (64 - bits))];
                         to.writeLong(h);
-                        to.writeLong(addresses.get(i));
+                        to.writeLong(keyHash.h2());
+                        to.writeLong(address);
+                        if (into == null || (int) (address >>> 32) != intoId) {
+                            intoId = (int) (address >>> 32);
+                            into = bounds.computeIfAbsent(intoId, f -> new FragmentBounds.Builder());
+                        }
+                        into.add(columns.partition(i), columns.offset(i), columns.ingestedMicros(i));
                     }
-                    pairs += batch.getRowCount();
+                    entries += batch.getRowCount();
                 }
             } catch (IOException | RuntimeException e) {
                 throw e;
@@ -317,47 +424,81 @@ final class KeyAddressFile implements AutoCloseable {
                 }
             }
         }
-        return pairs;
+        return entries;
     }
 
-    private static void writeSorted(Path work, int bits, long pairs, long version, int maxFragmentId, Path to)
+    /** The fragments the build read rows of: id, deletion state, bounds ({@link #readFragments} reads it back). */
+    private static byte[] fragmentSection(List<Fragment> fragments, Map<Integer, FragmentBounds.Builder> read)
             throws IOException {
-        long blocks = blocksOf(pairs);
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            for (Fragment fragment : fragments) {
+                FragmentBounds.Builder builder = read.get(fragment.getId());
+                if (builder == null) {
+                    continue; // no live row: no entry points there
+                }
+                FragmentBounds bounds = builder.build();
+                FragmentBounds.DeletionState state = FragmentBounds.DeletionState.of(fragment.metadata());
+                out.writeInt(fragment.getId());
+                out.writeByte(state.any() ? 1 : 0);
+                if (state.any()) {
+                    out.writeLong(state.id());
+                    out.writeLong(state.readVersion());
+                }
+                out.writeInt(bounds.partitions().length);
+                for (int p = 0; p < bounds.partitions().length; p++) {
+                    out.writeInt(bounds.partitions()[p]);
+                    out.writeLong(bounds.maxOffsets()[p]);
+                    out.writeLong(bounds.maxIngestedMicros()[p]);
+                }
+            }
+        }
+        return bytes.toByteArray();
+    }
+
+    /** @param at the base version read and the highest fragment id covered */
+    private static void writeSorted(Path work, int bits, long entries, long[] at, byte[] fragments, Path to)
+            throws IOException {
+        long blocks = blocksOf(entries);
         long[] first = new long[(int) blocks];
         try (DataOutputStream out =
                 new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(to), 1 << 16))) {
             out.writeLong(MAGIC);
-            out.writeLong(pairs);
-            out.writeLong(version);
-            out.writeLong(maxFragmentId);
+            out.writeLong(entries);
+            out.writeLong(at[0]);
+            out.writeLong(at[1]);
             out.writeLong(blocks);
-            out.writeLong(0); // reserved: the pairs start 16-aligned
+            out.writeLong(fragments.length);
             long written = 0;
             for (int b = 0; b < 1 << bits; b++) {
                 Path file = bucket(work, b);
-                int n = (int) (Files.size(file) / PAIR_BYTES);
+                int n = (int) (Files.size(file) / ENTRY_BYTES);
                 long[] hashes = new long[n];
+                long[] checks = new long[n];
                 long[] addresses = new long[n];
                 try (DataInputStream in =
                         new DataInputStream(new BufferedInputStream(Files.newInputStream(file), 1 << 16))) {
                     for (int i = 0; i < n; i++) {
                         hashes[i] = in.readLong();
+                        checks[i] = in.readLong();
                         addresses[i] = in.readLong();
                     }
                 }
                 Files.delete(file);
-                sortByHash(hashes, addresses, 0, n - 1);
+                sortByHash(hashes, checks, addresses, 0, n - 1);
                 for (int i = 0; i < n; i++, written++) {
-                    if (written % BLOCK_PAIRS == 0) {
-                        first[(int) (written / BLOCK_PAIRS)] = hashes[i];
+                    if (written % BLOCK_ENTRIES == 0) {
+                        first[(int) (written / BLOCK_ENTRIES)] = hashes[i];
                     }
                     out.writeLong(hashes[i]);
+                    out.writeLong(checks[i]);
                     out.writeLong(addresses[i]);
                 }
             }
             for (long f : first) {
                 out.writeLong(f);
             }
+            out.write(fragments);
         }
     }
 
@@ -365,8 +506,8 @@ final class KeyAddressFile implements AutoCloseable {
         return work.resolve("bucket-" + b);
     }
 
-    /** Quicksort of the pairs by hash, unsigned; recursion on the smaller side, so the stack stays shallow. */
-    static void sortByHash(long[] hashes, long[] addresses, int lo, int hi) {
+    /** Quicksort of the entries by hash, unsigned; recursion on the smaller side, so the stack stays shallow. */
+    static void sortByHash(long[] hashes, long[] checks, long[] addresses, int lo, int hi) {
         while (hi - lo > 16) {
             int mid = (lo + hi) >>> 1;
             long pivot = median(hashes[lo], hashes[mid], hashes[hi]);
@@ -380,20 +521,20 @@ final class KeyAddressFile implements AutoCloseable {
                     j--;
                 }
                 if (i <= j) {
-                    swap(hashes, addresses, i++, j--);
+                    swap(hashes, checks, addresses, i++, j--);
                 }
             }
             if (j - lo < hi - i) {
-                sortByHash(hashes, addresses, lo, j);
+                sortByHash(hashes, checks, addresses, lo, j);
                 lo = i;
             } else {
-                sortByHash(hashes, addresses, i, hi);
+                sortByHash(hashes, checks, addresses, i, hi);
                 hi = j;
             }
         }
         for (int i = lo + 1; i <= hi; i++) {
             for (int k = i; k > lo && Long.compareUnsigned(hashes[k - 1], hashes[k]) > 0; k--) {
-                swap(hashes, addresses, k - 1, k);
+                swap(hashes, checks, addresses, k - 1, k);
             }
         }
     }
@@ -410,13 +551,16 @@ final class KeyAddressFile implements AutoCloseable {
         return Long.compareUnsigned(a, b) > 0 ? a : b;
     }
 
-    private static void swap(long[] hashes, long[] addresses, int i, int j) {
-        long h = hashes[i];
-        hashes[i] = hashes[j];
-        hashes[j] = h;
-        long a = addresses[i];
-        addresses[i] = addresses[j];
-        addresses[j] = a;
+    private static void swap(long[] hashes, long[] checks, long[] addresses, int i, int j) {
+        swap(hashes, i, j);
+        swap(checks, i, j);
+        swap(addresses, i, j);
+    }
+
+    private static void swap(long[] values, int i, int j) {
+        long v = values[i];
+        values[i] = values[j];
+        values[j] = v;
     }
 
     private static void readFully(FileChannel channel, ByteBuffer into, long position) throws IOException {

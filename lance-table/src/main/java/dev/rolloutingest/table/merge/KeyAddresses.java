@@ -66,10 +66,11 @@ import org.slf4j.LoggerFactory;
  * most 3/4 full, in 7/8 of it (the rest holds the addresses this committer deleted at); when the younger is full the
  * older is dropped, so the book holds between one and two tables' worth of the newest keys.
  *
- * <p>Keys it does not hold are asked of a {@link KeyAddressFile} of every base key's address on local disk (1/32 byte
+ * <p>Keys it does not hold are asked of a {@link KeyAddressFile} of every base key's address on local disk (1/16 byte
  * a base row of memory), built in the background once a commit leaves more keys to the join than the false positives
  * explain (updates of old keys), and again when it has grown stale: a compaction moved a quarter of its rows, or a
- * quarter as many rows are newer than it. It outlives a restart; its hints are confirmed by the same take.
+ * quarter as many rows are newer than it. It outlives a restart. Its hints are replaced unread or taken by the same
+ * rules as the book's, with the fragments' deletion states and bounds as its build read them.
  */
 public final class KeyAddresses {
     static final String ROW_ADDRESS = "_rowaddr";
@@ -105,6 +106,10 @@ public final class KeyAddresses {
 
     private CompletableFuture<Void> building = CompletableFuture.completedFuture(null);
     private long nextBuildNanos;
+    /** When the last build in this process ended, and what it took. */
+    private long lastBuiltNanos;
+
+    private long lastBuildNanos;
     private boolean tooLargeLogged;
     private volatile boolean closed;
     private final Counter found;
@@ -272,6 +277,8 @@ public final class KeyAddresses {
         Map<String, Long> hinted = new HashMap<>();
         Map<String, Long> replaced = new HashMap<>();
         List<String> missed = new ArrayList<>();
+        int fileTrusted = 0;
+        int fileRead = 0;
         KeyAddressFile everyKey = fileFolder == null ? null : file();
         for (MergeSource.Row row : keys) {
             String key = row.keyString();
@@ -282,9 +289,11 @@ public final class KeyAddresses {
             long address = get(hash);
             RowLiveness.Source source = RowLiveness.Source.BOOK;
             if (address < 0 && everyKey != null) {
-                address = everyKey.get(hash);
-                source = null; // the file holds no second hash: its hints are read
-                if (address >= 0) {
+                long entry = everyKey.find(hash);
+                if (entry >= 0) {
+                    address = everyKey.address(entry);
+                    lastCheck = everyKey.check(entry);
+                    source = RowLiveness.Source.FILE;
                     fileHints.increment();
                 }
             }
@@ -295,10 +304,15 @@ public final class KeyAddresses {
                             fragment.getId(), id -> fragment.metadata().getPhysicalRows());
             // an address beyond its fragment's rows, or in a fragment gone from this version, is not asked for
             if (rows != null && (address & 0xFFFF_FFFFL) < rows) {
-                if (source != null && !exact.contains(key) && replacedUnread(row, address, fragment, source)) {
+                boolean unread = !exact.contains(key) && replacedUnread(row, address, fragment, source);
+                if (unread) {
                     replaced.put(key, address);
                 } else {
                     hinted.put(key, address);
+                }
+                if (source == RowLiveness.Source.FILE) {
+                    fileTrusted += unread ? 1 : 0;
+                    fileRead += unread ? 0 : 1;
                 }
             } else {
                 missed.add(key);
@@ -316,9 +330,11 @@ public final class KeyAddresses {
         });
         found.increment(confirmed.size() + replaced.size());
         trusted.increment(replaced.size());
-        // more keys left to the join than the key filter's false positives explain: updates of old keys
-        if (fileFolder != null && missed.size() > roundRows / LIKELY_FALSE_POSITIVES) {
-            buildFileIfDue(fragments);
+        // more keys left to the join than the key filter's false positives explain: updates of old keys; or more of
+        // the file's rows read than trusted: others changed its fragments (or this committer before a restart)
+        boolean drifted = fileRead > fileTrusted && fileRead > roundRows / LIKELY_FALSE_POSITIVES;
+        if (fileFolder != null && (missed.size() > roundRows / LIKELY_FALSE_POSITIVES || drifted)) {
+            buildFileIfDue(fragments, drifted);
         }
         return new Found(confirmed, replaced, missed);
     }
@@ -330,7 +346,8 @@ public final class KeyAddresses {
      * row is newer than every row of the fragment ({@link FragmentBounds}: a replay of older offsets is read).
      */
     private boolean replacedUnread(MergeSource.Row row, long address, Fragment fragment, RowLiveness.Source source) {
-        FragmentBounds fragmentBounds = bounds.get(fragment.getId());
+        FragmentBounds fragmentBounds =
+                source == RowLiveness.Source.BOOK ? bounds.get(fragment.getId()) : file.bounds(fragment.getId());
         return lastCheck == row.hash().h2()
                 && fragmentBounds != null
                 && liveness.live(source, address, FragmentBounds.DeletionState.of(fragment.metadata()))
@@ -384,6 +401,7 @@ public final class KeyAddresses {
         if (!fileLooked) {
             fileLooked = true;
             file = KeyAddressFile.newest(fileFolder);
+            sawFile();
             countBytes();
         }
         return file;
@@ -392,9 +410,10 @@ public final class KeyAddresses {
     /**
      * Starts a build of the file in the background, unless one is under way, the last failed less than a minute ago,
      * the base is larger than the file may be, or the file is fresh: its fragments still hold at least 3/4 of the rows
-     * it holds (a compaction moved fewer) and the fragments newer than it fewer than 1/4.
+     * it holds (a compaction moved fewer) and the fragments newer than it fewer than 1/4, and it has not {@code
+     * drifted} (more of its rows read than trusted), or did so less than ten of its builds' time after the last build.
      */
-    private void buildFileIfDue(List<Fragment> fragments) {
+    private void buildFileIfDue(List<Fragment> fragments, boolean drifted) {
         if (closed || !building.isDone() || System.nanoTime() - nextBuildNanos < 0) {
             return;
         }
@@ -408,7 +427,7 @@ public final class KeyAddresses {
                 covered += physical;
             }
         }
-        if (rows * 16 > fileMaxBytes) {
+        if (KeyAddressFile.bytesFor(rows) > fileMaxBytes) {
             if (!tooLargeLogged) {
                 tooLargeLogged = true;
                 log.info(
@@ -416,12 +435,15 @@ public final class KeyAddresses {
                                 + " keys go through the record_id index",
                         fileFolder.getFileName(),
                         rows,
-                        rows * 16,
+                        KeyAddressFile.bytesFor(rows),
                         TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES);
             }
             return;
         }
-        if (file != null && covered >= file.pairs() / 4 * 3 && rows - covered <= file.pairs() / 4) {
+        boolean fresh = file != null && covered >= file.entries() / 4 * 3 && rows - covered <= file.entries() / 4;
+        // a build reads the whole base: after a drift, one at most a tenth of the time
+        boolean driftDue = drifted && System.nanoTime() - lastBuiltNanos >= 10 * lastBuildNanos;
+        if (fresh && !driftDue) {
             return;
         }
         building = CompletableFuture.runAsync(this::buildFile, FILE_BUILDS);
@@ -431,17 +453,16 @@ public final class KeyAddresses {
         long started = System.nanoTime();
         try (Dataset base = openBase.get()) {
             KeyAddressFile built = KeyAddressFile.build(
-                    base,
-                    base.getFragments(),
-                    fileFolder,
-                    Math.max(1L << 20, maxBytes / 2),
-                    key -> slotHash.applyAsLong(KeyFilter.murmur3x64(key)),
-                    () -> closed);
+                    base, base.getFragments(), fileFolder, Math.max(1L << 20, maxBytes / 2), slotHash, () -> closed);
             fileBuilds.record(Duration.ofNanos(System.nanoTime() - started));
+            synchronized (this) {
+                lastBuiltNanos = System.nanoTime();
+                lastBuildNanos = lastBuiltNanos - started;
+            }
             log.info(
                     "Table {}: built the file of {} key addresses at version {} in {} ms",
                     fileFolder.getFileName(),
-                    built.pairs(),
+                    built.entries(),
                     built.version(),
                     (System.nanoTime() - started) / 1_000_000);
             adopt(built);
@@ -466,8 +487,17 @@ public final class KeyAddresses {
         }
         file = built;
         fileLooked = true;
+        sawFile();
         built.deleteOthers();
         countBytes();
+    }
+
+    /** The file's fragments as its build saw them: its rows there are live while they stay so. */
+    private void sawFile() {
+        liveness.forget(RowLiveness.Source.FILE);
+        if (file != null) {
+            file.deletions().forEach((id, state) -> liveness.saw(RowLiveness.Source.FILE, id, state));
+        }
     }
 
     /** The build of the file under way, or the last one. */

@@ -4,7 +4,6 @@ import dev.rolloutingest.table.merge.FragmentBounds.DeletionState;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -15,8 +14,11 @@ import java.util.Set;
  * A commit of anyone else (a delete, a restore, another committer) leaves another deletion file than the ones known
  * here, and every row of that fragment must then be read to be trusted.
  *
- * <p>The addresses this committer deleted at are kept up to {@code maxDeleted}; past that they are let go together
- * with every fragment they were in (whose rows are then read again to be trusted), so memory stays bounded.
+ * <p>Each of this committer's commits records, per fragment it deleted rows in, the deletion state it went from and
+ * the one it left, so a source that saw any state along that chain (a file built while the commits went on) follows it
+ * to the fragment's state now. The addresses deleted and the chains are kept up to {@code maxDeleted} addresses; past
+ * that both are let go together with every fragment they were in (whose rows are then read again to be trusted), so
+ * memory stays bounded.
  */
 final class RowLiveness {
     /** Who saw a fragment's rows live: the book of the newest keys, or the file of every key. */
@@ -28,8 +30,8 @@ final class RowLiveness {
     private static final long EMPTY = -1;
 
     private final Map<Source, Map<Integer, DeletionState>> seen = new EnumMap<>(Source.class);
-    /** Fragments whose known state moved on through this committer's deletions (and their addresses below). */
-    private final Set<Integer> moved = new HashSet<>();
+    /** The states this committer's commits took each fragment through: from one state to the next. */
+    private final Map<Integer, Map<DeletionState, DeletionState>> moved = new HashMap<>();
 
     private final int maxDeleted;
     /** Open addressing, linear probing, at most half full; null while empty. */
@@ -64,13 +66,29 @@ final class RowLiveness {
     /** Keeps the fragments of a version only: the others are gone (compacted, deleted, restored away). */
     void retain(Set<Integer> present) {
         seen.values().forEach(states -> states.keySet().retainAll(present));
-        moved.retainAll(present);
+        moved.keySet().retainAll(present);
     }
 
     /** True when the row the source saw live at {@code address} is live in a version whose fragment is {@code now}. */
     boolean live(Source source, long address, DeletionState now) {
-        DeletionState known = seen.get(source).get((int) (address >>> 32));
-        return now.equals(known) && !deletedHere(address);
+        int fragment = (int) (address >>> 32);
+        Map<Integer, DeletionState> states = seen.get(source);
+        DeletionState known = states.get(fragment);
+        if (known == null) {
+            return false;
+        }
+        if (!known.equals(now)) {
+            Map<DeletionState, DeletionState> chain = moved.getOrDefault(fragment, Map.of());
+            DeletionState at = known;
+            for (int steps = chain.size(); steps > 0 && at != null && !at.equals(now); steps--) {
+                at = chain.get(at);
+            }
+            if (!now.equals(at)) {
+                return false;
+            }
+            states.put(fragment, now); // the source knows the state now, less the addresses deleted
+        }
+        return !deletedHere(address);
     }
 
     /**
@@ -86,7 +104,7 @@ final class RowLiveness {
         if (deletedCount + rows.values().stream().mapToLong(List::size).sum() > maxDeleted) {
             // let go of what the deleted addresses stood for: those fragments' rows are read again to be trusted
             for (Map<Integer, DeletionState> states : seen.values()) {
-                states.keySet().removeAll(moved);
+                states.keySet().removeAll(moved.keySet());
             }
             moved.clear();
             deleted = null;
@@ -96,22 +114,16 @@ final class RowLiveness {
             int id = fragment.getKey();
             DeletionState was = before.get(id);
             DeletionState is = after.get(id);
-            for (Map<Integer, DeletionState> states : seen.values()) {
-                if (is != null && was != null && was.equals(states.get(id))) {
-                    states.put(id, is);
-                } else {
-                    states.remove(id);
-                }
-            }
-            if (is != null && deletedCount + fragment.getValue().size() <= maxDeleted) {
-                moved.add(id);
+            if (was != null && is != null && deletedCount + fragment.getValue().size() <= maxDeleted) {
+                moved.computeIfAbsent(id, f -> new HashMap<>()).put(was, is);
                 for (int offset : fragment.getValue()) {
                     addDeleted((long) id << 32 | (offset & 0xFFFF_FFFFL));
                 }
-            } else {
+            } else { // emptied, or more addresses than are kept: its rows are read
                 for (Map<Integer, DeletionState> states : seen.values()) {
                     states.remove(id);
                 }
+                moved.remove(id);
             }
         }
     }

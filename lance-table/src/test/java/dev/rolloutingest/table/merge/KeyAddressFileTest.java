@@ -78,8 +78,11 @@ class KeyAddressFileTest {
     }
 
     private static long hashOf(String key) {
-        long h = KeyFilter.hash(key).h1();
-        return h == 0 ? 1 : h;
+        return slotHash(KeyFilter.hash(key));
+    }
+
+    private static long slotHash(KeyFilter.Hash hash) {
+        return hash.h1() == 0 ? 1 : hash.h1();
     }
 
     @Test
@@ -90,21 +93,36 @@ class KeyAddressFileTest {
                 Dataset base =
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
             Map<String, Long> expected = addresses(base);
-            // 1 KiB a bucket: 6,000 pairs of 16 bytes go to the most buckets a build makes (1,024)
+            // 1 KiB a bucket: 6,000 entries of 24 bytes go to the most buckets a build makes (1,024)
             try (KeyAddressFile file =
-                    KeyAddressFile.build(base, base.getFragments(), folder, 1024, key -> hashOf(new String(key)))) {
-                assertThat(file.pairs()).isEqualTo(6_000);
+                    KeyAddressFile.build(base, base.getFragments(), folder, 1024, KeyAddressFileTest::slotHash)) {
+                assertThat(file.entries()).isEqualTo(6_000);
                 assertThat(file.version()).isEqualTo(base.version());
                 assertThat(file.maxFragmentId()).isEqualTo(2);
-                expected.forEach((key, address) ->
-                        assertThat(file.get(hashOf(key))).as(key).isEqualTo(address));
+                expected.forEach((key, address) -> {
+                    long entry = file.find(hashOf(key));
+                    assertThat(file.address(entry)).as(key).isEqualTo(address);
+                    assertThat(file.check(entry))
+                            .as(key)
+                            .isEqualTo(KeyFilter.hash(key).h2());
+                });
+                // three fragments of one partition: offsets up to each one's last, ingested f seconds after T0
+                for (int f = 0; f < 3; f++) {
+                    FragmentBounds bounds = file.bounds(f);
+                    assertThat(bounds.partitions()).containsExactly(0);
+                    assertThat(bounds.maxOffsets()).containsExactly(f * 2_000L + 1_999);
+                    assertThat(bounds.olderThan(0, f * 2_000L + 2_000, 0)).isTrue();
+                    assertThat(bounds.olderThan(0, f * 2_000L + 1_999, Long.MAX_VALUE))
+                            .isFalse();
+                }
+                assertThat(file.deletions()).containsOnlyKeys(0, 1, 2);
                 for (int i = 0; i < 1_000; i++) {
                     assertThat(file.get(hashOf("absent-" + i))).isEqualTo(-1);
                 }
             }
-            // read through mappings of 4 KiB each, as a file over 1 GiB is read through several
+            // read through mappings of 170 entries (4,080 bytes) each, as a file over 768 MiB is read through several
             try (KeyAddressFile file =
-                    KeyAddressFile.open(folder.resolve(base.version() + KeyAddressFile.SUFFIX), 12)) {
+                    KeyAddressFile.open(folder.resolve(base.version() + KeyAddressFile.SUFFIX), 170)) {
                 expected.forEach((key, address) ->
                         assertThat(file.get(hashOf(key))).as(key).isEqualTo(address));
             }
@@ -119,14 +137,17 @@ class KeyAddressFileTest {
         Random random = new Random(7);
         for (int n : new int[] {0, 1, 2, 17, 1_000, 50_000}) {
             long[] hashes = new long[n];
+            long[] checks = new long[n];
             long[] addresses = new long[n];
             for (int i = 0; i < n; i++) {
                 hashes[i] = i % 10 == 0 ? random.nextInt(5) : random.nextLong(); // repeats, and both signs
+                checks[i] = hashes[i] * 7 - 3;
                 addresses[i] = hashes[i] * 31 + 1;
             }
-            KeyAddressFile.sortByHash(hashes, addresses, 0, n - 1);
+            KeyAddressFile.sortByHash(hashes, checks, addresses, 0, n - 1);
             for (int i = 0; i < n; i++) {
                 assertThat(addresses[i]).isEqualTo(hashes[i] * 31 + 1);
+                assertThat(checks[i]).isEqualTo(hashes[i] * 7 - 3);
                 if (i > 0) {
                     assertThat(Long.compareUnsigned(hashes[i - 1], hashes[i])).isLessThanOrEqualTo(0);
                 }
@@ -143,7 +164,7 @@ class KeyAddressFileTest {
                         Dataset.open().allocator(allocator).uri(location.uri()).build()) {
             Path whole;
             try (KeyAddressFile file =
-                    KeyAddressFile.build(base, base.getFragments(), folder, 1 << 20, key -> hashOf(new String(key)))) {
+                    KeyAddressFile.build(base, base.getFragments(), folder, 1 << 20, KeyAddressFileTest::slotHash)) {
                 whole = file.path();
             }
             Path newer = folder.resolve((base.version() + 1) + KeyAddressFile.SUFFIX);

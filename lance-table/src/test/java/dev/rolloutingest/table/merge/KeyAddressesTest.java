@@ -1,6 +1,7 @@
 package dev.rolloutingest.table.merge;
 
 import static dev.rolloutingest.table.TableFixtures.TOPIC;
+import static dev.rolloutingest.table.TableFixtures.appendWithLance;
 import static dev.rolloutingest.table.TableFixtures.baseRows;
 import static dev.rolloutingest.table.TableFixtures.delete;
 import static dev.rolloutingest.table.TableFixtures.freshDir;
@@ -19,7 +20,6 @@ import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.ArrowRows;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutRow;
-import dev.rolloutingest.table.storage.BatchReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -36,7 +36,6 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
-import org.lance.WriteParams;
 
 /**
  * The committer's book of the newest keys' addresses finds the rows an update replaces without the join, and a stale
@@ -437,32 +436,44 @@ class KeyAddressesTest {
             merge(table, 0, puts(0, 20_100, 100, 100, 11)); // key-100..199
             assertThat(fileHints(meters)).isEqualTo(100);
             assertThat(lookups(meters, "found")).isEqualTo(100);
+            assertThat(trusted(meters)).as("the fragment as the build read it").isEqualTo(100);
             assertThat(joinCommits(meters)).isEqualTo(1);
         }
         SimpleMeterRegistry restarted = new SimpleMeterRegistry();
         try (RolloutTable table = RolloutTable.createOrOpen(location, settings, restarted)) {
             merge(table, 0, puts(0, 20_200, 200, 100, 12)); // key-200..299
-            assertThat(fileHints(restarted)).isEqualTo(100);
-            assertThat(lookups(restarted, "found")).isEqualTo(100);
-            assertThat(fileBuilds(restarted))
+            assertThat(fileHints(restarted))
                     .as("the file left before the restart")
+                    .isEqualTo(100);
+            assertThat(lookups(restarted, "found")).isEqualTo(100);
+            assertThat(trusted(restarted))
+                    .as("the deletes made in the fragment since the build were before the restart: read")
                     .isZero();
+            awaitFileBuild(table);
+            assertThat(fileBuilds(restarted))
+                    .as("built again: more of its rows read than trusted")
+                    .isEqualTo(1);
+            merge(table, 0, puts(0, 20_300, 300, 50, 12)); // key-300..349, in the same fragment
+            assertThat(fileHints(restarted)).isEqualTo(150);
+            assertThat(trusted(restarted))
+                    .as("the fragment as the new build read it")
+                    .isEqualTo(50);
 
             // every row but the first fragment's (the commits' fence) moves: the file's addresses of them point at
             // fragments that are gone
             assertThat(table.maintenance().compact(1_000_000).fragmentsAfter()).isLessThan(4);
-            merge(table, 0, puts(0, 20_300, 2_500, 100, 13)); // key-2500..2599, in the second fragment before
+            merge(table, 0, puts(0, 20_350, 2_500, 100, 13)); // key-2500..2599, in the second fragment before
             assertThat(lookups(restarted, "stale")).isEqualTo(100);
-            assertThat(lookups(restarted, "found")).isEqualTo(100);
+            assertThat(lookups(restarted, "found")).isEqualTo(150);
             assertThat(joinCommits(restarted)).isEqualTo(1);
             awaitFileBuild(table);
             assertThat(fileBuilds(restarted))
                     .as("built again after the compaction")
-                    .isEqualTo(1);
+                    .isEqualTo(2);
 
-            merge(table, 0, puts(0, 20_400, 2_600, 100, 14)); // key-2600..2699
-            assertThat(fileHints(restarted)).isEqualTo(300);
-            assertThat(lookups(restarted, "found")).isEqualTo(200);
+            merge(table, 0, puts(0, 20_450, 2_600, 100, 14)); // key-2600..2699
+            assertThat(fileHints(restarted)).isEqualTo(350);
+            assertThat(lookups(restarted, "found")).isEqualTo(250);
             assertThat(joinCommits(restarted)).isEqualTo(1);
         }
         Map<String, String> base = baseRows(location); // fails on a key held twice
@@ -470,9 +481,40 @@ class KeyAddressesTest {
         assertThat(base.get("key-50")).isEqualTo("0@20050");
         assertThat(base.get("key-150")).isEqualTo("0@20150");
         assertThat(base.get("key-250")).isEqualTo("0@20250");
-        assertThat(base.get("key-2550")).isEqualTo("0@20350");
-        assertThat(base.get("key-2650")).isEqualTo("0@20450");
+        assertThat(base.get("key-320")).isEqualTo("0@20320");
+        assertThat(base.get("key-2550")).isEqualTo("0@20400");
+        assertThat(base.get("key-2650")).isEqualTo("0@20500");
         assertThat(base.get("key-550")).isEqualTo("0@550");
+    }
+
+    /**
+     * A row this committer replaced through the file is not replaced again at the file's address: the file still
+     * places the key there (its new row sits in a fragment too large for the book), and only the committer's record of
+     * the addresses it deleted at tells the row is gone.
+     */
+    @Test
+    void aRowReplacedThroughTheFileIsNotReplacedAgainAtTheFilesAddress() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("file-own-delete"));
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, smallBookWithFile("file-own-delete-files"), meters)) {
+            for (int g = 0; g < 8; g++) {
+                merge(table, 0, puts(0, g * 2_500L, g * 2_500, 2_500, g)); // key-0..19999, eight fragments
+            }
+            merge(table, 0, puts(0, 20_000, 0, 100, 10)); // key-0..99: through the join, then the file is built
+            awaitFileBuild(table);
+            // key-100 replaced unread where the file places it; its new row lands beside 8,000 new keys
+            merge(table, 0, concat(puts(0, 20_100, 100, 1, 11), puts(0, 20_101, 100_000, 8_000, 11)));
+            assertThat(trusted(meters)).isEqualTo(1);
+
+            merge(table, 0, puts(0, 28_101, 100, 1, 12)); // key-100 again: the file still places it in fragment 0
+
+            Map<String, String> base = baseRows(location); // fails on a key held twice
+            assertThat(base).hasSize(28_000);
+            assertThat(base.get("key-100")).isEqualTo("0@28101");
+            assertThat(trusted(meters)).isEqualTo(1);
+            assertThat(lookups(meters, "stale")).isEqualTo(1);
+        }
     }
 
     /** A base whose file would be larger than the setting allows has none: its old keys go through the join. */
@@ -509,16 +551,15 @@ class KeyAddressesTest {
     void catchUpReadsRowsAppendedBesideTheMergesIntoAFilledBookOnly() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("book-catch-up"));
-        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters);
-                RootAllocator allocator = new RootAllocator()) {
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
             merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99
-            appendBeside(location, allocator, puts(1, 0, 1_000, 10, 0)); // key-1000..1009
+            appendWithLance(location, puts(1, 0, 1_000, 10, 0)); // key-1000..1009
             table.merges().catchUp();
             assertThat(keysRead(meters)).as("a book never filled stays so").isZero();
 
             merge(table, 0, puts(0, 100, 0, 50, 1)); // updates: the book is filled with all 110 keys
             assertThat(keysRead(meters)).isEqualTo(110);
-            appendBeside(location, allocator, puts(1, 10, 2_000, 10, 0)); // key-2000..2009
+            appendWithLance(location, puts(1, 10, 2_000, 10, 0)); // key-2000..2009
             table.merges().catchUp(); // the 50 rows the commit wrote, and the 10 beside
             assertThat(keysRead(meters)).isEqualTo(170);
 
@@ -532,19 +573,5 @@ class KeyAddressesTest {
 
     private static double keysRead(SimpleMeterRegistry meters) {
         return meters.get("rollout.merge.key.addresses.keys.read").counter().count();
-    }
-
-    private static void appendBeside(TableLocation location, RootAllocator allocator, List<RolloutRow> rows)
-            throws Exception {
-        try (VectorSchemaRoot root = ArrowRows.toRoot(allocator, rows);
-                BatchReader reader = new BatchReader(allocator, root)) {
-            Dataset.write()
-                    .allocator(allocator)
-                    .reader(reader)
-                    .uri(location.uri())
-                    .mode(WriteParams.WriteMode.APPEND)
-                    .execute()
-                    .close();
-        }
     }
 }
