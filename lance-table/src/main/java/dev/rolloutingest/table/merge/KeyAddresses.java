@@ -167,8 +167,8 @@ public final class KeyAddresses {
         this.openBase = openBase;
         long slots = Math.max(0, maxBytes / 16 * 7 / BYTES_PER_SLOT);
         this.maxSlots = slots < FIRST_SLOTS ? 0 : (int) Math.min(slots, 1 << 30);
-        // the addresses this committer deleted at, in an eighth of the memory: 8 bytes each, at most half full
-        this.liveness = new RowLiveness((int) Math.min(1 << 28, maxBytes / 8 / 16));
+        // the addresses this committer deleted at and its commits' transitions, in an eighth of the memory
+        this.liveness = new RowLiveness(maxBytes / 8);
         String lookups = "rollout.merge.key.addresses.lookups";
         String description = "Keys a merge commit looked for in its book of the newest keys' row addresses: found (the"
                 + " live row at the address holds the key), stale (it does not: a lookup through the join) or absent";

@@ -16,8 +16,8 @@ import java.util.Set;
  *
  * <p>Each of this committer's commits records, per fragment it deleted rows in, the deletion state it went from and
  * the one it left, so a source that saw any state along that chain (a file built while the commits went on) follows it
- * to the fragment's state now. The addresses deleted and the chains are kept up to {@code maxDeleted} addresses; past
- * that both are let go together with every fragment they were in (whose rows are then read again to be trusted), so
+ * to the fragment's state now. The addresses deleted and the chains are kept up to {@code maxBytes}; past that both are
+ * let go together with every fragment they were in (whose rows are then read again to be trusted), so
  * memory stays bounded.
  */
 final class RowLiveness {
@@ -33,14 +33,21 @@ final class RowLiveness {
     /** The states this committer's commits took each fragment through: from one state to the next. */
     private final Map<Integer, Map<DeletionState, DeletionState>> moved = new HashMap<>();
 
-    private final int maxDeleted;
+    /** A deleted address in a table between a quarter and half full. */
+    private static final int BYTES_PER_ADDRESS = 32;
+    /** A transition: a map entry and its two states. */
+    private static final int BYTES_PER_TRANSITION = 128;
+
+    private final long maxBytes;
+    private long transitions;
     /** Open addressing, linear probing, at most half full; null while empty. */
     private long[] deleted;
 
     private int deletedCount;
 
-    RowLiveness(int maxDeleted) {
-        this.maxDeleted = maxDeleted;
+    /** @param maxBytes the memory of the deleted addresses and the transitions, at most */
+    RowLiveness(long maxBytes) {
+        this.maxBytes = maxBytes;
         for (Source source : Source.values()) {
             seen.put(source, new HashMap<>());
         }
@@ -59,6 +66,7 @@ final class RowLiveness {
     void clear() {
         seen.values().forEach(Map::clear);
         moved.clear();
+        transitions = 0;
         deleted = null;
         deletedCount = 0;
     }
@@ -66,7 +74,11 @@ final class RowLiveness {
     /** Keeps the fragments of a version only: the others are gone (compacted, deleted, restored away). */
     void retain(Set<Integer> present) {
         seen.values().forEach(states -> states.keySet().retainAll(present));
-        moved.keySet().retainAll(present);
+        moved.entrySet().removeIf(fragment -> {
+            boolean gone = !present.contains(fragment.getKey());
+            transitions -= gone ? fragment.getValue().size() : 0;
+            return gone;
+        });
     }
 
     /** True when the row the source saw live at {@code address} is live in a version whose fragment is {@code now}. */
@@ -101,12 +113,14 @@ final class RowLiveness {
         if (rows.isEmpty()) {
             return;
         }
-        if (deletedCount + rows.values().stream().mapToLong(List::size).sum() > maxDeleted) {
+        long addresses = rows.values().stream().mapToLong(List::size).sum();
+        if (heldBytes(deletedCount + addresses, transitions + rows.size()) > maxBytes) {
             // let go of what the deleted addresses stood for: those fragments' rows are read again to be trusted
             for (Map<Integer, DeletionState> states : seen.values()) {
                 states.keySet().removeAll(moved.keySet());
             }
             moved.clear();
+            transitions = 0;
             deleted = null;
             deletedCount = 0;
         }
@@ -114,8 +128,11 @@ final class RowLiveness {
             int id = fragment.getKey();
             DeletionState was = before.get(id);
             DeletionState is = after.get(id);
-            if (was != null && is != null && deletedCount + fragment.getValue().size() <= maxDeleted) {
+            if (was != null
+                    && is != null
+                    && heldBytes(deletedCount + fragment.getValue().size(), transitions + 1) <= maxBytes) {
                 moved.computeIfAbsent(id, f -> new HashMap<>()).put(was, is);
+                transitions++;
                 for (int offset : fragment.getValue()) {
                     addDeleted((long) id << 32 | (offset & 0xFFFF_FFFFL));
                 }
@@ -123,14 +140,19 @@ final class RowLiveness {
                 for (Map<Integer, DeletionState> states : seen.values()) {
                     states.remove(id);
                 }
-                moved.remove(id);
+                Map<DeletionState, DeletionState> chain = moved.remove(id);
+                transitions -= chain == null ? 0 : chain.size();
             }
         }
     }
 
-    /** The memory of the deleted addresses. */
+    private static long heldBytes(long addresses, long transitions) {
+        return addresses * BYTES_PER_ADDRESS + transitions * BYTES_PER_TRANSITION;
+    }
+
+    /** The memory of the deleted addresses and the transitions. */
     long bytes() {
-        return deleted == null ? 0 : deleted.length * 8L;
+        return (deleted == null ? 0 : deleted.length * 8L) + transitions * BYTES_PER_TRANSITION;
     }
 
     private boolean deletedHere(long address) {
