@@ -291,6 +291,13 @@ final class BenchCommand implements Callable<Integer> {
                     + " (rollout.merge.key.addresses.file.max.bytes; -1 = its default, 0 = no file)")
     long keyAddressesFileMaxBytes;
 
+    @Option(
+            names = "--base-payload-bytes",
+            defaultValue = "-1",
+            description = "merge-round: payload of each base row (-1 = --payload-bytes; the rounds' rows and their"
+                    + " floor keep --payload-bytes)")
+    int basePayloadBytes;
+
     @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
     long scanBaseRows;
 
@@ -345,6 +352,7 @@ final class BenchCommand implements Callable<Integer> {
             new MergeRoundBench(
                             System.out,
                             payloadBytes,
+                            basePayloadBytes < 0 ? payloadBytes : basePayloadBytes,
                             keyAddressesBytes < 0 ? TableSettings.DEFAULTS.mergeKeyAddressesBytes() : keyAddressesBytes,
                             keyAddressesFileMaxBytes < 0
                                     ? TableSettings.DEFAULTS.mergeKeyAddressesFileMaxBytes()

@@ -61,6 +61,9 @@ public final class MergeRoundBench {
 
     private final PrintStream out;
     private final RolloutGenerator generator;
+    /** The base's rows: their payload may be smaller than the rounds' (a base larger than the disk otherwise). */
+    private final RolloutGenerator baseGenerator;
+
     private final BufferAllocator allocator = new RootAllocator();
     private final long[] nextOffset = new long[SHARDS];
     private long nextNewKey;
@@ -76,15 +79,23 @@ public final class MergeRoundBench {
     private final long keyAddressesFileMaxBytes;
 
     /**
+     * @param basePayloadBytes the payload of the base's rows (the rounds' rows and their floor have {@code
+     *     payloadBytes})
      * @param keyAddressesBytes the committer's book of key addresses ({@code rollout.merge.key.addresses.bytes})
      * @param keyAddressesFileMaxBytes its file of every key's address ({@code
      *     rollout.merge.key.addresses.file.max.bytes}; 0 = none)
      */
-    public MergeRoundBench(PrintStream out, int payloadBytes, long keyAddressesBytes, long keyAddressesFileMaxBytes) {
+    public MergeRoundBench(
+            PrintStream out,
+            int payloadBytes,
+            int basePayloadBytes,
+            long keyAddressesBytes,
+            long keyAddressesFileMaxBytes) {
         this.out = out;
         this.keyAddressesBytes = keyAddressesBytes;
         this.keyAddressesFileMaxBytes = keyAddressesFileMaxBytes;
         this.generator = new RolloutGenerator("round", payloadBytes, 11);
+        this.baseGenerator = new RolloutGenerator("round", basePayloadBytes, 11);
     }
 
     /** The n-th key of the base: spread over the whole key range, as UUIDs are, and reproducible. */
@@ -293,7 +304,7 @@ public final class MergeRoundBench {
         for (long first = 0; first < rows; first += slice) {
             List<RolloutRow> batch = new ArrayList<>();
             for (long n = first; n < Math.min(rows, first + slice); n++) {
-                Rollout rollout = generator.rollout(n, 1);
+                Rollout rollout = baseGenerator.rollout(n, 1);
                 rollout.setRecordId(baseKey(n));
                 batch.add(new RolloutRow(rollout, 0, n, Instant.now()));
             }
