@@ -348,7 +348,11 @@ class ManyTablesMergeTopologyTest {
 
     @Test
     void aBrokenTableCoolsDownAloneNamingItsUriAndShardWhileTheHealthyTablesKeepMerging() throws Exception {
+        // the book of key addresses off: the rounds read the base rows they update, the broken fragment's among them
+        // (with it, a row it places is replaced without a read, and the broken fragment's file is never opened)
         start(Map.of(
+                "rollout.merge.key.addresses.bytes",
+                0L,
                 "rollout.merge.after.generations",
                 1,
                 "rollout.merge.max.generations",

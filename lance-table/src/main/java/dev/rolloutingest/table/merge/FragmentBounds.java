@@ -70,15 +70,20 @@ record FragmentBounds(int[] partitions, long[] maxOffsets, long[] maxIngestedMic
     }
 
     /**
-     * Which rows of a fragment lance-core marks deleted, by the deletion file that marks them: a new file for every
-     * change, named by a random id and the version it was read at. Equal states hold the same rows live.
+     * Which fragment this is and which of its rows lance-core marks deleted: its first data file (a fragment id used
+     * again, by a table made anew at the same place or an empty base's first commit, names other files) and the
+     * deletion file that marks its deleted rows (a new one for every change, named by a random id and the version it
+     * was read at). Equal states hold the same rows live.
      */
-    record DeletionState(boolean any, long id, long readVersion) {
-        static final DeletionState NONE = new DeletionState(false, 0, 0);
-
+    record DeletionState(String dataFile, boolean any, long id, long readVersion) {
         static DeletionState of(FragmentMetadata fragment) {
+            String first = fragment.getFiles().isEmpty()
+                    ? ""
+                    : fragment.getFiles().get(0).getPath();
             DeletionFile file = fragment.getDeletionFile();
-            return file == null ? NONE : new DeletionState(true, file.getId(), file.getReadVersion());
+            return file == null
+                    ? new DeletionState(first, false, 0, 0)
+                    : new DeletionState(first, true, file.getId(), file.getReadVersion());
         }
     }
 }

@@ -47,7 +47,7 @@ import org.lance.ipc.ScanOptions;
  */
 final class KeyAddressFile implements AutoCloseable {
     static final String SUFFIX = ".addresses";
-    private static final long MAGIC = 0x524B_4144_4452_0002L; // "RKADDR" and the format's version
+    private static final long MAGIC = 0x524B_4144_4452_0003L; // "RKADDR" and the format's version
     /** A multiple of an entry's bytes: entries never cross a mapped segment's end. */
     private static final int HEADER_BYTES = 48;
 
@@ -160,17 +160,28 @@ final class KeyAddressFile implements AutoCloseable {
         }
     }
 
-    /** Each fragment: its id, deletion state, then its bounds' partitions with their offset and ingest time. */
+    /**
+     * Each fragment: its id, first data file, deletion state, then its bounds' partitions with their offset and ingest
+     * time.
+     */
     private static void readFragments(
             ByteBuffer in, Map<Integer, FragmentBounds> bounds, Map<Integer, FragmentBounds.DeletionState> deletions)
             throws IOException {
         try {
             while (in.hasRemaining()) {
                 int id = in.getInt();
+                int fileBytes = in.getInt();
+                if (fileBytes < 0 || fileBytes > in.remaining()) {
+                    throw new IOException("a key address file with broken fragment bounds");
+                }
+                byte[] dataFile = new byte[fileBytes];
+                in.get(dataFile);
                 boolean any = in.get() != 0;
-                FragmentBounds.DeletionState state = any
-                        ? new FragmentBounds.DeletionState(true, in.getLong(), in.getLong())
-                        : FragmentBounds.DeletionState.NONE;
+                FragmentBounds.DeletionState state = new FragmentBounds.DeletionState(
+                        new String(dataFile, java.nio.charset.StandardCharsets.UTF_8),
+                        any,
+                        any ? in.getLong() : 0,
+                        any ? in.getLong() : 0);
                 int partitions = in.getInt();
                 if (partitions < 0 || partitions > in.remaining() / 20) {
                     throw new IOException("a key address file with broken fragment bounds");
@@ -440,6 +451,9 @@ final class KeyAddressFile implements AutoCloseable {
                 FragmentBounds bounds = builder.build();
                 FragmentBounds.DeletionState state = FragmentBounds.DeletionState.of(fragment.metadata());
                 out.writeInt(fragment.getId());
+                byte[] dataFile = state.dataFile().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                out.writeInt(dataFile.length);
+                out.write(dataFile);
                 out.writeByte(state.any() ? 1 : 0);
                 if (state.any()) {
                     out.writeLong(state.id());

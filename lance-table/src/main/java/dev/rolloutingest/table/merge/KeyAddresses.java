@@ -77,6 +77,8 @@ public final class KeyAddresses {
     private static final int FIRST_SLOTS = 4_096;
     /** A slot's hash, second hash and address. */
     private static final int BYTES_PER_SLOT = 24;
+    /** A fragment read: its bounds (one partition, usually) and its deletion state as read. */
+    private static final long BYTES_PER_FRAGMENT = 256;
     /** At most 1/this of a round's rows looking held is what the key filter's false positives explain. */
     private static final int LIKELY_FALSE_POSITIVES = 200;
 
@@ -126,6 +128,8 @@ public final class KeyAddresses {
     private Slots old;
     /** Fragments read or passed over. */
     private final Set<Integer> known = new HashSet<>();
+    /** The highest fragment id read or passed over since the book was last let go of; -1: none. */
+    private int highestKnown = -1;
     /** The order bounds of the fragments read, by id. */
     private final Map<Integer, FragmentBounds> bounds = new HashMap<>();
 
@@ -549,12 +553,20 @@ public final class KeyAddresses {
         known.retainAll(present); // fragments compacted or deleted away
         bounds.keySet().retainAll(present);
         liveness.retain(present);
-        List<Fragment> unread = fragments.stream()
-                .filter(f -> !known.contains(f.getId()))
-                .sorted(Comparator.comparingInt(Fragment::getId).reversed())
-                .toList();
+        List<Fragment> unread = unread(fragments);
         if (unread.isEmpty()) {
             return Map.of();
+        }
+        // lance numbers a new fragment above every id it gave out: one at or below the highest the book looked at is
+        // an id back after a restore (or used again), and slots of its earlier read may point at rows it no longer
+        // holds live, so the book starts over
+        if (unread.get(unread.size() - 1).getId() <= highestKnown) {
+            log.info(
+                    "Table {}: fragment ids the book of key addresses looked at are back (a restore): it reads them"
+                            + " again",
+                    fileFolder == null ? "-" : fileFolder.getFileName());
+            release();
+            unread = unread(fragments);
         }
         long room = 2L * maxEntries(maxSlots);
         List<Integer> toRead = new ArrayList<>();
@@ -565,6 +577,7 @@ public final class KeyAddresses {
                 room -= rows;
             }
             known.add(fragment.getId());
+            highestKnown = Math.max(highestKnown, fragment.getId());
         }
         if (toRead.isEmpty()) {
             return Map.of();
@@ -573,6 +586,14 @@ public final class KeyAddresses {
         Map<Integer, Fragment> byId = new HashMap<>();
         fragments.forEach(f -> byId.put(f.getId(), f));
         return read(base, toRead.stream().map(byId::get).toList(), wanted);
+    }
+
+    /** The fragments the book has not read or passed over, newest first. */
+    private List<Fragment> unread(List<Fragment> fragments) {
+        return fragments.stream()
+                .filter(f -> !known.contains(f.getId()))
+                .sorted(Comparator.comparingInt(Fragment::getId).reversed())
+                .toList();
     }
 
     /**
@@ -636,6 +657,7 @@ public final class KeyAddresses {
                         FragmentBounds.DeletionState.of(fragment.metadata()));
             }
         }
+        countBytes();
         return rows;
     }
 
@@ -676,7 +698,10 @@ public final class KeyAddresses {
 
     private void countBytes() {
         long slots = (young == null ? 0 : young.hashes.length) + (old == null ? 0 : old.hashes.length);
-        bytes = slots * BYTES_PER_SLOT + liveness.bytes() + (file == null ? 0 : file.memoryBytes());
+        bytes = slots * BYTES_PER_SLOT
+                + bounds.size() * BYTES_PER_FRAGMENT
+                + liveness.bytes()
+                + (file == null ? 0 : file.memoryBytes());
         onDisk = file == null ? 0 : file.fileBytes();
     }
 
@@ -689,6 +714,7 @@ public final class KeyAddresses {
         young = null;
         old = null;
         known.clear();
+        highestKnown = -1;
         bounds.clear();
         liveness.clear();
         if (file != null) {
