@@ -2,6 +2,8 @@ package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.rows.NewestWins;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
 import org.lance.FragmentMetadata;
 import org.lance.fragment.DeletionFile;
 
@@ -66,6 +68,30 @@ record FragmentBounds(int[] partitions, long[] maxOffsets, long[] maxIngestedMic
         FragmentBounds build() {
             return new FragmentBounds(
                     Arrays.copyOf(partitions, size), Arrays.copyOf(offsets, size), Arrays.copyOf(ingested, size));
+        }
+    }
+
+    /** The bounds of each fragment whose rows are read, told apart by each row's address. */
+    static final class PerFragment {
+        private final Map<Integer, Builder> builders = new HashMap<>();
+        /** Rows of one fragment come in runs: the builder of the last row's fragment. */
+        private Builder last;
+
+        private int lastFragment = -1;
+
+        void add(long address, int partition, long offset, long ingestedMicros) {
+            int fragment = (int) (address >>> 32);
+            if (last == null || fragment != lastFragment) {
+                lastFragment = fragment;
+                last = builders.computeIfAbsent(fragment, f -> new Builder());
+            }
+            last.add(partition, offset, ingestedMicros);
+        }
+
+        /** The fragment's bounds; null when none of its rows was read (none live). */
+        FragmentBounds of(int fragment) {
+            Builder builder = builders.get(fragment);
+            return builder == null ? null : builder.build();
         }
     }
 

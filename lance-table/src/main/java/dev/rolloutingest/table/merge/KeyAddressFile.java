@@ -360,7 +360,7 @@ final class KeyAddressFile implements AutoCloseable {
         Files.createDirectories(folder);
         Path work = Files.createTempDirectory(folder, "build-");
         try {
-            Map<Integer, FragmentBounds.Builder> bounds = new HashMap<>();
+            FragmentBounds.PerFragment bounds = new FragmentBounds.PerFragment();
             long entries = writeBuckets(base, ids, work, bits, hashOfKey, bounds, cancelled);
             Path written = work.resolve("whole");
             byte[] fragmentSection = fragmentSection(fragments, bounds);
@@ -379,7 +379,7 @@ final class KeyAddressFile implements AutoCloseable {
             Path work,
             int bits,
             ToLongFunction<KeyFilter.Hash> hash,
-            Map<Integer, FragmentBounds.Builder> bounds,
+            FragmentBounds.PerFragment bounds,
             BooleanSupplier cancelled)
             throws IOException {
         int buckets = 1 << bits;
@@ -405,8 +405,6 @@ final class KeyAddressFile implements AutoCloseable {
                     VectorSchemaRoot batch = reader.getVectorSchemaRoot();
                     VarCharVector keys = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                     MergeJoin.BaseRowColumns columns = MergeJoin.BaseRowColumns.of(batch);
-                    FragmentBounds.Builder into = null;
-                    int intoId = -1;
                     for (int i = 0; i < batch.getRowCount(); i++) {
                         KeyFilter.Hash keyHash = KeyFilter.murmur3x64(keys.get(i));
                         long h = hash.applyAsLong(keyHash);
@@ -415,11 +413,7 @@ final class KeyAddressFile implements AutoCloseable {
                         to.writeLong(h);
                         to.writeLong(keyHash.h2());
                         to.writeLong(address);
-                        if (into == null || (int) (address >>> 32) != intoId) {
-                            intoId = (int) (address >>> 32);
-                            into = bounds.computeIfAbsent(intoId, f -> new FragmentBounds.Builder());
-                        }
-                        into.add(columns.partition(i), columns.offset(i), columns.ingestedMicros(i));
+                        bounds.add(address, columns.partition(i), columns.offset(i), columns.ingestedMicros(i));
                     }
                     entries += batch.getRowCount();
                 }
@@ -439,16 +433,15 @@ final class KeyAddressFile implements AutoCloseable {
     }
 
     /** The fragments the build read rows of: id, deletion state, bounds ({@link #readFragments} reads it back). */
-    private static byte[] fragmentSection(List<Fragment> fragments, Map<Integer, FragmentBounds.Builder> read)
+    private static byte[] fragmentSection(List<Fragment> fragments, FragmentBounds.PerFragment read)
             throws IOException {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             for (Fragment fragment : fragments) {
-                FragmentBounds.Builder builder = read.get(fragment.getId());
-                if (builder == null) {
+                FragmentBounds bounds = read.of(fragment.getId());
+                if (bounds == null) {
                     continue; // no live row: no entry points there
                 }
-                FragmentBounds bounds = builder.build();
                 FragmentBounds.DeletionState state = FragmentBounds.DeletionState.of(fragment.metadata());
                 out.writeInt(fragment.getId());
                 byte[] dataFile = state.dataFile().getBytes(java.nio.charset.StandardCharsets.UTF_8);

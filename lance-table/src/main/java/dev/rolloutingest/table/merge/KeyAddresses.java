@@ -609,7 +609,7 @@ public final class KeyAddresses {
                 .batchSize(65_536)
                 .build();
         Map<String, List<MergeJoin.BaseRow>> rows = new HashMap<>();
-        Map<Integer, FragmentBounds.Builder> fragmentBounds = new HashMap<>();
+        FragmentBounds.PerFragment fragmentBounds = new FragmentBounds.PerFragment();
         long read = 0;
         try (LanceScanner scanner = base.newScan(options);
                 ArrowReader reader = scanner.scanBatches()) {
@@ -618,19 +618,13 @@ public final class KeyAddresses {
                 VarCharVector ids = (VarCharVector) batch.getVector(RolloutSchema.RECORD_ID);
                 UInt8Vector addresses = (UInt8Vector) batch.getVector(ROW_ADDRESS);
                 MergeJoin.BaseRowColumns columns = MergeJoin.BaseRowColumns.of(batch);
-                FragmentBounds.Builder into = null;
-                int intoId = -1;
                 for (int i = 0; i < batch.getRowCount(); i++) {
                     byte[] id = ids.get(i);
                     KeyFilter.Hash keyHash = KeyFilter.murmur3x64(id);
                     long hash = slotHash.applyAsLong(keyHash);
                     long address = addresses.get(i);
                     put(hash, keyHash.h2(), address);
-                    if ((int) (address >>> 32) != intoId || into == null) {
-                        intoId = (int) (address >>> 32);
-                        into = fragmentBounds.computeIfAbsent(intoId, f -> new FragmentBounds.Builder());
-                    }
-                    into.add(columns.partition(i), columns.offset(i), columns.ingestedMicros(i));
+                    fragmentBounds.add(address, columns.partition(i), columns.offset(i), columns.ingestedMicros(i));
                     for (MergeSource.Row row : wanted.getOrDefault(hash, List.of())) {
                         if (Arrays.equals(row.key(), id)) {
                             rows.put(row.keyString(), List.of(columns.row(i)));
@@ -648,9 +642,9 @@ public final class KeyAddresses {
         }
         keysRead.increment(read);
         for (Fragment fragment : fragments) {
-            FragmentBounds.Builder built = fragmentBounds.get(fragment.getId());
+            FragmentBounds built = fragmentBounds.of(fragment.getId());
             if (built != null) { // a fragment with no live row has none to find
-                bounds.put(fragment.getId(), built.build());
+                bounds.put(fragment.getId(), built);
                 liveness.saw(
                         RowLiveness.Source.BOOK,
                         fragment.getId(),
