@@ -278,6 +278,8 @@ public final class KeyAddresses {
         Map<Integer, Fragment> byId = new HashMap<>();
         fragments.forEach(f -> byId.put(f.getId(), f));
         Map<Integer, Long> rowsById = new HashMap<>(); // of the fragments hinted at only: a metadata read each
+        // the fragments' states now, each built once a commit rather than once a key
+        Map<Integer, FragmentBounds.DeletionState> statesById = new HashMap<>();
         Map<String, Long> hinted = new HashMap<>();
         Map<String, Long> replaced = new HashMap<>();
         List<String> missed = new ArrayList<>();
@@ -308,7 +310,14 @@ public final class KeyAddresses {
                             fragment.getId(), id -> fragment.metadata().getPhysicalRows());
             // an address beyond its fragment's rows, or in a fragment gone from this version, is not asked for
             if (rows != null && (address & 0xFFFF_FFFFL) < rows) {
-                boolean unread = !exact.contains(key) && replacedUnread(row, address, fragment, source);
+                boolean unread = !exact.contains(key)
+                        && replacedUnread(
+                                row,
+                                address,
+                                fragment.getId(),
+                                statesById.computeIfAbsent(
+                                        fragment.getId(), id -> FragmentBounds.DeletionState.of(fragment.metadata())),
+                                source);
                 if (unread) {
                     replaced.put(key, address);
                 } else {
@@ -349,12 +358,17 @@ public final class KeyAddresses {
      * is live as far as the source and this committer's own commits since know ({@link RowLiveness}), and the round's
      * row is newer than every row of the fragment ({@link FragmentBounds}: a replay of older offsets is read).
      */
-    private boolean replacedUnread(MergeSource.Row row, long address, Fragment fragment, RowLiveness.Source source) {
+    private boolean replacedUnread(
+            MergeSource.Row row,
+            long address,
+            int fragment,
+            FragmentBounds.DeletionState now,
+            RowLiveness.Source source) {
         FragmentBounds fragmentBounds =
-                source == RowLiveness.Source.BOOK ? bounds.get(fragment.getId()) : file.bounds(fragment.getId());
+                source == RowLiveness.Source.BOOK ? bounds.get(fragment) : file.bounds(fragment);
         return lastCheck == row.hash().h2()
                 && fragmentBounds != null
-                && liveness.live(source, address, FragmentBounds.DeletionState.of(fragment.metadata()))
+                && liveness.live(source, address, now)
                 && fragmentBounds.olderThan(row.partition(), row.offset(), row.ingestedMicros());
     }
 
@@ -662,14 +676,17 @@ public final class KeyAddresses {
 
     /** The address of a hash, or -1; its second hash in {@link #lastCheck}. */
     private long get(long hash) {
-        for (Slots slots : new Slots[] {young, old}) {
-            int at = slots == null ? -1 : slots.find(hash);
-            if (at >= 0) {
-                lastCheck = slots.checks[at];
-                return slots.addresses[at];
-            }
+        long address = get(young, hash);
+        return address >= 0 ? address : get(old, hash);
+    }
+
+    private long get(Slots slots, long hash) {
+        int at = slots == null ? -1 : slots.find(hash);
+        if (at < 0) {
+            return -1;
         }
-        return -1;
+        lastCheck = slots.checks[at];
+        return slots.addresses[at];
     }
 
     private void put(long hash, long check, long address) {
