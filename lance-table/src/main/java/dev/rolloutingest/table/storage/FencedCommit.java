@@ -319,8 +319,10 @@ public final class FencedCommit {
         return message.contains("preempted") || message.contains("Retryable commit conflict");
     }
 
-    /** The committed version (the caller closes it) and the ids its new fragments got. */
     /**
+     * The committed version (the caller closes it), the ids its new fragments got, and the fragments it deleted rows
+     * in.
+     *
      * @param fragmentIds the new fragments' ids
      * @param updated the base fragments the commit marked rows deleted in, as it left them (one it emptied is not
      *     among them)
