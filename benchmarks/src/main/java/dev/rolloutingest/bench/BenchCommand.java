@@ -298,6 +298,12 @@ final class BenchCommand implements Callable<Integer> {
                     + " floor keep --payload-bytes)")
     int basePayloadBytes;
 
+    @Option(
+            names = "--keep-base",
+            description = "merge-round: keep each base under --dir (round-base-<rows>) and use it again in the next run"
+                    + " instead of writing it anew (its rounds' new keys drawn afresh each run)")
+    boolean keepBase;
+
     @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
     long scanBaseRows;
 
@@ -356,7 +362,8 @@ final class BenchCommand implements Callable<Integer> {
                             keyAddressesBytes < 0 ? TableSettings.DEFAULTS.mergeKeyAddressesBytes() : keyAddressesBytes,
                             keyAddressesFileMaxBytes < 0
                                     ? TableSettings.DEFAULTS.mergeKeyAddressesFileMaxBytes()
-                                    : keyAddressesFileMaxBytes)
+                                    : keyAddressesFileMaxBytes,
+                            keepBase)
                     .run(dir, roundBaseRows, commits);
             return 0;
         }

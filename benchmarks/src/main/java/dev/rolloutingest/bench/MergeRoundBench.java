@@ -75,8 +75,13 @@ public final class MergeRoundBench {
     /** The path before the key filter, every key through the join, is timed up to this base: it grows with it. */
     private static final long JOIN_ONLY_MAX_BASE_ROWS = 10_000_000;
 
+    /** The file a kept base is marked complete with (beside its _versions, which lance ignores). */
+    private static final String KEPT_MARKER = "bench-base-complete";
+
     private final long keyAddressesBytes;
     private final long keyAddressesFileMaxBytes;
+    /** Bases kept between runs: written once, used again (100M rows take ~15 minutes to write and index). */
+    private final boolean keepBase;
 
     /**
      * @param basePayloadBytes the payload of the base's rows (the rounds' rows and their floor have {@code
@@ -84,14 +89,21 @@ public final class MergeRoundBench {
      * @param keyAddressesBytes the committer's book of key addresses ({@code rollout.merge.key.addresses.bytes})
      * @param keyAddressesFileMaxBytes its file of every key's address ({@code
      *     rollout.merge.key.addresses.file.max.bytes}; 0 = none)
+     * @param keepBase keep each base and use it again in the next run
      */
     public MergeRoundBench(
             PrintStream out,
             int payloadBytes,
             int basePayloadBytes,
             long keyAddressesBytes,
-            long keyAddressesFileMaxBytes) {
+            long keyAddressesFileMaxBytes,
+            boolean keepBase) {
         this.out = out;
+        this.keepBase = keepBase;
+        if (keepBase) {
+            // a kept base holds the new keys of earlier runs: this run's are drawn from elsewhere in the key space
+            this.nextNewKey = new Random().nextLong() >>> 1;
+        }
         this.keyAddressesBytes = keyAddressesBytes;
         this.keyAddressesFileMaxBytes = keyAddressesFileMaxBytes;
         this.generator = new RolloutGenerator("round", payloadBytes, 11);
@@ -124,17 +136,25 @@ public final class MergeRoundBench {
         Map<Long, Long> allNewAppendRound = new TreeMap<>();
         for (long baseRows : baseSizes) {
             TableLocation location = TableLocation.local(
-                    dir.toAbsolutePath().resolve("round-base-" + baseRows + "-" + UUID.randomUUID()));
-            long built = System.nanoTime();
-            RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())
-                    .close();
-            writeBase(location, baseRows);
-            try (Dataset base = Dataset.open(location.uri(), allocator)) {
-                KeyIndex.create(base, true);
+                    dir.toAbsolutePath().resolve("round-base-" + baseRows + (keepBase ? "" : "-" + UUID.randomUUID())));
+            Path kept = Path.of(location.uri()).resolve(KEPT_MARKER);
+            if (keepBase && java.nio.file.Files.exists(kept)) {
+                out.printf("base of %,d rows kept from an earlier run (%s)%n", baseRows, location);
+            } else {
+                long built = System.nanoTime();
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())
+                        .close();
+                writeBase(location, baseRows);
+                try (Dataset base = Dataset.open(location.uri(), allocator)) {
+                    KeyIndex.create(base, true);
+                }
+                if (keepBase) {
+                    java.nio.file.Files.createFile(kept); // written whole: a run cut short leaves none
+                }
+                out.printf(
+                        "base of %,d rows written and indexed in %d s%n",
+                        baseRows, (System.nanoTime() - built) / 1_000_000_000);
             }
-            out.printf(
-                    "base of %,d rows written and indexed in %d s%n",
-                    baseRows, (System.nanoTime() - built) / 1_000_000_000);
             reportFilter(location, baseRows);
             for (double[] mix : new double[][] {{0, 0, 0}, {0, 0, 1}, {0.01, 0, 0}, {0.5, 0, 0}, {0, DELETED, 0}}) {
                 double present = mix[0];
@@ -259,8 +279,11 @@ public final class MergeRoundBench {
                     }
                 }
             }
-            for (Path written :
-                    List.of(Path.of(location.uri()), dir.toAbsolutePath().resolve("key-addresses"))) {
+            List<Path> removed = new ArrayList<>(List.of(dir.toAbsolutePath().resolve("key-addresses")));
+            if (!keepBase) {
+                removed.add(Path.of(location.uri()));
+            }
+            for (Path written : removed) {
                 if (!java.nio.file.Files.exists(written)) {
                     continue;
                 }
