@@ -1,7 +1,6 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.TableLocation;
-import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
@@ -21,11 +20,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 import org.apache.arrow.vector.UInt8Vector;
@@ -68,8 +62,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Keys it does not hold are asked of a {@link KeyAddressFile} of every base key's address on local disk (1/16 byte
  * a base row of memory), built in the background once a commit leaves more keys to the join than the false positives
- * explain (updates of old keys), and again when it has grown stale: a compaction moved a quarter of its rows, or a
- * quarter as many rows are newer than it. It outlives a restart. Its hints are replaced unread or taken by the same
+ * explain (updates of old keys), and again when it has grown stale or drifted ({@link KeyAddressFileKeeper}). It
+ * outlives a restart. Its hints are replaced unread or taken by the same
  * rules as the book's, with the fragments' deletion states and bounds as its build read them.
  */
 public final class KeyAddresses {
@@ -83,37 +77,15 @@ public final class KeyAddresses {
     private static final int LIKELY_FALSE_POSITIVES = 200;
 
     private static final Logger log = LoggerFactory.getLogger(KeyAddresses.class);
-    /** A failed build of the file is tried again after this long. */
-    private static final long FILE_RETRY_NANOS = 60_000_000_000L;
-    /** Builds of every table's file, one at a time: each reads a whole base's keys. */
-    private static final ExecutorService FILE_BUILDS = Executors.newSingleThreadExecutor(task -> {
-        Thread thread = new Thread(task, "key-address-file-build");
-        thread.setDaemon(true);
-        return thread;
-    });
 
     private final ToLongFunction<KeyFilter.Hash> slotHash;
     private final int maxSlots;
-    private final long maxBytes;
-    /** The table's folder of key address files; null: no file. */
-    private final Path fileFolder;
-
-    private final long fileMaxBytes;
-    private final Supplier<Dataset> openBase;
-    private final Counter fileHints;
-    private final Timer fileBuilds;
+    /** The table's file of every key's address; null: none. */
+    private final KeyAddressFileKeeper files;
+    /** The file {@link #files} has, as it last told. */
     private KeyAddressFile file;
-    /** Whether the folder was looked in for a file since the last release. */
-    private boolean fileLooked;
 
-    private CompletableFuture<Void> building = CompletableFuture.completedFuture(null);
-    private long nextBuildNanos;
-    /** When the last build in this process ended, and what it took. */
-    private long lastBuiltNanos;
-
-    private long lastBuildNanos;
-    private boolean tooLargeLogged;
-    private volatile boolean closed;
+    private final Counter fileHints;
     private final Counter found;
     private final Counter stale;
     private final Counter absent;
@@ -165,10 +137,17 @@ public final class KeyAddresses {
             long fileMaxBytes,
             Supplier<Dataset> openBase) {
         this.slotHash = slotHash;
-        this.maxBytes = maxBytes;
-        this.fileFolder = maxBytes == 0 || fileMaxBytes == 0 ? null : fileFolder;
-        this.fileMaxBytes = fileMaxBytes;
-        this.openBase = openBase;
+        this.files = maxBytes == 0 || fileMaxBytes == 0 || fileFolder == null
+                ? null
+                : new KeyAddressFileKeeper(
+                        this,
+                        meters,
+                        fileFolder,
+                        fileMaxBytes,
+                        Math.max(1L << 20, maxBytes / 2),
+                        slotHash,
+                        openBase,
+                        this::sawFile);
         long slots = Math.max(0, maxBytes / 16 * 7 / BYTES_PER_SLOT);
         this.maxSlots = slots < FIRST_SLOTS ? 0 : (int) Math.min(slots, 1 << 30);
         // the addresses this committer deleted at and its commits' transitions, in an eighth of the memory
@@ -208,9 +187,6 @@ public final class KeyAddresses {
         this.fileHints = Counter.builder("rollout.merge.key.addresses.file.hints")
                 .description("Addresses of keys the book of the newest keys did not hold, given by the file of every"
                         + " base key's address (each then confirmed by the take like the book's)")
-                .register(meters);
-        this.fileBuilds = Timer.builder("rollout.merge.key.addresses.file.builds")
-                .description("Builds of a table's file of every base key's address, in the background")
                 .register(meters);
         SummedGauges.add(
                 meters,
@@ -285,7 +261,7 @@ public final class KeyAddresses {
         List<String> missed = new ArrayList<>();
         int fileTrusted = 0;
         int fileRead = 0;
-        KeyAddressFile everyKey = fileFolder == null ? null : file();
+        KeyAddressFile everyKey = files == null ? null : files.file();
         for (MergeSource.Row row : keys) {
             String key = row.keyString();
             if (confirmed.containsKey(key)) {
@@ -346,8 +322,8 @@ public final class KeyAddresses {
         // more keys left to the join than the key filter's false positives explain: updates of old keys; or more of
         // the file's rows read than trusted: others changed its fragments (or this committer before a restart)
         boolean drifted = fileRead > fileTrusted && fileRead > roundRows / LIKELY_FALSE_POSITIVES;
-        if (fileFolder != null && (missed.size() > roundRows / LIKELY_FALSE_POSITIVES || drifted)) {
-            buildFileIfDue(fragments, drifted);
+        if (files != null && (missed.size() > roundRows / LIKELY_FALSE_POSITIVES || drifted)) {
+            files.buildIfDue(fragments, drifted);
         }
         return new Found(confirmed, replaced, missed);
     }
@@ -414,113 +390,19 @@ public final class KeyAddresses {
         }
     }
 
-    /** The file, the newest in the folder after a start or a release. */
-    private KeyAddressFile file() {
-        if (!fileLooked) {
-            fileLooked = true;
-            file = KeyAddressFile.newest(fileFolder);
-            sawFile();
-            countBytes();
-        }
-        return file;
-    }
-
-    /**
-     * Starts a build of the file in the background, unless one is under way, the last failed less than a minute ago,
-     * the base is larger than the file may be, or the file is fresh: its fragments still hold at least 3/4 of the rows
-     * it holds (a compaction moved fewer) and the fragments newer than it fewer than 1/4, and it has not {@code
-     * drifted} (more of its rows read than trusted), or did so less than ten of its builds' time after the last build.
-     */
-    private void buildFileIfDue(List<Fragment> fragments, boolean drifted) {
-        if (closed || !building.isDone() || System.nanoTime() - nextBuildNanos < 0) {
-            return;
-        }
-        long rows = 0;
-        long covered = 0;
-        int maxCovered = file == null ? Integer.MIN_VALUE : file.maxFragmentId();
-        for (Fragment fragment : fragments) {
-            long physical = fragment.metadata().getPhysicalRows();
-            rows += physical;
-            if (fragment.getId() <= maxCovered) {
-                covered += physical;
-            }
-        }
-        if (KeyAddressFile.bytesFor(rows) > fileMaxBytes) {
-            if (!tooLargeLogged) {
-                tooLargeLogged = true;
-                log.info(
-                        "Table {}: no file of key addresses: {} base rows need {} bytes, more than {}; updates of old"
-                                + " keys go through the record_id index",
-                        fileFolder.getFileName(),
-                        rows,
-                        KeyAddressFile.bytesFor(rows),
-                        TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES);
-            }
-            return;
-        }
-        boolean fresh = file != null && covered >= file.entries() / 4 * 3 && rows - covered <= file.entries() / 4;
-        // a build reads the whole base: after a drift, one at most a tenth of the time
-        boolean driftDue = drifted && System.nanoTime() - lastBuiltNanos >= 10 * lastBuildNanos;
-        if (fresh && !driftDue) {
-            return;
-        }
-        building = CompletableFuture.runAsync(this::buildFile, FILE_BUILDS);
-    }
-
-    private void buildFile() {
-        long started = System.nanoTime();
-        try (Dataset base = openBase.get()) {
-            KeyAddressFile built = KeyAddressFile.build(
-                    base, base.getFragments(), fileFolder, Math.max(1L << 20, maxBytes / 2), slotHash, () -> closed);
-            fileBuilds.record(Duration.ofNanos(System.nanoTime() - started));
-            synchronized (this) {
-                lastBuiltNanos = System.nanoTime();
-                lastBuildNanos = lastBuiltNanos - started;
-            }
-            log.info(
-                    "Table {}: built the file of {} key addresses at version {} in {} ms",
-                    fileFolder.getFileName(),
-                    built.entries(),
-                    built.version(),
-                    (System.nanoTime() - started) / 1_000_000);
-            adopt(built);
-        } catch (Exception e) {
-            log.warn(
-                    "Table {}: building the file of key addresses failed; tried again in a minute",
-                    fileFolder.getFileName(),
-                    e);
-            synchronized (this) {
-                nextBuildNanos = System.nanoTime() + FILE_RETRY_NANOS;
-            }
-        }
-    }
-
-    private synchronized void adopt(KeyAddressFile built) {
-        if (closed) {
-            built.close();
-            return;
-        }
-        if (file != null) {
-            file.close();
-        }
-        file = built;
-        fileLooked = true;
-        sawFile();
-        built.deleteOthers();
-        countBytes();
-    }
-
-    /** The file's fragments as its build saw them: its rows there are live while they stay so. */
-    private void sawFile() {
+    /** The file the keeper took up (null: none): its rows in the fragments its build saw are live while they stay so. */
+    private void sawFile(KeyAddressFile taken) {
+        file = taken;
         liveness.forget(RowLiveness.Source.FILE);
         if (file != null) {
             file.deletions().forEach((id, state) -> liveness.saw(RowLiveness.Source.FILE, id, state));
         }
+        countBytes();
     }
 
     /** The build of the file under way, or the last one. */
     public synchronized CompletableFuture<Void> fileBuild() {
-        return building;
+        return files == null ? CompletableFuture.completedFuture(null) : files.building();
     }
 
     /** The live rows at the hinted addresses that hold the key they were asked for. */
@@ -578,7 +460,7 @@ public final class KeyAddresses {
             log.info(
                     "Table {}: fragment ids the book of key addresses looked at are back (a restore): it reads them"
                             + " again",
-                    fileFolder == null ? "-" : fileFolder.getFileName());
+                    files == null ? "-" : files.folderName());
             release();
             unread = unread(fragments);
         }
@@ -712,8 +594,8 @@ public final class KeyAddresses {
         bytes = slots * BYTES_PER_SLOT
                 + bounds.size() * BYTES_PER_FRAGMENT
                 + liveness.bytes()
-                + (file == null ? 0 : file.memoryBytes());
-        onDisk = file == null ? 0 : file.fileBytes();
+                + (files == null ? 0 : files.memoryBytes());
+        onDisk = files == null ? 0 : files.fileBytes();
     }
 
     private static long maxEntries(int slots) {
@@ -728,23 +610,17 @@ public final class KeyAddresses {
         highestKnown = -1;
         bounds.clear();
         liveness.clear();
-        if (file != null) {
-            file.close();
-            file = null;
+        if (files != null) {
+            files.release();
         }
-        fileLooked = false;
+        file = null;
         countBytes();
     }
 
     /** Stops a build of the file under way (waiting for it to stop) and lets go of every address and the file. */
     public void close() {
-        closed = true;
-        try {
-            fileBuild().get(60, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (ExecutionException | TimeoutException e) {
-            log.warn("Table {}: a build of the file of key addresses still runs after a minute of closing", fileFolder);
+        if (files != null) {
+            files.close();
         }
         release();
     }
