@@ -284,19 +284,17 @@ public final class BaseKeys {
         return filter == null || filter.mightContain(key);
     }
 
-    /** Keys this committer just appended, in these new fragments of {@code committed}: seen, no catch-up reads them. */
-    synchronized void appended(Dataset committed, Collection<Integer> fragmentIds, Collection<KeyFilter.Hash> keys) {
+    /** Keys this committer just appended, in these new fragments (as committed): seen, no catch-up reads them. */
+    synchronized void appended(Collection<FragmentMetadata> fragments, Collection<KeyFilter.Hash> keys) {
         if (filter == null) {
             return;
         }
         keys.forEach(filter::add);
         added += keys.size();
-        fragmentIds.forEach(seen::set);
-        // their prints too: a later fragment under one of these ids (after a restore) must not pass as read
-        for (Fragment fragment : committed.getFragments()) {
-            if (fragmentIds.contains(fragment.getId())) {
-                prints.put(fragment.getId(), Print.of(fragment.metadata()));
-            }
+        for (FragmentMetadata fragment : fragments) {
+            seen.set(fragment.getId());
+            // its print too: a later fragment under this id (after a restore) must not pass as read
+            prints.put(fragment.getId(), Print.of(fragment));
         }
     }
 

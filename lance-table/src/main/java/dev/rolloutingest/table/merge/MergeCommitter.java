@@ -255,12 +255,12 @@ public final class MergeCommitter {
                 commitFault.accept(CommitStage.APPENDED);
             }
             long marksStarted = System.nanoTime();
-            markMerged(target, marks, settings.mergeConflictRetries(), lance.allocator());
+            writer.marked(markMerged(target, marks, settings.mergeConflictRetries(), lance.allocator()));
             commitFault.accept(CommitStage.MARKED);
             log.info(
                     "Table {}: commit of {} generations of {} shards: {} rows appended and {} replacing {} older base"
-                            + " rows ({} of them in {} adopted generations), {} older than the base's dropped, in {} ms;"
-                            + " marks in {} ms",
+                            + " rows ({} of them in {} adopted generations), {} older than the base's dropped, in {} ms"
+                            + " (checked against the base in {} ms); marks in {} ms",
                     lance.location(),
                     marks.size(),
                     group.size(),
@@ -271,6 +271,7 @@ public final class MergeCommitter {
                     written.adoptedGenerations(),
                     written.droppedRows(),
                     (marksStarted - started) / 1_000_000,
+                    written.checked().toMillis(),
                     (System.nanoTime() - marksStarted) / 1_000_000);
         } finally {
             if (written.committed() != null) {
@@ -282,9 +283,10 @@ public final class MergeCommitter {
     /**
      * Marks generations merged, alone: a merge-insert with an empty source that carries the marks. Its source holds
      * the key column only: with no rows it changes no fragment either way, and lance plans and commits it 3-4x faster
-     * than one with every column of the table (9-21 against 22-87 ms at 1M rows, interleaved in one run).
+     * than one with every column of the table (9-21 against 22-87 ms at 1M rows, interleaved in one run). Returns the
+     * version it made.
      */
-    public static void markMerged(
+    public static long markMerged(
             Dataset target, List<MergedGeneration> marks, int conflictRetries, BufferAllocator allocator) {
         Schema keyOnly = new Schema(List.of(target.getSchema().findField(RolloutSchema.RECORD_ID)));
         MergeInsertParams params = marksOnly().markGenerationsAsMerged(marks).withConflictRetries(conflictRetries);
@@ -294,7 +296,9 @@ public final class MergeCommitter {
             empty.setRowCount(0);
             Data.exportArrayStream(allocator, new BatchReader(allocator, empty), stream);
             MergeInsertResult inserted = target.mergeInsert(params, stream);
-            inserted.dataset().close();
+            try (Dataset marked = inserted.dataset()) {
+                return marked.version();
+            }
         } catch (Exception e) {
             throw LanceIo.unchecked(e);
         }

@@ -70,6 +70,8 @@ public final class RoundWrite {
 
     private final MergeMeters meters;
     private final GenerationReads reads;
+    /** What the versions' commits said of unmarked deletes, read once a version. */
+    private final UnmarkedDeletes.Remembered unmarkedDeletes = new UnmarkedDeletes.Remembered();
 
     RoundWrite(
             LanceIo lance,
@@ -92,8 +94,8 @@ public final class RoundWrite {
     }
 
     /**
-     * What the write committed: the version it made (null when the base already held every row as new or newer) and
-     * its rows by path.
+     * What the write committed: the version it made (null when the base already held every row as new or newer), its
+     * rows by path, and the time spent checking the rows against the base (every attempt's).
      */
     record Written(
             Dataset committed,
@@ -102,7 +104,8 @@ public final class RoundWrite {
             long replacedRows,
             long droppedRows,
             long adoptedRows,
-            int adoptedGenerations) {}
+            int adoptedGenerations,
+            Duration checked) {}
 
     /**
      * Where each of the round's rows goes against one base version, and what the meters count once it is committed:
@@ -136,8 +139,10 @@ public final class RoundWrite {
             Map<String, Long> planned,
             Consumer<CommitStage> fault) {
         Dataset current = base;
+        long checkNanos = 0;
         try {
             for (int attempt = 0; attempt <= settings.mergeConflictRetries(); attempt++) {
+                long checkStarted = System.nanoTime();
                 if (attempt > 0) {
                     if (current != base) {
                         current.close();
@@ -148,18 +153,27 @@ public final class RoundWrite {
                 List<Fragment> fragments = current.getFragments();
                 keys.catchUp(current, fragments);
                 Map<String, Long> watermarks = MemWalWatermarks.read(current);
-                Map<String, Long> unmarked = UnmarkedDeletes.at(current, watermarks);
+                Map<String, Long> unmarked = unmarkedDeletes.at(current, watermarks);
                 Split split = split(current, fragments, rows, watermarks, unmarked);
+                checkNanos += System.nanoTime() - checkStarted;
                 fault.accept(CommitStage.CHECKED);
                 if (split.append().isEmpty()
                         && split.replace().isEmpty()
                         && split.deletions().isEmpty()) {
                     split.count(meters);
                     appendDeletes(rows);
-                    return new Written(current == base ? null : current, 0, 0, 0, split.dropped(), 0, 0);
+                    return new Written(
+                            current == base ? null : current,
+                            0,
+                            0,
+                            0,
+                            split.dropped(),
+                            0,
+                            0,
+                            Duration.ofNanos(checkNanos));
                 }
                 try {
-                    Written written = write(current, fragments, split, marks, unmarked);
+                    Written written = write(current, fragments, split, marks, unmarked, Duration.ofNanos(checkNanos));
                     if (current != base) {
                         current.close();
                     }
@@ -252,12 +266,17 @@ public final class RoundWrite {
         // after its delete).
         List<MergeSource.Row> values =
                 rows.stream().filter(row -> !row.isTombstone()).toList();
-        Map<String, List<MergeJoin.BaseRow>> deleted = new HashMap<>(AppliedDeletes.of(
-                lance,
-                catalog,
-                unmarked,
-                watermarks,
-                values.stream().map(MergeSource.Row::keyString).collect(java.util.stream.Collectors.toSet())));
+        Map<String, List<MergeJoin.BaseRow>> deleted = new HashMap<>(
+                unmarked.isEmpty()
+                        ? Map.of() // the usual case: no keys to gather
+                        : AppliedDeletes.of(
+                                lance,
+                                catalog,
+                                unmarked,
+                                watermarks,
+                                values.stream()
+                                        .map(MergeSource.Row::keyString)
+                                        .collect(java.util.stream.Collectors.toSet())));
         keptDeletesOf(values)
                 .forEach((key, kept) -> deleted.merge(key, kept, (a, b) -> {
                     List<MergeJoin.BaseRow> both = new ArrayList<>(a);
@@ -270,7 +289,7 @@ public final class RoundWrite {
         for (MergeSource.Row row : rows) {
             boolean mayBeHeld = !settings.mergeAppendNewKeys()
                     || keys.mightHold(row.hash())
-                    || deleted.containsKey(row.keyString());
+                    || !deleted.isEmpty() && deleted.containsKey(row.keyString());
             if (mayBeHeld) {
                 maybe.add(row);
             } else if (row.isTombstone()) {
@@ -383,7 +402,8 @@ public final class RoundWrite {
             List<Fragment> fragments,
             Split split,
             List<MergedGeneration> marks,
-            Map<String, Long> unmarked) {
+            Map<String, Long> unmarked,
+            Duration checkTime) {
         long started = System.nanoTime();
         Schema table = AddedColumns.tableSchema(current.getSchema());
         if (lance.hasWriteFault()) {
@@ -408,7 +428,7 @@ public final class RoundWrite {
             GenerationAdoption.Linked adopted = GenerationAdoption.link(store, adoption.adopt());
             try {
                 List<MergeSource.Row> notLinked = new ArrayList<>();
-                for (MergeSource.Row row : kept) {
+                for (MergeSource.Row row : adopted.failed().isEmpty() ? List.<MergeSource.Row>of() : kept) {
                     if (adopted.failed().contains(row.source().spanOf(row.ordinal()))) {
                         notLinked.add(row);
                     }
@@ -437,7 +457,7 @@ public final class RoundWrite {
             List<KeyFilter.Hash> added = new ArrayList<>();
             split.append().forEach(row -> added.add(row.hash()));
             split.replace().forEach(row -> added.add(row.hash()));
-            keys.appended(result.dataset(), result.fragmentIds(), added);
+            keys.appended(result.added(), added);
             addresses.committed(fragments, result.updated(), split.deletions().rowsByFragment());
             meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
             // a replacing row counts as joined however it went in; an adopted one is not written
@@ -454,7 +474,8 @@ public final class RoundWrite {
                     split.deletions().rows(),
                     split.dropped(),
                     adopted.rows(),
-                    adopted.fragments().size());
+                    adopted.fragments().size(),
+                    checkTime);
         } finally {
             batches.forEach(VectorSchemaRoot::close);
         }
@@ -494,6 +515,11 @@ public final class RoundWrite {
     static String describe(List<MergedGeneration> marks) {
         return marks.size() + " generations of "
                 + marks.stream().map(MergedGeneration::shardId).distinct().count() + " shards";
+    }
+
+    /** This committer's marks' commit made this version: it carries no rows, no unmarked deletes. */
+    void marked(long version) {
+        unmarkedDeletes.made(version, Map.of());
     }
 
     /** Thrown when a shard of the commit was merged by another committer while its commit was being retried. */

@@ -128,13 +128,7 @@ public final class FencedCommit {
                 .transactionProperties(properties)
                 .build()) {
             Dataset committed = base.commitTransaction(transaction);
-            return committed(
-                    committed,
-                    lanceNumbers
-                            ? null
-                            : added.stream().map(FragmentMetadata::getId).toList(),
-                    added,
-                    updated);
+            return committed(committed, lanceNumbers ? null : added, added, updated);
         } catch (Exception thrown) {
             RuntimeException e = LanceIo.unchecked(thrown);
             if (isPreempted(e)) {
@@ -153,11 +147,16 @@ public final class FencedCommit {
         }
     }
 
-    /** The committed version with its new fragments' ids ({@code ids}, or as lance numbered them); closed on failure. */
+    /**
+     * The committed version with its new fragments ({@code numbered}, or as lance numbered them); closed on failure.
+     */
     private static Committed committed(
-            Dataset dataset, List<Integer> ids, List<FragmentMetadata> added, List<FragmentMetadata> updated) {
+            Dataset dataset,
+            List<FragmentMetadata> numbered,
+            List<FragmentMetadata> added,
+            List<FragmentMetadata> updated) {
         try {
-            return new Committed(dataset, ids != null ? ids : idsOf(dataset, added), updated);
+            return new Committed(dataset, numbered != null ? numbered : numberedBy(dataset, added), updated);
         } catch (RuntimeException e) {
             dataset.close();
             throw e;
@@ -294,23 +293,25 @@ public final class FencedCommit {
         return baseFragments.get(0);
     }
 
-    /** The ids lance gave the committed fragments, found by their first data file (a path of this commit's own). */
-    private static List<Integer> idsOf(Dataset committed, List<FragmentMetadata> added) {
+    /**
+     * The committed fragments as lance numbered them, found by their first data file (a path of this commit's own).
+     */
+    private static List<FragmentMetadata> numberedBy(Dataset committed, List<FragmentMetadata> added) {
         java.util.Set<String> paths = new java.util.HashSet<>();
         added.forEach(f -> paths.add(f.getFiles().get(0).getPath()));
-        List<Integer> ids = new ArrayList<>();
+        List<FragmentMetadata> numbered = new ArrayList<>();
         for (Fragment fragment : committed.getFragments()) {
             FragmentMetadata metadata = fragment.metadata();
             if (!metadata.getFiles().isEmpty()
                     && paths.contains(metadata.getFiles().get(0).getPath())) {
-                ids.add(fragment.getId());
+                numbered.add(metadata);
             }
         }
-        if (ids.size() != added.size()) {
-            throw new IllegalStateException("Table committed " + added.size() + " appended fragments but " + ids.size()
-                    + " are listed with their files at version " + committed.version());
+        if (numbered.size() != added.size()) {
+            throw new IllegalStateException("Table committed " + added.size() + " appended fragments but "
+                    + numbered.size() + " are listed with their files at version " + committed.version());
         }
-        return ids;
+        return numbered;
     }
 
     /** True for lance-core's retryable commit conflict: another writer committed first. */
@@ -320,14 +321,17 @@ public final class FencedCommit {
     }
 
     /**
-     * The committed version (the caller closes it), the ids its new fragments got, and the fragments it deleted rows
-     * in.
+     * The committed version (the caller closes it), its new fragments, and the fragments it deleted rows in.
      *
-     * @param fragmentIds the new fragments' ids
+     * @param added the new fragments as committed, with the ids they got
      * @param updated the base fragments the commit marked rows deleted in, as it left them (one it emptied is not
      *     among them)
      */
-    public record Committed(Dataset dataset, List<Integer> fragmentIds, List<FragmentMetadata> updated) {}
+    public record Committed(Dataset dataset, List<FragmentMetadata> added, List<FragmentMetadata> updated) {
+        public List<Integer> fragmentIds() {
+            return added.stream().map(FragmentMetadata::getId).toList();
+        }
+    }
 
     public static int firstFreeId(Dataset base) {
         return firstFreeId(base.getFragments(), base);

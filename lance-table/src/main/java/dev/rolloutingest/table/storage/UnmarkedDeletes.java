@@ -1,9 +1,11 @@
 package dev.rolloutingest.table.storage;
 
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.function.LongFunction;
 import org.lance.Dataset;
 import org.lance.Transaction;
 
@@ -34,17 +36,27 @@ public final class UnmarkedDeletes {
      * #MAX_VERSIONS_BACK} versions.
      */
     public static Map<String, Long> at(Dataset base, Map<String, Long> watermarks) {
-        Map<String, Long> named = Map.of();
+        return uncovered(named(base, version -> properties(base, version)), watermarks);
+    }
+
+    /**
+     * What the newest data commit at or below the base's version names: versions read through {@code read} (null:
+     * a version GC removed, nothing older is read; empty: a commit without properties).
+     */
+    private static Map<String, Long> named(Dataset base, LongFunction<Optional<Map<String, String>>> read) {
         for (long v = base.version(); v >= 1 && base.version() - v < MAX_VERSIONS_BACK; v--) {
-            Optional<Map<String, String>> properties = properties(base, v);
+            Optional<Map<String, String>> properties = read.apply(v);
             if (properties == null) {
-                break; // a version GC removed: nothing older to read
-            }
-            if (properties.isPresent() && properties.get().containsKey(DATA_COMMIT)) {
-                named = parse(properties.get().get(PROPERTY));
                 break;
             }
+            if (properties.isPresent() && properties.get().containsKey(DATA_COMMIT)) {
+                return parse(properties.get().get(PROPERTY));
+            }
         }
+        return Map.of();
+    }
+
+    private static Map<String, Long> uncovered(Map<String, Long> named, Map<String, Long> watermarks) {
         Map<String, Long> uncovered = new TreeMap<>();
         named.forEach((shard, generation) -> {
             if (Long.compareUnsigned(generation, watermarks.getOrDefault(shard, 0L)) > 0) {
@@ -53,6 +65,49 @@ public final class UnmarkedDeletes {
         });
         return uncovered;
     }
+
+    /**
+     * {@link #at} for one committer, remembering what each version's commit carried (a version never changes), so a
+     * commit reads only the versions made since the last (its own it is told of: none). At most {@link
+     * #REMEMBERED_VERSIONS} versions; all are forgotten when the base's version goes below the highest one seen (a
+     * table made anew at the same place).
+     */
+    public static final class Remembered {
+        private final Map<Long, Optional<Map<String, String>>> byVersion = new LinkedHashMap<>(64, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, Optional<Map<String, String>>> eldest) {
+                return size() > REMEMBERED_VERSIONS;
+            }
+        };
+        private long highest;
+
+        public synchronized Map<String, Long> at(Dataset base, Map<String, Long> watermarks) {
+            if (base.version() < highest) {
+                byVersion.clear();
+            }
+            highest = Math.max(highest, base.version());
+            return uncovered(
+                    named(base, version -> {
+                        Optional<Map<String, String>> known = byVersion.get(version);
+                        if (known == null) {
+                            known = properties(base, version);
+                            if (known != null) {
+                                byVersion.put(version, known);
+                            }
+                        }
+                        return known;
+                    }),
+                    watermarks);
+        }
+
+        /** A version this committer made, with the properties its commit carried (none for a marks' commit). */
+        public synchronized void made(long version, Map<String, String> properties) {
+            byVersion.put(version, properties.isEmpty() ? Optional.empty() : Optional.of(Map.copyOf(properties)));
+        }
+    }
+
+    /** Versions a {@link Remembered} keeps. */
+    static final int REMEMBERED_VERSIONS = 256;
 
     /** A version's transaction properties (empty: none), or null when the version cannot be read. */
     private static Optional<Map<String, String>> properties(Dataset base, long version) {
