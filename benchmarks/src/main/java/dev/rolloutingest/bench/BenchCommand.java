@@ -304,6 +304,15 @@ final class BenchCommand implements Callable<Integer> {
                     + " instead of writing it anew (its rounds' new keys drawn afresh each run)")
     boolean keepBase;
 
+    @Option(
+            names = "--cases",
+            defaultValue = "new,recent,old-1,old-50,deletes",
+            split = ",",
+            description =
+                    "merge-round: the cases run: new (new keys), recent (updates of keys merged in the last"
+                            + " rounds), old-1 and old-50 (1 %% and 50 %% updates of random base keys), deletes (10 %% deletes)")
+    java.util.List<String> roundCases;
+
     @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
     long scanBaseRows;
 
@@ -363,7 +372,8 @@ final class BenchCommand implements Callable<Integer> {
                             keyAddressesFileMaxBytes < 0
                                     ? TableSettings.DEFAULTS.mergeKeyAddressesFileMaxBytes()
                                     : keyAddressesFileMaxBytes,
-                            keepBase)
+                            keepBase,
+                            new java.util.LinkedHashSet<>(roundCases))
                     .run(dir, roundBaseRows, commits);
             return 0;
         }

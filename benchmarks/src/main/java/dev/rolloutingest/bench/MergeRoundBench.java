@@ -75,6 +75,22 @@ public final class MergeRoundBench {
     /** The path before the key filter, every key through the join, is timed up to this base: it grows with it. */
     private static final long JOIN_ONLY_MAX_BASE_ROWS = 10_000_000;
 
+    /**
+     * The cases by name: share of keys present in the base, share of deletes of present keys, updates of recent keys
+     * (1) or not.
+     */
+    public static final Map<String, double[]> CASES = casesByName();
+
+    private static Map<String, double[]> casesByName() {
+        Map<String, double[]> cases = new java.util.LinkedHashMap<>();
+        cases.put("new", new double[] {0, 0, 0});
+        cases.put("recent", new double[] {0, 0, 1});
+        cases.put("old-1", new double[] {0.01, 0, 0});
+        cases.put("old-50", new double[] {0.5, 0, 0});
+        cases.put("deletes", new double[] {0, DELETED, 0});
+        return java.util.Collections.unmodifiableMap(cases);
+    }
+
     /** The file a kept base is marked complete with (beside its _versions, which lance ignores). */
     private static final String KEPT_MARKER = "bench-base-complete";
 
@@ -82,6 +98,8 @@ public final class MergeRoundBench {
     private final long keyAddressesFileMaxBytes;
     /** Bases kept between runs: written once, used again (100M rows take ~15 minutes to write and index). */
     private final boolean keepBase;
+    /** The cases run ({@link #CASES}' names). */
+    private final java.util.Set<String> cases;
 
     /**
      * @param basePayloadBytes the payload of the base's rows (the rounds' rows and their floor have {@code
@@ -90,6 +108,7 @@ public final class MergeRoundBench {
      * @param keyAddressesFileMaxBytes its file of every key's address ({@code
      *     rollout.merge.key.addresses.file.max.bytes}; 0 = none)
      * @param keepBase keep each base and use it again in the next run
+     * @param cases the cases to run, by name ({@link #CASES})
      */
     public MergeRoundBench(
             PrintStream out,
@@ -97,9 +116,16 @@ public final class MergeRoundBench {
             int basePayloadBytes,
             long keyAddressesBytes,
             long keyAddressesFileMaxBytes,
-            boolean keepBase) {
+            boolean keepBase,
+            java.util.Set<String> cases) {
         this.out = out;
         this.keepBase = keepBase;
+        for (String name : cases) {
+            if (!CASES.containsKey(name)) {
+                throw new IllegalArgumentException("no case " + name + "; the cases: " + CASES.keySet());
+            }
+        }
+        this.cases = cases;
         if (keepBase) {
             // a kept base holds the new keys of earlier runs: this run's are drawn from elsewhere in the key space
             this.nextNewKey = new Random().nextLong() >>> 1;
@@ -156,7 +182,11 @@ public final class MergeRoundBench {
                         baseRows, (System.nanoTime() - built) / 1_000_000_000);
             }
             reportFilter(location, baseRows);
-            for (double[] mix : new double[][] {{0, 0, 0}, {0, 0, 1}, {0.01, 0, 0}, {0.5, 0, 0}, {0, DELETED, 0}}) {
+            for (Map.Entry<String, double[]> named : CASES.entrySet()) {
+                if (!cases.contains(named.getKey())) {
+                    continue;
+                }
+                double[] mix = named.getValue();
                 double present = mix[0];
                 double deleted = mix[1];
                 boolean recent = mix[2] > 0;
