@@ -15,6 +15,7 @@ import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.BatchReader;
 import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.MemWalWatermarks;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -166,6 +167,13 @@ public final class MergeRoundBench {
             Path kept = Path.of(location.uri()).resolve(KEPT_MARKER);
             if (keepBase && java.nio.file.Files.exists(kept)) {
                 out.printf("base of %,d rows kept from an earlier run (%s)%n", baseRows, location);
+                // the earlier run's rounds merged offsets of these shards: this run's go on above them
+                try (Dataset base = Dataset.open(location.uri(), allocator)) {
+                    Map<String, Long> watermarks = MemWalWatermarks.read(base);
+                    for (int p = 0; p < SHARDS; p++) {
+                        nextOffset[p] = Math.max(nextOffset[p], watermarks.getOrDefault(ShardId.of(TOPIC, p + 1), 0L));
+                    }
+                }
             } else {
                 long built = System.nanoTime();
                 RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())
@@ -424,6 +432,9 @@ public final class MergeRoundBench {
         TableMerges.RoundSummary round = table.merges().lastRound();
         if (round.shards() != shards.size()) {
             throw new IllegalStateException("the passes took " + round.round() + " rounds, not one");
+        }
+        if (round.rows() != ROUND_ROWS) {
+            throw new IllegalStateException("the round merged " + round.rows() + " rows, not " + ROUND_ROWS);
         }
         return new long[] {total, round.commitMs()};
     }
