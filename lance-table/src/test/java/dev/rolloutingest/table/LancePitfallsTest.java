@@ -432,6 +432,66 @@ class LancePitfallsTest {
     }
 
     /**
+     * lance-core numbers a fenced commit's new fragments at the commit, above the highest id ever given: right above
+     * the base's own when nothing came between, higher when a commit it was rebased over added fragments. The commit
+     * reports the ids they got either way (the key filter marks them read).
+     */
+    @Test
+    void aFencedCommitReportsTheIdsLanceGaveItsFragmentsRebasedOrNot() throws Exception {
+        try (RolloutTable table = localTable("fence-ids", meters)) {
+            write(table, 0, 0, 9, 100);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            LanceIo lance = TableSeams.mergeRound(table).lance();
+            org.apache.arrow.memory.BufferAllocator allocator = lance.allocator(); // the batches go through lance's
+            for (boolean rebased : new boolean[] {false, true}) {
+                try (org.lance.Dataset base = lance.openBase()) {
+                    if (rebased) { // a plain append lands after the read version: it does not touch the fence
+                        appendWithLance(table.location(), rows(0, 500, 503, 4));
+                    }
+                    java.util.Set<Integer> before = new java.util.HashSet<>();
+                    try (org.lance.Dataset latest = lance.openBase()) {
+                        latest.getFragments().forEach(f -> before.add(f.getId()));
+                    }
+                    List<org.apache.arrow.vector.VectorSchemaRoot> batches = List.of(
+                            dev.rolloutingest.table.rows.ArrowRows.toRoot(allocator, rows(0, 600, 602, 3)),
+                            dev.rolloutingest.table.rows.ArrowRows.toRoot(allocator, rows(0, 700, 701, 2)));
+                    try {
+                        FencedCommit.Committed committed = FencedCommit.commit(
+                                lance,
+                                ObjectStores.open(table.location()),
+                                base,
+                                base.getFragments(),
+                                batches,
+                                List.of(),
+                                FencedCommit.Deletions.NONE,
+                                0,
+                                java.util.Map.of());
+                        try (org.lance.Dataset landed = committed.dataset()) {
+                            java.util.Map<String, Integer> listed = new java.util.HashMap<>();
+                            landed.getFragments()
+                                    .forEach(f -> listed.put(
+                                            f.metadata().getFiles().get(0).getPath(), f.getId()));
+                            assertThat(committed.added().stream()
+                                            .mapToLong(org.lance.FragmentMetadata::getPhysicalRows)
+                                            .sum())
+                                    .isEqualTo(5);
+                            for (org.lance.FragmentMetadata added : committed.added()) {
+                                assertThat(before).doesNotContain(added.getId());
+                                assertThat(added.getId())
+                                        .as("rebased: %s", rebased)
+                                        .isEqualTo(listed.get(
+                                                added.getFiles().get(0).getPath()));
+                            }
+                        }
+                    } finally {
+                        batches.forEach(org.apache.arrow.vector.VectorSchemaRoot::close);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
      * lance-core 7.0.0's filters cannot look into the metadata column (a list of key/value structs): {@code
      * map_keys}, indexing and {@code element_at} are refused. Deletes are found by their empty experiment and
      * rollout_id ({@link Tombstones#CANDIDATES}) and told apart by the marker read in Java.

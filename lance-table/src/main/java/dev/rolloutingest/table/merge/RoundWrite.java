@@ -442,6 +442,7 @@ public final class RoundWrite {
                 GenerationAdoption.unlink(store, adopted);
                 throw e;
             }
+            Map<String, String> properties = properties(split, marks, unmarked);
             FencedCommit.Committed result = FencedCommit.commit(
                     lance,
                     store,
@@ -451,7 +452,10 @@ public final class RoundWrite {
                     adopted.fragments(),
                     split.deletions(),
                     keys.firstUnseenId(),
-                    properties(split, marks, unmarked));
+                    properties);
+            if (result.madeVersion() >= 0) {
+                unmarkedDeletes.made(result.madeVersion(), properties);
+            }
             // every key written, replacing ones too: a value that replaced only a delete kept beside the base may have
             // a key the filter (built after that delete) lacks, in a fragment it now counts as seen
             List<KeyFilter.Hash> added = new ArrayList<>();

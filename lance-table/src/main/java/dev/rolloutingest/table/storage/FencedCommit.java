@@ -128,14 +128,15 @@ public final class FencedCommit {
                 .transactionProperties(properties)
                 .build()) {
             Dataset committed = base.commitTransaction(transaction);
-            return committed(committed, lanceNumbers ? null : added, added, updated);
+            return committed(
+                    committed, lanceNumbers ? null : added, added, updated, highestId(baseFragments) + 1, true);
         } catch (Exception thrown) {
             RuntimeException e = LanceIo.unchecked(thrown);
             if (isPreempted(e)) {
                 Optional<Dataset> landed = landed(lance, base.version(), added);
                 if (landed.isPresent()) {
                     // a store that retried the manifest write can report a conflict for a commit that landed
-                    return committed(landed.get(), null, added, updated);
+                    return committed(landed.get(), null, added, updated, highestId(baseFragments) + 1, false);
                 }
                 removeUnreferenced(lance, store, base.version(), written);
                 throw new Preempted(
@@ -154,9 +155,15 @@ public final class FencedCommit {
             Dataset dataset,
             List<FragmentMetadata> numbered,
             List<FragmentMetadata> added,
-            List<FragmentMetadata> updated) {
+            List<FragmentMetadata> updated,
+            int likelyFirstId,
+            boolean made) {
         try {
-            return new Committed(dataset, numbered != null ? numbered : numberedBy(dataset, added), updated);
+            return new Committed(
+                    dataset,
+                    numbered != null ? numbered : numberedBy(dataset, added, likelyFirstId),
+                    updated,
+                    made ? dataset.version() : -1);
         } catch (RuntimeException e) {
             dataset.close();
             throw e;
@@ -294,9 +301,26 @@ public final class FencedCommit {
     }
 
     /**
-     * The committed fragments as lance numbered them, found by their first data file (a path of this commit's own).
+     * The committed fragments as lance numbered them, found by their first data file (a path of this commit's own):
+     * where lance numbers them when nothing came between (one after another from above the highest id the base
+     * listed, a fragment each asked for), else in the whole list (~8 us a fragment through JNI).
      */
-    private static List<FragmentMetadata> numberedBy(Dataset committed, List<FragmentMetadata> added) {
+    private static List<FragmentMetadata> numberedBy(
+            Dataset committed, List<FragmentMetadata> added, int likelyFirstId) {
+        if (added.isEmpty()) {
+            return List.of();
+        }
+        List<FragmentMetadata> inPlace = new ArrayList<>();
+        for (int i = 0; i < added.size(); i++) {
+            FragmentMetadata at = fragmentOrNull(committed, likelyFirstId + i);
+            if (at == null || !firstPath(at).equals(firstPath(added.get(i)))) {
+                break;
+            }
+            inPlace.add(at);
+        }
+        if (inPlace.size() == added.size()) {
+            return inPlace;
+        }
         java.util.Set<String> paths = new java.util.HashSet<>();
         added.forEach(f -> paths.add(f.getFiles().get(0).getPath()));
         List<FragmentMetadata> numbered = new ArrayList<>();
@@ -314,6 +338,26 @@ public final class FencedCommit {
         return numbered;
     }
 
+    private static FragmentMetadata fragmentOrNull(Dataset dataset, int id) {
+        try {
+            return dataset.getFragment(id).metadata();
+        } catch (RuntimeException absent) { // lance-core 7.0.0 answers an absent id with a NullPointerException
+            return null;
+        }
+    }
+
+    private static String firstPath(FragmentMetadata fragment) {
+        return fragment.getFiles().isEmpty() ? "" : fragment.getFiles().get(0).getPath();
+    }
+
+    private static int highestId(List<Fragment> fragments) {
+        int highest = -1;
+        for (Fragment fragment : fragments) {
+            highest = Math.max(highest, fragment.getId());
+        }
+        return highest;
+    }
+
     /** True for lance-core's retryable commit conflict: another writer committed first. */
     public static boolean isPreempted(RuntimeException e) {
         String message = String.valueOf(e.getMessage());
@@ -326,8 +370,11 @@ public final class FencedCommit {
      * @param added the new fragments as committed, with the ids they got
      * @param updated the base fragments the commit marked rows deleted in, as it left them (one it emptied is not
      *     among them)
+     * @param madeVersion the version this commit made; -1 when it was found landed after lance reported a conflict
+     *     ({@code dataset} is then the latest version, maybe a later one)
      */
-    public record Committed(Dataset dataset, List<FragmentMetadata> added, List<FragmentMetadata> updated) {
+    public record Committed(
+            Dataset dataset, List<FragmentMetadata> added, List<FragmentMetadata> updated, long madeVersion) {
         public List<Integer> fragmentIds() {
             return added.stream().map(FragmentMetadata::getId).toList();
         }
