@@ -313,6 +313,14 @@ final class BenchCommand implements Callable<Integer> {
                             + " rounds), old-1 and old-50 (1 %% and 50 %% updates of random base keys), deletes (10 %% deletes)")
     java.util.List<String> roundCases;
 
+    @Option(
+            names = "--base-rows-per-fragment",
+            defaultValue = "1000000",
+            description = "merge-round: rows of each fragment of the base (the merge-worker's compaction target,"
+                    + " rollout.compaction.target.rows.per.fragment, by default; runs before 2026-12-06 evening wrote"
+                    + " 250000)")
+    int baseRowsPerFragment;
+
     @Option(names = "--scan-base-rows", defaultValue = "1000000", description = "scan: rows of the base")
     long scanBaseRows;
 
@@ -373,7 +381,8 @@ final class BenchCommand implements Callable<Integer> {
                                     ? TableSettings.DEFAULTS.mergeKeyAddressesFileMaxBytes()
                                     : keyAddressesFileMaxBytes,
                             keepBase,
-                            new java.util.LinkedHashSet<>(roundCases))
+                            new java.util.LinkedHashSet<>(roundCases),
+                            baseRowsPerFragment)
                     .run(dir, roundBaseRows, commits);
             return 0;
         }

@@ -99,6 +99,9 @@ public final class MergeRoundBench {
     private final long keyAddressesFileMaxBytes;
     /** Bases kept between runs: written once, used again (100M rows take ~15 minutes to write and index). */
     private final boolean keepBase;
+    /** Rows of each of the base's fragments. */
+    private final int baseRowsPerFragment;
+
     /** The cases run ({@link #CASES}' names). */
     private final java.util.Set<String> cases;
 
@@ -110,6 +113,7 @@ public final class MergeRoundBench {
      *     rollout.merge.key.addresses.file.max.bytes}; 0 = none)
      * @param keepBase keep each base and use it again in the next run
      * @param cases the cases to run, by name ({@link #CASES})
+     * @param baseRowsPerFragment rows of each fragment of the base
      */
     public MergeRoundBench(
             PrintStream out,
@@ -118,8 +122,10 @@ public final class MergeRoundBench {
             long keyAddressesBytes,
             long keyAddressesFileMaxBytes,
             boolean keepBase,
-            java.util.Set<String> cases) {
+            java.util.Set<String> cases,
+            int baseRowsPerFragment) {
         this.out = out;
+        this.baseRowsPerFragment = baseRowsPerFragment;
         this.keepBase = keepBase;
         for (String name : cases) {
             if (!CASES.containsKey(name)) {
@@ -186,8 +192,8 @@ public final class MergeRoundBench {
                     java.nio.file.Files.createFile(kept); // written whole: a run cut short leaves none
                 }
                 out.printf(
-                        "base of %,d rows written and indexed in %d s%n",
-                        baseRows, (System.nanoTime() - built) / 1_000_000_000);
+                        "base of %,d rows in fragments of %,d written and indexed in %d s%n",
+                        baseRows, baseRowsPerFragment, (System.nanoTime() - built) / 1_000_000_000);
             }
             reportFilter(location, baseRows);
             for (Map.Entry<String, double[]> named : CASES.entrySet()) {
@@ -359,9 +365,13 @@ public final class MergeRoundBench {
         }
     }
 
-    /** Plain appends of the base rows in slices, as an existing table would have grown. */
+    /**
+     * Plain appends of the base rows in fragments of {@link #baseRowsPerFragment} rows: what the merge-worker's
+     * compaction leaves (rollout.compaction.target.rows.per.fragment), the adopted and written fragments of the rounds
+     * since on top.
+     */
     private void writeBase(TableLocation location, long rows) throws Exception {
-        int slice = 250_000;
+        int slice = baseRowsPerFragment;
         for (long first = 0; first < rows; first += slice) {
             List<RolloutRow> batch = new ArrayList<>();
             for (long n = first; n < Math.min(rows, first + slice); n++) {
