@@ -61,16 +61,24 @@ public final class GenerationAdoption {
         out.append(')');
     }
 
-    /** The rows that go in split into whole generations to adopt and the rows to write. */
-    record Split(List<MergeSource.Span> adopt, List<MergeSource.Row> rows) {}
+    /** The rows that go in split into whole generations to adopt (with the source each was read into) and the rows to write. */
+    record Split(List<MergeSource.Span> adopt, List<MergeSource> sources, List<MergeSource.Row> rows) {
+        Split(List<MergeSource.Row> rows) {
+            this(List.of(), List.of(), rows);
+        }
+    }
 
     /** Generations every row of which is in {@code kept} and whose schema is {@code baseSchema}. */
     static Split split(List<MergeSource.Row> kept, String baseSchema, long minRows) {
         Map<MergeSource.Span, Integer> appended = new IdentityHashMap<>();
+        Map<MergeSource.Span, MergeSource> sourceOf = new IdentityHashMap<>();
         for (MergeSource.Row row : kept) {
-            appended.merge(row.source().spanOf(row.ordinal()), 1, Integer::sum);
+            MergeSource.Span span = row.source().spanOf(row.ordinal());
+            appended.merge(span, 1, Integer::sum);
+            sourceOf.put(span, row.source());
         }
         List<MergeSource.Span> adopt = new ArrayList<>();
+        List<MergeSource> sources = new ArrayList<>();
         for (Map.Entry<MergeSource.Span, Integer> entry : appended.entrySet()) {
             MergeSource.Span span = entry.getKey();
             if (span.fragment() != null
@@ -79,10 +87,11 @@ public final class GenerationAdoption {
                     && span.fragment().getPhysicalRows() == span.rows()
                     && span.schema().equals(baseSchema)) {
                 adopt.add(span);
+                sources.add(sourceOf.get(span));
             }
         }
         if (adopt.isEmpty()) {
-            return new Split(List.of(), kept);
+            return new Split(kept);
         }
         Set<MergeSource.Span> adopted = Collections.newSetFromMap(new IdentityHashMap<>());
         adopted.addAll(adopt);
@@ -92,7 +101,7 @@ public final class GenerationAdoption {
                 rows.add(row);
             }
         }
-        return new Split(adopt, rows);
+        return new Split(adopt, sources, rows);
     }
 
     /**

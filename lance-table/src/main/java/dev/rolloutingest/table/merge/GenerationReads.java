@@ -8,9 +8,11 @@ import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.lance.Dataset;
+import org.lance.FragmentMetadata;
 import org.lance.ipc.LanceScanner;
 import org.lance.ipc.ScanOptions;
 
@@ -37,18 +39,30 @@ final class GenerationReads {
     /** Reads a generation's rows: these columns, or (null) every column it has, added ones too. */
     void readGeneration(MergeSource source, SealedGeneration generation, List<String> columns) {
         String uri = lance.location().resolve(generation.datasetPath());
+        // a read by keys (a generation the commit may adopt) says where each row sits in its fragment too
+        boolean byKeys = columns != null;
         try (Dataset dataset = lance.openGeneration(uri);
                 LanceScanner scanner = dataset.newScan(new ScanOptions.Builder()
-                        .columns(columns == null ? allColumns(dataset) : columns)
+                        .columns(byKeys ? columns : allColumns(dataset))
+                        .withRowAddress(byKeys)
                         .batchSize(4096)
                         .build());
                 ArrowReader reader = scanner.scanBatches()) {
             int first = source.size();
+            FragmentMetadata fragment = GenerationAdoption.fragmentOf(dataset);
+            boolean inOrder = byKeys && fragment != null;
+            long expected = fragment == null ? 0 : (long) fragment.getId() << 32;
             while (reader.loadNextBatch()) {
-                source.addAll(reader.getVectorSchemaRoot(), lance.allocator());
+                VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+                if (inOrder) {
+                    UInt8Vector addresses = (UInt8Vector) batch.getVector(KeyAddresses.ROW_ADDRESS);
+                    for (int i = 0; i < batch.getRowCount() && inOrder; i++) {
+                        inOrder = addresses.get(i) == expected++;
+                    }
+                }
+                source.addAll(batch, lance.allocator());
             }
-            source.endGeneration(
-                    generation, first, GenerationAdoption.fragmentOf(dataset), GenerationAdoption.schemaOf(dataset));
+            source.endGeneration(generation, first, fragment, GenerationAdoption.schemaOf(dataset), inOrder);
         } catch (RolloutTableException e) {
             throw e;
         } catch (Exception e) {

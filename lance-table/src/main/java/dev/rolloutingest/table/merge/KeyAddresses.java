@@ -90,6 +90,7 @@ public final class KeyAddresses {
     private final Counter stale;
     private final Counter absent;
     private final Counter keysRead;
+    private final Counter keysTaken;
     private final Counter taken;
     private final Timer finds;
     private final Counter trusted;
@@ -100,7 +101,11 @@ public final class KeyAddresses {
     private Slots old;
     /** Fragments read or passed over. */
     private final Set<Integer> known = new HashSet<>();
-    /** The highest fragment id read or passed over since the book was last let go of; -1: none. */
+    /**
+     * The highest fragment id a catch-up read or passed over since the book was last let go of; -1: none. Fragments
+     * taken in at this committer's commits ({@link #adopted}) do not count: fragments numbered below them (the same
+     * commit's written ones, others' commits before it) are read after them.
+     */
     private int highestKnown = -1;
     /** The order bounds of the fragments read, by id. */
     private final Map<Integer, FragmentBounds> bounds = new HashMap<>();
@@ -183,6 +188,10 @@ public final class KeyAddresses {
                 .register(meters);
         this.keysRead = Counter.builder("rollout.merge.key.addresses.keys.read")
                 .description("Base record_ids read with their row addresses into the merge committer's book")
+                .register(meters);
+        this.keysTaken = Counter.builder("rollout.merge.key.addresses.keys.adopted")
+                .description("Base record_ids the merge committer's book took in with their row addresses at the"
+                        + " commit that adopted their generation whole, without a read")
                 .register(meters);
         this.fileHints = Counter.builder("rollout.merge.key.addresses.file.hints")
                 .description("Addresses of keys the book of the newest keys did not hold, given by the file of every"
@@ -366,6 +375,43 @@ public final class KeyAddresses {
         Map<Integer, FragmentBounds.DeletionState> is = new HashMap<>();
         after.forEach(f -> is.put(f.getId(), FragmentBounds.DeletionState.of(f)));
         liveness.committed(was, is, rows);
+        countBytes();
+    }
+
+    /**
+     * This committer's commit took these generations in whole as base fragments ({@code committed}, in the same
+     * order): a book in use holds their keys at once, without a read (the catch-up passes them over). A span whose
+     * rows were not read in the fragment's order is left to the catch-up.
+     */
+    synchronized void adopted(
+            List<MergeSource.Span> spans, List<MergeSource> sources, List<FragmentMetadata> committed) {
+        if (young == null || spans.isEmpty()) {
+            return; // not in use: it starts when updates come
+        }
+        FragmentBounds.PerFragment fragmentBounds = new FragmentBounds.PerFragment();
+        for (int s = 0; s < spans.size(); s++) {
+            MergeSource.Span span = spans.get(s);
+            MergeSource source = sources.get(s);
+            FragmentMetadata fragment = committed.get(s);
+            if (!span.rowsInOrder() || fragment.getPhysicalRows() != span.rows() || known.contains(fragment.getId())) {
+                continue;
+            }
+            long base = (long) fragment.getId() << 32;
+            for (int i = 0; i < span.rows(); i++) {
+                int ordinal = span.first() + i;
+                KeyFilter.Hash hash = source.hash(ordinal);
+                put(slotHash.applyAsLong(hash), hash.h2(), base | i);
+                fragmentBounds.add(
+                        base | i, source.partition(ordinal), source.offset(ordinal), source.ingestedMicros(ordinal));
+            }
+            known.add(fragment.getId());
+            FragmentBounds built = fragmentBounds.of(fragment.getId());
+            if (built != null) {
+                bounds.put(fragment.getId(), built);
+                liveness.saw(RowLiveness.Source.BOOK, fragment.getId(), FragmentBounds.DeletionState.of(fragment));
+            }
+            keysTaken.increment(span.rows());
+        }
         countBytes();
     }
 

@@ -137,9 +137,17 @@ final class MergeSource implements AutoCloseable {
 
     /**
      * One generation's rows in this source (ordinals [first, first + rows)), with what adopting its data files
-     * needs: its one fragment (null when it has several or a deletion file) and its schema with lance's field ids.
+     * needs: its one fragment (null when it has several or a deletion file) and its schema with lance's field ids; and
+     * whether its rows were read in the fragment's order (the row at ordinal first + i is the fragment's row i, as
+     * the row addresses the read returned say), so an adopted fragment's row addresses are known without a read.
      */
-    record Span(SealedGeneration generation, int first, int rows, FragmentMetadata fragment, String schema) {}
+    record Span(
+            SealedGeneration generation,
+            int first,
+            int rows,
+            FragmentMetadata fragment,
+            String schema,
+            boolean rowsInOrder) {}
 
     private final List<Span> spans = new ArrayList<>();
     /** Generations whose rows are so far only their {@link GenerationReads#KEY_COLUMNS} (candidates for adoption). */
@@ -148,8 +156,9 @@ final class MergeSource implements AutoCloseable {
     private long keysOnlyBytes;
 
     /** Marks the rows added since {@code first} as the generation's. */
-    Span endGeneration(SealedGeneration generation, int first, FragmentMetadata fragment, String schema) {
-        Span span = new Span(generation, first, size - first, fragment, schema);
+    Span endGeneration(
+            SealedGeneration generation, int first, FragmentMetadata fragment, String schema, boolean rowsInOrder) {
+        Span span = new Span(generation, first, size - first, fragment, schema, rowsInOrder);
         spans.add(span);
         return span;
     }
@@ -229,6 +238,24 @@ final class MergeSource implements AutoCloseable {
         Position at = positions.get(ordinal);
         byte[] key = keys.get(ordinal).getBytes(StandardCharsets.UTF_8);
         return new Row(key, KeyFilter.murmur3x64(key), batches.get(at.batch()), at.row(), this, ordinal);
+    }
+
+    /** The key's hash of the row at an ordinal. */
+    KeyFilter.Hash hash(int ordinal) {
+        return KeyFilter.murmur3x64(keys.get(ordinal).getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The row's place in its partition at an ordinal, for {@link NewestWins}. */
+    int partition(int ordinal) {
+        return orders.partition(ordinal);
+    }
+
+    long offset(int ordinal) {
+        return orders.offset(ordinal);
+    }
+
+    long ingestedMicros(int ordinal) {
+        return orders.ingestedMicros(ordinal);
     }
 
     /** Rows added so far (kept and dropped): the ordinal the next row gets. */

@@ -421,7 +421,7 @@ public final class RoundWrite {
         kept.addAll(split.replace());
         GenerationAdoption.Split adoption = settings.mergeAdoptGenerations() && settings.mergeAppendNewKeys()
                 ? GenerationAdoption.split(kept, GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
-                : new GenerationAdoption.Split(List.of(), kept);
+                : new GenerationAdoption.Split(kept);
         List<MergeSource.Row> written = new ArrayList<>(reads.withAllColumns(adoption.rows()));
         List<VectorSchemaRoot> batches = new ArrayList<>(WriteBatches.slices(written, table, lance.allocator()));
         try {
@@ -463,6 +463,7 @@ public final class RoundWrite {
             split.replace().forEach(row -> added.add(row.hash()));
             keys.appended(result.added(), added);
             addresses.committed(fragments, result.updated(), split.deletions().rowsByFragment());
+            tellAdopted(adoption, adopted, result);
             meters.appendPhase.record(Duration.ofNanos(System.nanoTime() - started));
             // a replacing row counts as joined however it went in; an adopted one is not written
             long replacedAdopted = replacedAdopted(split, adoption, adopted);
@@ -483,6 +484,37 @@ public final class RoundWrite {
         } finally {
             batches.forEach(VectorSchemaRoot::close);
         }
+    }
+
+    /**
+     * The book of key addresses takes in the generations the commit adopted, at the ids they got (found by their
+     * linked files), without reading them.
+     */
+    private void tellAdopted(
+            GenerationAdoption.Split adoption, GenerationAdoption.Linked adopted, FencedCommit.Committed result) {
+        if (adopted.fragments().isEmpty()) {
+            return;
+        }
+        Map<String, org.lance.FragmentMetadata> committedByFile = new HashMap<>();
+        result.added().forEach(f -> committedByFile.put(f.getFiles().get(0).getPath(), f));
+        List<MergeSource.Span> spans = new ArrayList<>();
+        List<MergeSource> sources = new ArrayList<>();
+        List<org.lance.FragmentMetadata> committed = new ArrayList<>();
+        int linked = 0; // the linked fragments are the adopted spans that did not fail, in order
+        for (int i = 0; i < adoption.adopt().size(); i++) {
+            MergeSource.Span span = adoption.adopt().get(i);
+            if (adopted.failed().contains(span)) {
+                continue;
+            }
+            org.lance.FragmentMetadata fragment = committedByFile.get(
+                    adopted.fragments().get(linked++).getFiles().get(0).getPath());
+            if (fragment != null) {
+                spans.add(span);
+                sources.add(adoption.sources().get(i));
+                committed.add(fragment);
+            }
+        }
+        addresses.adopted(spans, sources, committed);
     }
 
     /** The replacing rows that went in with their adopted generations (linked, so not written). */
