@@ -1,6 +1,7 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.rows.KeyFilter;
+import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -68,9 +69,7 @@ public final class BaseKeys {
 
     private record Print(String firstFile, long deletions) {
         static Print of(FragmentMetadata fragment) {
-            String first = fragment.getFiles().isEmpty()
-                    ? ""
-                    : fragment.getFiles().get(0).getPath();
+            String first = FencedCommit.firstPath(fragment);
             return new Print(first, fragment.getNumDeletions());
         }
 

@@ -1,6 +1,7 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.rows.NewestWins;
+import dev.rolloutingest.table.storage.FencedCommit;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -103,9 +104,7 @@ record FragmentBounds(int[] partitions, long[] maxOffsets, long[] maxIngestedMic
      */
     record DeletionState(String dataFile, boolean any, long id, long readVersion) {
         static DeletionState of(FragmentMetadata fragment) {
-            String first = fragment.getFiles().isEmpty()
-                    ? ""
-                    : fragment.getFiles().get(0).getPath();
+            String first = FencedCommit.firstPath(fragment);
             DeletionFile file = fragment.getDeletionFile();
             return file == null
                     ? new DeletionState(first, false, 0, 0)

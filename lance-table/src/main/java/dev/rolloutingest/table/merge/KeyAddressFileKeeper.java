@@ -188,6 +188,11 @@ final class KeyAddressFileKeeper {
         built.deleteOthers();
     }
 
+    /** The file as last taken up, without looking in the folder; null when there is none. */
+    KeyAddressFile current() {
+        return file;
+    }
+
     /** The build under way, or the last one. */
     CompletableFuture<Void> building() {
         return building;

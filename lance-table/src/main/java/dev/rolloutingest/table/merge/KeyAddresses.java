@@ -82,15 +82,13 @@ public final class KeyAddresses {
     private final int maxSlots;
     /** The table's file of every key's address; null: none. */
     private final KeyAddressFileKeeper files;
-    /** The file {@link #files} has, as it last told. */
-    private KeyAddressFile file;
 
     private final Counter fileHints;
     private final Counter found;
     private final Counter stale;
     private final Counter absent;
     private final Counter keysRead;
-    private final Counter keysTaken;
+    private final Counter keysAdopted;
     private final Counter taken;
     private final Timer finds;
     private final Counter trusted;
@@ -189,7 +187,7 @@ public final class KeyAddresses {
         this.keysRead = Counter.builder("rollout.merge.key.addresses.keys.read")
                 .description("Base record_ids read with their row addresses into the merge committer's book")
                 .register(meters);
-        this.keysTaken = Counter.builder("rollout.merge.key.addresses.keys.adopted")
+        this.keysAdopted = Counter.builder("rollout.merge.key.addresses.keys.adopted")
                 .description("Base record_ids the merge committer's book took in with their row addresses at the"
                         + " commit that adopted their generation whole, without a read")
                 .register(meters);
@@ -349,8 +347,9 @@ public final class KeyAddresses {
             int fragment,
             FragmentBounds.DeletionState now,
             RowLiveness.Source source) {
-        FragmentBounds fragmentBounds =
-                source == RowLiveness.Source.BOOK ? bounds.get(fragment) : file.bounds(fragment);
+        FragmentBounds fragmentBounds = source == RowLiveness.Source.BOOK
+                ? bounds.get(fragment)
+                : files.current().bounds(fragment);
         return lastCheck == row.hash().h2()
                 && fragmentBounds != null
                 && liveness.live(source, address, now)
@@ -397,20 +396,17 @@ public final class KeyAddresses {
                 continue;
             }
             long base = (long) fragment.getId() << 32;
+            List<KeyFilter.Hash> hashes = source.hashes(span);
             for (int i = 0; i < span.rows(); i++) {
                 int ordinal = span.first() + i;
-                KeyFilter.Hash hash = source.hash(ordinal);
+                KeyFilter.Hash hash = hashes.get(i);
                 put(slotHash.applyAsLong(hash), hash.h2(), base | i);
                 fragmentBounds.add(
                         base | i, source.partition(ordinal), source.offset(ordinal), source.ingestedMicros(ordinal));
             }
             known.add(fragment.getId());
-            FragmentBounds built = fragmentBounds.of(fragment.getId());
-            if (built != null) {
-                bounds.put(fragment.getId(), built);
-                liveness.saw(RowLiveness.Source.BOOK, fragment.getId(), FragmentBounds.DeletionState.of(fragment));
-            }
-            keysTaken.increment(span.rows());
+            sawRead(fragment, fragmentBounds);
+            keysAdopted.increment(span.rows());
         }
         countBytes();
     }
@@ -438,10 +434,9 @@ public final class KeyAddresses {
 
     /** The file the keeper took up (null: none): its rows in the fragments its build saw are live while they stay so. */
     private void sawFile(KeyAddressFile taken) {
-        file = taken;
         liveness.forget(RowLiveness.Source.FILE);
-        if (file != null) {
-            file.deletions().forEach((id, state) -> liveness.saw(RowLiveness.Source.FILE, id, state));
+        if (taken != null) {
+            taken.deletions().forEach((id, state) -> liveness.saw(RowLiveness.Source.FILE, id, state));
         }
         countBytes();
     }
@@ -584,17 +579,19 @@ public final class KeyAddresses {
         }
         keysRead.increment(read);
         for (Fragment fragment : fragments) {
-            FragmentBounds built = fragmentBounds.of(fragment.getId());
-            if (built != null) { // a fragment with no live row has none to find
-                bounds.put(fragment.getId(), built);
-                liveness.saw(
-                        RowLiveness.Source.BOOK,
-                        fragment.getId(),
-                        FragmentBounds.DeletionState.of(fragment.metadata()));
-            }
+            sawRead(fragment.metadata(), fragmentBounds);
         }
         countBytes();
         return rows;
+    }
+
+    /** A fragment whose keys the book now holds: its bounds and its state as read, its rows live while it stays so. */
+    private void sawRead(FragmentMetadata fragment, FragmentBounds.PerFragment read) {
+        FragmentBounds built = read.of(fragment.getId());
+        if (built != null) { // a fragment with no live row has none to find
+            bounds.put(fragment.getId(), built);
+            liveness.saw(RowLiveness.Source.BOOK, fragment.getId(), FragmentBounds.DeletionState.of(fragment));
+        }
     }
 
     /** A key's hash in the book: never 0, which marks an empty slot. */
@@ -659,7 +656,6 @@ public final class KeyAddresses {
         if (files != null) {
             files.release();
         }
-        file = null;
         countBytes();
     }
 

@@ -123,15 +123,15 @@ final class MergeSource implements AutoCloseable {
 
         /** Where the row sits in its partition, for {@link NewestWins}. */
         int partition() {
-            return source.orders.partition(ordinal);
+            return source.partition(ordinal);
         }
 
         long offset() {
-            return source.orders.offset(ordinal);
+            return source.offset(ordinal);
         }
 
         long ingestedMicros() {
-            return source.orders.ingestedMicros(ordinal);
+            return source.ingestedMicros(ordinal);
         }
     }
 
@@ -238,11 +238,6 @@ final class MergeSource implements AutoCloseable {
         Position at = positions.get(ordinal);
         byte[] key = keys.get(ordinal).getBytes(StandardCharsets.UTF_8);
         return new Row(key, KeyFilter.murmur3x64(key), batches.get(at.batch()), at.row(), this, ordinal);
-    }
-
-    /** The key's hash of the row at an ordinal. */
-    KeyFilter.Hash hash(int ordinal) {
-        return KeyFilter.murmur3x64(keys.get(ordinal).getBytes(StandardCharsets.UTF_8));
     }
 
     /** The row's place in its partition at an ordinal, for {@link NewestWins}. */

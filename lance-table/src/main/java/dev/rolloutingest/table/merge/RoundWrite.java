@@ -496,7 +496,7 @@ public final class RoundWrite {
             return;
         }
         Map<String, org.lance.FragmentMetadata> committedByFile = new HashMap<>();
-        result.added().forEach(f -> committedByFile.put(f.getFiles().get(0).getPath(), f));
+        result.added().forEach(f -> committedByFile.put(FencedCommit.firstPath(f), f));
         List<MergeSource.Span> spans = new ArrayList<>();
         List<MergeSource> sources = new ArrayList<>();
         List<org.lance.FragmentMetadata> committed = new ArrayList<>();
@@ -507,7 +507,7 @@ public final class RoundWrite {
                 continue;
             }
             org.lance.FragmentMetadata fragment = committedByFile.get(
-                    adopted.fragments().get(linked++).getFiles().get(0).getPath());
+                    FencedCommit.firstPath(adopted.fragments().get(linked++)));
             if (fragment != null) {
                 spans.add(span);
                 sources.add(adoption.sources().get(i));

@@ -322,12 +322,11 @@ public final class FencedCommit {
             return inPlace;
         }
         java.util.Set<String> paths = new java.util.HashSet<>();
-        added.forEach(f -> paths.add(f.getFiles().get(0).getPath()));
+        added.forEach(f -> paths.add(firstPath(f)));
         List<FragmentMetadata> numbered = new ArrayList<>();
         for (Fragment fragment : committed.getFragments()) {
             FragmentMetadata metadata = fragment.metadata();
-            if (!metadata.getFiles().isEmpty()
-                    && paths.contains(metadata.getFiles().get(0).getPath())) {
+            if (!metadata.getFiles().isEmpty() && paths.contains(firstPath(metadata))) {
                 numbered.add(metadata);
             }
         }
@@ -346,7 +345,8 @@ public final class FencedCommit {
         }
     }
 
-    private static String firstPath(FragmentMetadata fragment) {
+    /** A fragment's first data file ("" for none): what tells this commit's fragments from any other's. */
+    public static String firstPath(FragmentMetadata fragment) {
         return fragment.getFiles().isEmpty() ? "" : fragment.getFiles().get(0).getPath();
     }
 
@@ -374,11 +374,7 @@ public final class FencedCommit {
      *     ({@code dataset} is then the latest version, maybe a later one)
      */
     public record Committed(
-            Dataset dataset, List<FragmentMetadata> added, List<FragmentMetadata> updated, long madeVersion) {
-        public List<Integer> fragmentIds() {
-            return added.stream().map(FragmentMetadata::getId).toList();
-        }
-    }
+            Dataset dataset, List<FragmentMetadata> added, List<FragmentMetadata> updated, long madeVersion) {}
 
     public static int firstFreeId(Dataset base) {
         return firstFreeId(base.getFragments(), base);
@@ -389,10 +385,7 @@ public final class FencedCommit {
      * costs ~8 us each through JNI: a commit lists them once.)
      */
     static int firstFreeId(List<Fragment> baseFragments, Dataset base) {
-        int highest = -1;
-        for (Fragment fragment : baseFragments) {
-            highest = Math.max(highest, fragment.getId());
-        }
+        int highest = highestId(baseFragments);
         for (Index index : base.getIndexes()) {
             for (Integer id : index.fragments().orElse(List.of())) {
                 highest = Math.max(highest, id);
