@@ -23,10 +23,12 @@ import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -395,6 +397,16 @@ public final class MergeRoundBench {
     /** The share of a round's rows that are deletes of keys the base holds, in the deletes case. */
     private static final double DELETED = 0.1;
 
+    /** A base row not drawn before in this round. */
+    private static long distinctBaseRow(Random random, long baseRows, Set<Long> drawn) {
+        while (true) {
+            long row = (long) (random.nextDouble() * baseRows);
+            if (drawn.add(row)) {
+                return row;
+            }
+        }
+    }
+
     /**
      * One round: 16 generations written (not timed), then plan, prepare and commit timed. {@code recent}: every row
      * an update of a distinct key among the new keys of the last rounds.
@@ -404,6 +416,8 @@ public final class MergeRoundBench {
         List<String> updated = new ArrayList<>(recentKeys);
         Collections.shuffle(updated, random);
         Iterator<String> updates = updated.iterator();
+        // a base key drawn twice would be one row in the base: every row of a round is a key of its own
+        Set<Long> drawn = new HashSet<>();
         List<String> shards = new ArrayList<>();
         for (int p = 0; p < SHARDS; p++) {
             shards.add(ShardId.of(TOPIC, p + 1));
@@ -413,7 +427,7 @@ public final class MergeRoundBench {
                 for (int i = 0; i < ROWS_PER_GENERATION; i++) {
                     if (deleted > 0 && random.nextDouble() < deleted) {
                         Instant now = Instant.now();
-                        String key = baseKey((long) (random.nextDouble() * baseRows));
+                        String key = baseKey(distinctBaseRow(random, baseRows, drawn));
                         rows.add(new RolloutRow(Tombstones.of(key, now), p + 1, first + i, now));
                         continue;
                     }
@@ -422,7 +436,7 @@ public final class MergeRoundBench {
                             recent
                                     ? updates.next()
                                     : random.nextDouble() < present
-                                            ? baseKey((long) (random.nextDouble() * baseRows))
+                                            ? baseKey(distinctBaseRow(random, baseRows, drawn))
                                             : newKey());
                     rows.add(new RolloutRow(rollout, p + 1, first + i, Instant.now()));
                 }
