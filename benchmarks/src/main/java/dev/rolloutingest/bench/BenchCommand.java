@@ -305,6 +305,12 @@ final class BenchCommand implements Callable<Integer> {
     boolean keepBase;
 
     @Option(
+            names = "--compact-kept-base",
+            description = "merge-round: compact a kept base before its rounds, as the merge-worker's upkeep does"
+                    + " (compaction, then the key index rebuilt)")
+    boolean compactKeptBase;
+
+    @Option(
             names = "--cases",
             defaultValue = "new,recent,old-1,old-50,deletes",
             split = ",",
@@ -381,6 +387,7 @@ final class BenchCommand implements Callable<Integer> {
                                     ? TableSettings.DEFAULTS.mergeKeyAddressesFileMaxBytes()
                                     : keyAddressesFileMaxBytes,
                             keepBase,
+                            compactKeptBase,
                             new java.util.LinkedHashSet<>(roundCases),
                             baseRowsPerFragment)
                     .run(dir, roundBaseRows, commits);

@@ -7,6 +7,7 @@ import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.maintenance.KeyIndex;
+import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.BaseKeys;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.merge.TableMerges;
@@ -101,6 +102,8 @@ public final class MergeRoundBench {
     private final long keyAddressesFileMaxBytes;
     /** Bases kept between runs: written once, used again (100M rows take ~15 minutes to write and index). */
     private final boolean keepBase;
+
+    private final boolean compactKeptBase;
     /** Rows of each of the base's fragments. */
     private final int baseRowsPerFragment;
 
@@ -124,9 +127,11 @@ public final class MergeRoundBench {
             long keyAddressesBytes,
             long keyAddressesFileMaxBytes,
             boolean keepBase,
+            boolean compactKeptBase,
             java.util.Set<String> cases,
             int baseRowsPerFragment) {
         this.out = out;
+        this.compactKeptBase = compactKeptBase;
         this.baseRowsPerFragment = baseRowsPerFragment;
         this.keepBase = keepBase;
         for (String name : cases) {
@@ -181,6 +186,9 @@ public final class MergeRoundBench {
                     for (int p = 0; p < SHARDS; p++) {
                         nextOffset[p] = Math.max(nextOffset[p], watermarks.getOrDefault(ShardId.of(TOPIC, p + 1), 0L));
                     }
+                }
+                if (compactKeptBase) {
+                    compact(location);
                 }
             } else {
                 long built = System.nanoTime();
@@ -396,6 +404,24 @@ public final class MergeRoundBench {
 
     /** The share of a round's rows that are deletes of keys the base holds, in the deletes case. */
     private static final double DELETED = 0.1;
+
+    /** Compacts the kept base as the merge-worker's upkeep does (compaction, then the key index rebuilt). */
+    private void compact(TableLocation location) {
+        long started = System.nanoTime();
+        try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            TableMaintenance.CompactionResult compacted = table.maintenance().compact(baseRowsPerFragment);
+            long millis = (System.nanoTime() - started) / 1_000_000;
+            try (Dataset base = Dataset.open(location.uri(), allocator)) {
+                out.printf(
+                        "kept base compacted from %,d to %,d fragments, its key index rebuilt, in %,d ms; the base's"
+                                + " indexes now: %s%n",
+                        compacted.fragmentsBefore(),
+                        compacted.fragmentsAfter(),
+                        millis,
+                        base.getIndexes().stream().map(i -> i.name()).distinct().toList());
+            }
+        }
+    }
 
     /** A base row not drawn before in this round. */
     private static long distinctBaseRow(Random random, long baseRows, Set<Long> drawn) {

@@ -174,6 +174,38 @@ class LancePitfallsTest {
     }
 
     @Test
+    void aCompactionLeavesNoRowRemappingForLaterCommitsToLoad() {
+        try (RolloutTable table = localTable("compact-remapping", meters)) {
+            mergeFourGenerations(table);
+            List<String> during = new ArrayList<>();
+            TableSeams.compact(table, 1_000_000, () -> {}, () -> during.addAll(indexNames(table)));
+            // lance-core 7.0.0 keeps a deferred-remap compaction's row remapping as an index, reads it whole on every
+            // commit and index listing, and never trims it.
+            assertThat(during).as("before the key index is rebuilt").contains("__lance_frag_reuse");
+            assertThat(indexNames(table))
+                    .as("after the rebuild")
+                    .contains(KeyIndex.NAME)
+                    .doesNotContain("__lance_frag_reuse");
+            for (int i = 0; i < 40; i += 3) {
+                assertThat(table.get("exp-" + i)).as("exp-%d", i).isPresent();
+            }
+            write(table, 0, 40, 49, 40);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(table.countBaseRows()).isEqualTo(40);
+        }
+    }
+
+    private static List<String> indexNames(RolloutTable table) {
+        try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
+                org.lance.Dataset base = org.lance.Dataset.open()
+                        .allocator(allocator)
+                        .uri(table.location().uri())
+                        .build()) {
+            return base.getIndexes().stream().map(org.lance.index.Index::name).toList();
+        }
+    }
+
+    @Test
     void aCompactionWhoseIndexRebuildAnotherWriterPreemptsStillCompletes() {
         try (RolloutTable table = localTable("compact-race", meters)) {
             mergeFourGenerations(table);

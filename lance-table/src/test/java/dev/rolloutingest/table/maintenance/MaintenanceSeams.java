@@ -12,4 +12,9 @@ public final class MaintenanceSeams {
             Runnable beforeKeyIndexRebuild) {
         return maintenance.compact(targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);
     }
+
+    /** The drop of a compaction's row remapping, on its own (the upkeep calls it after an index build). */
+    public static void dropRemapping(dev.rolloutingest.table.storage.LanceIo lance) {
+        new KeyIndex(lance).dropRemapping();
+    }
 }

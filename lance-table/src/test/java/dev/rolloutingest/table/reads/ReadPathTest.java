@@ -15,10 +15,12 @@ import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.ShardId;
 import dev.rolloutingest.table.TableLocation;
+import dev.rolloutingest.table.TableSeams;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.maintenance.KeyIndex;
 import dev.rolloutingest.table.maintenance.KeyIndexTiers;
+import dev.rolloutingest.table.maintenance.MaintenanceSeams;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.MergeRequest;
 import dev.rolloutingest.table.rows.KeyFilter;
@@ -286,15 +288,25 @@ class ReadPathTest {
         }
     }
 
+    private static final String FRAGMENT_REUSE_INDEX = "__lance_frag_reuse";
+
+    private static List<String> indexNames(RolloutTable table) {
+        return indexes(table).stream().map(Index::name).toList();
+    }
+
     private static List<Index> keySegments(RolloutTable table) {
+        return indexes(table).stream()
+                .filter(i -> KeyIndex.NAME.equals(i.name()))
+                .toList();
+    }
+
+    private static List<Index> indexes(RolloutTable table) {
         try (org.apache.arrow.memory.RootAllocator allocator = new org.apache.arrow.memory.RootAllocator();
                 Dataset base = Dataset.open()
                         .allocator(allocator)
                         .uri(table.location().uri())
                         .build()) {
-            return base.getIndexes().stream()
-                    .filter(i -> KeyIndex.NAME.equals(i.name()))
-                    .toList();
+            return base.getIndexes();
         }
     }
 
@@ -316,8 +328,16 @@ class ReadPathTest {
             }
             write(table, 0, 500, 599, 1_000_000);
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(0, 0));
+            MaintenanceSeams.dropRemapping(TableSeams.mergeRound(table).lance());
+            assertThat(indexNames(table))
+                    .as("the compaction's row remapping, which the index still needs, is not dropped")
+                    .contains(FRAGMENT_REUSE_INDEX);
             // lance-format/lance#9270: optimizing now would silently drop the compacted rows from the index.
             assertThat(table.maintenance().optimizeKeyIndex().rebuilt()).isTrue();
+            assertThat(indexNames(table))
+                    .as("the remapping, read by every later commit, is dropped once the index was rebuilt")
+                    .contains(KeyIndex.NAME)
+                    .doesNotContain(FRAGMENT_REUSE_INDEX);
             for (int i = 0; i < 600; i += 7) {
                 assertThat(table.get("exp-" + i)).as("exp-%d", i).isPresent();
             }
