@@ -200,6 +200,18 @@ final class BenchCommand implements Callable<Integer> {
             description = "ingest, peer-iceberg: a setting for the ingest app, repeatable: rollout.stream.threads=1")
     Map<String, String> topologySettings = new HashMap<>();
 
+    @Option(
+            names = "--merge-set",
+            description = "peer-iceberg: a setting for the merge-worker, repeatable: rollout.merge.adopt.min.rows=0")
+    Map<String, String> mergeSettings = new HashMap<>();
+
+    @Option(
+            names = "--processes",
+            defaultValue = "1",
+            description = "peer-iceberg: rollout-ingest as 1 process (the ingest app and the merge-worker in one JVM,"
+                    + " `rollout-ingest pipeline`) or 2 (each in its own)")
+    int peerProcesses;
+
     @Option(names = "--no-limits", description = "ingest: measure the topology only, not (a)-(c)")
     boolean noLimits;
 
@@ -450,7 +462,9 @@ final class BenchCommand implements Callable<Integer> {
                             peerFormats.stream()
                                     .map(dev.rolloutingest.serde.values.ValueFormat::of)
                                     .toList(),
-                            topologySettings)
+                            topologySettings,
+                            mergeSettings,
+                            peerProcesses)
                     .run();
             return 0;
         }

@@ -8,6 +8,7 @@ import dev.rolloutingest.embedded.EmbeddedKafka;
 import dev.rolloutingest.embedded.FileTrees;
 import dev.rolloutingest.embedded.FreePorts;
 import dev.rolloutingest.ingest.IngestApp;
+import dev.rolloutingest.launcher.PipelineApp;
 import dev.rolloutingest.merge.MergeApp;
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
@@ -46,8 +47,8 @@ import org.apache.kafka.connect.cli.ConnectStandalone;
 /**
  * rollout-ingest side by side with Apache Iceberg's Kafka Connect sink, in one run on the embedded broker: the same N
  * rollouts produced once per value format to a topic of their own (a backlog), then drained by each system in turn,
- * each in JVMs of its own at -Xmx2g. rollout-ingest is the ingest app and the merge-worker (seal age and merge age 5
- * s, other settings default); the sink runs in Kafka Connect standalone (the connect-standalone CLI's main, a worker
+ * every JVM at -Xmx2g. rollout-ingest is the ingest app and the merge-worker (seal age and merge age 5 s, other
+ * settings default), in one JVM as {@code rollout-ingest pipeline} runs them (or one each, {@code --processes 2}); the sink runs in Kafka Connect standalone (the connect-standalone CLI's main, a worker
  * and a connector file) into an Iceberg table in a Hadoop catalog on local disk, created beforehand with the
  * contract's columns. Per system: rows/s end to end and from 10 % to 90 % of the rows, when the first row and all rows
  * were readable (rollout-ingest: sealed, so readable through the table's reads; Iceberg: committed in a snapshot) and
@@ -74,10 +75,14 @@ final class PeerIcebergBench {
     private final int payloadBytes;
     private final List<ValueFormat> formats;
     private final Map<String, String> ingestSettings;
+    private final Map<String, String> mergeSettings;
+    private final int processes;
 
     /**
      * @param ingestSettings settings of the ingest app beyond the run's own (--set), for trying one against the
      *     defaults on the same records
+     * @param mergeSettings the same for the merge-worker (--merge-set)
+     * @param processes 1: the ingest app and the merge-worker in one JVM ({@link PipelineApp}); 2: a JVM each
      */
     PeerIcebergBench(
             Path dir,
@@ -85,7 +90,13 @@ final class PeerIcebergBench {
             int partitions,
             int payloadBytes,
             List<ValueFormat> formats,
-            Map<String, String> ingestSettings) {
+            Map<String, String> ingestSettings,
+            Map<String, String> mergeSettings,
+            int processes) {
+        if (processes != 1 && processes != 2) {
+            throw new IllegalArgumentException("--processes is 1 or 2, not " + processes);
+        }
+        this.processes = processes;
         for (ValueFormat format : formats) {
             if (format != ValueFormat.JSON && format != ValueFormat.AVRO) {
                 throw new IllegalArgumentException("peer-iceberg runs json and avro, not " + format);
@@ -97,6 +108,7 @@ final class PeerIcebergBench {
         this.payloadBytes = payloadBytes;
         this.formats = formats;
         this.ingestSettings = Map.copyOf(ingestSettings);
+        this.mergeSettings = Map.copyOf(mergeSettings);
     }
 
     /** One system's drain of the backlog; times in seconds from the start of its JVMs, NaN when never reached. */
@@ -156,10 +168,12 @@ final class PeerIcebergBench {
                             + " format, produced before either system starts; each system drains it in turn, every"
                             + " JVM at -Xmx2g%n",
                     records, payloadBytes, partitions);
-            System.out.println("- rollout-ingest: the ingest app and the merge-worker, each in its own JVM;"
-                    + " rollout.value.format per topic, rollout.seal.max.age.ms=5000,"
+            System.out.println("- rollout-ingest: the ingest app and the merge-worker, "
+                    + (processes == 1 ? "in one JVM (`rollout-ingest pipeline`)" : "each in its own JVM")
+                    + "; rollout.value.format per topic, rollout.seal.max.age.ms=5000,"
                     + " rollout.merge.max.pending.age.ms=5000, other settings default"
-                    + (ingestSettings.isEmpty() ? "" : "; the ingest app also " + ingestSettings));
+                    + (ingestSettings.isEmpty() ? "" : "; the ingest app also " + ingestSettings)
+                    + (mergeSettings.isEmpty() ? "" : "; the merge-worker also " + mergeSettings));
             System.out.printf(
                     "- Iceberg: iceberg-kafka-connect %s in Kafka Connect %s standalone (the connect-standalone"
                             + " main), JsonConverter schemas.enable=false, Hadoop catalog on local disk, table created"
@@ -339,9 +353,9 @@ final class PeerIcebergBench {
         }
     }
 
-    private Map<String, String> withIngestSettings(Map<String, String> own) {
+    private static Map<String, String> with(Map<String, String> own, Map<String, String> settings) {
         Map<String, String> all = new LinkedHashMap<>(own);
-        all.putAll(ingestSettings);
+        all.putAll(settings);
         return all;
     }
 
@@ -356,30 +370,34 @@ final class PeerIcebergBench {
                 registry,
                 tableDir,
                 FreePorts.next(),
-                withIngestSettings(Map.of(
-                        "application.id",
-                        "peer-ingest-" + format,
-                        "rollout.input.topic",
-                        topic(format),
-                        "rollout.value.format",
-                        format.setting(),
-                        "rollout.generations.topic",
-                        "generations-" + format,
-                        "rollout.dlq.topic",
-                        "dlq-" + format,
-                        "rollout.seal.max.age.ms",
-                        "5000")));
+                with(
+                        Map.of(
+                                "application.id",
+                                "peer-ingest-" + format,
+                                "rollout.input.topic",
+                                topic(format),
+                                "rollout.value.format",
+                                format.setting(),
+                                "rollout.generations.topic",
+                                "generations-" + format,
+                                "rollout.dlq.topic",
+                                "dlq-" + format,
+                                "rollout.seal.max.age.ms",
+                                "5000"),
+                        ingestSettings));
         Path mergeConfig = rig.config(
                 "merge",
                 kafka,
                 registry,
                 tableDir,
                 mergePort,
-                Map.of(
-                        "application.id", "peer-merge-" + format,
-                        "rollout.generations.topic", "generations-" + format,
-                        "rollout.merges.topic", "merges-" + format,
-                        "rollout.merge.max.pending.age.ms", "5000"));
+                with(
+                        Map.of(
+                                "application.id", "peer-merge-" + format,
+                                "rollout.generations.topic", "generations-" + format,
+                                "rollout.merges.topic", "merges-" + format,
+                                "rollout.merge.max.pending.age.ms", "5000"),
+                        mergeSettings));
         long expected = acked.cardinality();
         long start = System.nanoTime();
         Curve readable = new Curve(start);
@@ -388,18 +406,28 @@ final class PeerIcebergBench {
         double mergeCpu;
         long ingestRss;
         long mergeRss;
-        try (ChildJvm ingest = ChildJvm.start(
-                        IngestApp.class,
-                        List.of(ingestConfig.toString()),
-                        Map.of(),
-                        rig.dir().resolve("ingest.log"),
-                        "-Xmx2g");
-                ChildJvm merge = ChildJvm.start(
-                        MergeApp.class,
-                        List.of(mergeConfig.toString()),
-                        Map.of(),
-                        rig.dir().resolve("merge.log"),
-                        "-Xmx2g")) {
+        // one process: both names are the one JVM, whose CPU and memory are counted once
+        try (ChildJvm ingest = processes == 1
+                        ? ChildJvm.start(
+                                PipelineApp.class,
+                                List.of(ingestConfig.toString(), mergeConfig.toString()),
+                                Map.of(),
+                                rig.dir().resolve("ingest.log"),
+                                "-Xmx2g")
+                        : ChildJvm.start(
+                                IngestApp.class,
+                                List.of(ingestConfig.toString()),
+                                Map.of(),
+                                rig.dir().resolve("ingest.log"),
+                                "-Xmx2g");
+                ChildJvm merge = processes == 1
+                        ? ingest
+                        : ChildJvm.start(
+                                MergeApp.class,
+                                List.of(mergeConfig.toString()),
+                                Map.of(),
+                                rig.dir().resolve("merge.log"),
+                                "-Xmx2g")) {
             try (SustainedTarget table = rig.target(tableDir, ingest, mergePort)) {
                 long seen = 0;
                 long progressAt = System.nanoTime();
@@ -413,7 +441,7 @@ final class PeerIcebergBench {
                         progressAt = now;
                     }
                     seen = sealed;
-                    double mergeCpuNow = ProcessCpu.seconds(merge.pid());
+                    double mergeCpuNow = processes == 1 ? 0 : ProcessCpu.seconds(merge.pid());
                     double cpu = ProcessCpu.seconds(ingest.pid()) + mergeCpuNow;
                     readable.add(now, sealed, cpu, mergeCpuNow);
                     merged.add(now, base, cpu, mergeCpuNow);
@@ -433,11 +461,13 @@ final class PeerIcebergBench {
                 }
             }
             ingestCpu = ProcessCpu.seconds(ingest.pid());
-            mergeCpu = ProcessCpu.seconds(merge.pid());
+            mergeCpu = processes == 1 ? 0 : ProcessCpu.seconds(merge.pid());
             ingestRss = ProcessMemory.hwmMiB(ingest.pid());
-            mergeRss = ProcessMemory.hwmMiB(merge.pid());
+            mergeRss = processes == 1 ? 0 : ProcessMemory.hwmMiB(merge.pid());
             ingest.stop();
-            merge.stop();
+            if (processes == 2) {
+                merge.stop();
+            }
         }
         ExactlyOnceAudit.Tally tally = new ExactlyOnceAudit.Tally(acked);
         SustainedTarget.readIds(tableDir, "default", (name, id) -> tally.add(id));
@@ -457,23 +487,35 @@ final class PeerIcebergBench {
                 tableBytes,
                 tally.lost(),
                 tally.duplicated(),
-                String.format(
-                        "rollout-ingest: steady into the base %s rows/s (10→90 %% of the rows merged); CPU 10→90 %%"
-                                + " ingest %s + merge-worker %s µs/row; CPU ingest %.1f s + merge-worker %.1f s;"
-                                + " peak RSS ingest %,d MiB + merge-worker"
-                                + " %,d MiB; table %.1f MB = base %.1f MB + sealed generations %.1f MB (merged ones"
-                                + " stay until GC, rollout.gc.interval.ms 300 s)",
-                        number(merged.steady(expected)),
-                        number(readable.steadyCpuMicrosPerRow(expected)
-                                - readable.steadyOneJvmCpuMicrosPerRow(expected)),
-                        number(readable.steadyOneJvmCpuMicrosPerRow(expected)),
-                        ingestCpu,
-                        mergeCpu,
-                        ingestRss,
-                        mergeRss,
-                        tableBytes / 1e6,
-                        (tableBytes - generationBytes) / 1e6,
-                        generationBytes / 1e6));
+                processes == 1
+                        ? String.format(
+                                "rollout-ingest, one process (`rollout-ingest pipeline`): steady into the base %s rows/s"
+                                        + " (10→90 %% of the rows merged); CPU %.1f s; peak RSS %,d MiB; table %.1f MB ="
+                                        + " base %.1f MB + sealed generations %.1f MB (merged ones stay until GC,"
+                                        + " rollout.gc.interval.ms 300 s)",
+                                number(merged.steady(expected)),
+                                ingestCpu,
+                                ingestRss,
+                                tableBytes / 1e6,
+                                (tableBytes - generationBytes) / 1e6,
+                                generationBytes / 1e6)
+                        : String.format(
+                                "rollout-ingest: steady into the base %s rows/s (10→90 %% of the rows merged); CPU 10→90 %%"
+                                        + " ingest %s + merge-worker %s µs/row; CPU ingest %.1f s + merge-worker %.1f s;"
+                                        + " peak RSS ingest %,d MiB + merge-worker"
+                                        + " %,d MiB; table %.1f MB = base %.1f MB + sealed generations %.1f MB (merged ones"
+                                        + " stay until GC, rollout.gc.interval.ms 300 s)",
+                                number(merged.steady(expected)),
+                                number(readable.steadyCpuMicrosPerRow(expected)
+                                        - readable.steadyOneJvmCpuMicrosPerRow(expected)),
+                                number(readable.steadyOneJvmCpuMicrosPerRow(expected)),
+                                ingestCpu,
+                                mergeCpu,
+                                ingestRss,
+                                mergeRss,
+                                tableBytes / 1e6,
+                                (tableBytes - generationBytes) / 1e6,
+                                generationBytes / 1e6));
     }
 
     private Outcome iceberg(EmbeddedKafka kafka, BitSet acked) throws Exception {

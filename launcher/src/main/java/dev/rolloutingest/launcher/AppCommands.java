@@ -7,7 +7,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
 
-/** ingest and merge: run one app against a real cluster from a properties file plus env vars. */
+/** ingest, merge and pipeline: run one app, or both in one process, against a real cluster from properties files plus env vars. */
 final class AppCommands {
     private AppCommands() {}
 
@@ -39,6 +39,26 @@ final class AppCommands {
         public Integer call() throws Exception {
             Launcher.KeepRunning.request();
             MergeApp.main(config == null ? new String[0] : new String[] {config.toString()});
+            return 0;
+        }
+    }
+
+    @Command(
+            name = "pipeline",
+            mixinStandardHelpOptions = true,
+            description = "Run ingest-topology and merge-worker in one process (one machine: one JVM start and one heap"
+                    + " instead of two; each keeps its own config and HTTP port; env vars apply to both).")
+    static final class Pipeline implements Callable<Integer> {
+        @Parameters(index = "0", description = "The ingest app's properties file")
+        Path ingestConfig;
+
+        @Parameters(index = "1", description = "The merge-worker's properties file")
+        Path mergeConfig;
+
+        @Override
+        public Integer call() throws Exception {
+            Launcher.KeepRunning.request();
+            PipelineApp.main(new String[] {ingestConfig.toString(), mergeConfig.toString()});
             return 0;
         }
     }

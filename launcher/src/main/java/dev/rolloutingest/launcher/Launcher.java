@@ -16,6 +16,7 @@ import picocli.CommandLine.Command;
             DemoCommand.class,
             AppCommands.Ingest.class,
             AppCommands.Merge.class,
+            AppCommands.Pipeline.class,
             ProduceCommand.class,
             ServeCommand.class,
             ReadCommands.Get.class,
