@@ -9,6 +9,7 @@ import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.maintenance.KeyIndex;
+import dev.rolloutingest.table.maintenance.MaintenanceSeams;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.merge.MergeCommitter;
 import dev.rolloutingest.table.merge.MergeMemory;
@@ -192,6 +193,45 @@ class LancePitfallsTest {
             write(table, 0, 40, 49, 40);
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(table.countBaseRows()).isEqualTo(40);
+        }
+    }
+
+    @Test
+    void aRemappingThatAnIndexBuiltBeforeItsCompactionCommittedStillNeedsIsKept() {
+        try (RolloutTable table = localTable("compact-remapping-race", meters)) {
+            mergeFourGenerations(table);
+            LanceIo lance = TableSeams.mergeRound(table).lance();
+            List<String> afterEarlyDrop = new ArrayList<>();
+            TableSeams.compact(
+                    table,
+                    1_000_000,
+                    () -> {
+                        // after the compaction read its version: a merge commits, then the whole index is built from
+                        // the version after it, still without the compaction, which then commits (lance lets both land)
+                        write(table, 0, 40, 49, 40);
+                        table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+                        try (org.apache.arrow.memory.RootAllocator allocator =
+                                        new org.apache.arrow.memory.RootAllocator();
+                                org.lance.Dataset base = org.lance.Dataset.open()
+                                        .allocator(allocator)
+                                        .uri(table.location().uri())
+                                        .build()) {
+                            KeyIndex.create(base, true);
+                        }
+                    },
+                    () -> {
+                        // the compaction committed; the upkeep drops what it can before the compaction's own rebuild
+                        MaintenanceSeams.dropRemapping(lance);
+                        afterEarlyDrop.addAll(indexNames(table));
+                    });
+            assertThat(afterEarlyDrop)
+                    .as("the index built before the compaction committed still needs the remapping")
+                    .contains("__lance_frag_reuse");
+            assertThat(indexNames(table)).as("after the rebuild").doesNotContain("__lance_frag_reuse");
+            for (int i = 0; i < 40; i += 3) {
+                assertThat(table.get("exp-" + i)).as("exp-%d", i).isPresent();
+            }
+            assertThat(table.get("exp-5").orElseThrow().sourceOffset()).isEqualTo(45);
         }
     }
 

@@ -40,21 +40,45 @@ public final class PipelineApp implements AutoCloseable {
                     "the ingest app and the merge-worker of one process need HTTP ports of their own");
         }
         MergeApp merge = new MergeApp(mergeConfig).start();
+        IngestApp ingest = null;
         try {
-            return new PipelineApp(new IngestApp(ingestConfig).start(), merge);
-        } catch (RuntimeException e) {
-            merge.close();
+            ingest = new IngestApp(ingestConfig);
+            return new PipelineApp(ingest.start(), merge);
+        } catch (RuntimeException | Error e) {
+            // a process that cannot ingest stops whole: a merge-worker alone would keep it up, looking healthy
+            closeQuietly(ingest, e);
+            closeQuietly(merge, e);
             throw e;
         }
     }
 
-    /** The ingest app first: it stops announcing generations the merge-worker would then not take. */
+    private static void closeQuietly(AutoCloseable app, Throwable cause) {
+        if (app == null) {
+            return;
+        }
+        try {
+            app.close();
+        } catch (Exception | Error e) {
+            cause.addSuppressed(e);
+        }
+    }
+
+    /**
+     * Both at once, as two processes stop under one SIGTERM: each close may wait up to Kafka Streams' 30 s, and one
+     * after the other they would outlast an orchestrator's grace period.
+     */
     @Override
     public void close() {
+        Thread ingestClose = new Thread(ingest::close, "rollout-pipeline-ingest-close");
+        ingestClose.start();
         try {
-            ingest.close();
-        } finally {
             merge.close();
+        } finally {
+            try {
+                ingestClose.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

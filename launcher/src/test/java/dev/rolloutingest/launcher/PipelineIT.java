@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.Test;
@@ -77,7 +78,8 @@ class PipelineIT {
         List<String> args = List.of(ingest.toString(), merge.toString());
         Path log = dir.resolve("pipeline.log");
         Rollouts rollouts = new Rollouts(cluster, new RolloutGenerator("unused", 64, 3));
-        ChildJvm pipeline = ChildJvm.start(PipelineApp.class, args, Map.of(), log);
+        TableLocation location = TableLocation.local(table);
+        AtomicReference<Exception> writeFailed = new AtomicReference<>();
         Thread writer = new Thread(() -> {
             try (KafkaProducer<String, Rollout> producer = rollouts.producer()) {
                 for (int i = 0; producing.get(); i++) {
@@ -87,27 +89,51 @@ class PipelineIT {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } catch (Exception e) {
-                throw new IllegalStateException(e);
+                writeFailed.set(e);
             }
         });
-        writer.start();
+        ChildJvm pipeline = ChildJvm.start(PipelineApp.class, args, Map.of(), log);
         try {
-            for (int kill = 0; kill < 2; kill++) {
-                Thread.sleep(6_000);
-                pipeline.kill();
-                Thread.sleep(1_000);
-                pipeline = ChildJvm.start(PipelineApp.class, args, Map.of(), log);
+            writer.start();
+            try {
+                long merged = 0;
+                for (int kill = 0; kill < 2; kill++) {
+                    // each kill once the process has merged more since the last: a kill of a process still starting
+                    // would test nothing
+                    merged = awaitMergedBeyond(location, merged, 120);
+                    pipeline.kill();
+                    Thread.sleep(1_000);
+                    pipeline = ChildJvm.start(PipelineApp.class, args, Map.of(), log);
+                }
+                awaitMergedBeyond(location, merged, 120);
+            } finally {
+                producing.set(false);
+                writer.join(60_000);
             }
-            Thread.sleep(3_000);
-        } finally {
-            producing.set(false);
-            writer.join(60_000);
-        }
-        try {
-            verify(TableLocation.local(table), run + "-in", 180);
+            assertThat(writeFailed.get()).as("the producer's sends").isNull();
+            verify(location, run + "-in", 180);
         } finally {
             pipeline.close();
         }
+    }
+
+    /** Waits until the merged watermarks add up to more than {@code merged}; returns their sum. */
+    private static long awaitMergedBeyond(TableLocation location, long merged, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (System.currentTimeMillis() < deadline) {
+            if (java.nio.file.Files.exists(Path.of(location.uri()))) {
+                try (RolloutTable t = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+                    long now = t.generations().watermarks().values().stream()
+                            .mapToLong(Long::longValue)
+                            .sum();
+                    if (now > merged) {
+                        return now;
+                    }
+                }
+            }
+            Thread.sleep(500);
+        }
+        throw new AssertionError("nothing merged beyond offset sum " + merged + " in " + seconds + " s");
     }
 
     private void produce(KafkaProducer<String, Rollout> producer, String topic, long key, int version, boolean delete)

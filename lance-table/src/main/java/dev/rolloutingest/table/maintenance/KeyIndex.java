@@ -13,11 +13,13 @@ import java.util.Optional;
 import java.util.Set;
 import org.lance.Dataset;
 import org.lance.Fragment;
+import org.lance.Transaction;
 import org.lance.index.Index;
 import org.lance.index.IndexOptions;
 import org.lance.index.IndexParams;
 import org.lance.index.IndexType;
 import org.lance.index.scalar.BTreeIndexParams;
+import org.lance.operation.CreateIndex;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -204,42 +206,84 @@ public final class KeyIndex {
 
     /** The base holds the row remapping of a deferred-remap compaction (see {@link #dropRemapping}). */
     private static boolean remapped(Dataset base) {
-        return base.getIndexes().stream().anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name()));
+        return remapping(base).isPresent();
+    }
+
+    private static Optional<Index> remapping(Dataset base) {
+        return base.getIndexes().stream()
+                .filter(i -> FRAGMENT_REUSE_INDEX.equals(i.name()))
+                .findFirst();
     }
 
     /**
-     * Drops the fragment-reuse index that deferred-remap compactions leave, once no index needs it: every record_id
-     * segment was built after the last compaction. lance-core 7.0.0 reads it whole on every commit and every index
-     * listing, building a map of every row the compactions rewrote (~0.6 us a row: 3.3 s a commit after 5M rows
-     * were compacted), carries it through later commits and index builds, and has no call that trims it. The drop
-     * removes the index as read here: a compaction committed meanwhile records a new one, which stays. Best effort: a
-     * drop that fails is tried again at the next upkeep.
+     * Drops the fragment-reuse index that deferred-remap compactions leave, once no index needs it. lance-core 7.0.0
+     * reads it whole on every commit and every index listing, building a map of every row the compactions rewrote
+     * (~0.6 us a row: 3.3 s a commit after 5M rows were compacted), carries it through later commits and index
+     * builds, and has no call that trims it.
+     *
+     * <p>No index needs it when every record_id segment was built from a version that already held this very
+     * remapping: a segment built from an earlier version (a compaction that read before the build and committed after
+     * it, which lance-core lets land) still holds the old addresses, and {@link #compactedSince} cannot tell, as the
+     * remapping is stamped with the version its compaction read. Exactly the remapping read here is removed: one a
+     * compaction committed meanwhile stays. Best effort: a drop that fails is tried again at the next upkeep.
      */
     void dropRemapping() {
         try (Dataset base = lance.openBase()) {
-            if (!remapped(base)) {
+            Optional<Index> remapping = remapping(base);
+            if (remapping.isEmpty()) {
                 return;
             }
             List<Index> segments = keySegments(base);
             if (segments.isEmpty() || compactedSince(base, segments)) {
                 return; // the index still needs the remapping until it is rebuilt
             }
+            long builtFrom =
+                    segments.stream().mapToLong(Index::datasetVersion).min().orElseThrow();
+            boolean held;
+            try (Dataset then = base.checkoutVersion(builtFrom)) {
+                held = remapping(then)
+                        .filter(r -> sameRemapping(r, remapping.get()))
+                        .isPresent();
+            }
+            if (!held) {
+                log.info(
+                        "Table {}: the {} index was built from version {}, before the last compaction committed:"
+                                + " its row remapping stays until the index is rebuilt",
+                        lance.location(),
+                        NAME,
+                        builtFrom);
+                return;
+            }
             long started = System.nanoTime();
-            base.dropIndex(FRAGMENT_REUSE_INDEX);
-            log.info(
-                    "Table {}: dropped the row remapping compactions left (the {} index), as the {} index was built"
-                            + " after them, in {} ms",
-                    lance.location(),
-                    FRAGMENT_REUSE_INDEX,
-                    NAME,
-                    (System.nanoTime() - started) / 1_000_000);
-        } catch (RuntimeException e) {
+            try (Transaction drop = new Transaction.Builder()
+                            .readVersion(base.version())
+                            .operation(CreateIndex.builder()
+                                    .withNewIndices(List.of())
+                                    .withRemovedIndices(List.of(remapping.get()))
+                                    .build())
+                            .build();
+                    Dataset dropped = base.commitTransaction(drop)) {
+                log.info(
+                        "Table {}: dropped the row remapping compactions left (the {} index), as the {} index was built"
+                                + " after them, in {} ms (version {})",
+                        lance.location(),
+                        FRAGMENT_REUSE_INDEX,
+                        NAME,
+                        (System.nanoTime() - started) / 1_000_000,
+                        dropped.version());
+            }
+        } catch (Exception e) {
             log.info(
                     "Table {}: dropping the {} index failed ({}); trying again at the next upkeep",
                     lance.location(),
                     FRAGMENT_REUSE_INDEX,
                     e.getMessage());
         }
+    }
+
+    /** The same remapping: each compaction records its own (a new uuid, the version it read). */
+    private static boolean sameRemapping(Index a, Index b) {
+        return a.uuid().equals(b.uuid()) && a.datasetVersion() == b.datasetVersion();
     }
 
     /** True when the index must be rebuilt: a fragment it covers is gone, or a compaction remapped it since. */
