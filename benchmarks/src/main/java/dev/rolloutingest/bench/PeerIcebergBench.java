@@ -48,8 +48,8 @@ import org.apache.kafka.connect.cli.ConnectStandalone;
  * rollout-ingest side by side with Apache Iceberg's Kafka Connect sink, in one run on the embedded broker: the same N
  * rollouts produced once per value format to a topic of their own (a backlog), then drained by each system in turn,
  * every JVM at -Xmx2g. rollout-ingest is the ingest app and the merge-worker (seal age and merge age 5 s, other
- * settings default), in one JVM as {@code rollout-ingest pipeline} runs them (or one each, {@code --processes 2}); the sink runs in Kafka Connect standalone (the connect-standalone CLI's main, a worker
- * and a connector file) into an Iceberg table in a Hadoop catalog on local disk, created beforehand with the
+ * settings default), in one JVM as {@code rollout-ingest pipeline} runs them (or one each, {@code --processes 2});
+ * the sink runs in Kafka Connect standalone (the connect-standalone CLI's main, a worker and a connector file) into an Iceberg table in a Hadoop catalog on local disk, created beforehand with the
  * contract's columns. Per system: rows/s end to end and from 10 % to 90 % of the rows, when the first row and all rows
  * were readable (rollout-ingest: sealed, so readable through the table's reads; Iceberg: committed in a snapshot) and
  * when all were merged into the base, CPU seconds and peak RSS of its JVMs, the table's bytes, and every record_id read

@@ -206,60 +206,39 @@ public final class KeyIndex {
 
     /** The base holds the row remapping of a deferred-remap compaction (see {@link #dropRemapping}). */
     private static boolean remapped(Dataset base) {
-        return remapping(base).isPresent();
+        return !remappings(base).isEmpty();
     }
 
-    private static Optional<Index> remapping(Dataset base) {
+    private static List<Index> remappings(Dataset base) {
         return base.getIndexes().stream()
                 .filter(i -> FRAGMENT_REUSE_INDEX.equals(i.name()))
-                .findFirst();
+                .toList();
     }
 
     /**
-     * Drops the fragment-reuse index that deferred-remap compactions leave, once no index needs it. lance-core 7.0.0
-     * reads it whole on every commit and every index listing, building a map of every row the compactions rewrote
-     * (~0.6 us a row: 3.3 s a commit after 5M rows were compacted), carries it through later commits and index
-     * builds, and has no call that trims it.
-     *
-     * <p>No index needs it when every record_id segment was built from a version that already held this very
-     * remapping: a segment built from an earlier version (a compaction that read before the build and committed after
-     * it, which lance-core lets land) still holds the old addresses, and {@link #compactedSince} cannot tell, as the
-     * remapping is stamped with the version its compaction read. Exactly the remapping read here is removed: one a
-     * compaction committed meanwhile stays. Best effort: a drop that fails is tried again at the next upkeep.
+     * Drops the fragment-reuse index that deferred-remap compactions leave, once no index needs it (the record_id
+     * index was built after them: {@link #compactedSince}). lance-core 7.0.0 reads it whole on every commit and every
+     * index listing, building a map of every row the compactions rewrote (~0.6 us a row: 3.3 s a commit after 5M rows
+     * were compacted), carries it through later commits and index builds, and has no call that trims it. Exactly the
+     * remapping read here is removed: one a compaction committed meanwhile stays. Best effort: a drop that fails is
+     * tried again at the next upkeep.
      */
     void dropRemapping() {
         try (Dataset base = lance.openBase()) {
-            Optional<Index> remapping = remapping(base);
-            if (remapping.isEmpty()) {
+            List<Index> remappings = remappings(base);
+            if (remappings.isEmpty()) {
                 return;
             }
             List<Index> segments = keySegments(base);
             if (segments.isEmpty() || compactedSince(base, segments)) {
                 return; // the index still needs the remapping until it is rebuilt
             }
-            long builtFrom =
-                    segments.stream().mapToLong(Index::datasetVersion).min().orElseThrow();
-            boolean held;
-            try (Dataset then = base.checkoutVersion(builtFrom)) {
-                held = remapping(then)
-                        .filter(r -> sameRemapping(r, remapping.get()))
-                        .isPresent();
-            }
-            if (!held) {
-                log.info(
-                        "Table {}: the {} index was built from version {}, before the last compaction committed:"
-                                + " its row remapping stays until the index is rebuilt",
-                        lance.location(),
-                        NAME,
-                        builtFrom);
-                return;
-            }
             long started = System.nanoTime();
             try (Transaction drop = new Transaction.Builder()
                             .readVersion(base.version())
                             .operation(CreateIndex.builder()
                                     .withNewIndices(List.of())
-                                    .withRemovedIndices(List.of(remapping.get()))
+                                    .withRemovedIndices(remappings)
                                     .build())
                             .build();
                     Dataset dropped = base.commitTransaction(drop)) {
@@ -316,14 +295,28 @@ public final class KeyIndex {
     }
 
     /**
-     * A deferred-remap compaction remaps the index's fragments (so they look current) and records the remapping
-     * in a fragment-reuse index whose version is at least the index's: adding to the index then would drop rows.
+     * A deferred-remap compaction remaps the index's fragments (so they look current) and records the remapping in
+     * a fragment-reuse index: adding to the index then would drop rows, and dropping the remapping would leave the
+     * index with addresses that are gone. The remapping is stamped with the version its compaction read, so one
+     * whose compaction read before the index was built and committed after it (lance-core lets both land) looks older
+     * than the index: it is new to the index unless the version the oldest segment was built from already held it.
      */
     private static boolean compactedSince(Dataset base, List<Index> segments) {
-        long keyIndexVersion =
-                segments.stream().mapToLong(Index::datasetVersion).min().orElse(Long.MAX_VALUE);
-        return base.getIndexes().stream()
-                .anyMatch(i -> FRAGMENT_REUSE_INDEX.equals(i.name()) && i.datasetVersion() >= keyIndexVersion);
+        List<Index> remappings = remappings(base);
+        if (remappings.isEmpty() || segments.isEmpty()) {
+            return false;
+        }
+        long builtFrom =
+                segments.stream().mapToLong(Index::datasetVersion).min().orElseThrow();
+        if (remappings.stream().anyMatch(r -> r.datasetVersion() >= builtFrom)) {
+            return true;
+        }
+        try (Dataset then = base.checkoutVersion(builtFrom)) {
+            List<Index> held = remappings(then);
+            return !remappings.stream().allMatch(r -> held.stream().anyMatch(h -> sameRemapping(h, r)));
+        } catch (RuntimeException e) {
+            return true; // the version the index was built from is gone: rebuild rather than guess
+        }
     }
 
     public static void create(Dataset base, boolean replace) {
