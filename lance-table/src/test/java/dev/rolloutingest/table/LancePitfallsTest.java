@@ -25,6 +25,7 @@ import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.rows.Tombstones;
 import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStores;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
@@ -440,8 +441,9 @@ class LancePitfallsTest {
     }
 
     /**
-     * The marks need no fence: lance-core keeps the highest generation marked per shard, so a commit that marks a
-     * generation another committer marked already, or a lower one, from an older version, changes nothing.
+     * A watermark is the higher of the base's and the mark's: a commit that marks a generation another committer
+     * marked already, or a lower one, from an older version, changes nothing (refused as read from before the other
+     * marks, it reads them and tries again).
      */
     @Test
     void aStaleOrLowerMarkNeverMovesAWatermarkBack() {
@@ -459,10 +461,105 @@ class LancePitfallsTest {
         }
     }
 
+    /**
+     * The marks' fence: lance-core 7.0.0 refuses a {@code CreateIndex} that replaces the MemWAL index when another
+     * one replaced it after the read version (a retryable conflict), so two marks' commits never both land from one
+     * read, the second undoing the first's marks.
+     */
+    @Test
+    void aMemWalIndexReplacedAfterTheReadVersionRefusesAnotherReplacement() {
+        try (RolloutTable table = localTable("marks-fence", meters)) {
+            write(table, 0, 0, 9, 100);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            LanceIo lance = TableSeams.mergeRound(table).lance();
+            try (org.lance.Dataset first = lance.openBase();
+                    org.lance.Dataset second = lance.openBase()) {
+                org.lance.index.Index memWal = first.getIndexes().stream()
+                        .filter(i -> MemWalWatermarks.INDEX_NAME.equals(i.name()))
+                        .findFirst()
+                        .orElseThrow();
+                replaceMemWalIndex(first, memWal);
+                assertThatThrownBy(() -> replaceMemWalIndex(second, memWal))
+                        .satisfies(e -> assertThat(FencedCommit.isPreempted((RuntimeException) e))
+                                .as(e.getMessage())
+                                .isTrue());
+            }
+        }
+    }
+
+    private static void replaceMemWalIndex(org.lance.Dataset base, org.lance.index.Index memWal) {
+        org.lance.index.Index replacement = org.lance.index.Index.builder()
+                .uuid(java.util.UUID.randomUUID())
+                .name(memWal.name())
+                .fields(List.of())
+                .datasetVersion(base.version())
+                .indexVersion(memWal.indexVersion())
+                .indexDetails(memWal.indexDetails().orElseThrow())
+                .build();
+        try (org.lance.Transaction replace = new org.lance.Transaction.Builder()
+                        .readVersion(base.version())
+                        .operation(org.lance.operation.CreateIndex.builder()
+                                .withNewIndices(List.of(replacement))
+                                .withRemovedIndices(List.of(memWal))
+                                .build())
+                        .build();
+                org.lance.Dataset committed = base.commitTransaction(replace)) {
+            assertThat(committed.version()).isGreaterThan(base.version());
+        }
+    }
+
+    /**
+     * Marks lance-core's own way moved (a merge-insert with {@code markGenerationsAsMerged}, as an older build of this
+     * software committed them) are not lost when a marks' commit read before them lands after them: lance rebases the
+     * replacement over the merge-insert, so the marks' commit sees the watermark it lowered and commits again.
+     */
+    @Test
+    void marksAMergeInsertMovedAfterTheReadVersionSurviveAMarksCommit() throws Exception {
+        String other = ShardId.of(TOPIC, 7);
+        try (RolloutTable table = localTable("marks-legacy", meters)) {
+            write(table, 0, 0, 9, 100);
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            LanceIo lance = TableSeams.mergeRound(table).lance();
+            long markedBefore = table.generations().watermarks().get(shard);
+            try (org.lance.Dataset stale = lance.openBase()) {
+                try (org.lance.Dataset latest = lance.openBase()) {
+                    legacyMark(latest, other, 40, lance);
+                }
+                assertThat(table.generations().watermarks()).containsEntry(other, 40L);
+                mark(lance, stale, markedBefore + 5);
+            }
+            assertThat(table.generations().watermarks())
+                    .containsEntry(other, 40L)
+                    .containsEntry(shard, markedBefore + 5);
+        }
+    }
+
+    /** lance-core's merge-insert marks, with an empty source of the key column. */
+    private static void legacyMark(org.lance.Dataset base, String shard, long generation, LanceIo lance)
+            throws Exception {
+        org.apache.arrow.memory.BufferAllocator allocator = lance.allocator();
+        org.apache.arrow.vector.types.pojo.Schema keyOnly = new org.apache.arrow.vector.types.pojo.Schema(
+                List.of(base.getSchema().findField(RolloutSchema.RECORD_ID)));
+        org.lance.merge.MergeInsertParams params = new org.lance.merge.MergeInsertParams(
+                        List.of(RolloutSchema.RECORD_ID))
+                .withMatchedUpdateAll()
+                .withNotMatched(org.lance.merge.MergeInsertParams.WhenNotMatched.DoNothing)
+                .markGenerationsAsMerged(List.of(new org.lance.memwal.MergedGeneration(shard, generation)));
+        try (org.apache.arrow.vector.VectorSchemaRoot empty =
+                        org.apache.arrow.vector.VectorSchemaRoot.create(keyOnly, allocator);
+                org.apache.arrow.c.ArrowArrayStream stream =
+                        org.apache.arrow.c.ArrowArrayStream.allocateNew(allocator)) {
+            empty.allocateNew();
+            empty.setRowCount(0);
+            org.apache.arrow.c.Data.exportArrayStream(
+                    allocator, new dev.rolloutingest.table.storage.BatchReader(allocator, empty), stream);
+            base.mergeInsert(params, stream).dataset().close();
+        }
+    }
+
     private void mark(LanceIo lance, org.lance.Dataset base, long generation) {
         try (base) {
-            MergeCommitter.markMerged(
-                    base, List.of(new org.lance.memwal.MergedGeneration(shard, generation)), 0, lance.allocator());
+            MergeCommitter.markMerged(base, List.of(new org.lance.memwal.MergedGeneration(shard, generation)), 1);
         }
     }
 

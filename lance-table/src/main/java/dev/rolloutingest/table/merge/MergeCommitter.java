@@ -4,8 +4,6 @@ import dev.rolloutingest.table.MemoryBudget;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationCatalog;
-import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.storage.BatchReader;
 import dev.rolloutingest.table.storage.LanceIo;
 import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
@@ -15,15 +13,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
-import org.apache.arrow.c.ArrowArrayStream;
-import org.apache.arrow.c.Data;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.types.pojo.Schema;
 import org.lance.Dataset;
 import org.lance.memwal.MergedGeneration;
-import org.lance.merge.MergeInsertParams;
-import org.lance.merge.MergeInsertResult;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * that fails is split in halves down to the shard at fault.
  *
  * <p>Over 300 lines because a commit's order is one story read top to bottom: groups, the watermark check, the
- * append, the deletes, the merge-insert with the marks, and the halving on failure.
+ * append, the deletes, the marks, and the halving on failure.
  */
 public final class MergeCommitter {
     private static final Logger log = LoggerFactory.getLogger(MergeCommitter.class);
@@ -194,7 +185,7 @@ public final class MergeCommitter {
                 commits[0]++;
                 current.forEach(p -> failed.put(p.plan().shard(), contended));
             } catch (Exception thrown) {
-                RuntimeException e = LanceIo.unchecked(thrown); // mergeInsert's IOExceptions are undeclared
+                RuntimeException e = LanceIo.unchecked(thrown); // lance-core's IOExceptions are undeclared
                 commits[0]++;
                 if (current.size() == 1) {
                     PreparedMerge alone = current.get(0);
@@ -230,9 +221,9 @@ public final class MergeCommitter {
     /**
      * One commit of a group, in two Lance commits: first the rows ({@link RoundWrite}: new keys appended, rows that
      * replace older base rows written with those marked deleted, deletes as rows; fenced, so it lands only on the
-     * version it was checked against); then a merge-insert with an empty source that marks every generation of the
-     * group merged. The marks need no fence: lance keeps the highest marked generation per shard, so marking again
-     * what another committer marked changes nothing. Between the two, and after a crash between them, the rows are
+     * version it was checked against); then the marks' commit that raises the watermarks of the group's shards to
+     * their last generation merged ({@link MemWalWatermarks#mark}: a watermark is the higher of the two, so marking
+     * again what another committer marked changes nothing). Between the two, and after a crash between them, the rows are
      * both in the base and in their still-pending generations, the same rows, which reads return once; the next round
      * merges those generations again, finds every row already in the base (equal, not newer) and only marks them.
      */
@@ -255,7 +246,7 @@ public final class MergeCommitter {
                 commitFault.accept(CommitStage.APPENDED);
             }
             long marksStarted = System.nanoTime();
-            writer.marked(markMerged(target, marks, settings.mergeConflictRetries(), lance.allocator()));
+            writer.marked(markMerged(target, marks, settings.mergeConflictRetries()));
             commitFault.accept(CommitStage.MARKED);
             log.info(
                     "Table {}: commit of {} generations of {} shards: {} rows appended and {} replacing {} older base"
@@ -281,37 +272,10 @@ public final class MergeCommitter {
     }
 
     /**
-     * Marks generations merged, alone: a merge-insert with an empty source that carries the marks. Its source holds
-     * the key column only: with no rows it changes no fragment either way, and lance plans and commits it 3-4x faster
-     * than one with every column of the table (9-21 against 22-87 ms at 1M rows, interleaved in one run). Returns the
-     * version it made.
+     * Marks generations merged, alone: a commit that replaces the MemWAL index by one with the raised watermarks
+     * ({@link MemWalWatermarks#mark}). Returns the version it made.
      */
-    public static long markMerged(
-            Dataset target, List<MergedGeneration> marks, int conflictRetries, BufferAllocator allocator) {
-        Schema keyOnly = new Schema(List.of(target.getSchema().findField(RolloutSchema.RECORD_ID)));
-        MergeInsertParams params = marksOnly().markGenerationsAsMerged(marks).withConflictRetries(conflictRetries);
-        try (VectorSchemaRoot empty = VectorSchemaRoot.create(keyOnly, allocator);
-                ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
-            empty.allocateNew();
-            empty.setRowCount(0);
-            Data.exportArrayStream(allocator, new BatchReader(allocator, empty), stream);
-            MergeInsertResult inserted = target.mergeInsert(params, stream);
-            try (Dataset marked = inserted.dataset()) {
-                return marked.version();
-            }
-        } catch (Exception e) {
-            throw LanceIo.unchecked(e);
-        }
-    }
-
-    /**
-     * The merge-insert params that carry marks alone. lance-core 7.0.0 refuses one that can change nothing (matched:
-     * do nothing, not matched: do nothing) even with marks ("not configured to change the data in any way"), so it
-     * says "update when matched": with no source rows nothing is matched.
-     */
-    public static MergeInsertParams marksOnly() {
-        return new MergeInsertParams(List.of(RolloutSchema.RECORD_ID))
-                .withMatchedUpdateAll()
-                .withNotMatched(MergeInsertParams.WhenNotMatched.DoNothing);
+    public static long markMerged(Dataset target, List<MergedGeneration> marks, int conflictRetries) {
+        return MemWalWatermarks.mark(target, marks, conflictRetries);
     }
 }

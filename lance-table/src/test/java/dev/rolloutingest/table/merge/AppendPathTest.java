@@ -19,8 +19,6 @@ import dev.rolloutingest.table.maintenance.TableMaintenance;
 import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutRow;
-import dev.rolloutingest.table.rows.RolloutSchema;
-import dev.rolloutingest.table.storage.BatchReader;
 import dev.rolloutingest.table.storage.FencedCommit;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
@@ -32,7 +30,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
 
@@ -250,14 +247,11 @@ class AppendPathTest {
     }
 
     /**
-     * lance-core 7.0.0 refuses a merge-insert that can change nothing (matched: do nothing, not matched: do
-     * nothing) even when it carries marks ("not configured to change the data in any way"); so the marks ride on
-     * an update-when-matched merge-insert with an empty source of the key column alone
-     * ({@link MergeCommitter#markMerged}), which moves the watermark and leaves every fragment, row and column as it
-     * was.
+     * The marks' commit alone ({@link MergeCommitter#markMerged}) moves the watermark and leaves every fragment, row
+     * and column as it was: it replaces the MemWAL index, nothing else.
      */
     @Test
-    void marksAloneRideOnAnUpdateWhenMatchedMergeInsertWithAnEmptyKeyOnlySource() throws Exception {
+    void marksAloneMoveTheWatermarkAndLeaveEveryFragmentRowAndColumn() throws Exception {
         TableLocation location = TableLocation.local(freshDir("marks-only"));
         String shard = ShardId.of(TOPIC, 0);
         try (RolloutTable table =
@@ -268,26 +262,14 @@ class AppendPathTest {
             SealedGeneration generation = table.generations().write(TOPIC, 0, 10, 19, rows(0, 10, 10, 10, 0), 1000);
             List<org.lance.memwal.MergedGeneration> marks =
                     List.of(new org.lance.memwal.MergedGeneration(shard, generation.generation()));
-            try (Dataset base = Dataset.open()
-                            .allocator(allocator)
-                            .uri(location.uri())
-                            .build();
-                    VectorSchemaRoot empty = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
-                    org.apache.arrow.c.ArrowArrayStream stream =
-                            org.apache.arrow.c.ArrowArrayStream.allocateNew(allocator)) {
-                empty.allocateNew();
-                empty.setRowCount(0);
-                org.apache.arrow.c.Data.exportArrayStream(allocator, new BatchReader(allocator, empty), stream);
-                org.lance.merge.MergeInsertParams doNothing = new org.lance.merge.MergeInsertParams(
-                                List.of(RolloutSchema.RECORD_ID))
-                        .withMatchedDoNothing()
-                        .withNotMatched(org.lance.merge.MergeInsertParams.WhenNotMatched.DoNothing);
-                assertThatThrownBy(() -> base.mergeInsert(doNothing.markGenerationsAsMerged(marks), stream))
-                        .hasMessageContaining("not configured to change the data");
-            }
             assertThat(table.generations().watermarks().getOrDefault(shard, 0L))
-                    .as("refused, nothing marked")
+                    .as("not marked yet")
                     .isLessThan(generation.generation());
+            String detailsBefore;
+            try (Dataset base =
+                    Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+                detailsBefore = base.memWalIndexDetails().orElseThrow().toString();
+            }
             String before;
             org.apache.arrow.vector.types.pojo.Schema schemaBefore;
             try (Dataset base =
@@ -297,10 +279,10 @@ class AppendPathTest {
                         .toList()
                         .toString();
                 schemaBefore = base.getSchema();
-                MergeCommitter.markMerged(base, marks, 0, allocator);
+                MergeCommitter.markMerged(base, marks, 0);
             }
             assertThat(table.generations().watermarks().getOrDefault(shard, 0L))
-                    .as("marked by the merge's own merge-insert")
+                    .as("marked by the marks' commit")
                     .isEqualTo(generation.generation());
             try (Dataset base =
                     Dataset.open().allocator(allocator).uri(location.uri()).build()) {
@@ -311,6 +293,9 @@ class AppendPathTest {
                         .as("no fragment changed")
                         .isEqualTo(before);
                 assertThat(base.getSchema()).isEqualTo(schemaBefore);
+                assertThat(base.memWalIndexDetails().map(Object::toString))
+                        .as("lance-core reads the replaced MemWAL index as it was, but for the watermarks")
+                        .contains(detailsBefore);
                 assertThat(base.countRows()).isEqualTo(10);
             }
             for (int k = 0; k < 10; k++) {
