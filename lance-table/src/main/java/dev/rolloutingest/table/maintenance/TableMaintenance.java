@@ -1,5 +1,6 @@
 package dev.rolloutingest.table.maintenance;
 
+import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.storage.FencedCommit;
 import dev.rolloutingest.table.storage.LanceIo;
@@ -83,6 +84,35 @@ public final class TableMaintenance {
      * {@code beforeKeyIndexRebuild} once the index rebuild has read the compacted version, before it commits.
      */
     CompactionResult compact(long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
+        try {
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    return compactOnce(targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);
+                } catch (RuntimeException e) {
+                    if (!FencedCommit.isPreempted(e)) {
+                        throw e;
+                    }
+                    if (attempt >= commitAttempts) {
+                        throw new RolloutTableException.Contended(
+                                lance.location().uri(),
+                                "a compaction was preempted " + attempt + " times by commits to the fragments it"
+                                        + " rewrote (another compaction, or deletes in them); the next one plans"
+                                        + " afresh: " + e.getMessage());
+                    }
+                    // another compaction, or a delete in a fragment it rewrote, landed first: plan again
+                    log.info(
+                            "Table {}: a compaction was preempted ({}); planning it again on the newer base",
+                            lance.location(),
+                            e.getMessage());
+                }
+            }
+        } finally {
+            afterChange.run();
+        }
+    }
+
+    private CompactionResult compactOnce(
+            long targetRowsPerFragment, Runnable beforeCommit, Runnable beforeKeyIndexRebuild) {
         try (Dataset base = lance.openBase()) {
             List<Fragment> listed = base.getFragments();
             int before = listed.size();
@@ -115,8 +145,6 @@ public final class TableMaintenance {
             }
             keyIndex.rebuild(beforeKeyIndexRebuild);
             return new CompactionResult(before, fragments);
-        } finally {
-            afterChange.run();
         }
     }
 

@@ -29,6 +29,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
@@ -720,6 +721,40 @@ class AppendPathTest {
             table.merges().pass(MergeRequest.of(shard).limits(8, 0));
             assertThat(baseRows(location)).hasSize(550);
             assertThat(table.get("key-460").orElseThrow().sourceOffset()).isEqualTo(510);
+        }
+    }
+
+    /**
+     * Two compactions of one base (the merge-worker's upkeep and an operator's, or two processes'): the one whose
+     * commit another compaction of the same fragments preempted plans again on the newer base instead of failing.
+     */
+    @Test
+    void aCompactionPreemptedByAnotherCompactionPlansAgainAndLands() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("compact-compact-race"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                        RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry());
+                RolloutTable other = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            for (int g = 0; g < 4; g++) {
+                write(table, 0, g * 100L, g * 100, 100, g); // key-0..399, 4 fragments
+                table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            }
+            AtomicInteger commits = new AtomicInteger();
+            // the first time this compaction is about to commit, another one of the same fragments lands
+            TableMaintenance.CompactionResult compacted = TableSeams.compact(
+                    table,
+                    1_000_000,
+                    () -> {
+                        if (commits.getAndIncrement() == 0) {
+                            assertThat(other.maintenance().compact(1_000_000).fragmentsAfter())
+                                    .isLessThan(4);
+                        }
+                    },
+                    () -> {});
+
+            assertThat(compacted.fragmentsAfter()).isLessThan(4);
+            assertThat(baseRows(location)).hasSize(400);
+            assertThat(table.get("key-250")).isPresent();
         }
     }
 
