@@ -88,26 +88,37 @@ public final class TableMaintenance {
             for (int attempt = 1; ; attempt++) {
                 try {
                     return compactOnce(targetRowsPerFragment, beforeCommit, beforeKeyIndexRebuild);
-                } catch (RuntimeException e) {
-                    if (!FencedCommit.isPreempted(e)) {
-                        throw e;
-                    }
-                    if (attempt >= commitAttempts) {
+                } catch (CompactedMeanwhile e) {
+                    if (attempt >= COMPACTION_ATTEMPTS) {
                         throw new RolloutTableException.Contended(
                                 lance.location().uri(),
-                                "a compaction was preempted " + attempt + " times by commits to the fragments it"
-                                        + " rewrote (another compaction, or deletes in them); the next one plans"
-                                        + " afresh: " + e.getMessage());
+                                "a compaction was preempted " + attempt + " times in a row by other compactions of"
+                                        + " its fragments; the next one plans afresh: " + e.getMessage());
                     }
-                    // another compaction, or a delete in a fragment it rewrote, landed first: plan again
                     log.info(
-                            "Table {}: a compaction was preempted ({}); planning it again on the newer base",
+                            "Table {}: another compaction of the same fragments landed first ({}); planning again on"
+                                    + " the newer base",
                             lance.location(),
                             e.getMessage());
                 }
             }
         } finally {
             afterChange.run();
+        }
+    }
+
+    /**
+     * Compactions planned again when another compaction of their fragments landed first: that one did the work, the
+     * next plan finds what is left. A commit preempted by anything else (a round that deleted rows in a rewritten
+     * fragment) fails as before, and the upkeep's cooldown spaces the next try: rewriting again at once would lose
+     * to the next round just the same.
+     */
+    static final int COMPACTION_ATTEMPTS = 3;
+
+    /** The compaction's commit was refused because another compaction (a {@code Rewrite}) landed first. */
+    private static final class CompactedMeanwhile extends RuntimeException {
+        CompactedMeanwhile(RuntimeException cause) {
+            super(cause.getMessage(), cause);
         }
     }
 
@@ -137,7 +148,15 @@ public final class TableMaintenance {
                 return new CompactionResult(before, before);
             }
             beforeCommit.run();
-            Compaction.commitCompaction(base, rewritten, options);
+            try {
+                Compaction.commitCompaction(base, rewritten, options);
+            } catch (RuntimeException e) {
+                if (FencedCommit.isPreempted(e)
+                        && String.valueOf(e.getMessage()).contains("transaction Rewrite")) {
+                    throw new CompactedMeanwhile(e);
+                }
+                throw e;
+            }
             int fragments;
             try (Dataset after = lance.openBase()) {
                 fragments = after.getFragments().size();
