@@ -11,7 +11,6 @@ import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.maintenance.KeyIndex;
 import dev.rolloutingest.table.maintenance.MaintenanceSeams;
 import dev.rolloutingest.table.maintenance.TableMaintenance;
-import dev.rolloutingest.table.merge.MergeCommitter;
 import dev.rolloutingest.table.merge.MergeMemory;
 import dev.rolloutingest.table.merge.MergePlan;
 import dev.rolloutingest.table.merge.MergeRequest;
@@ -559,7 +558,7 @@ class LancePitfallsTest {
 
     private void mark(LanceIo lance, org.lance.Dataset base, long generation) {
         try (base) {
-            MergeCommitter.markMerged(base, List.of(new org.lance.memwal.MergedGeneration(shard, generation)), 1);
+            MemWalWatermarks.mark(base, List.of(new org.lance.memwal.MergedGeneration(shard, generation)), 1);
         }
     }
 

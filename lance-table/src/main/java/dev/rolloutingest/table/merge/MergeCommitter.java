@@ -246,7 +246,7 @@ public final class MergeCommitter {
                 commitFault.accept(CommitStage.APPENDED);
             }
             long marksStarted = System.nanoTime();
-            writer.marked(markMerged(target, marks, settings.mergeConflictRetries()));
+            writer.marked(MemWalWatermarks.mark(target, marks, settings.mergeConflictRetries()));
             commitFault.accept(CommitStage.MARKED);
             log.info(
                     "Table {}: commit of {} generations of {} shards: {} rows appended and {} replacing {} older base"
@@ -269,13 +269,5 @@ public final class MergeCommitter {
                 written.committed().close();
             }
         }
-    }
-
-    /**
-     * Marks generations merged, alone: a commit that replaces the MemWAL index by one with the raised watermarks
-     * ({@link MemWalWatermarks#mark}). Returns the version it made.
-     */
-    public static long markMerged(Dataset target, List<MergedGeneration> marks, int conflictRetries) {
-        return MemWalWatermarks.mark(target, marks, conflictRetries);
     }
 }

@@ -45,32 +45,42 @@ public final class MemWalWatermarks {
             if (!INDEX_NAME.equals(index.name()) || index.indexDetails().isEmpty()) {
                 continue;
             }
-            ByteBuffer any = ByteBuffer.wrap(index.indexDetails().get());
-            byte[] details = null;
-            while (any.hasRemaining()) {
-                long tag = varint(any);
-                int field = (int) (tag >>> 3);
-                if (field == 2 && (tag & 7) == 2) {
-                    details = bytes(any);
-                } else {
-                    skip(any, (int) (tag & 7));
-                }
-            }
-            if (details == null) {
-                continue;
-            }
-            ByteBuffer message = ByteBuffer.wrap(details);
-            while (message.hasRemaining()) {
-                long tag = varint(message);
-                int field = (int) (tag >>> 3);
-                if (field == MERGED_GENERATIONS_FIELD && (tag & 7) == 2) {
-                    parseMergedGeneration(ByteBuffer.wrap(bytes(message)), watermarks);
-                } else {
-                    skip(message, (int) (tag & 7));
-                }
-            }
+            addWatermarks(index.indexDetails().get(), watermarks);
         }
         return watermarks;
+    }
+
+    /** Adds the watermarks of one MemWAL index's details (the higher one per shard). */
+    private static void addWatermarks(byte[] anyDetails, Map<String, Long> watermarks) {
+        byte[] details = anyField(anyDetails, ANY_VALUE_FIELD);
+        if (details == null) {
+            return;
+        }
+        ByteBuffer message = ByteBuffer.wrap(details);
+        while (message.hasRemaining()) {
+            long tag = varint(message);
+            int field = (int) (tag >>> 3);
+            if (field == MERGED_GENERATIONS_FIELD && (tag & 7) == 2) {
+                parseMergedGeneration(ByteBuffer.wrap(bytes(message)), watermarks);
+            } else {
+                skip(message, (int) (tag & 7));
+            }
+        }
+    }
+
+    /** A length-delimited field of a protobuf {@code Any} (its type URL or its value), or null when absent. */
+    private static byte[] anyField(byte[] anyDetails, int wanted) {
+        ByteBuffer any = ByteBuffer.wrap(anyDetails);
+        byte[] found = null;
+        while (any.hasRemaining()) {
+            long tag = varint(any);
+            if ((tag >>> 3) == wanted && (tag & 7) == 2) {
+                found = bytes(any);
+            } else {
+                skip(any, (int) (tag & 7));
+            }
+        }
+        return found;
     }
 
     private static void parseMergedGeneration(ByteBuffer entry, Map<String, Long> watermarks) {
@@ -143,7 +153,9 @@ public final class MemWalWatermarks {
         try {
             while (true) {
                 Index current = memWalIndex(base);
-                Map<String, Long> raised = new HashMap<>(read(base));
+                byte[] currentDetails = current.indexDetails().orElseThrow();
+                Map<String, Long> raised = new HashMap<>();
+                addWatermarks(currentDetails, raised);
                 wanted.forEach((shard, generation) -> raised.merge(shard, generation, MemWalWatermarks::higher));
                 Index replacement = Index.builder()
                         .uuid(UUID.randomUUID())
@@ -154,7 +166,7 @@ public final class MemWalWatermarks {
                         .fragments(List.of())
                         .datasetVersion(base.version())
                         .indexVersion(current.indexVersion())
-                        .indexDetails(withWatermarks(current.indexDetails().orElseThrow(), raised))
+                        .indexDetails(withWatermarks(currentDetails, raised))
                         .build();
                 long made;
                 try (Transaction replace = new Transaction.Builder()
@@ -237,20 +249,8 @@ public final class MemWalWatermarks {
      * uuid in a nested message, generation}, as lance-core writes it); every other field kept as it was.
      */
     static byte[] withWatermarks(byte[] anyDetails, Map<String, Long> watermarks) {
-        ByteBuffer any = ByteBuffer.wrap(anyDetails);
-        byte[] typeUrl = null;
-        byte[] details = null;
-        while (any.hasRemaining()) {
-            long tag = varint(any);
-            int field = (int) (tag >>> 3);
-            if (field == ANY_TYPE_URL_FIELD && (tag & 7) == 2) {
-                typeUrl = bytes(any);
-            } else if (field == ANY_VALUE_FIELD && (tag & 7) == 2) {
-                details = bytes(any);
-            } else {
-                skip(any, (int) (tag & 7));
-            }
-        }
+        byte[] typeUrl = anyField(anyDetails, ANY_TYPE_URL_FIELD);
+        byte[] details = anyField(anyDetails, ANY_VALUE_FIELD);
         if (typeUrl == null || details == null) {
             throw new IllegalStateException(INDEX_NAME + " details are not a protobuf Any");
         }

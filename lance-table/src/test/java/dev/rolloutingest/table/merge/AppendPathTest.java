@@ -20,6 +20,7 @@ import dev.rolloutingest.table.reads.ListQuery;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.RolloutRow;
 import dev.rolloutingest.table.storage.FencedCommit;
+import dev.rolloutingest.table.storage.MemWalWatermarks;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -248,7 +249,7 @@ class AppendPathTest {
     }
 
     /**
-     * The marks' commit alone ({@link MergeCommitter#markMerged}) moves the watermark and leaves every fragment, row
+     * The marks' commit alone ({@link MemWalWatermarks#mark}) moves the watermark and leaves every fragment, row
      * and column as it was: it replaces the MemWAL index, nothing else.
      */
     @Test
@@ -280,7 +281,7 @@ class AppendPathTest {
                         .toList()
                         .toString();
                 schemaBefore = base.getSchema();
-                MergeCommitter.markMerged(base, marks, 0);
+                MemWalWatermarks.mark(base, marks, 0);
             }
             assertThat(table.generations().watermarks().getOrDefault(shard, 0L))
                     .as("marked by the marks' commit")
