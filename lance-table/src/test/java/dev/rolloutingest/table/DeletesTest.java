@@ -186,6 +186,31 @@ class DeletesTest {
     }
 
     @Test
+    void aKeyWrittenAgainAfterItsDeleteIsJoinedLaterOnceTheDeleteIsDropped() throws Exception {
+        TableLocation location = TableLocation.local(freshDir("deletes-revived"));
+        String shard = ShardId.of(TOPIC, 0);
+        try (RolloutTable table =
+                RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 0, "k", 0), put(0, 1, "other", 0)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            write(table, 0, List.of(delete(0, 2, "k", 1)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+        }
+        // a committer that starts now builds its key filter from a base without k
+        try (RolloutTable table = RolloutTable.open(location, TableSettings.DEFAULTS, new SimpleMeterRegistry())) {
+            write(table, 0, List.of(put(0, 3, "k", 2))); // replaces only the delete kept beside the base
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(baseRows(location)).containsEntry("k", "0@3");
+            assertThat(table.maintenance().dropDeletes(Duration.ZERO).dropped()).isEqualTo(1);
+            // with the delete gone, only the key filter tells that the base holds k now
+            write(table, 0, List.of(put(0, 4, "k", 3)));
+            table.merges().pass(MergeRequest.of(shard).limits(8, 0));
+            assertThat(baseRows(location)).hasSize(2).containsEntry("k", "0@4");
+            assertThat(table.get("k").orElseThrow().sourceOffset()).isEqualTo(4);
+        }
+    }
+
+    @Test
     void deletesAnOlderVersionKeptInTheBaseAreMovedBesideIt() throws Exception {
         TableLocation location = TableLocation.local(freshDir("deletes-legacy"));
         try (RolloutTable table =
