@@ -101,7 +101,7 @@ public final class FencedCommit {
             if (!batches.isEmpty()) {
                 written.addAll(write(lance, batches, base.getLanceFileFormatVersion()));
             }
-            markDeleted(lance, store, base, baseFragments, deletions, updated, removed);
+            markDeleted(base, baseFragments, deletions, updated, removed);
         } catch (RuntimeException e) {
             removeFiles(store, written);
             removeFiles(store, linked); // no commit follows: the links go
@@ -170,13 +170,8 @@ public final class FencedCommit {
         }
     }
 
-    /**
-     * Marks the rows deleted: an updated fragment (a new deletion file, {@link DeletionFiles}) each, or a removed one
-     * when none is left. A fragment whose deletion file {@link DeletionFiles} cannot read is left to lance-core.
-     */
+    /** Marks the rows deleted: an updated fragment (a new deletion file) each, or a removed one when none is left. */
     private static void markDeleted(
-            LanceIo lance,
-            ObjectStore store,
             Dataset base,
             List<Fragment> baseFragments,
             Deletions deletions,
@@ -193,13 +188,7 @@ public final class FencedCommit {
             if (fragment == null) {
                 throw new IllegalStateException("fragment " + entry.getKey() + " is not in version " + base.version());
             }
-            FragmentMetadata after;
-            try {
-                after = DeletionFiles.withDeleted(
-                        store, lance.allocator(), base.version(), fragment.metadata(), entry.getValue());
-            } catch (DeletionFiles.Unreadable e) {
-                after = fragment.deleteRows(entry.getValue());
-            }
+            FragmentMetadata after = fragment.deleteRows(entry.getValue());
             if (after == null) {
                 removed.add((long) entry.getKey());
             } else {
