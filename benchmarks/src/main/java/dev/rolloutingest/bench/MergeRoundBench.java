@@ -330,6 +330,13 @@ public final class MergeRoundBench {
                                     (unread.count() - warmUnread) / rounds,
                                     (taken.count() - warmTaken) / rounds);
                         }
+                        // every commit lists the base's fragments: the ratio follows their count (rounds adopt each
+                        // generation as one, the bench never compacts), so each case says what it ran on
+                        try (Dataset base = Dataset.open(location.uri(), allocator)) {
+                            out.printf(
+                                    "  (base of %,d fragments after the case's rounds)%n",
+                                    base.getFragments().size());
+                        }
                     }
                 }
             }
