@@ -464,11 +464,9 @@ public final class RoundWrite {
                 unmarkedDeletes.made(result.madeVersion(), properties);
             }
             // every key new to the base: the appended ones, and a value that replaced only a delete kept beside the
-            // base
-            // (the filter, built after that delete, may lack its key, in a fragment it now counts as seen); a value
-            // that
-            // replaced a base value has its key in the filter already (a round of updates adds none: 16,000 probes of
-            // a filter of hundreds of MiB, ~10 ms at 100M keys)
+            // base (the filter, built after that delete, may lack its key, in a fragment it now counts as seen); a
+            // value that replaced a base value has its key in the filter already (a round of updates adds none:
+            // 16,000 probes of a filter of hundreds of MiB, ~10 ms at 100M keys)
             List<KeyFilter.Hash> added = new ArrayList<>();
             split.append().forEach(row -> added.add(row.hash()));
             split.revived().forEach(row -> added.add(row.hash()));
