@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.lance.Dataset;
 import org.slf4j.Logger;
@@ -84,7 +85,8 @@ public final class GenerationWriter {
         try {
             // the base first: it never lacks a column a generation has (AddedColumns)
             unique.conformTo(AddedColumns.addToBase(lance, unique.addedFields()));
-            try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
+            try {
+                create(uri, sealed, unique);
                 meters.counter("rollout.generation.rows").increment(unique.size());
             } catch (RuntimeException e) {
                 if (!LanceIo.isAlreadyExists(e)) {
@@ -105,6 +107,14 @@ public final class GenerationWriter {
         return sealed;
     }
 
+    /** Creates the generation's dataset (CREATE only) and the file of its key columns beside it. */
+    private void create(String uri, SealedGeneration generation, GenerationBatch rows) {
+        VectorSchemaRoot root = rows.sealedRoot();
+        try (Dataset created = lance.create(uri, root)) {
+            GenerationKeyColumns.write(store, generation, root, created);
+        }
+    }
+
     /**
      * Writes a sealed generation's dataset again after its files were lost, the seal kept as it is: the
      * rows must be the ones the seal describes (re-read from the topic), checked by their count.
@@ -122,17 +132,16 @@ public final class GenerationWriter {
             store.delete(seal.datasetPath());
             String uri = lance.location().resolve(seal.datasetPath());
             unique.conformTo(AddedColumns.addToBase(lance, unique.addedFields()));
-            try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
-                log.info(
-                        "Table {} shard {} generation {}: dataset {} written again from its offsets [{}..{}], {} rows",
-                        lance.location(),
-                        seal.shard(),
-                        seal.generation(),
-                        seal.folder(),
-                        seal.firstOffset(),
-                        seal.lastOffset(),
-                        unique.size());
-            }
+            create(uri, seal, unique);
+            log.info(
+                    "Table {} shard {} generation {}: dataset {} written again from its offsets [{}..{}], {} rows",
+                    lance.location(),
+                    seal.shard(),
+                    seal.generation(),
+                    seal.folder(),
+                    seal.firstOffset(),
+                    seal.lastOffset(),
+                    unique.size());
         } finally {
             if (unique != batch) {
                 unique.close();
@@ -217,9 +226,8 @@ public final class GenerationWriter {
                     sealed.folder(),
                     unreadable.getMessage());
             store.delete(sealed.datasetPath());
-            try (Dataset ignored = lance.create(uri, unique.sealedRoot())) {
-                return;
-            }
+            create(uri, sealed, unique);
+            return;
         }
         if (rows != unique.size()) {
             throw new RolloutTableException.GenerationConflict(

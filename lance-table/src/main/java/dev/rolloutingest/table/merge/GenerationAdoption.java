@@ -9,11 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import org.lance.Dataset;
-import org.lance.Fragment;
 import org.lance.FragmentMetadata;
 import org.lance.fragment.DataFile;
-import org.lance.schema.LanceField;
 
 /**
  * A generation whose rows all go to the base, as new keys or in place of older base rows of their keys (those marked
@@ -26,40 +23,6 @@ import org.lance.schema.LanceField;
  */
 public final class GenerationAdoption {
     private GenerationAdoption() {}
-
-    /** The generation's one fragment, or null when it cannot be adopted as it is. */
-    static FragmentMetadata fragmentOf(Dataset generation) {
-        List<Fragment> fragments = generation.getFragments();
-        if (fragments.size() != 1) {
-            return null;
-        }
-        FragmentMetadata fragment = fragments.get(0).metadata();
-        return fragment.getDeletionFile() == null ? fragment : null;
-    }
-
-    /** lance's field ids, names, types and nullability, depth first: equal strings mean interchangeable files. */
-    static String schemaOf(Dataset dataset) {
-        StringBuilder out = new StringBuilder();
-        for (LanceField field : dataset.getLanceSchema().fields()) {
-            append(out, field);
-        }
-        return out.toString();
-    }
-
-    private static void append(StringBuilder out, LanceField field) {
-        out.append(field.getId())
-                .append(':')
-                .append(field.getName())
-                .append(':')
-                .append(field.getType())
-                .append(':')
-                .append(field.isNullable())
-                .append('(');
-        for (LanceField child : field.getChildren()) {
-            append(out, child);
-        }
-        out.append(')');
-    }
 
     /** The rows that go in split into whole generations to adopt (with the source each was read into) and the rows to write. */
     record Split(List<MergeSource.Span> adopt, List<MergeSource> sources, List<MergeSource.Row> rows) {

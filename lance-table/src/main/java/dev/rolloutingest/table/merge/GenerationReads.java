@@ -1,11 +1,12 @@
 package dev.rolloutingest.table.merge;
 
 import dev.rolloutingest.table.RolloutTableException;
+import dev.rolloutingest.table.generations.GenerationKeyColumns;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.AddedColumns;
-import dev.rolloutingest.table.rows.NewestWins;
 import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.ObjectStore;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.vector.UInt8Vector;
@@ -22,18 +23,29 @@ import org.lance.ipc.ScanOptions;
  * when it must write rows of a generation it did not adopt after all.
  */
 final class GenerationReads {
-    /** What a merge reads first of every generation: the key and what orders rows ({@link NewestWins}). */
-    static final List<String> KEY_COLUMNS = List.of(
-            RolloutSchema.RECORD_ID,
-            RolloutSchema.EXPERIMENT, // empty in a delete: such a generation is read in full
-            RolloutSchema.SOURCE_PARTITION,
-            RolloutSchema.SOURCE_OFFSET,
-            RolloutSchema.INGESTED_AT);
-
     private final LanceIo lance;
+    private final ObjectStore store;
 
-    GenerationReads(LanceIo lance) {
+    GenerationReads(LanceIo lance, ObjectStore store) {
         this.lance = lance;
+        this.store = store;
+    }
+
+    /**
+     * Reads a generation's key and order columns ({@link GenerationKeyColumns#COLUMNS}) from the file written beside
+     * it, else from its dataset.
+     */
+    void readKeys(MergeSource source, SealedGeneration generation) {
+        try (GenerationKeyColumns.Read file = GenerationKeyColumns.read(store, generation, lance.allocator())) {
+            if (file != null) {
+                int first = source.size();
+                source.addAll(file.rows(), lance.allocator());
+                // written from the rows lance-core's create took, in their order
+                source.endGeneration(generation, first, file.fragment(), file.schema(), true);
+                return;
+            }
+        }
+        readGeneration(source, generation, GenerationKeyColumns.COLUMNS);
     }
 
     /** Reads a generation's rows: these columns, or (null) every column it has, added ones too. */
@@ -49,7 +61,7 @@ final class GenerationReads {
                         .build());
                 ArrowReader reader = scanner.scanBatches()) {
             int first = source.size();
-            FragmentMetadata fragment = GenerationAdoption.fragmentOf(dataset);
+            FragmentMetadata fragment = GenerationKeyColumns.fragmentOf(dataset);
             boolean inOrder = byKeys && fragment != null;
             long expected = fragment == null ? 0 : (long) fragment.getId() << 32;
             while (reader.loadNextBatch()) {
@@ -62,7 +74,7 @@ final class GenerationReads {
                 }
                 source.addAll(batch, lance.allocator());
             }
-            source.endGeneration(generation, first, fragment, GenerationAdoption.schemaOf(dataset), inOrder);
+            source.endGeneration(generation, first, fragment, GenerationKeyColumns.schemaOf(dataset), inOrder);
         } catch (RolloutTableException e) {
             throw e;
         } catch (Exception e) {

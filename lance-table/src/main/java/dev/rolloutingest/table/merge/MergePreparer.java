@@ -3,6 +3,7 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.storage.LanceIo;
+import dev.rolloutingest.table.storage.ObjectStore;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -19,11 +20,11 @@ final class MergePreparer {
     private final MergeMeters meters;
     private final GenerationReads reads;
 
-    MergePreparer(LanceIo lance, TableSettings settings, MergeMeters meters) {
+    MergePreparer(LanceIo lance, ObjectStore store, TableSettings settings, MergeMeters meters) {
         this.lance = lance;
         this.settings = settings;
         this.meters = meters;
-        this.reads = new GenerationReads(lance);
+        this.reads = new GenerationReads(lance, store);
     }
 
     /**
@@ -48,7 +49,11 @@ final class MergePreparer {
                 if (mayAdopt) {
                     byKeys.add(generation);
                 }
-                reads.readGeneration(source, generation, mayAdopt ? GenerationReads.KEY_COLUMNS : null);
+                if (mayAdopt) {
+                    reads.readKeys(source, generation);
+                } else {
+                    reads.readGeneration(source, generation, null);
+                }
             }
             if (!byKeys.isEmpty()) {
                 for (MergeSource.Span span : source.spans()) {

@@ -3,6 +3,7 @@ package dev.rolloutingest.table.merge;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.TableSettings;
 import dev.rolloutingest.table.generations.GenerationCatalog;
+import dev.rolloutingest.table.generations.GenerationKeyColumns;
 import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.BaseDeletes;
 import dev.rolloutingest.table.rows.KeyFilter;
@@ -90,7 +91,7 @@ public final class RoundWrite {
         this.addresses = addresses;
         this.deletedKeys = deletedKeys;
         this.meters = meters;
-        this.reads = new GenerationReads(lance);
+        this.reads = new GenerationReads(lance, store);
     }
 
     /**
@@ -427,7 +428,7 @@ public final class RoundWrite {
         List<MergeSource.Row> kept = new ArrayList<>(split.append());
         kept.addAll(split.replace());
         GenerationAdoption.Split adoption = settings.mergeAdoptGenerations() && settings.mergeAppendNewKeys()
-                ? GenerationAdoption.split(kept, GenerationAdoption.schemaOf(current), settings.mergeAdoptMinRows())
+                ? GenerationAdoption.split(kept, GenerationKeyColumns.schemaOf(current), settings.mergeAdoptMinRows())
                 : new GenerationAdoption.Split(kept);
         List<MergeSource.Row> written = new ArrayList<>(reads.withAllColumns(adoption.rows()));
         List<VectorSchemaRoot> batches = new ArrayList<>(WriteBatches.slices(written, table, lance.allocator()));
