@@ -48,6 +48,7 @@ public final class BaseKeys {
     private final Timer builds;
     private final Timer catchUps;
     private final Counter keysRead;
+    private final Counter probes;
     private Layers filter;
     private long capacity;
     private long added;
@@ -98,6 +99,10 @@ public final class BaseKeys {
                 .register(meters);
         this.keysRead = Counter.builder("rollout.merge.key.filter.keys.read")
                 .description("Base record_ids read into the merge committer's key filter (builds and catch-ups)")
+                .register(meters);
+        this.probes = Counter.builder("rollout.merge.key.filter.probes")
+                .description("Keys of merge rounds looked up in the merge committer's key filters (a key the book of"
+                        + " the newest keys' addresses holds is not)")
                 .register(meters);
         SummedGauges.add(
                 meters,
@@ -280,6 +285,7 @@ public final class BaseKeys {
 
     /** False only when every base this filter caught up to certainly lacks the key. */
     synchronized boolean mightHold(KeyFilter.Hash key) {
+        probes.increment();
         return filter == null || filter.mightContain(key);
     }
 

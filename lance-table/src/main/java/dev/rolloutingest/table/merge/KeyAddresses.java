@@ -594,6 +594,15 @@ public final class KeyAddresses {
         }
     }
 
+    /**
+     * Whether the book holds an address for the key (a row of it was in the base; the address may be stale since).
+     * Cheaper than the key filter's probes for a key the base holds: one slot looked at, not ten bits across the
+     * filter.
+     */
+    synchronized boolean holds(KeyFilter.Hash hash) {
+        return young != null && get(slotHash.applyAsLong(hash)) >= 0;
+    }
+
     /** A key's hash in the book: never 0, which marks an empty slot. */
     private static long slotHash(KeyFilter.Hash hash) {
         return hash.h1() == 0 ? 1 : hash.h1();

@@ -110,6 +110,31 @@ class KeyAddressesTest {
     }
 
     @Test
+    void aKeyTheBookHoldsIsNotProbedInTheKeyFilterANewKeyIs() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("book-no-probe"));
+        try (RolloutTable table = RolloutTable.createOrOpen(location, TableSettings.DEFAULTS, meters)) {
+            merge(table, 0, puts(0, 0, 0, 100, 0)); // key-0..99
+            merge(table, 0, puts(0, 100, 0, 50, 1)); // key-0..49 again: the book reads the base
+            double before =
+                    meters.get("rollout.merge.key.filter.probes").counter().count();
+            List<RolloutRow> round = new ArrayList<>(puts(0, 150, 0, 10, 2)); // key-0..9: updates the book holds
+            round.addAll(puts(0, 160, 1_000, 10, 2)); // key-1000..1009: new
+
+            merge(table, 0, round);
+
+            // the new keys only: the book's keys need no probe of the filter
+            assertThat(meters.get("rollout.merge.key.filter.probes").counter().count() - before)
+                    .isEqualTo(10);
+            assertThat(joinCommits(meters)).isZero();
+            Map<String, String> base = baseRows(location); // fails on a key held twice
+            assertThat(base).hasSize(110);
+            assertThat(base.get("key-5")).isEqualTo("0@155");
+            assertThat(base.get("key-1005")).isEqualTo("0@165");
+        }
+    }
+
+    @Test
     void aGenerationAdoptedWholeIsInTheBookFromItsCommitWithoutARead() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("book-adopted"));
