@@ -115,10 +115,9 @@ public final class GenerationKeyColumns {
             Map<String, String> metadata = schema.getCustomMetadata();
             FragmentMetadata fragment = parseFragment(metadata.get(FRAGMENT_KEY));
             String lanceSchema = metadata.get(SCHEMA_KEY);
-            List<String> names = schema.getFields().stream().map(Field::getName).toList();
             if (fragment == null
                     || lanceSchema == null
-                    || !names.equals(COLUMNS)
+                    || !contractColumns(schema)
                     || reader.getRecordBlocks().size() != 1) {
                 return mismatch(generation, "its layout is not this version's");
             }
@@ -143,6 +142,22 @@ public final class GenerationKeyColumns {
         } catch (IOException | RuntimeException e) {
             return mismatch(generation, "it is unreadable: " + e);
         }
+    }
+
+    /** The file's columns are the contract's key and order columns, by name and type, in order. */
+    private static boolean contractColumns(Schema file) {
+        List<Field> fields = file.getFields();
+        if (fields.size() != COLUMNS.size()) {
+            return false;
+        }
+        for (int i = 0; i < COLUMNS.size(); i++) {
+            Field contract = RolloutSchema.SCHEMA.findField(COLUMNS.get(i));
+            if (!fields.get(i).getName().equals(contract.getName())
+                    || !fields.get(i).getType().equals(contract.getType())) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static Read mismatch(SealedGeneration generation, String why) {

@@ -19,6 +19,9 @@ import dev.rolloutingest.table.rows.RolloutSchema;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -27,9 +30,15 @@ import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowFileReader;
+import org.apache.arrow.vector.ipc.ArrowFileWriter;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.arrow.vector.util.ByteArrayReadableSeekableByteChannel;
 import org.junit.jupiter.api.Test;
 import org.lance.Dataset;
 import org.lance.FragmentMetadata;
@@ -125,7 +134,7 @@ class GenerationKeyColumnsTest {
     }
 
     @Test
-    void aGenerationWhoseFileIsMissingOrDoesNotMatchItsSealIsReadFromItsDataset() throws Exception {
+    void aGenerationWhoseFileIsMissingOrDoesNotMatchItsSealOrContractIsReadFromItsDataset() throws Exception {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         TableLocation location = TableLocation.local(freshDir("keys-file-fallback"));
         String shard = ShardId.of(TOPIC, 0);
@@ -134,16 +143,55 @@ class GenerationKeyColumnsTest {
             SealedGeneration missing = write(table, 0, 0, 100, 0); // key-0..99
             SealedGeneration wrong = write(table, 100, 1_000, 50, 0); // key-1000..1049
             SealedGeneration other = write(table, 150, 2_000, 80, 0); // key-2000..2079
+            SealedGeneration retyped = write(table, 230, 3_000, 20, 0); // key-3000..3019
             store.delete(GenerationKeyColumns.path(missing));
             // another generation's file in its place: other keys, another row count than the seal's
             store.put(GenerationKeyColumns.path(wrong), store.get(GenerationKeyColumns.path(other)));
+            // its own file with a column of another type: the names alone must not let it through
+            store.put(
+                    GenerationKeyColumns.path(retyped),
+                    withOffsetsAsInts(store.get(GenerationKeyColumns.path(retyped))));
 
             assertThat(merge(table, shard).failed()).isEmpty();
             Map<String, String> base = baseRows(location);
-            assertThat(base).hasSize(230);
-            assertThat(base).containsKeys("key-0", "key-99", "key-1000", "key-1049", "key-2000", "key-2079");
+            assertThat(base).hasSize(250);
+            assertThat(base)
+                    .containsKeys("key-0", "key-99", "key-1000", "key-1049", "key-2000", "key-2079", "key-3019");
             assertThat(base.get("key-1049")).isEqualTo("0@149");
-            assertThat(TableFixtures.mergedRows(meters, MergePath.ADOPT)).isEqualTo(230);
+            assertThat(base.get("key-3019")).isEqualTo("0@249");
+            assertThat(TableFixtures.mergedRows(meters, MergePath.ADOPT)).isEqualTo(250);
+        }
+    }
+
+    /** The file again with its source_offset column as 32-bit ints: the right names, a type no merge reads. */
+    private static byte[] withOffsetsAsInts(byte[] file) throws IOException {
+        try (BufferAllocator allocator = new RootAllocator();
+                ArrowFileReader reader =
+                        new ArrowFileReader(new ByteArrayReadableSeekableByteChannel(file), allocator);
+                IntVector offsets = new IntVector(RolloutSchema.SOURCE_OFFSET, allocator)) {
+            reader.loadNextBatch();
+            VectorSchemaRoot root = reader.getVectorSchemaRoot();
+            BigIntVector original = (BigIntVector) root.getVector(RolloutSchema.SOURCE_OFFSET);
+            offsets.allocateNew(root.getRowCount());
+            for (int i = 0; i < root.getRowCount(); i++) {
+                offsets.set(i, (int) original.get(i));
+            }
+            offsets.setValueCount(root.getRowCount());
+            List<FieldVector> vectors = new ArrayList<>();
+            for (FieldVector vector : root.getFieldVectors()) {
+                vectors.add(vector.getName().equals(RolloutSchema.SOURCE_OFFSET) ? offsets : vector);
+            }
+            Schema schema = new Schema(
+                    vectors.stream().map(FieldVector::getField).toList(),
+                    root.getSchema().getCustomMetadata());
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            try (ArrowFileWriter writer = new ArrowFileWriter(
+                    new VectorSchemaRoot(schema, vectors, root.getRowCount()), null, Channels.newChannel(out))) {
+                writer.start();
+                writer.writeBatch();
+                writer.end();
+            }
+            return out.toByteArray();
         }
     }
 
