@@ -1,5 +1,6 @@
 package dev.rolloutingest.table.merge;
 
+import dev.rolloutingest.table.generations.GenerationKeyColumns;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import dev.rolloutingest.table.rows.KeyFilter;
 import dev.rolloutingest.table.rows.NewestWins;
@@ -150,7 +151,9 @@ final class MergeSource implements AutoCloseable {
             boolean rowsInOrder) {}
 
     private final List<Span> spans = new ArrayList<>();
-    /** Generations whose rows are so far only their {@link dev.rolloutingest.table.generations.GenerationKeyColumns#COLUMNS} (candidates for adoption). */
+    /**
+     * Generations whose rows are so far only their {@link GenerationKeyColumns#COLUMNS} (candidates for adoption).
+     */
     private final Set<Span> keysOnly = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Sealed bytes of the keys-only generations: what they would hold once read in full. */
     private long keysOnlyBytes;
