@@ -268,8 +268,10 @@ class MergeTopologyTest {
                 2,
                 "task.cooldown.after.failures",
                 3));
-        SealedGeneration poisoned = seal(0);
+        // Its files go before its event: announced first, its pass could run (and merge it) before the delete.
+        SealedGeneration poisoned = sealQuietly(0);
         FileTrees.deleteRecursively(Path.of(table.location().resolve(poisoned.datasetPath())));
+        announce(poisoned);
         String poison = ShardId.of(TOPIC, 0);
         for (int attempt = 0; attempt < 6; attempt++) {
             seal(1);
