@@ -145,20 +145,23 @@ final class IngestTopology {
                 () -> new TaskBatchers(
                         input.oneInputTopic() ? input.inputTopic() : null, config.sealCheckIntervalMs(), batchers),
                 SOURCE);
-        // Caching: the per-record "processed" position reaches the changelog once per commit, not per record.
+        // Written once per seal (no cache: nothing is put per record).
         topology.addStateStore(
                 Stores.keyValueStoreBuilder(
-                                Stores.persistentKeyValueStore(PROGRESS_STORE), Serdes.String(), Serdes.Long())
-                        .withCachingEnabled(),
+                        Stores.persistentKeyValueStore(PROGRESS_STORE), Serdes.String(), Serdes.Long()),
                 BATCHER);
         topology.addSink(GENERATIONS_SINK, config.generationsTopic(), new StringSerializer(), events, BATCHER);
         topology.addSink(DLQ_SINK, config.dlqTopic(), new ByteArraySerializer(), new ByteArraySerializer(), BATCHER);
         return topology;
     }
 
-    /** read_committed: only records the producer committed, exactly what Streams delivered before. */
+    /**
+     * read_committed: only records the producer committed, exactly what Streams delivered before. In the application's
+     * group without joining it (assigned partitions, no commits), so it can read the offsets Streams committed.
+     */
     static Consumer<byte[], byte[]> recoveryReader(IngestConfig config) {
         Map<String, Object> props = new HashMap<>(config.clientConfig());
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, config.applicationId());
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         // Never jump silently: an offset retention removed must surface as an error, not as a skip.

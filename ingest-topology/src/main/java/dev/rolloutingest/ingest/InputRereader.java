@@ -3,20 +3,22 @@ package dev.rolloutingest.ingest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Function;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads a partition's records again from the input topic, with a consumer of its own (read_committed, no
- * group, reset "none"): Kafka is the log, so records processed but not sealed before a restart, and the
+ * Reads a partition's records again from the input topic, with a consumer of its own (read_committed, in the
+ * application's group without joining it, reset "none"): Kafka is the log, so records processed but not sealed before a restart, and the
  * exact bytes of a record to dead-letter, come from there rather than from memory.
  */
 final class InputRereader {
@@ -81,6 +83,17 @@ final class InputRereader {
             }
         }
         return handled;
+    }
+
+    /**
+     * The offset the application's group committed for the partition (where Streams resumes it), waiting for a
+     * transaction still open on it (read_committed asks for stable offsets); empty when none is committed.
+     */
+    OptionalLong committedOffset(TopicPartition tp) {
+        try (Consumer<byte[], byte[]> reader = consumers.apply(tp)) {
+            OffsetAndMetadata committed = reader.committed(Set.of(tp), timeout).get(tp);
+            return committed == null ? OptionalLong.empty() : OptionalLong.of(committed.offset());
+        }
     }
 
     /** The committed records at exactly these offsets (absent ones, expired or never committed, are left out). */

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -22,10 +23,10 @@ import org.slf4j.LoggerFactory;
  * Batches one input partition (one task, one MemWAL shard) into sealed generations, exactly once.
  *
  * <p>How nothing is lost or duplicated although Kafka Streams commits input offsets on its own
- * schedule: the changelogged progress store ({@link PartitionProgress}) holds {@code sealed} (the first offset not yet in a durable
- * generation) and {@code processed} (the next offset to process), committed in the same exactly-once
- * transaction as the input offsets and the GenerationSealed events. Buffered records are therefore
- * never the only copy: after a crash or rebalance, the new owner re-reads [sealed, processed) from the
+ * schedule: the changelogged progress store ({@link PartitionProgress}) holds {@code sealed} (the first offset not yet
+ * in a durable generation), committed in the same exactly-once transaction as the input offsets and the
+ * GenerationSealed events, so the committed input offset is where processing stopped. Buffered records are therefore
+ * never the only copy: after a crash or rebalance, the new owner re-reads [sealed, committed offset) from the
  * input topic itself (Kafka is the log) before it goes on. A generation written but not announced before
  * the crash starts exactly at {@code sealed} and is adopted (its event emitted) instead of written again.
  * A fenced owner cannot commit its events or progress; its stray writes are generations whose content is
@@ -126,7 +127,7 @@ final class PartitionBatcher {
     }
 
     void process(Record<byte[], byte[]> record, long offset) {
-        recoverOnce();
+        recoverOnce(offset);
         finishWrite(false);
         if (sealedUpTo == null) {
             // The first record this partition ever delivered: stored at once, or a crash before the first
@@ -141,7 +142,6 @@ final class PartitionBatcher {
         }
         metrics.recordIn();
         accept(record.key(), record.value(), record.headers(), record.timestamp(), offset, true);
-        progress.processedUpTo(offset + 1);
         if (batch.largestPartRows() >= sealMaxRows) {
             seal("rows");
         } else if (batchBytes >= sealMaxBytes) {
@@ -207,7 +207,7 @@ final class PartitionBatcher {
 
     void tick(long now) {
         check.deadLetterLog().flush();
-        recoverOnce();
+        recoverOnce(UNKNOWN);
         finishWrite(false);
         if (sealedUpTo != null && lastOffset >= batchStart) {
             if (budget.sealRequested(topicPartition)) {
@@ -298,23 +298,48 @@ final class PartitionBatcher {
         }
     }
 
+    /** The first offset Streams delivers after a start is not known yet: recovery asks for the committed offset. */
+    private static final long UNKNOWN = -1;
+
     /**
      * Once per task start: see {@link PartitionRecovery}. A seal cut short by the restart (generations written, not
      * announced, maybe not in every table of its rows) is completed first: its range is read again, the tables that
-     * have their generation keep it, the others get theirs, then all are announced. Records of the range beyond the
-     * committed {@code processed} position were never processed in a committed transaction: their dead letters are
-     * sent now.
+     * have their generation keep it, the others get theirs, then all are announced. Records of the range at or beyond
+     * the committed input offset were never processed in a committed transaction: their dead letters are sent now.
+     *
+     * <p>Where processing stopped is the input offset the application's group committed with the last transaction:
+     * Streams resumes there, so the first record it delivers ({@code delivered}) marks it (only transaction markers or
+     * aborted records lie between the two); before any record, the committed offset is asked for. No position of its
+     * own is kept per record (a store put per record was ~5 % of the stream thread, and Streams' store code a sixth of
+     * the JIT's work while a cold JVM drains a backlog).
      */
-    private void recoverOnce() {
+    private void recoverOnce(long delivered) {
         if (recovered) {
             return;
         }
-        recovered = true;
         if (sealedUpTo == null) {
+            recovered = true;
             return;
         }
-        Long committed = progress.processed();
-        long processed = committed == null ? sealedUpTo : committed;
+        long processed;
+        if (delivered != UNKNOWN) {
+            processed = delivered;
+        } else {
+            OptionalLong committed;
+            try {
+                committed = recovery.committedOffset();
+            } catch (RuntimeException e) {
+                log.warn(
+                        "Shard {} ({}): the committed input offset is unknown, recovery retries: {}",
+                        shard,
+                        topicPartition,
+                        e.toString());
+                return;
+            }
+            processed = committed.orElse(sealedUpTo);
+        }
+        recovered = true;
+        progress.forgetProcessed();
         Map<String, SealWrite.Written> orphans;
         while (!(orphans = recovery.orphansAt(sealedUpTo)).isEmpty()) {
             long last = orphans.values().stream()

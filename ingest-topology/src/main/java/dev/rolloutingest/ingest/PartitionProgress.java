@@ -5,12 +5,14 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
- * An input partition's positions in the changelogged progress store, committed in the same exactly-once transaction as
- * the input offsets and the GenerationSealed events: {@code sealed}, the first offset not yet in a durable generation,
- * and {@code processed}, the next offset to process. A sealed position is also told as the sealed lag.
+ * An input partition's position in the changelogged progress store, committed in the same exactly-once transaction as
+ * the input offsets and the GenerationSealed events: {@code sealed}, the first offset not yet in a durable generation.
+ * Where processing stopped is the committed input offset itself ({@link PartitionBatcher}). A sealed position is also
+ * told as the sealed lag.
  */
 final class PartitionProgress {
     static final String SEALED = "sealed";
+    /** The key of the position versions before 2026-12-07 stored per record; only removed now. */
     static final String PROCESSED = "processed";
 
     private final KeyValueStore<String, Long> store;
@@ -44,18 +46,19 @@ final class PartitionProgress {
         return sealed;
     }
 
-    /** The committed processed position; null when none was stored. */
-    Long processed() {
-        return store.get(processedKey);
+    /**
+     * Removes the {@code processed} position versions before this one stored per record (the committed input offset
+     * says the same): a store of a deployment upgraded from them keeps no stale copy.
+     */
+    void forgetProcessed() {
+        if (store.get(processedKey) != null) {
+            store.delete(processedKey);
+        }
     }
 
     /** Everything below {@code next} is in an announced generation or the DLQ. */
     void sealedUpTo(long next) {
         store.put(sealedKey, next);
         sealedPositions.accept(topicPartition, next); // the sealed lag: standard tools show what is not in the table
-    }
-
-    void processedUpTo(long next) {
-        store.put(processedKey, next);
     }
 }

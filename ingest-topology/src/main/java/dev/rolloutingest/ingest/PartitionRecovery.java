@@ -6,6 +6,7 @@ import dev.rolloutingest.table.catalog.TableCatalog;
 import dev.rolloutingest.table.generations.SealedGeneration;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.TreeMap;
 import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
@@ -33,6 +34,11 @@ final class PartitionRecovery {
         this.metrics = metrics;
         this.partition = partition;
         this.shard = ShardId.of(partition.topic(), partition.partition());
+    }
+
+    /** The input offset the application committed for the partition: where processing stopped before the start. */
+    OptionalLong committedOffset() {
+        return rereader.committedOffset(partition);
     }
 
     /**
