@@ -125,7 +125,8 @@ final class PeerIcebergBench {
             long tableBytes,
             long lost,
             long duplicated,
-            String note) {
+            String note,
+            String steadyThreads) {
         static Outcome notRun(String system, String why) {
             return new Outcome(
                     system,
@@ -140,7 +141,8 @@ final class PeerIcebergBench {
                     -1,
                     -1,
                     -1,
-                    why);
+                    why,
+                    "");
         }
 
         boolean ran() {
@@ -300,13 +302,26 @@ final class PeerIcebergBench {
     private static final class Curve {
         private final long start;
         private final List<long[]> samples = new ArrayList<>();
+        private final List<Map<String, Double>> threads = new ArrayList<>();
 
         Curve(long start) {
             this.start = start;
         }
 
-        void add(long nanos, long rows, double cpuSeconds, double oneJvmCpuSeconds) {
+        /** @param threadCpu the system's CPU seconds by thread role ({@link ThreadCpu}) */
+        void add(long nanos, long rows, double cpuSeconds, double oneJvmCpuSeconds, Map<String, Double> threadCpu) {
             samples.add(new long[] {nanos, rows, (long) (cpuSeconds * 1e6), (long) (oneJvmCpuSeconds * 1e6)});
+            threads.add(threadCpu);
+        }
+
+        /** What the system's threads used between the samples that first reach 10 % and 90 %, by role. */
+        String steadyThreads(long total) {
+            long[] from = reaching((total + 9) / 10);
+            long[] to = reaching((total * 9 + 9) / 10);
+            if (from == null || to == null || to[0] == from[0]) {
+                return "n/a";
+            }
+            return ThreadCpu.between(threads.get(samples.indexOf(from)), threads.get(samples.indexOf(to)), 5);
         }
 
         long last() {
@@ -443,8 +458,11 @@ final class PeerIcebergBench {
                     seen = sealed;
                     double mergeCpuNow = processes == 1 ? 0 : ProcessCpu.seconds(merge.pid());
                     double cpu = ProcessCpu.seconds(ingest.pid()) + mergeCpuNow;
-                    readable.add(now, sealed, cpu, mergeCpuNow);
-                    merged.add(now, base, cpu, mergeCpuNow);
+                    Map<String, Double> threads = processes == 1
+                            ? ThreadCpu.byRole(ingest.pid())
+                            : ThreadCpu.byRole(ingest.pid(), merge.pid());
+                    readable.add(now, sealed, cpu, mergeCpuNow, threads);
+                    merged.add(now, base, cpu, mergeCpuNow, threads);
                     if (base >= expected) {
                         break;
                     }
@@ -515,7 +533,8 @@ final class PeerIcebergBench {
                                 mergeRss,
                                 tableBytes / 1e6,
                                 (tableBytes - generationBytes) / 1e6,
-                                generationBytes / 1e6));
+                                generationBytes / 1e6),
+                readable.steadyThreads(expected));
     }
 
     private Outcome iceberg(EmbeddedKafka kafka, BitSet acked) throws Exception {
@@ -579,7 +598,7 @@ final class PeerIcebergBench {
                         progressAt = now;
                     }
                     double connectCpu = ProcessCpu.seconds(connect.pid());
-                    committed.add(now, rows, connectCpu, connectCpu);
+                    committed.add(now, rows, connectCpu, connectCpu, ThreadCpu.byRole(connect.pid()));
                     if (rows >= expected) {
                         break;
                     }
@@ -625,7 +644,8 @@ final class PeerIcebergBench {
                             IcebergRollouts.snapshots(table),
                             table.currentSnapshot() == null
                                     ? "0"
-                                    : table.currentSnapshot().summary().get("total-data-files")));
+                                    : table.currentSnapshot().summary().get("total-data-files")),
+                    committed.steadyThreads(expected));
         }
     }
 
@@ -707,6 +727,12 @@ final class PeerIcebergBench {
         }
         for (Outcome o : outcomes) {
             System.out.println("- " + o.note());
+        }
+        for (Outcome o : outcomes) {
+            if (o.ran()) {
+                System.out.printf(
+                        "- %s, CPU between the 10 %% and 90 %% samples by thread: %s%n", o.system(), o.steadyThreads());
+            }
         }
         if (peer.ran() && Double.isNaN(peer.steady())) {
             System.out.println("- Iceberg's steady rate is n/a: one commit took the table past both 10 % and 90 %");
