@@ -59,8 +59,16 @@ final class BenchCommand implements Callable<Integer> {
                     + " peer-iceberg (the same --records rollouts per --formats value format drained from a backlog"
                     + " by rollout-ingest and by Apache Iceberg's Kafka Connect sink in turn: rows/s end to end and"
                     + " from 10 %% to 90 %%, first and all rows readable, all merged, CPU seconds, peak RSS, table"
-                    + " bytes, lost and duplicated)")
+                    + " bytes, lost and duplicated), file-versions (one generation's rows written by lance-core in"
+                    + " each of --file-versions and read back: write, full scan and one-row take times)")
     String suite;
+
+    @Option(
+            names = "--file-versions",
+            split = ",",
+            defaultValue = "default,2.0,2.1",
+            description = "file-versions: the Lance file format versions compared (default = lance-core's own)")
+    List<String> fileVersions;
 
     @Option(
             names = "--tables",
@@ -447,6 +455,10 @@ final class BenchCommand implements Callable<Integer> {
                             topologySettings,
                             !noLimits)
                     .run();
+            return 0;
+        }
+        if (suite.equals("file-versions")) {
+            new FileVersionBench(dir, repeat, payloadBytes, fileVersions).run();
             return 0;
         }
         if (suite.equals("peer-iceberg")) {
