@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Reads a partition's records again from the input topic, with a consumer of its own (read_committed, in the
- * application's group without joining it, reset "none"): Kafka is the log, so records processed but not sealed before a restart, and the
- * exact bytes of a record to dead-letter, come from there rather than from memory.
+ * application's group without joining it, reset "none"): Kafka is the log, so records processed but not sealed before
+ * a restart, and the exact bytes of a record to dead-letter, come from there rather than from memory.
  */
 final class InputRereader {
     private static final Logger log = LoggerFactory.getLogger(InputRereader.class);

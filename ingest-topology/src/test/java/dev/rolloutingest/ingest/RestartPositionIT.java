@@ -96,7 +96,7 @@ class RestartPositionIT {
         assertLanded(tableDir, input, dlq, 95 + 48 + 10, 5 + 2);
     }
 
-    /** {@code valid} rollouts with {@code undecodable} values spread among them (never last: the seal ends on a row). */
+    /** {@code valid} rollouts, {@code undecodable} values spread among them (never last: a seal ends on a row). */
     private void produce(String input, int valid, int undecodable) throws Exception {
         try (KafkaProducer<byte[], byte[]> producer = cluster.rawProducer()) {
             for (int i = 0; i < valid; i++) {
