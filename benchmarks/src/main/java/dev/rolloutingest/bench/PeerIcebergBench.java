@@ -316,12 +316,11 @@ final class PeerIcebergBench {
 
         /** What the system's threads used between the samples that first reach 10 % and 90 %, by role. */
         String steadyThreads(long total) {
-            long[] from = reaching((total + 9) / 10);
-            long[] to = reaching((total * 9 + 9) / 10);
-            if (from == null || to == null || to[0] == from[0]) {
-                return "n/a";
-            }
-            return ThreadCpu.between(threads.get(samples.indexOf(from)), threads.get(samples.indexOf(to)), 5);
+            long[][] window = steadyWindow(total);
+            return window == null
+                    ? "n/a"
+                    : ThreadCpu.between(
+                            threads.get(samples.indexOf(window[0])), threads.get(samples.indexOf(window[1])), 5);
         }
 
         long last() {
@@ -340,12 +339,15 @@ final class PeerIcebergBench {
 
         /** Rows/s between the samples that first reach 10 % and 90 % of {@code total}; NaN if they are one. */
         double steady(long total) {
+            long[][] window = steadyWindow(total);
+            return window == null ? Double.NaN : (window[1][1] - window[0][1]) / ((window[1][0] - window[0][0]) / 1e9);
+        }
+
+        /** The samples that first reach 10 % and 90 % of {@code total}; null unless both exist and are apart in time. */
+        private long[][] steadyWindow(long total) {
             long[] from = reaching((total + 9) / 10);
             long[] to = reaching((total * 9 + 9) / 10);
-            if (from == null || to == null || to[0] == from[0]) {
-                return Double.NaN;
-            }
-            return (to[1] - from[1]) / ((to[0] - from[0]) / 1e9);
+            return from == null || to == null || to[0] == from[0] ? null : new long[][] {from, to};
         }
 
         /** CPU µs per row between the samples that first reach 10 % and 90 % of {@code total}: landing, not starting. */
