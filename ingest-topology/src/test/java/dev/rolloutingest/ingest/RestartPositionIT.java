@@ -17,7 +17,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.Test;
@@ -48,11 +47,7 @@ class RestartPositionIT {
         String input = run + "-rollouts";
         String events = run + "-generations";
         String dlq = run + "-dlq";
-        cluster.kafka()
-                .createTopics(List.of(
-                        new NewTopic(input, 1, (short) 1),
-                        new NewTopic(events, 1, (short) 1),
-                        new NewTopic(dlq, 1, (short) 1)));
+        cluster.createRunTopics(run, input, 1);
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
         Path config = cluster.writeConfig(
