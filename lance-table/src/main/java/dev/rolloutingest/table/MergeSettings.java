@@ -1,6 +1,7 @@
 package dev.rolloutingest.table;
 
 import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_GENERATIONS;
+import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_MAX_BASE_FRAGMENTS;
 import static dev.rolloutingest.table.TableSettings.MERGE_ADOPT_MIN_ROWS;
 import static dev.rolloutingest.table.TableSettings.MERGE_APPEND_NEW_KEYS;
 import static dev.rolloutingest.table.TableSettings.MERGE_CONFLICT_RETRIES;
@@ -152,14 +153,25 @@ final class MergeSettings {
                 .define(
                         MERGE_ADOPT_MIN_ROWS,
                         LONG,
-                        50_000L,
+                        1_000L,
                         ConfigDef.Range.atLeast(0),
                         MEDIUM,
-                        "Only a generation of at least this many rows is adopted: each adopted generation stays a"
-                                + " base fragment of its own until compaction, and lookups and every later commit pay"
-                                + " for the fragment count (a sustained run adopting every 10,000-row generation left"
-                                + " ~1,260 fragments at 12.6M rows); smaller ones are written together, one fragment"
-                                + " a commit")
+                        "Only a generation of at least this many rows is adopted; smaller ones (a trickle sealed by"
+                                + " age) are written together, one fragment a commit, so they do not spend the base's"
+                                + " fragments (rollout.merge.adopt.max.base.fragments) one each")
+                .define(
+                        MERGE_ADOPT_MAX_BASE_FRAGMENTS,
+                        INT,
+                        512,
+                        ConfigDef.Range.atLeast(0),
+                        MEDIUM,
+                        "Generations are adopted only while the base has fewer fragments than this: each adopted"
+                                + " generation stays a fragment of its own until compaction"
+                                + " (rollout.compaction.interval.ms), and every commit and lookup pays for the count"
+                                + " (listing 1,000 fragments ~10 ms a commit). Beyond it their rows are written, one"
+                                + " fragment a commit, until a compaction folds the small fragments. Adopting a"
+                                + " generation instead of writing it saves a full read and write of its rows (a"
+                                + " quarter of the merge-worker's CPU per row landed); 0 = never adopt")
                 .defineInternal(
                         MERGE_CONFLICT_RETRIES,
                         INT,

@@ -39,6 +39,7 @@ public final class TableSettings {
     public static final String MERGE_APPEND_NEW_KEYS = "rollout.merge.append.new.keys";
     public static final String MERGE_ADOPT_GENERATIONS = "rollout.merge.adopt.generations";
     public static final String MERGE_ADOPT_MIN_ROWS = "rollout.merge.adopt.min.rows";
+    public static final String MERGE_ADOPT_MAX_BASE_FRAGMENTS = "rollout.merge.adopt.max.base.fragments";
     public static final String MERGE_CONFLICT_RETRIES = "rollout.merge.conflict.retries";
     public static final String TABLES_MEMORY_BUDGET_BYTES = "rollout.tables.memory.budget.bytes";
     public static final String TABLES_IDLE_RELEASE_MS = "rollout.tables.idle.release.ms";
@@ -242,6 +243,11 @@ public final class TableSettings {
     /** The fewest rows of a generation adopted whole (see {@link #MERGE_ADOPT_MIN_ROWS}). */
     public long mergeAdoptMinRows() {
         return longValue(MERGE_ADOPT_MIN_ROWS);
+    }
+
+    /** The base's fragments beyond which no generation is adopted (see {@link #MERGE_ADOPT_MAX_BASE_FRAGMENTS}). */
+    public int mergeAdoptMaxBaseFragments() {
+        return intValue(MERGE_ADOPT_MAX_BASE_FRAGMENTS);
     }
 
     @Override

@@ -98,11 +98,20 @@ class MergeConfigTest {
                         .mergeAdoptGenerations())
                 .isFalse();
         assertThat(MergeConfig.load(required(), Map.of()).tableSettings().mergeAdoptMinRows())
-                .isEqualTo(50_000);
-        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_MIN_ROWS", "1000"))
+                .isEqualTo(1_000);
+        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_MIN_ROWS", "20000"))
                         .tableSettings()
                         .mergeAdoptMinRows())
-                .isEqualTo(1000);
+                .isEqualTo(20_000);
+        assertThat(MergeConfig.load(required(), Map.of()).tableSettings().mergeAdoptMaxBaseFragments())
+                .isEqualTo(512);
+        assertThat(MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_MAX_BASE_FRAGMENTS", "64"))
+                        .tableSettings()
+                        .mergeAdoptMaxBaseFragments())
+                .isEqualTo(64);
+        assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_MAX_BASE_FRAGMENTS", "-1")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("rollout.merge.adopt.max.base.fragments");
         assertThatThrownBy(() -> MergeConfig.load(required(), Map.of("ROLLOUT_MERGE_ADOPT_MIN_ROWS", "-1")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("rollout.merge.adopt.min.rows");

@@ -31,8 +31,12 @@ public final class GenerationAdoption {
         }
     }
 
-    /** Generations every row of which is in {@code kept} and whose schema is {@code baseSchema}. */
-    static Split split(List<MergeSource.Row> kept, String baseSchema, long minRows) {
+    /**
+     * Generations every row of which is in {@code kept} and whose schema is {@code baseSchema}, at most {@code
+     * maxAdopted} of them (the rest are written); {@code overLimit} counts the ones left out for that limit.
+     */
+    static Split split(
+            List<MergeSource.Row> kept, String baseSchema, long minRows, int maxAdopted, Runnable overLimit) {
         Map<MergeSource.Span, Integer> appended = new IdentityHashMap<>();
         Map<MergeSource.Span, MergeSource> sourceOf = new IdentityHashMap<>();
         for (MergeSource.Row row : kept) {
@@ -49,6 +53,10 @@ public final class GenerationAdoption {
                     && entry.getValue() == span.rows()
                     && span.fragment().getPhysicalRows() == span.rows()
                     && span.schema().equals(baseSchema)) {
+                if (adopt.size() >= maxAdopted) {
+                    overLimit.run();
+                    continue;
+                }
                 adopt.add(span);
                 sources.add(sourceOf.get(span));
             }

@@ -17,6 +17,7 @@ final class MergeMeters {
     final Timer commitPhase;
     final Timer appendPhase;
     final Counter appendsPreempted;
+    final Counter adoptionsOverFragments;
     final Counter falsePositives;
     final Map<MergeJoin, Counter> commitsByJoin = new EnumMap<>(MergeJoin.class);
     final Map<MergePath, Counter> rowsByPath = new EnumMap<>(MergePath.class);
@@ -33,6 +34,11 @@ final class MergeMeters {
         this.appendsPreempted = Counter.builder("rollout.merge.append.preempted")
                 .description("Appends of new keys refused because another data commit landed first (then the keys"
                         + " are checked again)")
+                .register(meters);
+        this.adoptionsOverFragments = Counter.builder("rollout.merge.adopt.over.fragments")
+                .description("Generations of new keys written instead of adopted whole because the base held"
+                        + " rollout.merge.adopt.max.base.fragments fragments already (a compaction brings the count"
+                        + " down; until then their rows cost a full read and write)")
                 .register(meters);
         this.falsePositives = Counter.builder("rollout.merge.key.filter.false.positives")
                 .description("Keys the merge committer's filter could not rule out that the base did not hold (checked"

@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>a key the committer's filter rules out ({@link BaseKeys}) is new: <b>appended</b>, and a generation all of
  *       whose rows are appended is <b>adopted</b> whole (its files linked, {@link GenerationAdoption}) when it has at
- *       least {@code rollout.merge.adopt.min.rows} rows;
+ *       least {@code rollout.merge.adopt.min.rows} rows, while the base has fewer than {@code
+ *       rollout.merge.adopt.max.base.fragments} fragments;
  *   <li>every other key is looked up exactly, where the committer's book of the newest keys places it ({@link
  *       KeyAddresses}: the row there must hold it) or else through the join ({@link MergeJoin}): one the base lacks is
  *       appended too; one it holds is <b>joined</b>: the newer of the two by {@link NewestWins} stays, the base row is
@@ -430,8 +431,15 @@ public final class RoundWrite {
         // every row that goes in, new or replacing: a generation all of whose rows do is adopted whole
         List<MergeSource.Row> kept = new ArrayList<>(split.append());
         kept.addAll(split.replace());
+        // each adopted generation stays a fragment until compaction: the base's count bounds how many are
+        int adoptable = Math.max(0, settings.mergeAdoptMaxBaseFragments() - fragments.size());
         GenerationAdoption.Split adoption = settings.mergeAdoptGenerations() && settings.mergeAppendNewKeys()
-                ? GenerationAdoption.split(kept, GenerationKeyColumns.schemaOf(current), settings.mergeAdoptMinRows())
+                ? GenerationAdoption.split(
+                        kept,
+                        GenerationKeyColumns.schemaOf(current),
+                        settings.mergeAdoptMinRows(),
+                        adoptable,
+                        meters.adoptionsOverFragments::increment)
                 : new GenerationAdoption.Split(kept);
         List<MergeSource.Row> written = new ArrayList<>(reads.withAllColumns(adoption.rows()));
         List<VectorSchemaRoot> batches = new ArrayList<>(WriteBatches.slices(written, table, lance.allocator()));

@@ -483,6 +483,58 @@ class AppendPathTest {
         }
     }
 
+    /** Each adopted generation stays a fragment until compaction: the base's fragment count bounds adoption. */
+    @Test
+    void generationsAreAdoptedOnlyWhileTheBaseHasFewerFragmentsThanTheLimit() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("adopt-max-fragments"));
+        TableSettings capped = ADOPTING.with(TableSettings.MERGE_ADOPT_MAX_BASE_FRAGMENTS, 2);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, capped, meters)) {
+            int before = baseFragments(location);
+            assertThat(before).isLessThan(2);
+            for (int g = 0; g < 4; g++) {
+                write(table, 0, g * 100L, g * 100, 100, 0); // four generations of new keys
+            }
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            int adopted = 2 - before;
+            assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(adopted * 100);
+            assertThat(rows(meters, MergePath.APPEND)).isEqualTo((4 - adopted) * 100);
+            assertThat(overFragments(meters)).isEqualTo(4 - adopted);
+            int after = baseFragments(location);
+            assertThat(after).isGreaterThanOrEqualTo(2);
+
+            write(table, 0, 400, 400, 100, 0); // the base is at the limit: written
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(adopted * 100);
+            assertThat(overFragments(meters)).isEqualTo(5 - adopted);
+        }
+        // room for exactly one more fragment: one of the next two generations is adopted, the other written
+        SimpleMeterRegistry reopened = new SimpleMeterRegistry();
+        TableSettings oneMore =
+                ADOPTING.with(TableSettings.MERGE_ADOPT_MAX_BASE_FRAGMENTS, baseFragments(location) + 1);
+        try (RolloutTable table = RolloutTable.createOrOpen(location, oneMore, reopened)) {
+            write(table, 0, 500, 500, 100, 0);
+            write(table, 0, 600, 600, 100, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            assertThat(rows(reopened, MergePath.ADOPT)).isEqualTo(100);
+            assertThat(rows(reopened, MergePath.APPEND)).isEqualTo(100);
+            assertThat(overFragments(reopened)).isEqualTo(1);
+        }
+        assertThat(baseRows(location)).hasSize(700);
+    }
+
+    private static double overFragments(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.adopt.over.fragments").counter().count();
+    }
+
+    private static int baseFragments(TableLocation location) {
+        try (RootAllocator allocator = new RootAllocator();
+                Dataset base =
+                        Dataset.open().allocator(allocator).uri(location.uri()).build()) {
+            return base.getFragments().size();
+        }
+    }
+
     @Test
     void aCrashBetweenTheAppendAndTheMarksLeavesEveryKeyOnceForReadsAndForTheNextCommitter() throws Exception {
         TableLocation location = TableLocation.local(freshDir("append-crash"));
