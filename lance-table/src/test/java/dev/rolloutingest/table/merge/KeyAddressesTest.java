@@ -259,10 +259,14 @@ class KeyAddressesTest {
         }
     }
 
-    /** A small book (7,166 keys), no file: a fragment of more rows than it holds is passed over. */
+    /**
+     * A small book (7,166 keys), no file: a fragment of more rows than it holds is passed over. Rows are written, not
+     * adopted, so the large fragment is the commit's own (the book takes adopted generations in by their keys).
+     */
     private static final TableSettings SMALL_BOOK = TableSettings.DEFAULTS
             .with(TableSettings.MERGE_KEY_ADDRESSES_BYTES, 256L << 10)
-            .with(TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES, 0L);
+            .with(TableSettings.MERGE_KEY_ADDRESSES_FILE_MAX_BYTES, 0L)
+            .with(TableSettings.MERGE_ADOPT_GENERATIONS, false);
 
     private static List<RolloutRow> concat(List<RolloutRow> a, List<RolloutRow> b) {
         List<RolloutRow> both = new ArrayList<>(a);
