@@ -190,6 +190,10 @@ public final class RecordKeys {
     }
 
     private static String utf8(byte[] bytes) {
+        if (ascii(bytes)) {
+            // every key the generators and most producers write: no decoder to make, nothing to check further
+            return new String(bytes, StandardCharsets.ISO_8859_1);
+        }
         try {
             return StandardCharsets.UTF_8
                     .newDecoder()
@@ -201,5 +205,14 @@ public final class RecordKeys {
             throw new UnreadableKey(
                     "Key of " + bytes.length + " bytes is neither UTF-8 text nor Confluent wire format", e);
         }
+    }
+
+    private static boolean ascii(byte[] bytes) {
+        for (byte b : bytes) {
+            if (b < 0) {
+                return false;
+            }
+        }
+        return true;
     }
 }

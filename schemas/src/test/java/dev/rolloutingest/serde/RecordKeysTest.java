@@ -1,6 +1,7 @@
 package dev.rolloutingest.serde;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.rolloutingest.serde.values.RolloutValues;
 import java.io.ByteArrayOutputStream;
@@ -36,6 +37,18 @@ class RecordKeysTest {
     private static final String TWO_MESSAGES = "syntax = \"proto3\";\npackage keys;\n"
             + "message Other { string record_id = 1; }\n"
             + "message Key { int64 step = 1; string record_id = 2; }\n";
+
+    @Test
+    void aPlainKeyIsItsUtf8TextAndBytesThatAreNotUtf8AreRefused() {
+        RecordKeys keys = new RecordKeys(registry.client(100), 100);
+        assertThat(keys.recordId("t", "rollout-7".getBytes(StandardCharsets.UTF_8)))
+                .isEqualTo("rollout-7");
+        assertThat(keys.recordId("t", "rollout-\u0436-\uD83D\uDE00".getBytes(StandardCharsets.UTF_8)))
+                .isEqualTo("rollout-\u0436-\uD83D\uDE00");
+        assertThatThrownBy(() -> keys.recordId("t", new byte[] {'k', (byte) 0xC3, '(', '1'}))
+                .isInstanceOf(RecordKeys.UnreadableKey.class)
+                .hasMessageContaining("neither UTF-8 text nor Confluent wire format");
+    }
 
     @Test
     void aProtobufKeysRecordIdIsTheFieldOfTheMessageItsIndexesName() {
