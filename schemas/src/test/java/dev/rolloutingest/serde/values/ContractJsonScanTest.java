@@ -113,7 +113,13 @@ class ContractJsonScanTest {
         "[256]",
         "null",
         "\"AA\\u0045C\"",
-        "\"AA EC\""
+        "\"AA EC\"",
+        "\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BBQkM=\"",
+        "\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==\"",
+        "\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw\"",
+        "\"AAECAwQFBgcI!QoLDA0O\"",
+        "\"AAECAwQFBgcICQ=\"",
+        "\"AAECAwQF\\/gcICQ==\""
     };
     private static final String[] METADATA = {
         "{}",
