@@ -196,31 +196,7 @@ final class AvroTape {
      * escape, a space or anything else: the caller then asks the JSON parser, whose decoder has the final word.
      */
     int writeBase64(byte[] json, int from, int end) {
-        int start = length;
-        // Units of four are decoded until a byte outside the alphabet (the closing quote, padding, anything else), the
-        // count's varint written after: the text is read once, not first scanned for its end. The varint's room is
-        // that of the most the rest of the value could decode to; the bytes move back when the count needs less.
-        int reserved = varLongSize((long) (end - from) / 4 * 3);
-        ensure(reserved + (end - from) / 4 * 3);
-        byte[] out = buffer;
-        int at = start + reserved;
-        int in = from;
-        while (in + 4 <= end) {
-            int bits = BASE64[json[in] & 0xFF] << 18
-                    | BASE64[json[in + 1] & 0xFF] << 12
-                    | BASE64[json[in + 2] & 0xFF] << 6
-                    | BASE64[json[in + 3] & 0xFF];
-            if (bits < 0) { // an invalid byte's -1 sets the sign bit
-                break;
-            }
-            out[at] = (byte) (bits >> 16);
-            out[at + 1] = (byte) (bits >> 8);
-            out[at + 2] = (byte) bits;
-            at += 3;
-            in += 4;
-        }
-        // the closing quote is among the next few bytes, unless the text holds a byte outside the alphabet
-        int close = in;
+        int close = from;
         while (close < end && json[close] != '"') {
             if (json[close] == '\\') {
                 return -1;
@@ -236,28 +212,42 @@ final class AvroTape {
         int padding = chars > 0 && json[close - 1] == '=' ? (chars > 1 && json[close - 2] == '=' ? 2 : 1) : 0;
         int data = chars - padding;
         int rest = data % 4;
-        if (rest == 1 || padding > 0 && chars % 4 != 0 || in != from + data - rest) {
-            return -1; // a bad unit of four (in != ...) stopped the units before the last
+        if (rest == 1 || padding > 0 && chars % 4 != 0) {
+            return -1;
+        }
+        int count = data / 4 * 3 + (rest == 0 ? 0 : rest - 1);
+        int start = length;
+        writeLong(count);
+        ensure(count);
+        int out = length;
+        int in = from;
+        for (int full = from + data - rest; in < full; in += 4) {
+            int bits = BASE64[json[in] & 0xFF] << 18
+                    | BASE64[json[in + 1] & 0xFF] << 12
+                    | BASE64[json[in + 2] & 0xFF] << 6
+                    | BASE64[json[in + 3] & 0xFF];
+            if (bits < 0) { // an invalid character's -1 sets the sign bit
+                length = start;
+                return -1;
+            }
+            buffer[out++] = (byte) (bits >> 16);
+            buffer[out++] = (byte) (bits >> 8);
+            buffer[out++] = (byte) bits;
         }
         if (rest > 0) {
             int bits = BASE64[json[in] & 0xFF] << 18
                     | BASE64[json[in + 1] & 0xFF] << 12
                     | (rest == 3 ? BASE64[json[in + 2] & 0xFF] << 6 : 0);
             if (bits < 0) {
+                length = start;
                 return -1;
             }
-            out[at++] = (byte) (bits >> 16);
+            buffer[out++] = (byte) (bits >> 16);
             if (rest == 3) {
-                out[at++] = (byte) (bits >> 8);
+                buffer[out++] = (byte) (bits >> 8);
             }
         }
-        int count = at - start - reserved;
-        int prefix = varLongSize(count);
-        if (prefix != reserved) {
-            System.arraycopy(out, start + reserved, out, start + prefix, count);
-        }
-        writeLong(count);
-        length += count;
+        length = out;
         return close;
     }
 
