@@ -170,8 +170,9 @@ final class MergeSettings {
                                 + " (rollout.compaction.interval.ms), and every commit and lookup pays for the count"
                                 + " (listing 1,000 fragments ~10 ms a commit). Beyond it their rows are written, one"
                                 + " fragment a commit, until a compaction folds the small fragments. Adopting a"
-                                + " generation instead of writing it saves a full read and write of its rows (a"
-                                + " quarter of the merge-worker's CPU per row landed); 0 = never adopt")
+                                + " generation instead of writing it saves a full read and write of its rows (a warm"
+                                + " drain of 2M rollouts: lance-core's and the merge's CPU while landing 7.9 s"
+                                + " instead of 19.8 s, docs/benchmarks.md); 0 = never adopt")
                 .defineInternal(
                         MERGE_CONFLICT_RETRIES,
                         INT,
