@@ -25,10 +25,17 @@ import org.lance.ipc.ScanOptions;
 final class GenerationReads {
     private final LanceIo lance;
     private final ObjectStore store;
+    private final Runnable reread;
 
     GenerationReads(LanceIo lance, ObjectStore store) {
+        this(lance, store, () -> {});
+    }
+
+    /** @param reread told of each keys-only generation {@link #withAllColumns} reads again in full */
+    GenerationReads(LanceIo lance, ObjectStore store, Runnable reread) {
         this.lance = lance;
         this.store = store;
+        this.reread = reread;
     }
 
     /**
@@ -127,6 +134,7 @@ final class GenerationReads {
             MergeSource.Span span = row.source().spanOf(row.ordinal());
             if (row.source().isKeysOnly(span)) {
                 readFull(row.source(), span);
+                reread.run();
             }
         }
         List<MergeSource.Row> current = new ArrayList<>(rows.size());

@@ -43,11 +43,12 @@ public final class MergeCommitter {
             BaseKeys keys,
             KeyAddresses addresses,
             BaseKeys deletedKeys,
-            MergeMeters meters) {
+            MergeMeters meters,
+            AdoptionRoom room) {
         this.lance = lance;
         this.settings = settings;
         this.meters = meters;
-        this.writer = new RoundWrite(lance, store, catalog, settings, keys, addresses, deletedKeys, meters);
+        this.writer = new RoundWrite(lance, store, catalog, settings, keys, addresses, deletedKeys, meters, room);
     }
 
     /** Fails the next commits at a stage, as a crash there would (tests only); null restores. */

@@ -18,6 +18,7 @@ final class MergeMeters {
     final Timer appendPhase;
     final Counter appendsPreempted;
     final Counter adoptionsOverFragments;
+    final Counter generationsReread;
     final Counter falsePositives;
     final Map<MergeJoin, Counter> commitsByJoin = new EnumMap<>(MergeJoin.class);
     final Map<MergePath, Counter> rowsByPath = new EnumMap<>(MergePath.class);
@@ -39,6 +40,11 @@ final class MergeMeters {
                 .description("Generations of new keys written instead of adopted whole because the base held"
                         + " rollout.merge.adopt.max.base.fragments fragments already (a compaction brings the count"
                         + " down; until then their rows cost a full read and write)")
+                .register(meters);
+        this.generationsReread = Counter.builder("rollout.merge.generations.reread")
+                .description("Generations read by their keys alone to be adopted whole, then read again in full by"
+                        + " the commit, which could not adopt them (a row of an older value, the base at its fragment"
+                        + " cap): a second read on the table's commit lane")
                 .register(meters);
         this.falsePositives = Counter.builder("rollout.merge.key.filter.false.positives")
                 .description("Keys the merge committer's filter could not rule out that the base did not hold (checked"

@@ -17,11 +17,13 @@ import java.util.Set;
 final class MergePreparer {
     private final LanceIo lance;
     private final TableSettings settings;
+    private final AdoptionRoom room;
     private final MergeMeters meters;
     private final GenerationReads reads;
 
-    MergePreparer(LanceIo lance, ObjectStore store, TableSettings settings, MergeMeters meters) {
+    MergePreparer(LanceIo lance, ObjectStore store, TableSettings settings, MergeMeters meters, AdoptionRoom room) {
         this.lance = lance;
+        this.room = room;
         this.settings = settings;
         this.meters = meters;
         this.reads = new GenerationReads(lance, store);
@@ -45,7 +47,8 @@ final class MergePreparer {
                 // only a generation the commit may adopt is worth reading by its keys alone first
                 boolean mayAdopt = settings.mergeAppendNewKeys()
                         && settings.mergeAdoptGenerations()
-                        && generation.rows() >= settings.mergeAdoptMinRows();
+                        && generation.rows() >= settings.mergeAdoptMinRows()
+                        && room.left();
                 if (mayAdopt) {
                     byKeys.add(generation);
                 }

@@ -56,10 +56,12 @@ public final class MergeRound {
                 lance::openBase);
         this.meters = new MergeMeters(meters);
         MergeMeters merges = this.meters;
-        this.preparer = new MergePreparer(lance, store, settings, merges);
+        AdoptionRoom room = new AdoptionRoom(settings.mergeAdoptMaxBaseFragments());
+        this.preparer = new MergePreparer(lance, store, settings, merges, room);
         // the deletes kept beside the base are few next to its rows: their filter starts small
         BaseKeys deletedKeys = new BaseKeys(lance, meters, BaseKeys.MIN_CAPACITY / 10);
-        this.committer = new MergeCommitter(lance, store, catalog, settings, keys, addresses, deletedKeys, merges);
+        this.committer =
+                new MergeCommitter(lance, store, catalog, settings, keys, addresses, deletedKeys, merges, room);
     }
 
     /**

@@ -71,6 +71,7 @@ public final class RoundWrite {
     private final BaseKeys deletedKeys;
 
     private final MergeMeters meters;
+    private final AdoptionRoom room;
     private final GenerationReads reads;
     /** What the versions' commits said of unmarked deletes, read once a version. */
     private final UnmarkedDeletes.Remembered unmarkedDeletes = new UnmarkedDeletes.Remembered();
@@ -83,8 +84,10 @@ public final class RoundWrite {
             BaseKeys keys,
             KeyAddresses addresses,
             BaseKeys deletedKeys,
-            MergeMeters meters) {
+            MergeMeters meters,
+            AdoptionRoom room) {
         this.lance = lance;
+        this.room = room;
         this.store = store;
         this.catalog = catalog;
         this.settings = settings;
@@ -92,7 +95,7 @@ public final class RoundWrite {
         this.addresses = addresses;
         this.deletedKeys = deletedKeys;
         this.meters = meters;
-        this.reads = new GenerationReads(lance, store);
+        this.reads = new GenerationReads(lance, store, meters.generationsReread::increment);
     }
 
     /**
@@ -432,7 +435,7 @@ public final class RoundWrite {
         List<MergeSource.Row> kept = new ArrayList<>(split.append());
         kept.addAll(split.replace());
         // each adopted generation stays a fragment until compaction: the base's count bounds how many are
-        int adoptable = Math.max(0, settings.mergeAdoptMaxBaseFragments() - fragments.size());
+        int adoptable = room.at(fragments.size());
         GenerationAdoption.Split adoption = settings.mergeAdoptGenerations() && settings.mergeAppendNewKeys()
                 ? GenerationAdoption.split(
                         kept,
@@ -475,6 +478,7 @@ public final class RoundWrite {
             if (result.madeVersion() >= 0) {
                 unmarkedDeletes.made(result.madeVersion(), properties);
             }
+            room.committed(fragments.size() + result.added().size());
             // every key new to the base: the appended ones, and a value that replaced only a delete kept beside the
             // base (the filter, built after that delete, may lack its key, in a fragment it now counts as seen); a
             // value that replaced a base value has its key in the filter already (a round of updates adds none:

@@ -503,10 +503,14 @@ class AppendPathTest {
             int after = baseFragments(location);
             assertThat(after).isGreaterThanOrEqualTo(2);
 
+            double rereads = reread(meters);
+
             write(table, 0, 400, 400, 100, 0); // the base is at the limit: written
             table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
             assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(adopted * 100);
             assertThat(overFragments(meters)).isEqualTo(5 - adopted);
+            // known to be at the limit since the last commit: read in full once, not by its keys and then again
+            assertThat(reread(meters)).isEqualTo(rereads);
         }
         // room for exactly one more fragment: one of the next two generations is adopted, the other written
         SimpleMeterRegistry reopened = new SimpleMeterRegistry();
@@ -521,6 +525,10 @@ class AppendPathTest {
             assertThat(overFragments(reopened)).isEqualTo(1);
         }
         assertThat(baseRows(location)).hasSize(700);
+    }
+
+    private static double reread(SimpleMeterRegistry meters) {
+        return meters.get("rollout.merge.generations.reread").counter().count();
     }
 
     private static double overFragments(SimpleMeterRegistry meters) {
