@@ -527,6 +527,30 @@ class AppendPathTest {
         assertThat(baseRows(location)).hasSize(700);
     }
 
+    /** The merge-worker's compaction folds the adopted fragments, and the next generations are adopted again. */
+    @Test
+    void aCompactionGivesAdoptionItsRoomBack() throws Exception {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        TableLocation location = TableLocation.local(freshDir("adopt-after-compaction"));
+        try (RolloutTable table = RolloutTable.createOrOpen(
+                location, ADOPTING.with(TableSettings.MERGE_ADOPT_MAX_BASE_FRAGMENTS, 3), meters)) {
+            for (int g = 0; g < 5; g++) {
+                write(table, 0, g * 100L, g * 100, 100, 0);
+            }
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            assertThat(baseFragments(location)).isGreaterThanOrEqualTo(3);
+            double adoptedBefore = rows(meters, MergePath.ADOPT);
+            assertThat(overFragments(meters)).isPositive();
+
+            table.maintenance().compact(1_000_000);
+            assertThat(baseFragments(location)).isLessThan(3);
+            write(table, 0, 500, 500, 100, 0);
+            table.merges().pass(MergeRequest.of(ShardId.of(TOPIC, 0)).limits(8, 0));
+            assertThat(rows(meters, MergePath.ADOPT)).isEqualTo(adoptedBefore + 100);
+        }
+        assertThat(baseRows(location)).hasSize(600);
+    }
+
     private static double reread(SimpleMeterRegistry meters) {
         return meters.get("rollout.merge.generations.reread").counter().count();
     }
