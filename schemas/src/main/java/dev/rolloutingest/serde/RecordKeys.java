@@ -6,9 +6,7 @@ import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.Descriptors;
 import com.google.protobuf.DynamicMessage;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -190,29 +188,12 @@ public final class RecordKeys {
     }
 
     private static String utf8(byte[] bytes) {
-        if (ascii(bytes)) {
-            // every key the generators and most producers write: no decoder to make, nothing to check further
-            return new String(bytes, StandardCharsets.ISO_8859_1);
-        }
         try {
-            return StandardCharsets.UTF_8
-                    .newDecoder()
-                    .onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(ByteBuffer.wrap(bytes))
-                    .toString();
+            StrictUtf8.check(bytes, 0, bytes.length);
         } catch (CharacterCodingException e) {
             throw new UnreadableKey(
                     "Key of " + bytes.length + " bytes is neither UTF-8 text nor Confluent wire format", e);
         }
-    }
-
-    private static boolean ascii(byte[] bytes) {
-        for (byte b : bytes) {
-            if (b < 0) {
-                return false;
-            }
-        }
-        return true;
+        return new String(bytes, StandardCharsets.UTF_8);
     }
 }

@@ -2,11 +2,9 @@ package dev.rolloutingest.serde.values;
 
 import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.Descriptors.FieldDescriptor;
+import dev.rolloutingest.serde.StrictUtf8;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 
 /**
  * One scalar off the wire as its field's declared type reads it (zig-zag, fixed, unsigned), and the UTF-8 check of a
@@ -52,19 +50,10 @@ final class ProtobufScalars {
 
     /** Wrong-type naming {@code name} when the bytes are not UTF-8; ASCII passes without a decoder. */
     static void requireUtf8(byte[] b, int from, int length, String name) {
-        for (int i = from, end = from + length; i < end; i++) {
-            if (b[i] < 0) {
-                try {
-                    StandardCharsets.UTF_8
-                            .newDecoder()
-                            .onMalformedInput(CodingErrorAction.REPORT)
-                            .onUnmappableCharacter(CodingErrorAction.REPORT)
-                            .decode(ByteBuffer.wrap(b, from, length));
-                    return;
-                } catch (CharacterCodingException e) {
-                    throw ValueErrors.wrongType(name, "UTF-8 text", "bytes that are not UTF-8");
-                }
-            }
+        try {
+            StrictUtf8.check(b, from, length);
+        } catch (CharacterCodingException e) {
+            throw ValueErrors.wrongType(name, "UTF-8 text", "bytes that are not UTF-8");
         }
     }
 }
