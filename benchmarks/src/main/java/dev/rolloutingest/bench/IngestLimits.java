@@ -109,9 +109,7 @@ final class IngestLimits {
             ConsumerRecord<byte[], byte[]> record,
             Instant now) {
         deserializer.deserializeFields(
-                record.topic(),
-                record.value(),
-                (in, order) -> batch.stage(in, order, record.partition(), record.offset(), now));
+                record.topic(), record.value(), batch.rowReader(record.partition(), record.offset(), now));
         batch.commitStaged();
     }
 

@@ -156,10 +156,7 @@ final class ValueFormatBench {
                             batch.close();
                             batch = GenerationBatch.create(allocator);
                         }
-                        GenerationBatch into = batch;
-                        long offset = i;
-                        deserializer.deserializeFields(
-                                topic, values.get(i), (in, order) -> into.stage(in, order, 0, offset, ingested));
+                        deserializer.deserializeFields(topic, values.get(i), batch.rowReader(0, i, ingested));
                         batch.commitStaged();
                     }
                 } finally {

@@ -146,8 +146,8 @@ final class RecordCheck {
         batch.requireAscending(offset); // outside the catch below: a program error, not the record's fault
         RowWriter.Staged row;
         try {
-            row = waitingForRegistry(() -> deserializer.deserializeFields(
-                    topic, value, (in, order) -> batch.stage(in, order, partition, offset, ingestedAt)));
+            row = waitingForRegistry(
+                    () -> deserializer.deserializeFields(topic, value, batch.rowReader(partition, offset, ingestedAt)));
         } catch (SerdeException e) {
             return decodeFailure(topic, value, e);
         } catch (RuntimeException e) {

@@ -15,4 +15,18 @@ public interface FieldReader<R> {
      * holds the reader schema's fields (their {@code pos()} names the field), in the order their values come.
      */
     R read(Decoder in, Schema.Field[] order) throws IOException;
+
+    /**
+     * Where a decoder that reads the contract's fields off its own bytes may write them straight, with no encoding in
+     * between; null (the default) to read every value through {@link #read}. A decoder that gives a value up half-way
+     * reads it again through {@link #read}, which then writes the whole row over what was written.
+     */
+    default Columns<R> columns() {
+        return null;
+    }
+
+    /** A row's columns written field by field; {@link #finish} completes the row once all its fields are written. */
+    interface Columns<R> extends ContractRow {
+        R finish();
+    }
 }

@@ -1,6 +1,7 @@
 package dev.rolloutingest.table.generations;
 
 import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.FieldReader;
 import dev.rolloutingest.table.RolloutTableException;
 import dev.rolloutingest.table.rows.AddedColumns;
 import dev.rolloutingest.table.rows.AddedValues;
@@ -20,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
@@ -54,6 +56,7 @@ public final class GenerationBatch implements AutoCloseable {
     private long[] offsets = new long[64];
     private int size;
     private RowWriter.Staged staged;
+    private final Consumer<RowWriter.Staged> stagedByColumns = row -> staged = row;
     private boolean closed;
 
     /** A row decoded into the columns at index {@code size()} but not yet part of the batch. */
@@ -104,6 +107,34 @@ public final class GenerationBatch implements AutoCloseable {
     }
 
     /**
+     * The reader that stages one record's row (as {@link #stage}) for a value deserializer: from the value's Avro
+     * encoding, or written straight into the columns by a decoder that reads the contract off its own bytes.
+     */
+    public FieldReader<RowWriter.Staged> rowReader(int sourcePartition, long sourceOffset, Instant ingestedAt) {
+        return new FieldReader<>() {
+            @Override
+            public RowWriter.Staged read(Decoder in, Schema.Field[] order) throws IOException {
+                return stage(in, order, sourcePartition, sourceOffset, ingestedAt);
+            }
+
+            @Override
+            public Columns<RowWriter.Staged> columns() {
+                startStaging(sourceOffset);
+                return writer.columns(
+                        size, sourcePartition, sourceOffset, Timestamps.micros(ingestedAt), stagedByColumns);
+            }
+        };
+    }
+
+    private void startStaging(long sourceOffset) {
+        requireOpen();
+        requireAscending(sourceOffset);
+        staged = null;
+        // a row refused half-way may have left values in added columns this row does not carry
+        added.values().forEach(v -> AddedValues.clear(v, size));
+    }
+
+    /**
      * Decodes one Avro-encoded rollout (its fields read from {@code in} in {@code order}, see
      * {@code FieldReader}) straight into the next row's columns. The row joins the batch only on
      * {@link #commitStaged}; a row not committed (the record is dead-lettered) is overwritten by the next.
@@ -111,11 +142,7 @@ public final class GenerationBatch implements AutoCloseable {
     public RowWriter.Staged stage(
             Decoder in, Schema.Field[] order, int sourcePartition, long sourceOffset, Instant ingestedAt)
             throws IOException {
-        requireOpen();
-        requireAscending(sourceOffset);
-        staged = null;
-        // a row refused half-way may have left values in added columns this row does not carry
-        added.values().forEach(v -> AddedValues.clear(v, size));
+        startStaging(sourceOffset);
         staged = writer.decode(
                 size, in, order, sourcePartition, sourceOffset, Timestamps.micros(ingestedAt), this::decodeAdded);
         return staged;

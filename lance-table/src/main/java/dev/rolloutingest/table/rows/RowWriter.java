@@ -4,6 +4,7 @@ import static dev.rolloutingest.table.rows.ContractFields.*;
 import static dev.rolloutingest.table.rows.RolloutSchema.*;
 
 import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.FieldReader;
 import dev.rolloutingest.serde.SerdeException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -12,6 +13,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Consumer;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.Float4Vector;
@@ -30,11 +32,12 @@ import org.apache.avro.util.Utf8;
  * Writes rows into one batch. The vectors are looked up once per batch, not once per row and column
  * (a by-name lookup per column was ~4 % of the ingest stream thread).
  *
- * <p>Two paths into the same vectors, kept together so a column's encoding is written once: {@link #write} for
- * {@code Rollout} objects, {@link #decode} straight from Avro bytes (the ingest hot path, no objects between); the
- * reader field positions the decoder switches on ({@link ContractFields}) are checked against the contract when the
- * class loads. Over 300 lines because both paths write every column of the contract into the same vectors, and
- * splitting them would split each column's encoding in two.
+ * <p>Three paths into the same vectors, kept together so a column's encoding is written once: {@link #write} for
+ * {@code Rollout} objects, {@link #decode} straight from Avro bytes and {@link #columns} field by field from a decoder
+ * that reads the contract off its own bytes (plain JSON), both the ingest hot path with no objects between; the
+ * reader field positions they switch on ({@link ContractFields}) are checked against the contract when the class
+ * loads. Over 300 lines because every path writes every column of the contract into the same vectors, and splitting
+ * them would split each column's encoding in three.
  */
 public final class RowWriter {
     /** A row decoded into a batch but not yet committed there: its key, its payload size and its offset. */
@@ -65,6 +68,8 @@ public final class RowWriter {
     private final VarCharVector metadataValues;
     private Utf8 text; // reused for every string decoded into this batch
     private ByteBuffer bytes; // reused for every payload decoded into this batch
+    private final MapEntries entries = new MapEntries(); // reused for every metadata map of this batch
+    private final ScannedRow scanned = new ScannedRow();
 
     /** Decodes a field beyond the contract (a producer's newer schema) into its row. */
     @FunctionalInterface
@@ -188,13 +193,7 @@ public final class RowWriter {
                 case F_INCLUDE_IN_TRAINING -> includeInTraining.setSafe(i, in.readBoolean() ? 1 : 0);
                 case F_METADATA -> {
                     Map<String, String> values = readMap(in);
-                    if (values.containsKey(Tombstones.MARKER)) {
-                        throw new SerdeException(
-                                Tombstones.RESERVED_REASON,
-                                "record " + id + " has the metadata key " + Tombstones.MARKER
-                                        + ", which marks deletes; a delete is a record with a null value",
-                                null);
-                    }
+                    requireNoMarker(values, id);
                     metadata(i, values);
                 }
                 case F_BINARY_PAYLOAD -> {
@@ -283,27 +282,230 @@ public final class RowWriter {
     }
 
     /** A map's entries, the last of a repeated key winning, as a Java map would hold them. */
-    private static Map<String, String> readMap(Decoder in) throws IOException {
-        String onlyKey = null;
-        String onlyValue = null;
-        Map<String, String> many = null;
+    private Map<String, String> readMap(Decoder in) throws IOException {
+        entries.clear();
         for (long n = in.readMapStart(); n != 0; n = in.mapNext()) {
             for (long j = 0; j < n; j++) {
                 String key = in.readString();
-                String value = in.readString();
-                if (many == null && (onlyKey == null || onlyKey.equals(key))) {
-                    onlyKey = key;
-                    onlyValue = value;
-                } else {
-                    if (many == null) {
-                        many = new TreeMap<>();
-                        many.put(onlyKey, onlyValue);
-                    }
-                    many.put(key, value);
-                }
+                entries.put(key, in.readString());
             }
         }
-        return many != null ? many : onlyKey == null ? Map.of() : Map.of(onlyKey, onlyValue);
+        return entries.values();
+    }
+
+    /** Refuses metadata with the key that marks deletes, naming the record as far as it is known. */
+    private static void requireNoMarker(Map<String, String> values, String id) {
+        if (values.containsKey(Tombstones.MARKER)) {
+            throw new SerdeException(
+                    Tombstones.RESERVED_REASON,
+                    "record " + id + " has the metadata key " + Tombstones.MARKER
+                            + ", which marks deletes; a delete is a record with a null value",
+                    null);
+        }
+    }
+
+    /** A map's entries as they come, the last of a repeated key winning; one pair held without a map. */
+    private static final class MapEntries {
+        private String onlyKey;
+        private String onlyValue;
+        private Map<String, String> many;
+
+        void clear() {
+            onlyKey = null;
+            onlyValue = null;
+            many = null;
+        }
+
+        void put(String key, String value) {
+            if (many == null && (onlyKey == null || onlyKey.equals(key))) {
+                onlyKey = key;
+                onlyValue = value;
+            } else {
+                if (many == null) {
+                    many = new TreeMap<>();
+                    many.put(onlyKey, onlyValue);
+                }
+                many.put(key, value);
+            }
+        }
+
+        Map<String, String> values() {
+            return many != null ? many : onlyKey == null ? Map.of() : Map.of(onlyKey, onlyValue);
+        }
+    }
+
+    /**
+     * Row {@code i}'s columns written field by field by a decoder that reads the contract off its own bytes, as
+     * {@link #decode} writes them from Avro bytes; {@code finished} is told the row once it is complete. The one
+     * instance of this writer is reused: a row is written at a time.
+     */
+    public FieldReader.Columns<Staged> columns(
+            int i, int partition, long offset, long ingested, Consumer<Staged> finished) {
+        scanned.start(i, partition, offset, ingested, finished);
+        return scanned;
+    }
+
+    private final class ScannedRow implements FieldReader.Columns<Staged> {
+        private int i;
+        private int partition;
+        private long offset;
+        private long ingested;
+        private Consumer<Staged> finished;
+        private String id;
+        private int payloadBytes;
+        private String mapKey;
+
+        void start(int i, int partition, long offset, long ingested, Consumer<Staged> finished) {
+            this.i = i;
+            this.partition = partition;
+            this.offset = offset;
+            this.ingested = ingested;
+            this.finished = finished;
+            id = null;
+            payloadBytes = 0;
+        }
+
+        @Override
+        public void string(int field, byte[] utf8, int from, int length) {
+            VarCharVector vector =
+                    switch (field) {
+                        case F_RECORD_ID -> {
+                            id = new String(utf8, from, length, StandardCharsets.UTF_8);
+                            yield recordId;
+                        }
+                        case F_EXPERIMENT -> experiment;
+                        case F_ROLLOUT_ID -> rolloutId;
+                        case F_PROBLEM_ID -> problemId;
+                        case F_ROLE -> role;
+                        case F_CONTENT -> content;
+                        default -> throw notA(field, "string");
+                    };
+            vector.setSafe(i, utf8, from, length);
+        }
+
+        @Override
+        public void nullValue(int field) {
+            switch (field) {
+                case F_PROBLEM_ID -> problemId.setNull(i);
+                case F_CONTENT -> content.setNull(i);
+                case F_REWARD -> reward.setNull(i);
+                case F_ADVANTAGE -> advantage.setNull(i);
+                case F_POLICY_VERSION -> policyVersion.setNull(i);
+                case F_BINARY_PAYLOAD -> payload.setNull(i);
+                default -> throw notA(field, "nullable field");
+            }
+        }
+
+        @Override
+        public void intValue(int field, int value) {
+            if (field != F_SEQUENCE_ORDER) {
+                throw notA(field, "int");
+            }
+            sequenceOrder.setSafe(i, value);
+        }
+
+        @Override
+        public void longValue(int field, long value) {
+            switch (field) {
+                case F_CREATED_AT -> createdAt.setSafe(i, value);
+                case F_POLICY_VERSION -> policyVersion.setSafe(i, value);
+                default -> throw notA(field, "long");
+            }
+        }
+
+        @Override
+        public void floatValue(int field, float value) {
+            switch (field) {
+                case F_REWARD -> reward.setSafe(i, value);
+                case F_ADVANTAGE -> advantage.setSafe(i, value);
+                default -> throw notA(field, "float");
+            }
+        }
+
+        @Override
+        public void booleanValue(int field, boolean value) {
+            if (field != F_INCLUDE_IN_TRAINING) {
+                throw notA(field, "boolean");
+            }
+            includeInTraining.setSafe(i, value ? 1 : 0);
+        }
+
+        @Override
+        public void ints(int field, int[] values, int count) {
+            ListVector list =
+                    switch (field) {
+                        case F_INPUT_TOKENS -> inputTokens;
+                        case F_OUTPUT_TOKENS -> outputTokens;
+                        default -> throw notA(field, "int array");
+                    };
+            int start = list.startNewValue(i);
+            IntVector items = (IntVector) list.getDataVector();
+            for (int k = 0; k < count; k++) {
+                items.setSafe(start + k, values[k]);
+            }
+            list.endValue(i, count);
+        }
+
+        @Override
+        public void floats(int field, float[] values, int count) {
+            if (field != F_OUTPUT_LOGPROBS) {
+                throw notA(field, "float array");
+            }
+            int start = outputLogprobs.startNewValue(i);
+            Float4Vector items = (Float4Vector) outputLogprobs.getDataVector();
+            for (int k = 0; k < count; k++) {
+                items.setSafe(start + k, values[k]);
+            }
+            outputLogprobs.endValue(i, count);
+        }
+
+        @Override
+        public void bytes(int field, byte[] value, int from, int length) {
+            if (field != F_BINARY_PAYLOAD) {
+                throw notA(field, "bytes");
+            }
+            payload.setSafe(i, value, from, length);
+            payloadBytes = length;
+        }
+
+        @Override
+        public void mapStart(int field, int count) {
+            if (field != F_METADATA) {
+                throw notA(field, "map");
+            }
+            entries.clear();
+        }
+
+        @Override
+        public void mapKey(byte[] utf8, int from, int length) {
+            mapKey = new String(utf8, from, length, StandardCharsets.UTF_8);
+        }
+
+        @Override
+        public void mapValue(byte[] utf8, int from, int length) {
+            entries.put(mapKey, new String(utf8, from, length, StandardCharsets.UTF_8));
+        }
+
+        @Override
+        public void mapEnd() {
+            Map<String, String> values = entries.values();
+            requireNoMarker(values, id);
+            metadata(i, values);
+        }
+
+        @Override
+        public Staged finish() {
+            sourcePartition.setSafe(i, partition);
+            sourceOffset.setSafe(i, offset);
+            ingestedAt.setSafe(i, ingested);
+            Staged row = new Staged(id, payloadBytes, offset);
+            finished.accept(row);
+            return row;
+        }
+
+        private IllegalStateException notA(int field, String kind) {
+            return new IllegalStateException("Reader field " + field + " is not a " + kind + " column");
+        }
     }
 
     static {

@@ -1,5 +1,6 @@
 package dev.rolloutingest.serde.values;
 
+import dev.rolloutingest.serde.ContractRow;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import org.apache.avro.Schema;
@@ -12,7 +13,7 @@ import org.apache.avro.io.DecoderFactory;
  * thread, reused: its buffer grows to the largest row read (at most about the record's own size, which
  * {@code rollout.max.payload.bytes} bounds) and no row allocates it again.
  */
-final class AvroTape {
+final class AvroTape implements ContractRow {
     private static final int CONTRACT = ContractField.ALL.length;
 
     private byte[] buffer = new byte[4096];
@@ -191,75 +192,25 @@ final class AvroTape {
 
     /**
      * The base64 text of a JSON string in UTF-8 {@code json} from {@code from} (after its opening quote) to its closing
-     * quote, decoded straight into the tape as bytes in one pass (standard alphabet, padding optional: what the JDK's
-     * basic decoder takes). Returns the index of the closing quote; -1, with the tape as it was, for a string with an
-     * escape, a space or anything else: the caller then asks the JSON parser, whose decoder has the final word.
+     * quote, decoded straight into the tape as bytes ({@link Base64Text}). Returns the index of the closing quote; -1,
+     * with the tape as it was, for a string with an escape, a space or anything else: the caller then asks the JSON
+     * parser, whose decoder has the final word.
      */
     int writeBase64(byte[] json, int from, int end) {
-        int close = from;
-        while (close < end && json[close] != '"') {
-            if (json[close] == '\\') {
-                return -1;
-            }
-            close++;
-        }
-        if (close == end) {
+        int close = Base64Text.close(json, from, end);
+        int count = close < 0 ? -1 : Base64Text.decodedLength(json, from, close);
+        if (count < 0) {
             return -1;
         }
-        // the standard alphabet as the JDK's basic decoder takes it: padding optional, but when present it completes
-        // the last unit of four; anything else is left to the parser's decoder (and its refusal)
-        int chars = close - from;
-        int padding = chars > 0 && json[close - 1] == '=' ? (chars > 1 && json[close - 2] == '=' ? 2 : 1) : 0;
-        int data = chars - padding;
-        int rest = data % 4;
-        if (rest == 1 || padding > 0 && chars % 4 != 0) {
-            return -1;
-        }
-        int count = data / 4 * 3 + (rest == 0 ? 0 : rest - 1);
         int start = length;
         writeLong(count);
         ensure(count);
-        int out = length;
-        int in = from;
-        for (int full = from + data - rest; in < full; in += 4) {
-            int bits = BASE64[json[in] & 0xFF] << 18
-                    | BASE64[json[in + 1] & 0xFF] << 12
-                    | BASE64[json[in + 2] & 0xFF] << 6
-                    | BASE64[json[in + 3] & 0xFF];
-            if (bits < 0) { // an invalid character's -1 sets the sign bit
-                length = start;
-                return -1;
-            }
-            buffer[out++] = (byte) (bits >> 16);
-            buffer[out++] = (byte) (bits >> 8);
-            buffer[out++] = (byte) bits;
+        if (!Base64Text.decode(json, from, count, buffer, length)) {
+            length = start;
+            return -1;
         }
-        if (rest > 0) {
-            int bits = BASE64[json[in] & 0xFF] << 18
-                    | BASE64[json[in + 1] & 0xFF] << 12
-                    | (rest == 3 ? BASE64[json[in + 2] & 0xFF] << 6 : 0);
-            if (bits < 0) {
-                length = start;
-                return -1;
-            }
-            buffer[out++] = (byte) (bits >> 16);
-            if (rest == 3) {
-                buffer[out++] = (byte) (bits >> 8);
-            }
-        }
-        length = out;
+        length += count;
         return close;
-    }
-
-    /** Each byte's value in the standard base64 alphabet, -1 for every other byte. */
-    private static final int[] BASE64 = new int[256];
-
-    static {
-        Arrays.fill(BASE64, -1);
-        String alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        for (int i = 0; i < alphabet.length(); i++) {
-            BASE64[alphabet.charAt(i)] = i;
-        }
     }
 
     /** Zig-zag varint size of a non-negative value. */
@@ -271,6 +222,94 @@ final class AvroTape {
             size++;
         }
         return size;
+    }
+
+    // The contract's fields as a ContractRow: each starts its value, a nullable one with its union branch.
+
+    @Override
+    public void string(int field, byte[] utf8, int offset, int length) {
+        startValue(field);
+        writeBytes(utf8, offset, length);
+    }
+
+    @Override
+    public void nullValue(int field) {
+        field(ContractField.ALL[field].field);
+        writeIndex(0);
+    }
+
+    @Override
+    public void intValue(int field, int value) {
+        startValue(field);
+        writeInt(value);
+    }
+
+    @Override
+    public void longValue(int field, long value) {
+        startValue(field);
+        writeLong(value);
+    }
+
+    @Override
+    public void floatValue(int field, float value) {
+        startValue(field);
+        writeFloat(value);
+    }
+
+    @Override
+    public void booleanValue(int field, boolean value) {
+        startValue(field);
+        writeBoolean(value);
+    }
+
+    @Override
+    public void ints(int field, int[] items, int count) {
+        startValue(field);
+        writeIntArray(items, count);
+    }
+
+    @Override
+    public void floats(int field, float[] items, int count) {
+        startValue(field);
+        writeFloatArray(items, count);
+    }
+
+    @Override
+    public void bytes(int field, byte[] bytes, int offset, int length) {
+        startValue(field);
+        writeBytes(bytes, offset, length);
+    }
+
+    @Override
+    public void mapStart(int field, int entries) {
+        startValue(field);
+        if (entries > 0) {
+            writeLong(entries);
+        }
+    }
+
+    @Override
+    public void mapKey(byte[] utf8, int offset, int length) {
+        writeBytes(utf8, offset, length);
+    }
+
+    @Override
+    public void mapValue(byte[] utf8, int offset, int length) {
+        writeBytes(utf8, offset, length);
+    }
+
+    @Override
+    public void mapEnd() {
+        writeLong(0);
+    }
+
+    /** Starts a contract field's value that is there: a nullable field's non-null branch first. */
+    private void startValue(int position) {
+        ContractField f = ContractField.ALL[position];
+        field(f.field);
+        if (f.nullable()) {
+            writeIndex(1);
+        }
     }
 
     int[] ints(int capacity) {

@@ -1,6 +1,7 @@
 package dev.rolloutingest.serde.values;
 
 import dev.rolloutingest.schemas.Rollout;
+import dev.rolloutingest.serde.ContractRow;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -81,18 +82,34 @@ enum ContractField {
      *
      * @param how how the value came to be absent, for the missing-field message ("null", "unset", ...)
      */
-    void writeAbsent(String how, AvroTape tape) {
+    void writeAbsent(String how, ContractRow row) {
         if (required) {
             throw ValueErrors.missing(fieldName, how);
         }
-        tape.field(field);
+        int position = ordinal();
         switch (kind) {
-            case NULLABLE_STRING, NULLABLE_FLOAT, NULLABLE_LONG, NULLABLE_BYTES -> tape.writeIndex(0);
-            case INT_ARRAY, FLOAT_ARRAY, STRING_MAP -> tape.writeLong(0);
-            case BOOLEAN -> tape.writeBoolean(true);
+            case NULLABLE_STRING, NULLABLE_FLOAT, NULLABLE_LONG, NULLABLE_BYTES -> row.nullValue(position);
+            case INT_ARRAY -> row.ints(position, NO_INTS, 0);
+            case FLOAT_ARRAY -> row.floats(position, NO_FLOATS, 0);
+            case STRING_MAP -> {
+                row.mapStart(position, 0);
+                row.mapEnd();
+            }
+            case BOOLEAN -> row.booleanValue(position, true);
             default -> throw new IllegalStateException("no default for " + this);
         }
     }
+
+    /** Whether the field's value is a union with null (written with its branch first). */
+    boolean nullable() {
+        return switch (kind) {
+            case NULLABLE_STRING, NULLABLE_FLOAT, NULLABLE_LONG, NULLABLE_BYTES -> true;
+            default -> false;
+        };
+    }
+
+    private static final int[] NO_INTS = new int[0];
+    private static final float[] NO_FLOATS = new float[0];
 
     /** The contract field of this name, or null for a field producers added. */
     static ContractField named(String name) {

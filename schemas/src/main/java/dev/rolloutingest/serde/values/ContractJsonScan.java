@@ -1,16 +1,17 @@
 package dev.rolloutingest.serde.values;
 
+import dev.rolloutingest.serde.ContractRow;
 import java.nio.charset.StandardCharsets;
 import java.time.DateTimeException;
 import java.util.Arrays;
 
 /**
- * A JSON rollout read straight off its UTF-8 bytes onto the tape, with no parser tokens, char arrays or Strings in
- * between: strings are copied as the bytes they are (escapes decoded), numbers read from their digits, base64 decoded
- * in place. It reads the shape producers write: one object of contract fields, each once, with well-formed values.
+ * A JSON rollout read straight off its UTF-8 bytes into a {@link ContractRow} (a batch's columns, or the tape), with no
+ * parser tokens, char arrays or Strings in between: strings are copied as the bytes they are (escapes decoded),
+ * numbers read from their digits, base64 decoded once. It reads the shape producers write: one object of contract fields, each once, with well-formed values.
  * Anything else (a field beyond the contract, a field twice, a value of the wrong type, a number it cannot convert
  * exactly, a lone surrogate, malformed UTF-8 or JSON) it declines, leaving the row to {@link JsonValues}' parser,
- * whose rules and errors are the format's: so a value this reads gives the very tape the parser would write, and a
+ * whose rules and errors are the format's: so a value this reads gives the very row the parser would write, and a
  * value it declines reads (or fails) exactly as before.
  *
  * <p>Over 300 lines because it is a whole reader of JSON's grammar (strings with their escapes and UTF-8, numbers,
@@ -56,25 +57,49 @@ final class ContractJsonScan {
     private byte[] in;
     private int pos;
     private int end;
-    private AvroTape tape;
+    private ContractRow row;
     /**
-     * Scratch, one scan per thread like its tape: a string's decoded escapes and a map's entry spans. Each grows to
+     * Scratch, one scan per thread: a string's decoded escapes and a map's entry spans. Each grows to
      * the largest of its kind read, which the record's size bounds.
      */
     private byte[] text = new byte[256];
 
     private int[] spans = new int[32];
 
+    /** Scratch for a row's arrays and its decoded payload, each growing to the largest read (the record bounds it). */
+    private int[] ints = new int[256];
+
+    private float[] floats = new float[256];
+    private byte[] decoded = new byte[4096];
+    /** The last string read ({@link #string}): its UTF-8 bytes are {@code stringBytes[stringStart, +stringLength)}. */
+    private byte[] stringBytes;
+
+    private int stringStart;
+    private int stringLength;
+
     /**
      * Writes the row of the JSON object in {@code bytes[offset, offset + length)} to {@code tape}, or returns false
      * with the tape reset when the value is not of the shape this reads.
      */
     boolean read(byte[] bytes, int offset, int length, AvroTape tape) {
+        tape.reset();
+        if (read(bytes, offset, length, (ContractRow) tape)) {
+            return true;
+        }
+        tape.reset();
+        return false;
+    }
+
+    /**
+     * Writes the row of the JSON object in {@code bytes[offset, offset + length)} to {@code row}, or returns false when
+     * the value is not of the shape this reads: {@code row} may then hold some of its fields, which the parser's
+     * reading of the value writes over.
+     */
+    boolean read(byte[] bytes, int offset, int length, ContractRow row) {
         this.in = bytes;
         this.pos = offset;
         this.end = offset + length;
-        this.tape = tape;
-        tape.reset();
+        this.row = row;
         try {
             object();
             return true;
@@ -82,11 +107,11 @@ final class ContractJsonScan {
             if (declined != DECLINE && !(declined instanceof ArithmeticException)) {
                 throw declined;
             }
-            tape.reset();
             return false;
         } finally {
             this.in = null;
-            this.tape = null;
+            this.row = null;
+            this.stringBytes = null;
         }
     }
 
@@ -112,9 +137,8 @@ final class ContractJsonScan {
                     if (field.required) {
                         throw DECLINE;
                     }
-                    field.writeAbsent("null", tape);
+                    field.writeAbsent("null", row);
                 } else {
-                    tape.field(field.field);
                     value(field);
                 }
                 skipSpace();
@@ -138,7 +162,7 @@ final class ContractJsonScan {
                 if (field.required) {
                     throw DECLINE;
                 }
-                field.writeAbsent("absent", tape);
+                field.writeAbsent("absent", row);
             }
         }
     }
@@ -168,51 +192,60 @@ final class ContractJsonScan {
     }
 
     private void value(ContractField field) {
+        int position = field.ordinal();
         switch (field.kind) {
-            case STRING -> string();
-            case NULLABLE_STRING -> {
-                tape.writeIndex(1);
+            case STRING, NULLABLE_STRING -> {
                 string();
+                row.string(position, stringBytes, stringStart, stringLength);
             }
             case INT -> {
                 long value = wholeNumber();
                 if (!WholeNumbers.fitsInt(value)) {
                     throw DECLINE;
                 }
-                tape.writeInt((int) value);
+                row.intValue(position, (int) value);
             }
-            case TIMESTAMP -> tape.writeLong(timestamp());
-            case INT_ARRAY -> intArray();
-            case FLOAT_ARRAY -> floatArray();
-            case NULLABLE_FLOAT -> {
-                tape.writeIndex(1);
-                tape.writeFloat(floatNumber());
-            }
-            case NULLABLE_LONG -> {
-                tape.writeIndex(1);
-                tape.writeLong(wholeNumber());
-            }
-            case BOOLEAN -> tape.writeBoolean(bool());
-            case STRING_MAP -> stringMap();
-            case NULLABLE_BYTES -> {
-                expect('"');
-                tape.writeIndex(1);
-                int close = tape.writeBase64(in, pos, end);
-                if (close < 0) {
-                    throw DECLINE;
-                }
-                pos = close + 1;
-            }
+            case TIMESTAMP -> row.longValue(position, timestamp());
+            case INT_ARRAY -> intArray(position);
+            case FLOAT_ARRAY -> floatArray(position);
+            case NULLABLE_FLOAT -> row.floatValue(position, floatNumber());
+            case NULLABLE_LONG -> row.longValue(position, wholeNumber());
+            case BOOLEAN -> row.booleanValue(position, bool());
+            case STRING_MAP -> stringMap(position);
+            case NULLABLE_BYTES -> base64(position);
         }
     }
 
-    /** A JSON string written to the tape as UTF-8: length, then the bytes. */
+    /** A payload's base64 string, decoded once into the scratch and written as the row's bytes. */
+    private void base64(int position) {
+        expect('"');
+        int close = Base64Text.close(in, pos, end);
+        int count = close < 0 ? -1 : Base64Text.decodedLength(in, pos, close);
+        if (count < 0) {
+            throw DECLINE;
+        }
+        if (decoded.length < count) {
+            decoded = new byte[Math.max(count, 2 * decoded.length)];
+        }
+        if (!Base64Text.decode(in, pos, count, decoded, 0)) {
+            throw DECLINE;
+        }
+        row.bytes(position, decoded, 0, count);
+        pos = close + 1;
+    }
+
+    /**
+     * A JSON string's UTF-8 bytes, left in {@link #stringBytes}: the value's own when it has no escape, else decoded
+     * into the scratch.
+     */
     private void string() {
         expect('"');
         int start = pos;
         int close = plainRun(start);
         if (close < end && in[close] == '"' && close - start <= MAX_STRING_BYTES) { // no escape: its UTF-8 bytes
-            tape.writeBytes(in, start, close - start);
+            stringBytes = in;
+            stringStart = start;
+            stringLength = close - start;
             pos = close + 1;
             return;
         }
@@ -223,7 +256,9 @@ final class ContractJsonScan {
         if (n > MAX_STRING_BYTES) { // decoded, its UTF-8 bytes: never fewer than the parser's characters
             throw DECLINE;
         }
-        tape.writeBytes(text, 0, n);
+        stringBytes = text;
+        stringStart = 0;
+        stringLength = n;
     }
 
     /**
@@ -286,7 +321,7 @@ final class ContractJsonScan {
     }
 
     /**
-     * A string with escapes, from {@code start} (after its opening quote), decoded into the tape's scratch bytes;
+     * A string with escapes, from {@code start} (after its opening quote), decoded into the scratch bytes {@link #text};
      * {@link #pos} is left after its closing quote. The returned count is of those bytes.
      */
     private int unescaped(int start) {
@@ -401,9 +436,9 @@ final class ContractJsonScan {
         }
     }
 
-    private void intArray() {
+    private void intArray(int position) {
         int n = 0;
-        int[] items = tape.ints;
+        int[] items = ints;
         if (!emptyArray()) {
             do {
                 skipSpace();
@@ -412,28 +447,28 @@ final class ContractJsonScan {
                     throw DECLINE;
                 }
                 if (n == items.length) {
-                    items = tape.ints(n + 1);
+                    items = ints = Arrays.copyOf(items, 2 * n);
                 }
                 items[n++] = (int) value;
             } while (!endOfItem(']'));
         }
-        tape.writeIntArray(items, n);
+        row.ints(position, items, n);
     }
 
-    private void floatArray() {
+    private void floatArray(int position) {
         int n = 0;
-        float[] items = tape.floats;
+        float[] items = floats;
         if (!emptyArray()) {
             do {
                 skipSpace();
                 float value = floatNumber();
                 if (n == items.length) {
-                    items = tape.floats(n + 1);
+                    items = floats = Arrays.copyOf(items, 2 * n);
                 }
                 items[n++] = value;
             } while (!endOfItem(']'));
         }
-        tape.writeFloatArray(items, n);
+        row.floats(position, items, n);
     }
 
     /** Past an array's opening bracket: true, past its closing one too, when it holds nothing. */
@@ -464,7 +499,7 @@ final class ContractJsonScan {
      * metadata: an object whose values are strings, numbers (their JSON text) or booleans; entries in their order,
      * a repeated key as often as it comes, as the parser writes them.
      */
-    private void stringMap() {
+    private void stringMap(int position) {
         expect('{');
         int entries = 0;
         skipSpace();
@@ -507,19 +542,24 @@ final class ContractJsonScan {
             }
         }
         int after = pos;
-        if (entries > 0) {
-            tape.writeLong(entries);
-            for (int k = 0; k < 2 * entries; k++) {
-                int start = spans[2 * k];
-                if (in[start] == '"') {
-                    pos = start;
-                    string();
-                } else {
-                    tape.writeBytes(in, start, spans[2 * k + 1] - start); // a number's or boolean's text
-                }
+        row.mapStart(position, entries);
+        for (int k = 0; k < 2 * entries; k++) {
+            int start = spans[2 * k];
+            if (in[start] == '"') {
+                pos = start;
+                string();
+            } else { // a number's or boolean's text
+                stringBytes = in;
+                stringStart = start;
+                stringLength = spans[2 * k + 1] - start;
+            }
+            if (k % 2 == 0) {
+                row.mapKey(stringBytes, stringStart, stringLength);
+            } else {
+                row.mapValue(stringBytes, stringStart, stringLength);
             }
         }
-        tape.writeLong(0);
+        row.mapEnd();
         pos = after;
     }
 

@@ -20,7 +20,8 @@ import org.apache.avro.io.BinaryDecoder;
 /**
  * Reads a Rollout value in the format its topic's setting names ({@link ValueFormats}): Avro through the Avro
  * deserializer, plain JSON, JSON Schema and Protobuf through their decoders, which write the row as the contract's
- * Avro encoding for the same {@link FieldReader}. A value in another format than expected is {@code wrong-format},
+ * Avro encoding for the same {@link FieldReader}; a JSON value of the contract's fields only is written straight into
+ * the reader's {@link FieldReader#columns} when it has them. A value in another format than expected is {@code wrong-format},
  * saying what was expected and what came. The registry is asked for a framed value's schema type and schema once per
  * schema id; a registry that cannot answer is thrown as such ({@link SerdeException#recordsFault()} false): the
  * record waits, it is never dead-lettered for it.
@@ -105,8 +106,24 @@ public final class ValueDeserializer implements FieldsDeserializer {
                     "expected json, got the Confluent wire format (schema id " + WireFormat.schemaId(topic, bytes)
                             + "); set the topic's format to auto or the serializer's");
         }
+        return json(bytes, 0, bytes.length, Map.of(), AddedFields.NO_SCHEMA_ID, reader);
+    }
+
+    /**
+     * A JSON value: scanned straight into the reader's columns when it has them, else onto the tape; a value the scan
+     * declines is read by the parser onto the tape (and over whatever the scan had written).
+     */
+    private <R> R json(
+            byte[] bytes, int offset, int length, Map<String, Schema> declared, int id, FieldReader<R> reader) {
         PerThread thread = threads.get();
-        json.read(bytes, 0, bytes.length, Map.of(), AddedFields.NO_SCHEMA_ID, thread.tape, thread.jsonScan);
+        FieldReader.Columns<R> columns = reader.columns();
+        if (columns == null) {
+            json.read(bytes, offset, length, declared, id, thread.tape, thread.jsonScan);
+        } else if (thread.jsonScan.read(bytes, offset, length, columns)) {
+            return columns.finish();
+        } else {
+            json.readByParser(bytes, offset, length, declared, id, thread.tape);
+        }
         return stage(thread.tape, reader);
     }
 
@@ -145,16 +162,8 @@ public final class ValueDeserializer implements FieldsDeserializer {
                     declared = JsonSchemas.addedTypes(id, registry.typedById(id).text());
                     bounded(jsonTypesById).put(id, declared);
                 }
-                PerThread thread = threads.get();
-                json.read(
-                        bytes,
-                        WireFormat.HEADER_LENGTH,
-                        bytes.length - WireFormat.HEADER_LENGTH,
-                        declared,
-                        id,
-                        thread.tape,
-                        thread.jsonScan);
-                yield stage(thread.tape, reader);
+                yield json(
+                        bytes, WireFormat.HEADER_LENGTH, bytes.length - WireFormat.HEADER_LENGTH, declared, id, reader);
             }
             default -> protobuf(id, bytes, reader);
         };

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.rolloutingest.schemas.Rollout;
 import dev.rolloutingest.schemas.RolloutGenerator;
+import dev.rolloutingest.serde.FieldReader;
 import dev.rolloutingest.serde.SerdeException;
 import dev.rolloutingest.serde.WireFormat;
 import java.nio.charset.StandardCharsets;
@@ -45,6 +46,112 @@ class JsonValuesTest {
             Rollout rollout = generator.rollout(i, i % 3);
             Map<String, Object> row = json(true).deserializeFields("t", RolloutValues.json(rollout), Rows.READER);
             assertThat(row).isEqualTo(Rows.avro(rollout));
+        }
+    }
+
+    @Test
+    void aReaderWithColumnsGetsTheScannedRowStraightAndTheParsersRowOnlyForValuesTheScanGivesUp() {
+        RolloutGenerator generator = new RolloutGenerator("json", 48, 3);
+        byte[] producers = RolloutValues.json(generator.rollout(1, 1));
+        byte[] added = ("{" + REQUIRED + ",\"score\":1}").getBytes(StandardCharsets.UTF_8);
+        AvroTape parsed = new AvroTape();
+        new JsonValues(new AddedFields(true, (id, f) -> {}, (id, f) -> {}, 100))
+                .readByParser(producers, 0, producers.length, Map.of(), AddedFields.NO_SCHEMA_ID, parsed);
+        AvroTape columns = new AvroTape();
+        FieldReader<String> reader = new FieldReader<>() {
+            @Override
+            public String read(org.apache.avro.io.Decoder in, Schema.Field[] order) throws java.io.IOException {
+                Rows.READER.read(in, order);
+                return "through the encoding";
+            }
+
+            @Override
+            public Columns<String> columns() {
+                columns.reset();
+                return new TapeColumns(columns);
+            }
+        };
+        assertThat(json(true).deserializeFields("t", producers, reader)).isEqualTo("straight into the columns");
+        assertThat(columns.written()).isEqualTo(parsed.written());
+        assertThat(json(true).deserializeFields("t", added, reader)).isEqualTo("through the encoding");
+    }
+
+    /** Columns that are a tape, to compare with the parser's. */
+    private static final class TapeColumns implements FieldReader.Columns<String> {
+        private final AvroTape tape;
+
+        TapeColumns(AvroTape tape) {
+            this.tape = tape;
+        }
+
+        @Override
+        public String finish() {
+            return "straight into the columns";
+        }
+
+        @Override
+        public void string(int field, byte[] utf8, int offset, int length) {
+            tape.string(field, utf8, offset, length);
+        }
+
+        @Override
+        public void nullValue(int field) {
+            tape.nullValue(field);
+        }
+
+        @Override
+        public void intValue(int field, int value) {
+            tape.intValue(field, value);
+        }
+
+        @Override
+        public void longValue(int field, long value) {
+            tape.longValue(field, value);
+        }
+
+        @Override
+        public void floatValue(int field, float value) {
+            tape.floatValue(field, value);
+        }
+
+        @Override
+        public void booleanValue(int field, boolean value) {
+            tape.booleanValue(field, value);
+        }
+
+        @Override
+        public void ints(int field, int[] items, int count) {
+            tape.ints(field, items, count);
+        }
+
+        @Override
+        public void floats(int field, float[] items, int count) {
+            tape.floats(field, items, count);
+        }
+
+        @Override
+        public void bytes(int field, byte[] bytes, int offset, int length) {
+            tape.bytes(field, bytes, offset, length);
+        }
+
+        @Override
+        public void mapStart(int field, int entries) {
+            tape.mapStart(field, entries);
+        }
+
+        @Override
+        public void mapKey(byte[] utf8, int offset, int length) {
+            tape.mapKey(utf8, offset, length);
+        }
+
+        @Override
+        public void mapValue(byte[] utf8, int offset, int length) {
+            tape.mapValue(utf8, offset, length);
+        }
+
+        @Override
+        public void mapEnd() {
+            tape.mapEnd();
         }
     }
 
