@@ -66,8 +66,8 @@ class ProcessKillsIT {
                 assertThat(secondsUntil(app, 0, LocalTime.MIN, SEALED, m -> true, 120))
                         .isFinite();
             }
-            // SIGKILL and restart at once, ten times, the two ingest instances in turn.
-            for (int kill = 0; kill < 10; kill++) {
+            // SIGKILL and restart at once, eight times, the two ingest instances in turn.
+            for (int kill = 0; kill < 8; kill++) {
                 App victim = ingest.get(kill % 2);
                 Thread.sleep(2_000);
                 victim.jvm.kill();
