@@ -1,5 +1,6 @@
 package dev.rolloutingest.table;
 
+import dev.rolloutingest.table.generations.BatchSizing;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import dev.rolloutingest.table.generations.GenerationCatalog;
 import dev.rolloutingest.table.generations.GenerationWriter;
@@ -111,7 +112,7 @@ public final class TableGenerations {
      * {@code rollout.read.refresh.ms} ago (the seal checks again against the base itself).
      */
     public GenerationBatch newBatch() {
-        return new GenerationBatch(allocator, this::addedColumn);
+        return new GenerationBatch(allocator, this::addedColumn, sizing);
     }
 
     /** The base's added column of this name; a name not seen reads the base again (at most every 100 ms). */
@@ -123,6 +124,9 @@ public final class TableGenerations {
         }
         return column;
     }
+
+    /** The sizes the table's last sealed batch reached: where its next batch's columns start. */
+    private final BatchSizing sizing = new BatchSizing();
 
     private volatile Map<String, Field> addedColumns = Map.of();
     private volatile long addedColumnsReadAtMs;

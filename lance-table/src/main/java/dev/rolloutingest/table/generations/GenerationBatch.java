@@ -55,15 +55,29 @@ public final class GenerationBatch implements AutoCloseable {
     private final List<String> recordIds = new ArrayList<>();
     private long[] offsets = new long[64];
     private int size;
+    private final BatchSizing sizing;
+    /** A row decoded into the columns at index {@code size()} but not yet part of the batch. */
     private RowWriter.Staged staged;
+
     private final Consumer<RowWriter.Staged> stagedByColumns = row -> staged = row;
     private boolean closed;
 
-    /** A row decoded into the columns at index {@code size()} but not yet part of the batch. */
     public GenerationBatch(BufferAllocator allocator, Function<String, Field> tableColumn) {
+        this(allocator, tableColumn, null);
+    }
+
+    /**
+     * A batch whose columns start at the sizes {@code sizing} learnt from the table's last sealed batch, and teach it
+     * this one's when it is sealed; null starts from Arrow's defaults.
+     */
+    public GenerationBatch(BufferAllocator allocator, Function<String, Field> tableColumn, BatchSizing sizing) {
         this.allocator = allocator;
         this.tableColumn = tableColumn;
+        this.sizing = sizing;
         this.root = VectorSchemaRoot.create(RolloutSchema.SCHEMA, allocator);
+        if (sizing != null) {
+            sizing.presize(root);
+        }
         this.root.allocateNew();
         this.writer = new RowWriter(root);
     }
@@ -395,6 +409,9 @@ public final class GenerationBatch implements AutoCloseable {
     public VectorSchemaRoot sealedRoot() {
         requireOpen();
         root.setRowCount(size);
+        if (sizing != null) {
+            sizing.learn(root);
+        }
         if (added.isEmpty()) {
             return root;
         }
