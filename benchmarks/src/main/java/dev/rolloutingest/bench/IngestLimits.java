@@ -8,6 +8,7 @@ import dev.rolloutingest.serde.ConfluentAvroDeserializer;
 import dev.rolloutingest.table.RolloutTable;
 import dev.rolloutingest.table.TableLocation;
 import dev.rolloutingest.table.TableSettings;
+import dev.rolloutingest.table.generations.BatchSizing;
 import dev.rolloutingest.table.generations.GenerationBatch;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
@@ -38,6 +39,8 @@ final class IngestLimits {
     private final int records;
     private final int partitions;
     private final int payloadBytes;
+    /** The consumer's batches sized as a table's are ({@link RolloutTable}'s generations). */
+    private final BatchSizing sizing = new BatchSizing();
 
     IngestLimits(EmbeddedKafka kafka, ApicurioRegistry registry, int records, int partitions, int payloadBytes) {
         this.kafka = kafka;
@@ -87,11 +90,12 @@ final class IngestLimits {
             Instant now = Instant.now();
             while (decoded < records) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
-                    GenerationBatch batch =
-                            batches.computeIfAbsent(record.partition(), p -> GenerationBatch.create(allocator));
+                    GenerationBatch batch = batches.computeIfAbsent(
+                            record.partition(), p -> new GenerationBatch(allocator, name -> null, sizing));
                     decodeInto(deserializer, batch, record, now);
                     decoded++;
                     if (batch.size() >= IngestBench.GENERATION_ROWS) {
+                        batch.sealedRoot(); // its sizes are where the partition's next batch starts, as in a table
                         batches.remove(record.partition()).close();
                     }
                 }

@@ -12,6 +12,9 @@ import org.apache.avro.io.DecoderFactory;
  * same {@code FieldReader} as an Avro record: the fields in the order they were written ({@link #order}). One per
  * thread, reused: its buffer grows to the largest row read (at most about the record's own size, which
  * {@code rollout.max.payload.bytes} bounds) and no row allocates it again.
+ *
+ * <p>Over 300 lines because it writes the encoding twice over, by Avro's types (for the parser and the Protobuf
+ * decoder) and by the contract's fields ({@link ContractRow}, for the JSON scan), and both share one buffer.
  */
 final class AvroTape implements ContractRow {
     private static final int CONTRACT = ContractField.ALL.length;
