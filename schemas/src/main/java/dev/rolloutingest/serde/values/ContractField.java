@@ -87,8 +87,11 @@ enum ContractField {
             throw ValueErrors.missing(fieldName, how);
         }
         int position = ordinal();
+        if (nullable()) {
+            row.nullValue(position);
+            return;
+        }
         switch (kind) {
-            case NULLABLE_STRING, NULLABLE_FLOAT, NULLABLE_LONG, NULLABLE_BYTES -> row.nullValue(position);
             case INT_ARRAY -> row.ints(position, NO_INTS, 0);
             case FLOAT_ARRAY -> row.floats(position, NO_FLOATS, 0);
             case STRING_MAP -> {
