@@ -134,10 +134,11 @@ class BadInputIT {
                 "2000",
                 "rollout.health.max.thread.replacements",
                 "1",
-                // Two replacements within it make /health say so; a replacement takes a rebalance past the 6 s
-                // session timeout, longer on a loaded machine: the window is generous.
+                // Two replacements within it make /health say so; a failed thread's member leaves the group at once,
+                // so the replacements come within 1-2 s of each other (one run's log): 15 s leaves room on a loaded
+                // machine, and the test waits it out to see /health recover.
                 "rollout.health.thread.replacement.window.ms",
-                "60000",
+                "15000",
                 "streams.commit.interval.ms",
                 "200",
                 "streams.session.timeout.ms",
@@ -182,7 +183,7 @@ class BadInputIT {
                     .as("a store that refuses writes is not the data's fault")
                     .isZero();
             Files.delete(memWal);
-            // Healthy again once the replacements are out of the 60 s window.
+            // Healthy again once the replacements are out of the 15 s window.
             assertThat(awaitHealth(app, 200, 180).body()).contains("\"problems\":[]");
             cluster.awaitAllSealed(run, input, 2, tableDir, run + "-generations", 120);
         }

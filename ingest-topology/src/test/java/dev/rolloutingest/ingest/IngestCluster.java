@@ -49,7 +49,7 @@ final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
     private Rollouts rollouts;
 
     IngestCluster(String folder) {
-        this.services = Services.under(folder);
+        this.services = Services.sharingRegistry(folder); // each run registers its own topics' subjects
     }
 
     @Override

@@ -12,21 +12,28 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 public final class Services implements BeforeAllCallback, AfterAllCallback {
     private final Path root;
     private final String bucket;
+    private final boolean sharedRegistry;
     private TestCluster cluster;
 
-    private Services(Path root, String bucket) {
+    private Services(Path root, String bucket, boolean sharedRegistry) {
         this.root = root;
         this.bucket = bucket;
+        this.sharedRegistry = sharedRegistry;
     }
 
     /** A broker and a registry under {@code target/<folder>}. */
     public static Services under(String folder) {
-        return new Services(Path.of("target", folder).toAbsolutePath(), null);
+        return new Services(Path.of("target", folder).toAbsolutePath(), null, false);
+    }
+
+    /** A broker under {@code target/<folder>} and the JVM's {@link SharedRegistry} (see its terms). */
+    public static Services sharingRegistry(String folder) {
+        return new Services(Path.of("target", folder).toAbsolutePath(), null, true);
     }
 
     /** A broker, a registry and an S3 API server holding {@code bucket}, under {@code target/<folder>}. */
     public static Services withS3(String folder, String bucket) {
-        return new Services(Path.of("target", folder).toAbsolutePath(), bucket);
+        return new Services(Path.of("target", folder).toAbsolutePath(), bucket, false);
     }
 
     /** Where the services keep their files; a test's own files go beside them. */
@@ -43,7 +50,7 @@ public final class Services implements BeforeAllCallback, AfterAllCallback {
 
     @Override
     public void beforeAll(ExtensionContext context) {
-        cluster = TestCluster.start(root, bucket);
+        cluster = sharedRegistry ? TestCluster.startSharingRegistry(root) : TestCluster.start(root, bucket);
     }
 
     @Override

@@ -24,11 +24,14 @@ public final class TestCluster implements AutoCloseable {
     private final EmbeddedKafka kafka;
     private final ApicurioRegistry registry;
     private final EmbeddedS3 s3;
+    /** False for the JVM's {@link SharedRegistry}, which outlives the cluster. */
+    private final boolean ownsRegistry;
 
-    private TestCluster(EmbeddedKafka kafka, ApicurioRegistry registry, EmbeddedS3 s3) {
+    private TestCluster(EmbeddedKafka kafka, ApicurioRegistry registry, EmbeddedS3 s3, boolean ownsRegistry) {
         this.kafka = kafka;
         this.registry = registry;
         this.s3 = s3;
+        this.ownsRegistry = ownsRegistry;
     }
 
     /** A broker and a registry under {@code root}. */
@@ -43,11 +46,25 @@ public final class TestCluster implements AutoCloseable {
         try {
             registry = ApicurioRegistry.start(root.resolve("registry"), REGISTRY_START);
             EmbeddedS3 s3 = bucket == null ? null : EmbeddedS3.start(root.resolve("s3"), bucket);
-            return new TestCluster(kafka, registry, s3);
+            return new TestCluster(kafka, registry, s3, true);
         } catch (RuntimeException e) {
             if (registry != null) {
                 registry.close();
             }
+            kafka.close();
+            throw e;
+        }
+    }
+
+    /**
+     * A broker under {@code root} and the JVM's {@link SharedRegistry}: for a class whose subjects are its own (topics
+     * named per run) and that leaves the registry's rules and process alone.
+     */
+    public static TestCluster startSharingRegistry(Path root) {
+        EmbeddedKafka kafka = EmbeddedKafka.start(root.resolve("kafka-" + UUID.randomUUID()));
+        try {
+            return new TestCluster(kafka, SharedRegistry.get(), null, false);
+        } catch (RuntimeException e) {
             kafka.close();
             throw e;
         }
@@ -119,7 +136,9 @@ public final class TestCluster implements AutoCloseable {
             }
         } finally {
             try {
-                registry.close();
+                if (ownsRegistry) {
+                    registry.close();
+                }
             } finally {
                 kafka.close();
             }
