@@ -108,6 +108,9 @@ public final class EmbeddedAzurite implements AutoCloseable {
                     data.resolve("blobs").toString(),
                     // Lance's client and the Java SDK may name a newer API version than this Azurite knows.
                     "--skipApiVersionCheck",
+                    // Azurite reports usage to Azure Monitor unless told not to: from a machine offline it keeps the
+                    // reports in its temp folder and its stop waits ~20 s on sending them.
+                    "--disableTelemetry",
                     "--silent"));
             if (entraId) {
                 certificate = SelfSignedCertificate.create(data.resolve("azurite.pfx"));
@@ -120,10 +123,11 @@ public final class EmbeddedAzurite implements AutoCloseable {
                         "--oauth",
                         "basic"));
             }
-            process = new ProcessBuilder(command)
-                    .redirectErrorStream(true)
-                    .redirectOutput(logFile.toFile())
-                    .start();
+            ProcessBuilder builder =
+                    new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(logFile.toFile());
+            Path tmp = Files.createDirectories(data.resolve("tmp"));
+            builder.environment().put("TMPDIR", tmp.toString()); // what it writes outside the blobs stays in its folder
+            process = builder.start();
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start Azurite (" + main + ")", e);
         }

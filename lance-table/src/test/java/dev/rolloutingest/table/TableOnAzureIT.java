@@ -25,6 +25,7 @@ import dev.rolloutingest.table.storage.MemWalWatermarks;
 import dev.rolloutingest.table.storage.ObjectStore;
 import dev.rolloutingest.table.storage.ObjectStores;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -33,6 +34,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.stream.Stream;
 import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
@@ -193,6 +195,18 @@ class TableOnAzureIT {
             names.add(item.getName().substring(prefix.length() + 1));
         }
         return names;
+    }
+
+    @Test
+    void theEmulatorSendsNoTelemetry() throws Exception {
+        Path dir = Path.of("target", "it-azure-telemetry", UUID.randomUUID().toString())
+                .toAbsolutePath();
+        try (EmbeddedAzurite own = EmbeddedAzurite.start(dir, "quiet")) {
+            assertThat(own.container()).isEqualTo("quiet"); // created: the emulator served a request
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            assertThat(files.map(Path::toString)).noneMatch(path -> path.contains("AzureMonitor"));
+        }
     }
 
     @Test
