@@ -44,7 +44,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class ManyTablesIT {
     @RegisterExtension
-    static final Services SERVICES = Services.under("it-many-tables");
+    static final Services SERVICES = Services.sharingRegistry("it-many-tables");
 
     private static final int TABLES = 3;
     private static final int KEYS = 240;
@@ -177,8 +177,7 @@ class ManyTablesIT {
                 for (int round = 0; round < 2; round++) {
                     for (int i = 0; i < 4; i++) {
                         Thread.sleep(4_000);
-                        apps.get(i).kill();
-                        Thread.sleep(1_000);
+                        apps.get(i).kill(); // returns once the process is gone
                         apps.set(
                                 i,
                                 ChildJvm.start(

@@ -169,7 +169,7 @@ class ObservabilityIT {
     void everyMetricTheDashboardsRulesAndRunbooksNameIsServedAndTheBacklogGaugeSumsTheTasks() throws Exception {
         String run = "obs-" + UUID.randomUUID().toString().substring(0, 8);
         Path dir = ROOT.resolve(run);
-        try (TestCluster cluster = TestCluster.start(dir)) {
+        try (TestCluster cluster = TestCluster.startSharingRegistry(dir)) {
             EmbeddedKafka kafka = cluster.kafka();
             ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(

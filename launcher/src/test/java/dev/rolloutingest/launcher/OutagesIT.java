@@ -152,7 +152,7 @@ class OutagesIT {
                         HttpEndpoint readApi = new HttpEndpoint("127.0.0.1", 0)) {
                     new ReadApi(reader).mount(readApi);
                     readApi.start();
-                    Thread.sleep(3_000);
+                    Thread.sleep(1_000);
                     outage.begin(s3);
                     long outageStart = System.nanoTime();
                     int[] statuses = new int[3];
@@ -179,7 +179,7 @@ class OutagesIT {
                     assertThat(resumed).as("sealing resumed").isFinite();
                     outage.checkReads(statuses);
                 }
-                Thread.sleep(3_000);
+                Thread.sleep(1_000);
                 producer.close();
                 verifyEverythingOnce(run, producer, outage.verifySeconds);
                 outage.checkAfter(ingest, merge);

@@ -34,7 +34,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class PipelineIT {
     @RegisterExtension
-    static final Services SERVICES = Services.under("it-pipeline");
+    static final Services SERVICES = Services.sharingRegistry("it-pipeline");
 
     private static final int KEYS = 200;
 
@@ -101,8 +101,7 @@ class PipelineIT {
                     // each kill once the process has merged more since the last: a kill of a process still starting
                     // would test nothing
                     merged = awaitMergedBeyond(location, merged, 120);
-                    pipeline.kill();
-                    Thread.sleep(1_000);
+                    pipeline.kill(); // returns once the process is gone
                     pipeline = ChildJvm.start(PipelineApp.class, args, Map.of(), log);
                 }
                 awaitMergedBeyond(location, merged, 120);

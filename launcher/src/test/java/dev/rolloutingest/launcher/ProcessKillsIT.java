@@ -69,7 +69,7 @@ class ProcessKillsIT {
             // SIGKILL and restart at once, eight times, the two ingest instances in turn.
             for (int kill = 0; kill < 8; kill++) {
                 App victim = ingest.get(kill % 2);
-                Thread.sleep(2_000);
+                Thread.sleep(500); // it has sealed since its restart: the kill lands mid-work
                 victim.jvm.kill();
                 long from = victim.logSize();
                 LocalTime restarted = LocalTime.now();
@@ -99,7 +99,7 @@ class ProcessKillsIT {
             App gone = ingest.get(0);
             App survivor = ingest.get(1);
             long goneFrom = gone.logSize();
-            Thread.sleep(3_000); // a window in which it seals the partitions it owns
+            Thread.sleep(1_500); // a window in which it seals the partitions it owns (seal age 1 s)
             List<Integer> orphaned = awaitSealedPartitions(gone, goneFrom, 60);
             long survivorFrom = survivor.logSize();
             LocalTime killed = LocalTime.now();
@@ -118,7 +118,7 @@ class ProcessKillsIT {
             App stopping = ingest.get(1);
             App other = ingest.get(0);
             long stoppingFrom = stopping.logSize();
-            Thread.sleep(3_000); // a window in which it seals the partitions it owns
+            Thread.sleep(1_500); // a window in which it seals the partitions it owns (seal age 1 s)
             List<Integer> handed = awaitSealedPartitions(stopping, stoppingFrom, 60);
             long otherFrom = other.logSize();
             LocalTime stopped = LocalTime.now();

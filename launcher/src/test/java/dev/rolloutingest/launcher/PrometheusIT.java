@@ -74,7 +74,7 @@ class PrometheusIT {
         Path metricsToken = dir.resolve("metrics-token");
         Files.writeString(metricsToken, READ_TOKEN + "\n");
 
-        try (TestCluster cluster = TestCluster.start(dir)) {
+        try (TestCluster cluster = TestCluster.startSharingRegistry(dir)) {
             EmbeddedKafka kafka = cluster.kafka();
             ApicurioRegistry registry = cluster.registry();
             kafka.createTopics(List.of(
