@@ -1,6 +1,7 @@
 package dev.rolloutingest.ingest;
 
 import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.runtime.DirectBuffers;
 import dev.rolloutingest.runtime.NativePreload;
 import dev.rolloutingest.runtime.RolloutApp;
 import dev.rolloutingest.runtime.StreamsRuntime;
@@ -59,6 +60,7 @@ public final class IngestApp extends RolloutApp {
 
     /** Runs until SIGTERM: {@code IngestApp [config.properties]}, env vars override the file. */
     public static void main(String[] args) throws InterruptedException {
+        DirectBuffers.allocateUnzeroed(); // before any Netty class loads
         NativePreload.start(); // first: it overlaps the rest of the start
         IngestConfig config =
                 IngestConfig.load(ConfigSources.file(args.length > 0 ? Path.of(args[0]) : null), System.getenv());

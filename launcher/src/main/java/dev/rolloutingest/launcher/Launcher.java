@@ -1,5 +1,6 @@
 package dev.rolloutingest.launcher;
 
+import dev.rolloutingest.runtime.DirectBuffers;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -57,6 +58,7 @@ public final class Launcher implements Runnable {
     }
 
     public static void main(String[] args) {
+        DirectBuffers.allocateUnzeroed(); // before any Netty class loads
         int code = run(args);
         if (code != 0 || !KeepRunning.requested()) {
             System.exit(code);

@@ -6,6 +6,7 @@ import dev.rolloutingest.merge.MergeApp;
 import dev.rolloutingest.merge.MergeConfig;
 import dev.rolloutingest.runtime.CommonKeys;
 import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.runtime.DirectBuffers;
 import dev.rolloutingest.runtime.NativePreload;
 import dev.rolloutingest.runtime.StreamsRuntime;
 import java.nio.file.Path;
@@ -84,6 +85,7 @@ public final class PipelineApp implements AutoCloseable {
 
     /** Runs until SIGTERM: {@code PipelineApp ingest.properties merge.properties}, env vars override both files. */
     public static void main(String[] args) throws InterruptedException {
+        DirectBuffers.allocateUnzeroed(); // before any Netty class loads
         NativePreload.start(); // first: it overlaps the rest of the start
         if (args.length != 2) {
             throw new IllegalArgumentException("usage: PipelineApp <ingest.properties> <merge.properties>");

@@ -1,6 +1,7 @@
 package dev.rolloutingest.merge;
 
 import dev.rolloutingest.runtime.ConfigSources;
+import dev.rolloutingest.runtime.DirectBuffers;
 import dev.rolloutingest.runtime.NativePreload;
 import dev.rolloutingest.runtime.RolloutApp;
 import dev.rolloutingest.runtime.StreamsRuntime;
@@ -105,6 +106,7 @@ public final class MergeApp extends RolloutApp {
 
     /** Runs until SIGTERM: {@code MergeApp [config.properties]}, env vars override the file. */
     public static void main(String[] args) throws InterruptedException {
+        DirectBuffers.allocateUnzeroed(); // before any Netty class loads
         NativePreload.start(); // first: it overlaps the rest of the start
         MergeConfig config =
                 MergeConfig.load(ConfigSources.file(args.length > 0 ? Path.of(args[0]) : null), System.getenv());
