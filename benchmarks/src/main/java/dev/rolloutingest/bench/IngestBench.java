@@ -125,11 +125,32 @@ final class IngestBench {
                     d.warmRowsPerSecond,
                     bytes,
                     c,
-                    "the same run once a third of the records are sealed: its JIT compiled, as (c)'s is");
+                    String.format(
+                            "the same run once a third of the records are sealed; its JIT compilers meanwhile %.0f %%"
+                                    + " of a core",
+                            d.warmJitShare * 100));
+            print(
+                    "(d) ingest topology, JIT quiet",
+                    d.quietRowsPerSecond,
+                    bytes,
+                    c,
+                    Double.isNaN(d.quietRowsPerSecond)
+                            ? "its JIT compilers were not quiet before the drain's end: more --records"
+                            : String.format(
+                                    "the same run from %.1f s after the first seal, once its JIT compilers used under"
+                                            + " %.0f %% of a core for %d s, as (c)'s run compiled; meanwhile %.0f %%",
+                                    d.quietAfterFirstSealSeconds,
+                                    JIT_QUIET_SHARE * 100,
+                                    JIT_QUIET_WINDOW_NANOS / 1_000_000_000L,
+                                    d.quietJitShare * 100));
             if (limits) {
                 System.out.printf(
-                        "%n(d)/(c) = %.2f from the first seal, %.2f warm%n",
-                        d.steadyRowsPerSecond / c, d.warmRowsPerSecond / c);
+                        "%n(d)/(c) = %.2f from the first seal, %.2f warm%s%n",
+                        d.steadyRowsPerSecond / c,
+                        d.warmRowsPerSecond / c,
+                        Double.isNaN(d.quietRowsPerSecond)
+                                ? ""
+                                : String.format(", %.2f JIT quiet", d.quietRowsPerSecond / c));
             }
             if (freshnessRate > 0) {
                 freshness(kafka, registry, root);
@@ -138,6 +159,10 @@ final class IngestBench {
     }
 
     private void print(String what, double rowsPerSecond, long bytes, double limit, String notes) {
+        if (Double.isNaN(rowsPerSecond)) {
+            System.out.printf("| %s | n/a | | | %s |%n", what, notes);
+            return;
+        }
         System.out.printf(
                 "| %s | %,.0f | %.1f | %s | %s |%n",
                 what,
@@ -164,9 +189,23 @@ final class IngestBench {
         return bytes;
     }
 
+    /**
+     * The topology's own JVM compiles Kafka's, Streams', Arrow's and lance-core's code for most of a drain of millions
+     * of rows (its compiler threads took a third of its CPU over 1,500,000 rows, a quarter over 3,000,000), where (c)
+     * runs in the bench's JVM
+     * after (a) compiled the same code twice: "JIT quiet" is the topology measured as (c) is.
+     */
+    private static final double JIT_QUIET_SHARE = 0.10;
+
+    private static final long JIT_QUIET_WINDOW_NANOS = 2_000_000_000L;
+
     private record Topology(
             double steadyRowsPerSecond,
             double warmRowsPerSecond,
+            double warmJitShare,
+            double quietRowsPerSecond,
+            double quietAfterFirstSealSeconds,
+            double quietJitShare,
             double startupSeconds,
             double runSeconds,
             double tailSeconds,
@@ -179,8 +218,9 @@ final class IngestBench {
         long started = System.nanoTime();
         try (ChildJvm app = ChildJvm.start(
                 IngestApp.class, List.of(config.toString()), Map.of(), work.resolve("ingest.log"), "-Xmx1g")) {
-            // Sealed rows over time, from the seals (the table as any reader sees it).
-            List<long[]> samples = new ArrayList<>(); // {nanos, sealed rows}
+            // Sealed rows over time, from the seals (the table as any reader sees it), and the CPU its JIT compilers
+            // used by then.
+            List<long[]> samples = new ArrayList<>(); // {nanos, sealed rows, JIT compilers' CPU nanos}
             long peakRss = 0;
             try (RolloutTable table = waitForTable(tableDir, app)) {
                 while (true) {
@@ -189,7 +229,8 @@ final class IngestBench {
                         sealed += table.generations()
                                 .sealedRecords(ShardId.of("rollouts", p)); // a listing: light on the CPU
                     }
-                    samples.add(new long[] {System.nanoTime(), sealed});
+                    double jit = ThreadCpu.byRole(app.pid()).getOrDefault(ThreadCpu.JIT_COMPILERS, 0.0);
+                    samples.add(new long[] {System.nanoTime(), sealed, (long) (jit * 1e9)});
                     peakRss = Math.max(peakRss, ProcessMemory.rssMiB(app.pid()));
                     if (sealed >= records) {
                         break;
@@ -211,14 +252,19 @@ final class IngestBench {
                     .orElse(samples.get(samples.size() - 1));
             long[] steadyStart =
                     samples.stream().filter(s -> s[1] > 0).findFirst().orElseThrow();
-            // Warm: the same end, from when a third of the records are sealed (the JIT is done by then).
+            // Warm: the same end, from when a third of the records are sealed (much of the JIT's work done).
             long[] warmStart = samples.stream()
                     .filter(s -> s[1] >= records / 3)
                     .findFirst()
                     .orElse(steadyStart);
+            long[] quietStart = jitQuietFrom(samples, steadyStart, steadyEnd);
             return new Topology(
                     rate(steadyStart, steadyEnd),
                     rate(warmStart, steadyEnd),
+                    jitShare(warmStart, steadyEnd),
+                    quietStart == null ? Double.NaN : rate(quietStart, steadyEnd),
+                    quietStart == null ? Double.NaN : (quietStart[0] - firstSeal) / 1e9,
+                    quietStart == null ? Double.NaN : jitShare(quietStart, steadyEnd),
                     (firstSeal - started) / 1e9,
                     (full - firstSeal) / 1e9,
                     (full - steadyEnd[0]) / 1e9,
@@ -226,7 +272,37 @@ final class IngestBench {
         }
     }
 
-    /** Rows sealed per second between two samples ({nanos, sealed rows}). */
+    /**
+     * The first sample from the first seal on whose last {@link #JIT_QUIET_WINDOW_NANOS} the JIT compilers used under
+     * {@link #JIT_QUIET_SHARE} of a core, if it leaves at least a quarter of the steady window; else null.
+     */
+    private static long[] jitQuietFrom(List<long[]> samples, long[] steadyStart, long[] steadyEnd) {
+        long latest = steadyEnd[0] - (steadyEnd[0] - steadyStart[0]) / 4;
+        int back = 0;
+        for (int i = 0; i < samples.size(); i++) {
+            long[] sample = samples.get(i);
+            if (sample[0] > latest) {
+                return null;
+            }
+            while (back < i && sample[0] - samples.get(back + 1)[0] >= JIT_QUIET_WINDOW_NANOS) {
+                back++;
+            }
+            long[] from = samples.get(back);
+            if (sample[0] >= steadyStart[0]
+                    && sample[0] - from[0] >= JIT_QUIET_WINDOW_NANOS
+                    && jitShare(from, sample) < JIT_QUIET_SHARE) {
+                return sample;
+            }
+        }
+        return null;
+    }
+
+    /** The JIT compilers' share of a core between two samples. */
+    private static double jitShare(long[] from, long[] to) {
+        return to[0] > from[0] ? (double) (to[2] - from[2]) / (to[0] - from[0]) : 0;
+    }
+
+    /** Rows sealed per second between two samples ({nanos, sealed rows, ...}). */
     private static double rate(long[] from, long[] to) {
         double seconds = (to[0] - from[0]) / 1e9;
         return seconds > 0 ? (to[1] - from[1]) / seconds : 0;

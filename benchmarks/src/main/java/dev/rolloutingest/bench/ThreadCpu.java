@@ -15,6 +15,8 @@ import java.util.stream.Stream;
  * its total alone does not tell apart from the work.
  */
 final class ThreadCpu {
+    static final String JIT_COMPILERS = "JIT compilers";
+
     /** Clock ticks per second of /proc's times: USER_HZ, 100 on every Linux this runs on. */
     private static final double TICKS_PER_SECOND = 100;
 
@@ -47,7 +49,7 @@ final class ThreadCpu {
     /** A thread's role from its name as the kernel keeps it (the first 15 characters). */
     static String role(String name) {
         if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
-            return "JIT compilers";
+            return JIT_COMPILERS;
         }
         if (name.startsWith("GC Thread") || name.startsWith("G1 ")) {
             return "GC";
