@@ -2,12 +2,14 @@ package dev.rolloutingest.runtime;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.rolloutingest.embedded.ChildJvm;
 import io.netty.util.internal.PlatformDependent;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
+import java.util.UUID;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -32,20 +34,14 @@ class DirectBuffersTest {
                 .isEqualTo("unzeroed=false rows=ok");
     }
 
-    private static String probe(boolean allocateUnzeroed, String... jvmArgs) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(
-                ProcessHandle.current().info().command().orElse("java"), "--add-opens=java.base/java.nio=ALL-UNNAMED"));
-        command.addAll(List.of(jvmArgs));
-        command.addAll(List.of(
-                "-cp",
-                System.getProperty("java.class.path"),
-                Probe.class.getName(),
-                Boolean.toString(allocateUnzeroed)));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        assertThat(process.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        String[] lines = out.strip().split("\n");
-        return lines[lines.length - 1];
+    private static String probe(boolean allocateUnzeroed, String... jvmArgs) throws IOException {
+        Path log = Path.of("target", "direct-buffers", UUID.randomUUID() + ".log");
+        try (ChildJvm probe =
+                ChildJvm.start(Probe.class, List.of(Boolean.toString(allocateUnzeroed)), Map.of(), log, jvmArgs)) {
+            assertThat(probe.waitFor(60)).isZero();
+        }
+        List<String> lines = Files.readAllLines(log);
+        return lines.get(lines.size() - 1);
     }
 
     /**

@@ -192,8 +192,7 @@ final class IngestBench {
     /**
      * The topology's own JVM compiles Kafka's, Streams', Arrow's and lance-core's code for most of a drain of millions
      * of rows (its compiler threads took a third of its CPU over 1,500,000 rows, a quarter over 3,000,000), where (c)
-     * runs in the bench's JVM
-     * after (a) compiled the same code twice: "JIT quiet" is the topology measured as (c) is.
+     * runs in the bench's JVM after (a) compiled the same code twice: "JIT quiet" is the topology measured as (c) is.
      */
     private static final double JIT_QUIET_SHARE = 0.10;
 
