@@ -26,6 +26,7 @@ final class AvroTape implements ContractRow {
     private int fields;
     private int extras;
     private BinaryDecoder decoder;
+    private final Base64Text payloads = new Base64Text();
     /** Scratch for values whose count the encoding needs before them (arrays, maps, decoded bytes). */
     int[] ints = new int[256];
 
@@ -195,23 +196,19 @@ final class AvroTape implements ContractRow {
 
     /**
      * The base64 text of a JSON string in UTF-8 {@code json} from {@code from} (after its opening quote) to its closing
-     * quote, decoded straight into the tape as bytes ({@link Base64Text}). Returns the index of the closing quote; -1,
+     * quote, decoded into the tape as bytes ({@link Base64Text}). Returns the index of the closing quote; -1,
      * with the tape as it was, for a string with an escape, a space or anything else: the caller then asks the JSON
      * parser, whose decoder has the final word.
      */
     int writeBase64(byte[] json, int from, int end) {
-        int close = Base64Text.close(json, from, end);
-        int count = close < 0 ? -1 : Base64Text.decodedLength(json, from, close);
-        if (count < 0) {
+        int close = payloads.decode(json, from, end);
+        if (close < 0) {
             return -1;
         }
-        int start = length;
+        int count = payloads.count();
         writeLong(count);
         ensure(count);
-        if (!Base64Text.decode(json, from, count, buffer, length)) {
-            length = start;
-            return -1;
-        }
+        System.arraycopy(payloads.decoded(), 0, buffer, length, count);
         length += count;
         return close;
     }

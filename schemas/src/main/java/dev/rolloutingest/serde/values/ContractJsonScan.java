@@ -66,11 +66,11 @@ final class ContractJsonScan {
 
     private int[] spans = new int[32];
 
-    /** Scratch for a row's arrays and its decoded payload, each growing to the largest read (the record bounds it). */
+    /** Scratch for a row's arrays, each growing to the largest read (the record bounds it). */
     private int[] ints = new int[256];
 
     private float[] floats = new float[256];
-    private byte[] decoded = new byte[4096];
+    private final Base64Text payloads = new Base64Text();
     /** The last string read ({@link #string}): its UTF-8 bytes are {@code stringBytes[stringStart, +stringLength)}. */
     private byte[] stringBytes;
 
@@ -219,18 +219,11 @@ final class ContractJsonScan {
     /** A payload's base64 string, decoded once into the scratch and written as the row's bytes. */
     private void base64(int position) {
         expect('"');
-        int close = Base64Text.close(in, pos, end);
-        int count = close < 0 ? -1 : Base64Text.decodedLength(in, pos, close);
-        if (count < 0) {
+        int close = payloads.decode(in, pos, end);
+        if (close < 0) {
             throw DECLINE;
         }
-        if (decoded.length < count) {
-            decoded = new byte[Math.max(count, 2 * decoded.length)];
-        }
-        if (!Base64Text.decode(in, pos, count, decoded, 0)) {
-            throw DECLINE;
-        }
-        row.bytes(position, decoded, 0, count);
+        row.bytes(position, payloads.decoded(), 0, payloads.count());
         pos = close + 1;
     }
 
