@@ -45,6 +45,7 @@ public final class StreamsRuntime implements AutoCloseable {
     private final Deque<Long> replacements = new ArrayDeque<>();
     private volatile String lastThreadError;
     private final FailedMemberRemoval failedMembers;
+    private final CleanCloseMark cleanClose;
     /** A stream thread that has not polled for longer than this is stuck: Kafka has already taken its partitions. */
     private final long stuckAfterMs;
 
@@ -73,7 +74,9 @@ public final class StreamsRuntime implements AutoCloseable {
                 .description("Stream threads that failed and were replaced (their uncommitted work is redone)")
                 .register(registry);
         this.stuckAfterMs = maxPollIntervalMs(props);
+        this.cleanClose = new CleanCloseMark(name, props);
         this.streams = new KafkaStreams(topology, props);
+        cleanClose.wipeIfNotClosedCleanly(streams);
         this.failedMembers = new FailedMemberRemoval(name, props, this::streamThreadNames);
         this.streams.setUncaughtExceptionHandler(error -> {
             log.error(
@@ -294,8 +297,10 @@ public final class StreamsRuntime implements AutoCloseable {
     public void close() {
         // Leave the group explicitly: a static member that just stops would keep its partitions until the
         // session timeout; leaving hands them to the other instances at once.
-        streams.close(
-                new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(30)).leaveGroup(true));
+        if (streams.close(
+                new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(30)).leaveGroup(true))) {
+            cleanClose.closedCleanly();
+        }
         failedMembers.close();
         metrics.close();
     }

@@ -1,5 +1,6 @@
 package dev.rolloutingest.ingest;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.rolloutingest.embedded.ApicurioRegistry;
@@ -20,17 +21,25 @@ import dev.rolloutingest.testsupport.Services;
 import dev.rolloutingest.testsupport.Topics;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -160,6 +169,30 @@ final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
                 .writeTo(dir.resolve("ingest.properties"));
     }
 
+    /**
+     * The config file of one of several instances of a run (its topics made by {@link #createRunTopics}): the run's
+     * topics and application id, one table in {@code work/table}, the instance's own state in
+     * {@code work/state-<instance>}, then {@code extra}.
+     */
+    Path instanceConfig(String run, String input, Path work, String instance, Map<String, String> extra)
+            throws IOException {
+        Map<String, String> settings = new HashMap<>(Map.of(
+                "rollout.input.topic",
+                input,
+                "rollout.generations.topic",
+                run + "-generations",
+                "rollout.dlq.topic",
+                run + "-dlq",
+                "rollout.table.uri",
+                work.resolve("table").toString(),
+                "application.id",
+                run,
+                "rollout.state.dir",
+                work.resolve("state-" + instance).toString()));
+        settings.putAll(extra);
+        return writeConfig(work.resolve(instance), settings);
+    }
+
     void awaitCommitted(String group, String topic, int partitions, int seconds) throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
         try (Admin admin = kafka().admin()) {
@@ -245,6 +278,70 @@ final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
     static <K, V> List<ConsumerRecord<K, V>> readToEnd(
             String bootstrapServers, String topic, Deserializer<K> keys, Deserializer<V> values) {
         return Topics.readToEnd(bootstrapServers, topic, keys, values);
+    }
+
+    /**
+     * Until the group is stable with the stream threads of {@code instances} instances, each instance owning input
+     * partitions, all of them together (within {@code seconds}).
+     */
+    void awaitGroup(String group, String input, int partitions, int instances, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        String last = "not described yet";
+        try (Admin admin = kafka().admin()) {
+            while (System.currentTimeMillis() < deadline) {
+                ConsumerGroupDescription description;
+                try {
+                    description = admin.describeConsumerGroups(List.of(group))
+                            .all()
+                            .get()
+                            .get(group);
+                } catch (ExecutionException e) { // the group does not exist yet
+                    last = e.getCause().toString();
+                    Thread.sleep(200);
+                    continue;
+                }
+                last = description.toString();
+                // a member is one stream thread: its static id is the instance's with the thread's index after it
+                Map<String, Set<Integer>> ownedByInstance = new TreeMap<>();
+                for (MemberDescription member : description.members()) {
+                    String instance = member.groupInstanceId()
+                            .map(id -> id.substring(0, id.lastIndexOf('-')))
+                            .orElse(member.consumerId());
+                    Set<Integer> own = ownedByInstance.computeIfAbsent(instance, i -> new TreeSet<>());
+                    member.assignment().topicPartitions().stream()
+                            .filter(tp -> tp.topic().equals(input))
+                            .forEach(tp -> own.add(tp.partition()));
+                }
+                Set<Integer> owned = new TreeSet<>();
+                ownedByInstance.values().forEach(owned::addAll);
+                if (description.groupState() == GroupState.STABLE
+                        && ownedByInstance.size() == instances
+                        && ownedByInstance.values().stream().noneMatch(Set::isEmpty)
+                        && owned.size() == partitions) {
+                    return;
+                }
+                Thread.sleep(200);
+            }
+        }
+        throw new AssertionError(
+                "group " + group + " not stable with " + instances + " instances within " + seconds + " s: " + last);
+    }
+
+    /** Until the log holds {@code text} after its first {@code from} bytes (within {@code seconds}). */
+    static void awaitLog(Path log, long from, String text, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (!(Files.exists(log) && logAfter(log, from).contains(text))) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("no '" + text + "' in " + log + " within " + seconds + " s");
+            }
+            Thread.sleep(200);
+        }
+    }
+
+    /** The log's text after its first {@code from} bytes. */
+    static String logAfter(Path log, long from) throws IOException {
+        byte[] all = Files.readAllBytes(log);
+        return new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from), UTF_8);
     }
 
     /** The committed GenerationSealed events of the topic, by shard, in generation order. */
