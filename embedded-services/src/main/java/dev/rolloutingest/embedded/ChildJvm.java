@@ -3,6 +3,7 @@ package dev.rolloutingest.embedded;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -25,6 +26,13 @@ public final class ChildJvm implements AutoCloseable {
      */
     public static final String CLASSPATH_FIRST = "rollout.child.classpath.first";
 
+    /**
+     * Set (by the launcher module's build) to the packaged command's jar: children then run from it, its manifest's
+     * class path and its class-data archive beside it ({@code rollout-ingest.jsa}, when the build made one), as the
+     * rollout-ingest command runs them. A main that is not in the packaged command (a test's own) runs as without.
+     */
+    public static final String PACKAGED_JAR = "rollout.child.packaged.jar";
+
     private ChildJvm(Process process, Path log) {
         this.process = process;
         this.log = log;
@@ -35,6 +43,26 @@ public final class ChildJvm implements AutoCloseable {
         String own = System.getProperty("java.class.path");
         String first = System.getProperty(CLASSPATH_FIRST, "");
         return first.isEmpty() || !Files.isDirectory(Path.of(first)) ? own : first + File.pathSeparator + own;
+    }
+
+    /** The packaged command's jar if one is set and holds {@code main} (its module's jar is in its lib), else null. */
+    private static Path packagedCommand(Class<?> main) {
+        String jar = System.getProperty(PACKAGED_JAR, "");
+        if (jar.isEmpty() || !Files.isRegularFile(Path.of(jar))) {
+            return null;
+        }
+        Path packaged = Path.of(jar).toAbsolutePath();
+        Path source;
+        try {
+            source = Path.of(
+                    main.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            return null;
+        }
+        boolean own = source.equals(packaged) || source.equals(packaged.resolveSibling("classes"));
+        boolean dependency = Files.isRegularFile(
+                packaged.resolveSibling("lib").resolve(source.getFileName().toString()));
+        return own || dependency ? packaged : null;
     }
 
     public static ChildJvm start(
@@ -58,7 +86,17 @@ public final class ChildJvm implements AutoCloseable {
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
                 "--add-opens=jdk.httpserver/sun.net.httpserver=ALL-UNNAMED"));
         command.addAll(List.of(jvmArgs));
-        command.addAll(List.of("-cp", classpath(), main.getName()));
+        Path packaged = packagedCommand(main);
+        if (packaged != null) {
+            Path archive =
+                    packaged.resolveSibling(packaged.getFileName().toString().replaceFirst("\\.jar$", ".jsa"));
+            if (Files.isRegularFile(archive)) {
+                command.add("-XX:SharedArchiveFile=" + archive);
+            }
+            command.addAll(List.of("-cp", packaged.toString(), main.getName()));
+        } else {
+            command.addAll(List.of("-cp", classpath(), main.getName()));
+        }
         command.addAll(args);
         try {
             Files.createDirectories(log.getParent());
