@@ -14,6 +14,7 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.streams.StreamsConfig;
 
 /**
@@ -31,6 +32,8 @@ public final class ConfigSources {
     public static final String STORAGE_PREFIX = "rollout.table.storage.";
     private static final String STORAGE_ENV_PREFIX = "ROLLOUT_TABLE_STORAGE_";
     private static final String STREAMS_ENV_PREFIX = "STREAMS_";
+    /** segment.ms of the changelog topics Streams creates (streams.topic.segment.ms overrides it). */
+    static final String CHANGELOG_SEGMENT_MS = "3600000";
 
     private ConfigSources() {}
 
@@ -171,6 +174,10 @@ public final class ConfigSources {
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
         props.put(
                 StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), Math.max(500, session / 5));
+        // A restart after a kill restores the stores from their changelogs, which are compacted, but only in closed
+        // segments: at Kafka's default (a segment closes after 7 days) a week of every seal's or merge's position
+        // would be read back at every kill. An hour's segments keep the restore to about an hour of writes.
+        props.put(StreamsConfig.topicPrefix(TopicConfig.SEGMENT_MS_CONFIG), CHANGELOG_SEGMENT_MS);
         // There is no global store; this only keeps Streams from warning about it at every start. The
         // partition assignor builds its own StreamsConfig from the main consumer's settings: it needs it too.
         props.put("processing.exception.handler.global.enabled", "true");

@@ -10,6 +10,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.config.TopicConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -17,7 +20,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * An instance killed with SIGKILL and started again takes its partitions back as the same static member without
  * making the group rebalance: the other instance stays RUNNING throughout. (Its stores, left without checkpoints by
  * the kill, are wiped before Streams starts; found so after the assignment, Streams would rebalance the whole group,
- * which waits for every member's next heartbeat.) Every record still lands once.
+ * which waits for every member's next heartbeat.) Every record still lands once, and the changelog restored from closes
+ * its segments hourly, so compaction keeps what a restart reads back short.
  */
 class KilledInstanceRejoinIT {
     private static final Path ROOT = Path.of("target", "it-killed-rejoin").toAbsolutePath();
@@ -72,6 +76,18 @@ class KilledInstanceRejoinIT {
                     .as("the restarted instance's start")
                     .contains("did not close cleanly")
                     .doesNotContain("corrupted");
+            // what the restart restored from: a changelog whose segments close (and compact) hourly, not weekly
+            try (Admin admin = cluster.kafka().admin()) {
+                ConfigResource changelog = new ConfigResource(
+                        ConfigResource.Type.TOPIC, run + "-" + IngestTopology.PROGRESS_STORE + "-changelog");
+                assertThat(admin.describeConfigs(List.of(changelog))
+                                .all()
+                                .get()
+                                .get(changelog)
+                                .get(TopicConfig.SEGMENT_MS_CONFIG)
+                                .value())
+                        .isEqualTo("3600000");
+            }
             a.stop();
             b.stop();
         } finally {
