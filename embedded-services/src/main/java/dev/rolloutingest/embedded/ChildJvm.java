@@ -21,8 +21,8 @@ public final class ChildJvm implements AutoCloseable {
     private final Thread reaper;
 
     /**
-     * Set (by a module's build) to classpath entries that come before this JVM's own: lance-core's native library
-     * unpacked, found before the copy in its jar, as the packaged command finds it.
+     * Set (by a module's build) to a classpath entry that comes before this JVM's own: lance-core's native library
+     * unpacked (a folder) or stored (a jar), found before the copy in its jar, as the packaged command finds it.
      */
     public static final String CLASSPATH_FIRST = "rollout.child.classpath.first";
 
@@ -42,7 +42,7 @@ public final class ChildJvm implements AutoCloseable {
     private static String classpath() {
         String own = System.getProperty("java.class.path");
         String first = System.getProperty(CLASSPATH_FIRST, "");
-        return first.isEmpty() || !Files.isDirectory(Path.of(first)) ? own : first + File.pathSeparator + own;
+        return first.isEmpty() || !Files.exists(Path.of(first)) ? own : first + File.pathSeparator + own;
     }
 
     /** The packaged command's jar if one is set and holds {@code main} (its module's jar is in its lib), else null. */
