@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
 
 /**
  * A main class of this project in a separate JVM on this JVM's classpath: how tests kill an app with
@@ -45,24 +46,28 @@ public final class ChildJvm implements AutoCloseable {
         return first.isEmpty() || !Files.exists(Path.of(first)) ? own : first + File.pathSeparator + own;
     }
 
-    /** The packaged command's jar if one is set and holds {@code main} (its module's jar is in its lib), else null. */
+    /**
+     * The packaged command's jar if one is set and holds {@code main}, in itself or in a jar of its lib (by file name),
+     * else null.
+     */
     private static Path packagedCommand(Class<?> main) {
         String jar = System.getProperty(PACKAGED_JAR, "");
         if (jar.isEmpty() || !Files.isRegularFile(Path.of(jar))) {
             return null;
         }
         Path packaged = Path.of(jar).toAbsolutePath();
-        Path source;
-        try {
-            source = Path.of(
+        try (JarFile own = new JarFile(packaged.toFile())) {
+            if (own.getEntry(main.getName().replace('.', '/') + ".class") != null) {
+                return packaged;
+            }
+            Path source = Path.of(
                     main.getProtectionDomain().getCodeSource().getLocation().toURI());
-        } catch (URISyntaxException e) {
+            Path inLib =
+                    packaged.resolveSibling("lib").resolve(source.getFileName().toString());
+            return Files.isRegularFile(inLib) ? packaged : null;
+        } catch (IOException | URISyntaxException e) {
             return null;
         }
-        boolean own = source.equals(packaged) || source.equals(packaged.resolveSibling("classes"));
-        boolean dependency = Files.isRegularFile(
-                packaged.resolveSibling("lib").resolve(source.getFileName().toString()));
-        return own || dependency ? packaged : null;
     }
 
     public static ChildJvm start(
