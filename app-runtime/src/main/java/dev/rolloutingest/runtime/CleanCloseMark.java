@@ -39,8 +39,8 @@ final class CleanCloseMark {
     }
 
     /**
-     * Before {@link KafkaStreams#start()} (in state CREATED): wipes the local stores if the last run did not close cleanly, and removes
-     * the mark (a kill from now on leaves none). Returns whether it wiped.
+     * Before {@link KafkaStreams#start()} (in state CREATED): wipes the local stores if the last run did not close
+     * cleanly, and removes the mark (a kill from now on leaves none). Returns whether it wiped.
      */
     boolean wipeIfNotClosedCleanly(KafkaStreams streams) {
         try {

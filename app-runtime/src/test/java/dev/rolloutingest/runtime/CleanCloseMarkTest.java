@@ -15,7 +15,7 @@ import org.apache.kafka.streams.state.Stores;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Local stores are wiped before a start after a run that was killed, kept after a clean close; the process id stays. */
+/** Local stores are wiped before a start after a killed run, kept after a clean close; the process id stays. */
 class CleanCloseMarkTest {
     @TempDir
     Path stateDir;
