@@ -160,13 +160,16 @@ final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
     }
 
     Path writeConfig(Path dir, Map<String, String> extra) throws IOException {
+        return sealingSoon().with(extra).writeTo(dir.resolve("ingest.properties"));
+    }
+
+    /** This cluster, small seals every 0.7 s and commits every 0.2 s: what the ingest ITs run with. */
+    private AppSettings sealingSoon() {
         return AppSettings.of(services.cluster())
                 .with("rollout.seal.max.rows", "60")
                 .with("rollout.seal.max.age.ms", "700")
                 .with("rollout.seal.check.interval.ms", "100")
-                .with("streams.commit.interval.ms", "200")
-                .with(extra)
-                .writeTo(dir.resolve("ingest.properties"));
+                .with("streams.commit.interval.ms", "200");
     }
 
     /**
@@ -176,21 +179,12 @@ final class IngestCluster implements BeforeAllCallback, AfterAllCallback {
      */
     Path instanceConfig(String run, String input, Path work, String instance, Map<String, String> extra)
             throws IOException {
-        Map<String, String> settings = new HashMap<>(Map.of(
-                "rollout.input.topic",
-                input,
-                "rollout.generations.topic",
-                run + "-generations",
-                "rollout.dlq.topic",
-                run + "-dlq",
-                "rollout.table.uri",
-                work.resolve("table").toString(),
-                "application.id",
-                run,
-                "rollout.state.dir",
-                work.resolve("state-" + instance).toString()));
-        settings.putAll(extra);
-        return writeConfig(work.resolve(instance), settings);
+        return sealingSoon()
+                .topicsOf(run, input)
+                .table(work.resolve("table"))
+                .state(work.resolve("state-" + instance))
+                .with(extra)
+                .writeTo(work.resolve(instance).resolve("ingest.properties"));
     }
 
     void awaitCommitted(String group, String topic, int partitions, int seconds) throws Exception {

@@ -21,7 +21,6 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -45,29 +44,10 @@ class IngestExactlyOnceIT {
         String run = "eo-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
         String events = run + "-generations";
-        String dlq = run + "-dlq";
-        cluster.kafka()
-                .createTopics(List.of(
-                        new NewTopic(input, PARTITIONS, (short) 1),
-                        new NewTopic(events, 1, (short) 1),
-                        new NewTopic(dlq, 1, (short) 1)));
+        cluster.createRunTopics(run, input, PARTITIONS);
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Path config = cluster.writeConfig(
-                work,
-                Map.of(
-                        "rollout.input.topic",
-                        input,
-                        "rollout.generations.topic",
-                        events,
-                        "rollout.dlq.topic",
-                        dlq,
-                        "rollout.table.uri",
-                        tableDir.toString(),
-                        "application.id",
-                        run,
-                        "rollout.state.dir",
-                        work.resolve("state").toString()));
+        Path config = cluster.instanceConfig(run, input, work, "ingest", Map.of());
 
         int records = 3_000;
         int keys = 1_100;
@@ -162,28 +142,10 @@ class IngestExactlyOnceIT {
     void recordsRetentionRemovedBeforeTheyWereSealedAreReportedLostNotSkippedSilently() throws Exception {
         String run = "ret-" + UUID.randomUUID().toString().substring(0, 8);
         String input = run + "-rollouts";
-        cluster.kafka()
-                .createTopics(List.of(
-                        new NewTopic(input, 1, (short) 1),
-                        new NewTopic(run + "-generations", 1, (short) 1),
-                        new NewTopic(run + "-dlq", 1, (short) 1)));
+        cluster.createRunTopics(run, input, 1);
         Path work = ROOT.resolve(run);
         Path tableDir = work.resolve("table");
-        Path config = cluster.writeConfig(
-                work,
-                Map.of(
-                        "rollout.input.topic",
-                        input,
-                        "rollout.generations.topic",
-                        run + "-generations",
-                        "rollout.dlq.topic",
-                        run + "-dlq",
-                        "rollout.table.uri",
-                        tableDir.toString(),
-                        "application.id",
-                        run,
-                        "rollout.state.dir",
-                        work.resolve("state").toString()));
+        Path config = cluster.instanceConfig(run, input, work, "ingest", Map.of());
         Map<String, Long> latest = new TreeMap<>();
         cluster.produce(input, 0, 200, 200, latest, new AtomicLong(), 0);
         Path log = work.resolve("ingest.log");
